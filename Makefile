@@ -1,0 +1,63 @@
+# vkdqs: `make demo` and `make test` set up whatever is missing first (Debian packages, .venv).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+DEB_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslc spirv-tools xvfb
+
+.PHONY: demo test deps venv lint format shaders check-shaders bench clean
+
+demo: deps venv
+	$(PY) -m vkdqs demo
+
+test: deps venv
+	VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} $(PY) -m pytest $(PYTEST_ARGS)
+
+# Debian/Ubuntu packages: apt-get as root, sudo otherwise, or a clear message.
+deps:
+	@missing=""; \
+	for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || missing="$$missing python3-venv"; \
+	if [ -n "$$missing" ]; then \
+	  if ! command -v apt-get >/dev/null; then \
+	    echo "vkdqs needs:$$missing (Debian/Ubuntu names); install their equivalents" >&2; exit 1; \
+	  elif [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  elif command -v sudo >/dev/null; then \
+	    echo "installing with sudo:$$missing"; \
+	    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else \
+	    echo "missing Debian packages:$$missing; run as root: apt-get install$$missing" >&2; exit 1; \
+	  fi; \
+	fi
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+shaders: deps venv
+	$(PY) build_shaders.py
+
+check-shaders: venv
+	$(PY) build_shaders.py --check
+
+bench: deps venv
+	$(PY) benchmarks/bench_skinning.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,49 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// The rendering vertex shader: the seed's DQS shader as valid Vulkan GLSL (the loose
+// `uniform mat4 u_view_projection` became a push constant). Compiled four ways:
+//   SKIN_LBS       linear blend skinning instead of DQS (a different bone block);
+//   SKIN_READBACK  also writes each skinned position and normal to a storage buffer at
+//                  gl_VertexIndex, drawn as points with rasterizer discard, so tests read back
+//                  exactly what this shader computes.
+
+#include "include/skin.glsl"
+
+layout(location = 0) in vec3 in_position;
+layout(location = 1) in vec3 in_normal;
+layout(location = 2) in ivec4 in_bone_ids;
+layout(location = 3) in vec4 in_weights;
+
+layout(location = 0) out vec3 out_normal;
+
+layout(push_constant) uniform PushConstants {
+    mat4 view_projection;
+    // Readback only: where this draw's positions and normals start in out_data, in floats.
+    uint position_base;
+    uint normal_base;
+} pc;
+
+#ifdef SKIN_READBACK
+layout(std430, set = 0, binding = 1) writeonly buffer SkinnedVertices {
+    float out_data[];
+};
+#endif
+
+void main() {
+    vec3 p;
+    vec3 n;
+    skin_vertex(in_bone_ids, in_weights, in_position, in_normal, p, n);
+    out_normal = n;
+    gl_Position = pc.view_projection * vec4(p, 1.0);
+#ifdef SKIN_READBACK
+    gl_PointSize = 1.0;
+    uint i = pc.position_base + 3u * uint(gl_VertexIndex);
+    uint k = pc.normal_base + 3u * uint(gl_VertexIndex);
+    out_data[i] = p.x;
+    out_data[i + 1u] = p.y;
+    out_data[i + 2u] = p.z;
+    out_data[k] = n.x;
+    out_data[k + 1u] = n.y;
+    out_data[k + 2u] = n.z;
+#endif
+}

@@ -1,0 +1,158 @@
+"""Every kind of bad input raises a documented vkdqs error, naming the problem, before the GPU.
+
+Mesh-level checks (negative joints, bad weights, > 4 influences, shapes) are in test_mesh.py;
+these are the checks a Skinner makes, plus use after close().
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vkdqs import InputError, LimitError, ObjectDestroyedError, SkinnedMesh, dq
+from vkdqs.skinner import Skinner
+
+
+@pytest.fixture
+def mesh():
+    rng = np.random.default_rng(5)
+    n = 64
+    joints = rng.integers(0, 4, (n, 4))
+    return SkinnedMesh(rng.normal(size=(n, 3)), rng.normal(size=(n, 3)), joints, rng.random((n, 4)))
+
+
+@pytest.fixture
+def bones():
+    return dq.random_rigid(4, np.random.default_rng(6))
+
+
+def test_joint_index_at_or_above_bone_count(device, mesh):
+    with pytest.raises(InputError, match=r"vertex \d+ slot \d+ uses joint 3 .* 3 bones"):
+        Skinner(device, mesh, bone_count=3)
+    assert device.live_objects() == 0
+
+
+def test_too_many_bones_for_the_uniform_buffer(device):
+    mesh = SkinnedMesh([[0.0, 0, 0]], [[0.0, 0, 1]], [[0]], [[1.0]])
+    limit = device.info.max_uniform_buffer_range // 32
+    with pytest.raises(LimitError, match=rf"maxUniformBufferRange.*at most {limit} bones"):
+        Skinner(device, mesh, bone_count=limit + 1)
+    lbs_limit = device.info.max_uniform_buffer_range // 48
+    with pytest.raises(LimitError, match=rf"at most {lbs_limit} bones"):
+        Skinner(device, mesh, bone_count=lbs_limit + 1, method="lbs")
+
+
+def test_the_largest_bone_count_that_fits_works(device):
+    limit = device.info.max_uniform_buffer_range // 32
+    mesh = SkinnedMesh([[1.0, 0, 0]], [[0.0, 0, 1]], [[limit - 1]], [[1.0]])
+    bones = dq.random_rigid(limit, np.random.default_rng(7))
+    with Skinner(device, mesh, bone_count=limit) as skinner:
+        positions, _ = skinner.skin(bones)
+    np.testing.assert_allclose(positions[0], dq.transform_points(bones[-1], [1.0, 0, 0]), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"method": "cpu"}, r"method must be one of .*'cpu'"),
+        ({"path": "fragment"}, r"path must be one of .*'fragment'"),
+        ({"bone_count": 0}, r"bone_count must be >= 1, got 0"),
+        ({"bone_count": 2.5}, r"bone_count must be an int, got 2.5"),
+    ],
+)
+def test_bad_skinner_options(device, mesh, kwargs, message):
+    options = {"bone_count": 4, **kwargs}
+    with pytest.raises(InputError, match=message):
+        Skinner(device, mesh, **options)
+
+
+def test_mesh_must_be_a_skinned_mesh(device):
+    with pytest.raises(InputError, match=r"mesh must be a vkdqs\.SkinnedMesh, got ndarray"):
+        Skinner(device, np.zeros((3, 3)), bone_count=1)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (np.zeros((3, 2, 4)), r"bones has 3 bones, the skinner was made for 4"),
+        (np.zeros((4, 3, 3)), r"bones must have shape \(4, 2, 4\) or \(4, 4, 4\), got \(4, 3, 3\)"),
+        (np.zeros((4, 8)), r"bones must have shape .* got \(4, 8\)"),
+        (np.array([["a"] * 4] * 8).reshape(4, 2, 4), r"bones must be a float array .* dtype <U1"),
+    ],
+)
+def test_bad_bone_shapes_and_dtypes(device, mesh, bad, message):
+    with Skinner(device, mesh, bone_count=4) as skinner:
+        with pytest.raises(InputError, match=message):
+            skinner.skin(bad)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_non_finite_bone_data(device, mesh, bones, value):
+    bad = bones.copy()
+    bad[2, 1, 3] = value
+    with Skinner(device, mesh, bone_count=4) as skinner:
+        with pytest.raises(InputError, match=rf"bone 2 has a non-finite value \({value}\)"):
+            skinner.skin(bad)
+        poses = np.stack([bones, bad])
+        with pytest.raises(InputError, match=r"pose 1 bone 2 has a non-finite value"):
+            skinner.skin_many(poses)
+
+
+def test_zero_dual_quaternion_is_rejected(device, mesh, bones):
+    bad = bones.copy()
+    bad[1] = 0.0
+    with Skinner(device, mesh, bone_count=4) as skinner:
+        with pytest.raises(InputError, match=r"bone 1: dual quaternion real part has length 0"):
+            skinner.skin(bad)
+
+
+@pytest.mark.parametrize(
+    ("matrix", "message"),
+    [
+        (np.diag([2.0, 1.0, 1.0, 1.0]), r"(scale|shear|rigid)"),
+        (np.diag([-1.0, 1.0, 1.0, 1.0]), r"reflection"),
+    ],
+)
+def test_non_rigid_matrices_are_rejected_for_dqs(device, mesh, bones, matrix, message):
+    mats = dq.to_matrices(bones)
+    mats[3] = matrix
+    with Skinner(device, mesh, bone_count=4) as skinner:
+        with pytest.raises(InputError, match=rf"rigid.*3.*{message}|{message}.*3"):
+            skinner.skin(mats)
+
+
+def test_non_affine_matrix_is_rejected_for_lbs(device, mesh, bones):
+    mats = dq.to_matrices(bones)
+    mats[0, 3] = [0.0, 0.0, 1.0, 1.0]
+    with Skinner(device, mesh, bone_count=4, method="lbs") as skinner:
+        with pytest.raises(InputError, match=r"bone 0: not an affine matrix, bottom row"):
+            skinner.skin(mats)
+
+
+def test_lbs_accepts_scale(device, mesh, bones):
+    mats = dq.to_matrices(bones)
+    mats[:, :3, :3] *= 1.5
+    with Skinner(device, mesh, bone_count=4, method="lbs") as skinner:
+        positions, _ = skinner.skin(mats)
+    want, _ = dq.skin_lbs(mesh.positions, mesh.normals, mesh.joints, mesh.weights, mats)
+    np.testing.assert_allclose(positions, want, atol=1e-5 * mesh.extent * 1.5)
+
+
+def test_skinner_use_after_close(device, mesh, bones):
+    skinner = Skinner(device, mesh, bone_count=4)
+    skinner.close()
+    skinner.close()  # idempotent
+    with pytest.raises(ObjectDestroyedError, match=r"Skinner used after close\(\)"):
+        skinner.skin(bones)
+    with pytest.raises(ObjectDestroyedError):
+        skinner.skin_many(bones[None])
+
+
+def test_skinner_use_after_device_close(fresh_device, mesh, bones):
+    skinner = Skinner(fresh_device, mesh, bone_count=4)
+    fresh_device.close()
+    with pytest.raises(ObjectDestroyedError, match="Device was closed"):
+        skinner.skin(bones)
+    skinner.close()  # nothing left to destroy, and no error
+    with pytest.raises(ObjectDestroyedError, match=r"Device used after close\(\)"):
+        Skinner(fresh_device, mesh, bone_count=4)

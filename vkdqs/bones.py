@@ -1,0 +1,92 @@
+"""Validation and packing of bone poses into the layouts of the shaders' bone blocks.
+
+Pure numpy (no Vulkan). One pose is ``(B, ...)``; a batch of poses is ``(P, B, ...)``.
+
+* DQS bones (``mat2x4 bones[]``, 8 floats): ``(B, 2, 4)`` dual quaternions (real, dual), which are
+  **normalized** on the way in (a real part of length below 1e-6 is rejected), or ``(B, 4, 4)``
+  rigid matrices, converted (scale, shear and reflections are rejected, naming the bone).
+* LBS bones (``mat3x4 bones[]``, 12 floats: the three rows of the affine matrix): ``(B, 3, 4)``
+  or ``(B, 4, 4)`` affine matrices (bottom row must be 0, 0, 0, 1), or ``(B, 2, 4)`` dual
+  quaternions, converted.
+
+NaN or inf anywhere is rejected, naming the pose/bone and the value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import dq
+from .errors import InputError
+
+DQ_FLOATS = 8
+LBS_FLOATS = 12
+_MIN_REAL_NORM = 1e-6
+
+
+def _where(index: tuple[int, ...], batched: bool) -> str:
+    if batched:
+        return f"pose {index[0]} bone {index[1]}"
+    return f"bone {index[0]}"
+
+
+def _as_bones(bones: object, bone_count: int, batched: bool, shapes: tuple[tuple[int, int], ...]):
+    arr = np.asarray(bones)
+    lead = 2 if batched else 1
+    want = " or ".join(f"({'P, ' if batched else ''}{bone_count}, {a}, {b})" for a, b in shapes)
+    if arr.dtype.kind not in "fiu":
+        raise InputError(f"bones must be a float array of shape {want}, got dtype {arr.dtype}")
+    if arr.ndim != lead + 2 or tuple(arr.shape[lead:]) not in shapes:
+        raise InputError(f"bones must have shape {want}, got {arr.shape}")
+    if arr.shape[lead - 1] != bone_count:
+        raise InputError(
+            f"bones has {arr.shape[lead - 1]} bones, the skinner was made for {bone_count} "
+            f"(shape {arr.shape})"
+        )
+    if batched and arr.shape[0] == 0:
+        raise InputError("bones holds no poses (P = 0)")
+    arr = arr.astype(np.float64, copy=False)
+    finite = np.isfinite(arr).all(axis=(-2, -1))
+    if not finite.all():
+        index = tuple(int(i) for i in np.argwhere(~finite)[0])
+        bad = arr[index][~np.isfinite(arr[index])][0]
+        raise InputError(f"{_where(index, batched)} has a non-finite value ({bad})")
+    return arr
+
+
+def pack_dqs(bones: object, bone_count: int, *, batched: bool = False) -> np.ndarray:
+    """Validated unit dual quaternions as float32 ``([P,] B, 2, 4)``."""
+    arr = _as_bones(bones, bone_count, batched, ((2, 4), (4, 4)))
+    if arr.shape[-2] == 4:
+        try:
+            out = dq.from_matrices(arr)
+        except InputError as exc:
+            raise InputError(f"DQS bones must be rigid matrices: {exc}") from None
+    else:
+        norms = np.linalg.norm(arr[..., 0, :], axis=-1)
+        small = norms < _MIN_REAL_NORM
+        if small.any():
+            index = tuple(int(i) for i in np.argwhere(small)[0])
+            raise InputError(
+                f"{_where(index, batched)}: dual quaternion real part has length "
+                f"{norms[index]:.3g}; it must be a (near-)unit rotation quaternion"
+            )
+        out = dq.normalize(arr)
+    return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def pack_lbs(bones: object, bone_count: int, *, batched: bool = False) -> np.ndarray:
+    """Validated affine bone matrices as float32 ``([P,] B, 3, 4)`` (the top three rows)."""
+    arr = _as_bones(bones, bone_count, batched, ((3, 4), (4, 4), (2, 4)))
+    if arr.shape[-2] == 2:
+        arr = dq.to_matrices(pack_dqs(arr, bone_count, batched=batched).astype(np.float64))
+    if arr.shape[-2] == 4:
+        bottom = np.abs(arr[..., 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=-1)
+        bad = bottom > 1e-6
+        if bad.any():
+            index = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise InputError(
+                f"{_where(index, batched)}: not an affine matrix, bottom row is "
+                f"{arr[index][3].tolist()} (expected [0, 0, 0, 1])"
+            )
+    return np.ascontiguousarray(arr[..., :3, :], dtype=np.float32)

@@ -1,0 +1,707 @@
+"""Quaternion and dual quaternion math in pure numpy, plus the CPU reference skinning.
+
+Conventions (written once, used everywhere in vkdqs)
+----------------------------------------------------
+* A quaternion is an array ``[..., 4]`` ordered ``(x, y, z, w)``, matching glTF and a GLSL
+  ``vec4`` (``q.xyz`` is the vector part, ``q.w`` the scalar part).
+* A rotation quaternion ``q`` rotates a vector ``v`` as ``q (v, 0) q*``.
+  :func:`quat_from_matrix` returns the canonical sign ``w >= 0``; every other function accepts
+  either sign (``q`` and ``-q`` are the same rotation).
+* A dual quaternion (DQ) is an array ``[..., 2, 4]`` = ``(real, dual)``. For the rigid transform
+  "rotate by ``q``, then translate by ``t``" the DQ is ``real = q``, ``dual = 0.5 * (t, 0) ⊗ q``.
+  A *unit* DQ has ``|real| = 1`` and ``real · dual = 0``; ``dq`` and ``-dq`` are the same transform.
+* Matrices act on column vectors: ``p' = R @ p + t`` and a 4x4 rigid matrix is
+  ``[[R, t], [0, 0, 0, 1]]``. :func:`multiply` composes like matrices: ``multiply(a, b)`` applies
+  ``b`` first, then ``a``.
+* Batch axes come first and broadcast. Inputs may be any array-like; results are float64. Data
+  arguments are positional-only, options keyword-only.
+
+CPU reference skinning
+----------------------
+:func:`skin_dqs` and :func:`skin_lbs` compute, in float64, exactly what the GPU shaders compute
+(same slot order, same antipodality rule against slot 0, same normalization without
+orthogonalizing the dual part, same fallbacks), so they are the test oracle for the GPU paths.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from vkdqs.errors import InputError
+
+__all__ = [
+    "DQS_EPS",
+    "LBS_EPS",
+    "conjugate",
+    "from_matrices",
+    "from_rotation_translation",
+    "multiply",
+    "normalize",
+    "quat_conjugate",
+    "quat_from_axis_angle",
+    "quat_from_matrix",
+    "quat_multiply",
+    "quat_rotate",
+    "quat_to_matrix",
+    "random_rigid",
+    "skin_dqs",
+    "skin_lbs",
+    "to_matrices",
+    "transform_normals",
+    "transform_points",
+    "translation",
+]
+
+#: Below this length of the blended real part, :func:`skin_dqs` leaves the vertex at rest.
+DQS_EPS = 1e-6
+#: Below this sum of weights, :func:`skin_lbs` leaves the vertex at rest.
+LBS_EPS = 1e-6
+# Normals shorter than this after the LBS cofactor transform fall back to the rest normal.
+_NORMAL_EPS = 1e-6
+# |real| below this cannot be normalized.
+_NORMALIZE_EPS = 1e-8
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _as_float(x: ArrayLike, name: str) -> NDArray[np.float64]:
+    a = np.asarray(x)
+    if a.dtype == bool or not (
+        np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)
+    ):
+        raise InputError(f"{name} must be a real numeric array, got dtype {a.dtype}")
+    return a.astype(np.float64, copy=False)
+
+
+def _check_last(a: NDArray, name: str, tail: tuple[int, ...], expected: str) -> None:
+    if a.ndim < len(tail) or a.shape[a.ndim - len(tail) :] != tail:
+        raise InputError(f"{name} must have shape {expected}, got shape {a.shape} {a.dtype}")
+
+
+def _label(kind: str, batch_shape: tuple[int, ...], flat: int) -> str:
+    """Human-readable name of one element of a batch: 'matrix 3', 'matrix (1, 2)', 'the matrix'."""
+    if len(batch_shape) == 0:
+        return f"the {kind}"
+    idx = tuple(int(i) for i in np.unravel_index(int(flat), batch_shape))
+    if len(idx) == 1:
+        return f"{kind} {idx[0]}"
+    return f"{kind} {idx}"
+
+
+def _cross(a: NDArray, b: NDArray) -> NDArray:
+    # np.cross is slow on large batches and warns on broadcasting quirks; spell it out.
+    ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
+    bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], axis=-1)
+
+
+def _dot(a: NDArray, b: NDArray) -> NDArray:
+    return np.einsum("...i,...i->...", a, b)
+
+
+def _safe_normalize(v: NDArray, eps: float = 0.0) -> tuple[NDArray, NDArray]:
+    """Normalize ``v [..., 3]``; returns (unit vectors, mask of vectors with length <= eps).
+
+    Vectors at or below ``eps`` are returned as zeros instead of NaN.
+    """
+    length = np.sqrt(_dot(v, v))
+    small = length <= eps
+    out = v / np.where(small, 1.0, length)[..., None]
+    out[small] = 0.0
+    return out, small
+
+
+# --------------------------------------------------------------------------------------------
+# quaternions
+# --------------------------------------------------------------------------------------------
+
+
+def quat_multiply(a: ArrayLike, b: ArrayLike, /) -> NDArray[np.float64]:
+    """Hamilton product ``a ⊗ b``.
+
+    Parameters
+    ----------
+    a, b : array_like, [..., 4]
+        Quaternions ``(x, y, z, w)``; leading axes broadcast.
+
+    Returns
+    -------
+    ndarray, [..., 4]
+    """
+    a = _as_float(a, "a")
+    b = _as_float(b, "b")
+    _check_last(a, "a", (4,), "[..., 4]")
+    _check_last(b, "b", (4,), "[..., 4]")
+    av, aw = a[..., :3], a[..., 3:]
+    bv, bw = b[..., :3], b[..., 3:]
+    vec = aw * bv + bw * av + _cross(av, bv)
+    w = aw * bw - _dot(av, bv)[..., None]
+    return np.concatenate([vec, w], axis=-1)
+
+
+def quat_conjugate(q: ArrayLike, /) -> NDArray[np.float64]:
+    """Conjugate ``(-x, -y, -z, w)``; the inverse rotation for a unit quaternion.
+
+    Parameters
+    ----------
+    q : array_like, [..., 4]
+
+    Returns
+    -------
+    ndarray, [..., 4]
+    """
+    q = _as_float(q, "q")
+    _check_last(q, "q", (4,), "[..., 4]")
+    return q * np.array([-1.0, -1.0, -1.0, 1.0])
+
+
+def quat_rotate(q: ArrayLike, v: ArrayLike, /) -> NDArray[np.float64]:
+    """Rotate vectors ``v`` by unit quaternions ``q``.
+
+    Uses the shader's formula ``v + 2 cross(q.xyz, cross(q.xyz, v) + q.w v)``, which equals
+    ``q v q*`` for a unit ``q`` (it is not scale-invariant, so pass unit quaternions).
+
+    Parameters
+    ----------
+    q : array_like, [..., 4]
+    v : array_like, [..., 3]
+
+    Returns
+    -------
+    ndarray, [..., 3]
+    """
+    q = _as_float(q, "q")
+    v = _as_float(v, "v")
+    _check_last(q, "q", (4,), "[..., 4]")
+    _check_last(v, "v", (3,), "[..., 3]")
+    return _rotate(q, v)
+
+
+def _rotate(q: NDArray, v: NDArray) -> NDArray:
+    qv = q[..., :3]
+    return v + 2.0 * _cross(qv, _cross(qv, v) + q[..., 3:] * v)
+
+
+def quat_from_matrix(r: ArrayLike, /) -> NDArray[np.float64]:
+    """Unit quaternions of rotation matrices (Shepperd's method, vectorized).
+
+    Parameters
+    ----------
+    r : array_like, [..., 3, 3]
+        Rotation matrices. Not validated; a nearly orthonormal matrix gives the nearest-ish
+        rotation's quaternion, normalized.
+
+    Returns
+    -------
+    ndarray, [..., 4]
+        Unit quaternions with ``w >= 0``.
+    """
+    r = _as_float(r, "r")
+    _check_last(r, "r", (3, 3), "[..., 3, 3]")
+    r00, r01, r02 = r[..., 0, 0], r[..., 0, 1], r[..., 0, 2]
+    r10, r11, r12 = r[..., 1, 0], r[..., 1, 1], r[..., 1, 2]
+    r20, r21, r22 = r[..., 2, 0], r[..., 2, 1], r[..., 2, 2]
+    # K = 4 q q^T (order x, y, z, w) written from the matrix entries. Any row i of K divided by
+    # 2 sqrt(K_ii) is q (up to sign); Shepperd's trick is to use the row with the largest diagonal,
+    # which is >= 1 for a rotation, so the division is always well conditioned (incl. 180 deg).
+    xx = 1.0 + r00 - r11 - r22
+    yy = 1.0 - r00 + r11 - r22
+    zz = 1.0 - r00 - r11 + r22
+    ww = 1.0 + r00 + r11 + r22
+    xy, xz, yz = r01 + r10, r02 + r20, r12 + r21
+    wx, wy, wz = r21 - r12, r02 - r20, r10 - r01
+    k = np.stack(
+        [
+            np.stack([xx, xy, xz, wx], axis=-1),
+            np.stack([xy, yy, yz, wy], axis=-1),
+            np.stack([xz, yz, zz, wz], axis=-1),
+            np.stack([wx, wy, wz, ww], axis=-1),
+        ],
+        axis=-2,
+    )
+    diag = np.stack([xx, yy, zz, ww], axis=-1)
+    best = np.argmax(diag, axis=-1)[..., None]
+    row = np.take_along_axis(k, best[..., None], axis=-2)[..., 0, :]
+    q = row / np.linalg.norm(row, axis=-1, keepdims=True)
+    return np.where(q[..., 3:] < 0.0, -q, q)
+
+
+def quat_to_matrix(q: ArrayLike, /) -> NDArray[np.float64]:
+    """Rotation matrices of unit quaternions.
+
+    Parameters
+    ----------
+    q : array_like, [..., 4]
+
+    Returns
+    -------
+    ndarray, [..., 3, 3]
+    """
+    q = _as_float(q, "q")
+    _check_last(q, "q", (4,), "[..., 4]")
+    x, y, z, w = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        axis=-2,
+    )
+
+
+def quat_from_axis_angle(axis: ArrayLike, angle: ArrayLike, /) -> NDArray[np.float64]:
+    """Unit quaternions rotating by ``angle`` radians about ``axis`` (right-hand rule).
+
+    Parameters
+    ----------
+    axis : array_like, [..., 3]
+        Rotation axes; normalized here, must be non-zero.
+    angle : array_like, [...]
+        Angles in radians; broadcasts against ``axis[..., 0]``.
+
+    Returns
+    -------
+    ndarray, [..., 4]
+    """
+    axis = _as_float(axis, "axis")
+    angle = _as_float(angle, "angle")
+    _check_last(axis, "axis", (3,), "[..., 3]")
+    unit, small = _safe_normalize(axis, 1e-12)
+    if np.any(small):
+        flat = int(np.argmax(small.ravel()))
+        raise InputError(f"{_label('axis', small.shape, flat)} has zero length")
+    half = 0.5 * angle[..., None]
+    vec = np.sin(half) * unit
+    w = np.broadcast_to(np.cos(half), (*vec.shape[:-1], 1))
+    return np.concatenate([vec, w], axis=-1)
+
+
+# --------------------------------------------------------------------------------------------
+# dual quaternions
+# --------------------------------------------------------------------------------------------
+
+
+def _check_dq(dq: ArrayLike, name: str) -> NDArray[np.float64]:
+    a = _as_float(dq, name)
+    _check_last(a, name, (2, 4), "[..., 2, 4]")
+    return a
+
+
+def from_rotation_translation(q: ArrayLike, t: ArrayLike, /) -> NDArray[np.float64]:
+    """Unit DQs for "rotate by ``q``, then translate by ``t``".
+
+    Parameters
+    ----------
+    q : array_like, [..., 4]
+        Rotation quaternions; normalized here.
+    t : array_like, [..., 3]
+        Translations.
+
+    Returns
+    -------
+    ndarray, [..., 2, 4]
+    """
+    q = _as_float(q, "q")
+    t = _as_float(t, "t")
+    _check_last(q, "q", (4,), "[..., 4]")
+    _check_last(t, "t", (3,), "[..., 3]")
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    tq = np.concatenate([t, np.zeros((*t.shape[:-1], 1))], axis=-1)
+    dual = 0.5 * quat_multiply(tq, q)
+    real, dual = np.broadcast_arrays(q, dual)
+    return np.stack([real, dual], axis=-2)
+
+
+def from_matrices(m: ArrayLike, /, *, atol: float = 1e-4) -> NDArray[np.float64]:
+    """Unit DQs of rigid 4x4 matrices, after checking that they are rigid.
+
+    Parameters
+    ----------
+    m : array_like, [..., 4, 4]
+        Rigid transforms ``[[R, t], [0, 0, 0, 1]]``.
+    atol : float, keyword-only
+        Tolerance for the bottom row and for ``R^T R = I``.
+
+    Returns
+    -------
+    ndarray, [..., 2, 4]
+
+    Raises
+    ------
+    InputError
+        Wrong shape; or, naming the index of the first offending matrix: a non-finite element, a
+        bottom row other than ``(0, 0, 0, 1)``, scale/shear (``|R^T R - I| > atol``) or a
+        reflection (``det R < 0``). DQs represent rigid transforms only.
+    """
+    m = _as_float(m, "m")
+    _check_last(m, "m", (4, 4), "[..., 4, 4]")
+    batch = m.shape[:-2]
+    flat = m.reshape(-1, 4, 4)
+
+    finite = np.isfinite(flat).all(axis=(1, 2))
+    # Evaluate the remaining checks with non-finite matrices neutralized so they do not warn.
+    safe = np.where(finite[:, None, None], flat, np.eye(4))
+    bottom_err = np.abs(safe[:, 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=1)
+    rot = safe[:, :3, :3]
+    ortho_err = np.abs(np.swapaxes(rot, 1, 2) @ rot - np.eye(3)).max(axis=(1, 2))
+    det = np.linalg.det(rot) if len(rot) else np.zeros(0)
+    problems = [~finite, bottom_err > atol, ortho_err > atol, det <= 0.0]
+    bad = np.logical_or.reduce(problems)
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        who = _label("matrix", batch, i)
+        if problems[0][i]:
+            r, c = np.argwhere(~np.isfinite(flat[i]))[0]
+            raise InputError(f"{who} has a non-finite element: m[{r}, {c}] = {flat[i, r, c]}")
+        if problems[1][i]:
+            row = np.array2string(flat[i, 3], precision=4, separator=", ")
+            raise InputError(f"{who} has bottom row {row}; a rigid matrix needs (0, 0, 0, 1)")
+        if problems[2][i]:
+            raise InputError(
+                f"{who} is not rigid: scale/shear, |R^T R - I| max = {ortho_err[i]:.3g}"
+                f" (atol = {atol:g})"
+            )
+        raise InputError(f"{who} is a reflection (det = {det[i]:.3g})")
+
+    q = quat_from_matrix(flat[:, :3, :3])
+    dq = from_rotation_translation(q, flat[:, :3, 3])
+    return dq.reshape((*batch, 2, 4))
+
+
+def translation(dq: ArrayLike, /) -> NDArray[np.float64]:
+    """Translations of unit DQs: ``t = 2 (dual ⊗ real*).xyz``.
+
+    Parameters
+    ----------
+    dq : array_like, [..., 2, 4]
+
+    Returns
+    -------
+    ndarray, [..., 3]
+    """
+    dq = _check_dq(dq, "dq")
+    return _translation(dq[..., 0, :], dq[..., 1, :])
+
+
+def _translation(r: NDArray, d: NDArray) -> NDArray:
+    # The shader's expansion of 2 (d ⊗ r*).xyz; identical arithmetic keeps the oracle exact.
+    return 2.0 * (
+        r[..., 3:] * d[..., :3] - d[..., 3:] * r[..., :3] + _cross(r[..., :3], d[..., :3])
+    )
+
+
+def to_matrices(dq: ArrayLike, /) -> NDArray[np.float64]:
+    """Rigid 4x4 matrices of unit DQs.
+
+    Parameters
+    ----------
+    dq : array_like, [..., 2, 4]
+
+    Returns
+    -------
+    ndarray, [..., 4, 4]
+    """
+    dq = _check_dq(dq, "dq")
+    out = np.zeros((*dq.shape[:-2], 4, 4))
+    out[..., :3, :3] = quat_to_matrix(dq[..., 0, :])
+    out[..., :3, 3] = _translation(dq[..., 0, :], dq[..., 1, :])
+    out[..., 3, 3] = 1.0
+    return out
+
+
+def multiply(a: ArrayLike, b: ArrayLike, /) -> NDArray[np.float64]:
+    """Compose DQs: ``to_matrices(multiply(a, b)) == to_matrices(a) @ to_matrices(b)``.
+
+    Parameters
+    ----------
+    a, b : array_like, [..., 2, 4]
+        Leading axes broadcast.
+
+    Returns
+    -------
+    ndarray, [..., 2, 4]
+    """
+    a = _check_dq(a, "a")
+    b = _check_dq(b, "b")
+    # (ar + e ad)(br + e bd) = ar br + e (ar bd + ad br), since e^2 = 0.
+    real = quat_multiply(a[..., 0, :], b[..., 0, :])
+    dual = quat_multiply(a[..., 0, :], b[..., 1, :]) + quat_multiply(a[..., 1, :], b[..., 0, :])
+    return np.stack([real, dual], axis=-2)
+
+
+def conjugate(dq: ArrayLike, /) -> NDArray[np.float64]:
+    """Quaternion conjugate of both parts; for a unit DQ this is the inverse transform.
+
+    Parameters
+    ----------
+    dq : array_like, [..., 2, 4]
+
+    Returns
+    -------
+    ndarray, [..., 2, 4]
+    """
+    dq = _check_dq(dq, "dq")
+    return dq * np.array([-1.0, -1.0, -1.0, 1.0])
+
+
+def normalize(dq: ArrayLike, /) -> NDArray[np.float64]:
+    """Project DQs onto unit DQs.
+
+    Divides both parts by ``|real|`` and then removes the dual part's component along the real
+    part (``d -= r (r · d)``), so that ``|r| = 1`` and ``r · d = 0`` hold exactly.
+
+    Parameters
+    ----------
+    dq : array_like, [..., 2, 4]
+
+    Returns
+    -------
+    ndarray, [..., 2, 4]
+
+    Raises
+    ------
+    InputError
+        Naming the first DQ whose ``|real| < 1e-8``.
+    """
+    dq = _check_dq(dq, "dq")
+    length = np.linalg.norm(dq[..., 0, :], axis=-1)
+    small = ~(length >= _NORMALIZE_EPS)  # also catches NaN
+    if np.any(small):
+        i = int(np.argmax(small.ravel()))
+        who = _label("dual quaternion", small.shape, i)
+        raise InputError(
+            f"{who} has |real| = {length.ravel()[i]:.3g} < {_NORMALIZE_EPS:g}; cannot normalize"
+        )
+    r = dq[..., 0, :] / length[..., None]
+    d = dq[..., 1, :] / length[..., None]
+    d = d - r * _dot(r, d)[..., None]
+    return np.stack([r, d], axis=-2)
+
+
+def transform_points(dq: ArrayLike, p: ArrayLike, /) -> NDArray[np.float64]:
+    """Apply unit DQs to points: rotate, then translate.
+
+    Parameters
+    ----------
+    dq : array_like, [..., 2, 4]
+    p : array_like, [..., 3]
+        Leading axes broadcast against ``dq``'s.
+
+    Returns
+    -------
+    ndarray, [..., 3]
+    """
+    dq = _check_dq(dq, "dq")
+    p = _as_float(p, "p")
+    _check_last(p, "p", (3,), "[..., 3]")
+    r, d = dq[..., 0, :], dq[..., 1, :]
+    return _rotate(r, p) + _translation(r, d)
+
+
+def transform_normals(dq: ArrayLike, n: ArrayLike, /) -> NDArray[np.float64]:
+    """Apply the rotation of unit DQs to normals (or any direction vectors).
+
+    Parameters
+    ----------
+    dq : array_like, [..., 2, 4]
+    n : array_like, [..., 3]
+
+    Returns
+    -------
+    ndarray, [..., 3]
+        Rotated vectors (lengths are preserved, not renormalized).
+    """
+    dq = _check_dq(dq, "dq")
+    n = _as_float(n, "n")
+    _check_last(n, "n", (3,), "[..., 3]")
+    return _rotate(dq[..., 0, :], n)
+
+
+def random_rigid(
+    n: int,
+    rng: np.random.Generator,
+    /,
+    *,
+    max_angle: float = np.pi,
+    max_translation: float = 1.0,
+) -> NDArray[np.float64]:
+    """Random unit DQs for tests.
+
+    Parameters
+    ----------
+    n : int
+        Number of transforms.
+    rng : numpy.random.Generator
+    max_angle : float, keyword-only
+        Angles are uniform in ``[0, max_angle]`` radians about uniformly random axes.
+    max_translation : float, keyword-only
+        Translations are uniform in the cube ``[-max_translation, max_translation]^3``.
+
+    Returns
+    -------
+    ndarray, [n, 2, 4]
+    """
+    axis = rng.normal(size=(n, 3))
+    # A zero Gaussian sample has probability zero, but guard it so the result is always valid.
+    axis[np.linalg.norm(axis, axis=1) < 1e-12] = (1.0, 0.0, 0.0)
+    angle = rng.uniform(0.0, max_angle, size=n)
+    t = rng.uniform(-max_translation, max_translation, size=(n, 3))
+    return from_rotation_translation(quat_from_axis_angle(axis, angle), t)
+
+
+# --------------------------------------------------------------------------------------------
+# CPU reference skinning
+# --------------------------------------------------------------------------------------------
+
+
+def _check_skin_inputs(
+    positions: ArrayLike, normals: ArrayLike, joints: ArrayLike, weights: ArrayLike
+) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+    p = _as_float(positions, "positions")
+    n = _as_float(normals, "normals")
+    j = np.asarray(joints)
+    w = _as_float(weights, "weights")
+    if p.ndim != 2 or p.shape[1] != 3:
+        raise InputError(f"positions must have shape (N, 3), got shape {p.shape} {p.dtype}")
+    count = p.shape[0]
+    if n.shape != (count, 3):
+        raise InputError(f"normals must have shape ({count}, 3), got shape {n.shape} {n.dtype}")
+    if j.dtype == bool or not np.issubdtype(j.dtype, np.integer):
+        raise InputError(f"joints must be an integer array, got {j.dtype}")
+    if j.ndim != 2 or j.shape[0] != count or j.shape[1] < 1:
+        raise InputError(f"joints must have shape ({count}, K), got shape {j.shape} {j.dtype}")
+    if w.shape != j.shape:
+        raise InputError(
+            f"weights must have the shape of joints {j.shape}, got shape {w.shape} {w.dtype}"
+        )
+    return p, n, j, w
+
+
+def skin_dqs(
+    positions: ArrayLike,
+    normals: ArrayLike,
+    joints: ArrayLike,
+    weights: ArrayLike,
+    bone_dqs: ArrayLike,
+    /,
+    *,
+    antipodal: bool = True,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Dual quaternion skinning, computing exactly what the GPU shaders compute (in float64).
+
+    For each vertex: ``dq_k = bone_dqs[joints[:, k]]``; ``s_k = -1`` where
+    ``real_k · real_0 < 0`` else ``+1`` (slot 0 as given is the reference; slots are not
+    sorted); ``b = Σ_k w_k s_k dq_k``; ``L = |b.real|``. Where ``L < DQS_EPS`` (e.g. all
+    weights zero) the vertex keeps its rest position and normalized rest normal. Otherwise
+    ``r = b.real / L`` and ``d = b.dual / L`` (no orthogonalization, like the shader),
+    ``p' = rotate(r, p) + t(r, d)`` and ``n' = normalize(rotate(r, n))``.
+
+    Parameters
+    ----------
+    positions : array_like, [N, 3]
+    normals : array_like, [N, 3]
+    joints : array_like of int, [N, K]
+        Bone indices; assumed in range (:class:`vkdqs.mesh.SkinnedMesh` checks them).
+    weights : array_like, [N, K]
+    bone_dqs : array_like, [B, 2, 4]
+        Skinning DQs (rest space -> posed space), unit or not; either sign.
+    antipodal : bool, keyword-only
+        Apply the sign correction. ``False`` exists to show that the correction matters.
+
+    Returns
+    -------
+    positions : ndarray, [N, 3]
+    normals : ndarray, [N, 3]
+    """
+    p, n, j, w = _check_skin_inputs(positions, normals, joints, weights)
+    bones = _as_float(bone_dqs, "bone_dqs")
+    if bones.ndim != 3 or bones.shape[1:] != (2, 4):
+        raise InputError(f"bone_dqs must have shape (B, 2, 4), got shape {bones.shape}")
+
+    ref = bones[j[:, 0], 0]
+    blend = np.zeros((p.shape[0], 2, 4))
+    for k in range(j.shape[1]):  # loop over the <= 4 influence slots, not over vertices
+        dq_k = bones[j[:, k]]
+        w_k = w[:, k]
+        if antipodal:
+            # q and -q are the same rotation; blending mixed signs takes the long way round and can
+            # cancel to zero. Match the shader: compare with slot 0, flip when the dot is < 0.
+            w_k = np.where(_dot(dq_k[:, 0], ref) < 0.0, -w_k, w_k)
+        blend += w_k[:, None, None] * dq_k
+
+    length = np.linalg.norm(blend[:, 0], axis=-1)
+    at_rest = ~(length >= DQS_EPS)
+    inv = 1.0 / np.where(at_rest, 1.0, length)
+    r = blend[:, 0] * inv[:, None]
+    d = blend[:, 1] * inv[:, None]
+    out_p = _rotate(r, p) + _translation(r, d)
+    out_n, _ = _safe_normalize(_rotate(r, n))
+    rest_n, _ = _safe_normalize(n)
+    out_p[at_rest] = p[at_rest]
+    out_n[at_rest] = rest_n[at_rest]
+    return out_p, out_n
+
+
+def skin_lbs(
+    positions: ArrayLike,
+    normals: ArrayLike,
+    joints: ArrayLike,
+    weights: ArrayLike,
+    bone_matrices: ArrayLike,
+    /,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Linear blend skinning, computing exactly what the GPU LBS path computes (in float64).
+
+    ``M = Σ_k w_k A[joints[:, k]]`` (3x4). Where ``Σ_k w_k < LBS_EPS`` the vertex keeps its rest
+    position and normalized rest normal. Otherwise ``p' = M[:, :3] p + M[:, 3]`` and the normal
+    is ``cof(M[:, :3]) n`` normalized, where the cofactor matrix (``det * inverse-transpose``) is
+    built from cross products of columns, so singular blends give no NaN. A normal shorter than
+    1e-6 after the transform falls back to the normalized rest normal.
+
+    Parameters
+    ----------
+    positions : array_like, [N, 3]
+    normals : array_like, [N, 3]
+    joints : array_like of int, [N, K]
+        Bone indices; assumed in range.
+    weights : array_like, [N, K]
+    bone_matrices : array_like, [B, 3, 4] or [B, 4, 4]
+        Affine skinning matrices (rest space -> posed space); only the top 3 rows are used.
+
+    Returns
+    -------
+    positions : ndarray, [N, 3]
+    normals : ndarray, [N, 3]
+    """
+    p, n, j, w = _check_skin_inputs(positions, normals, joints, weights)
+    mats = _as_float(bone_matrices, "bone_matrices")
+    if mats.ndim != 3 or mats.shape[1:] not in ((3, 4), (4, 4)):
+        raise InputError(
+            f"bone_matrices must have shape (B, 3, 4) or (B, 4, 4), got shape {mats.shape}"
+        )
+    mats = mats[:, :3, :]
+
+    m = np.zeros((p.shape[0], 3, 4))
+    for k in range(j.shape[1]):  # loop over the <= 4 influence slots, not over vertices
+        m += w[:, k, None, None] * mats[j[:, k]]
+    wsum = w.sum(axis=1)
+    at_rest = ~(wsum >= LBS_EPS)
+
+    lin = m[:, :, :3]
+    out_p = np.einsum("nij,nj->ni", lin, p) + m[:, :, 3]
+    # Normals transform by the inverse-transpose; the cofactor matrix det * A^-T has columns
+    # (a1 x a2, a2 x a0, a0 x a1) for columns a_i of A, needs no inverse, and keeps the
+    # orientation for det > 0. Its scale is irrelevant after normalizing.
+    c0, c1, c2 = lin[:, :, 0], lin[:, :, 1], lin[:, :, 2]
+    cof = np.stack([_cross(c1, c2), _cross(c2, c0), _cross(c0, c1)], axis=-1)
+    out_n, degenerate = _safe_normalize(np.einsum("nij,nj->ni", cof, n), _NORMAL_EPS)
+    rest_n, _ = _safe_normalize(n)
+    out_p[at_rest] = p[at_rest]
+    use_rest_n = at_rest | degenerate
+    out_n[use_rest_n] = rest_n[use_rest_n]
+    return out_p, out_n

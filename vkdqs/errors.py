@@ -1,0 +1,40 @@
+"""Exception types raised by vkdqs.
+
+Every error vkdqs raises derives from :class:`VkdqsError`. Errors about the caller's data also
+derive from :class:`ValueError`, so ``except ValueError`` keeps working for code that does not know
+vkdqs. Each message names the problem, where it is (which vertex, bone or slot) and the value.
+"""
+
+from __future__ import annotations
+
+
+class VkdqsError(Exception):
+    """Base class of every error raised by vkdqs."""
+
+
+class InputError(VkdqsError, ValueError):
+    """Bad input data: wrong shape or dtype, out-of-range index, NaN/inf, non-rigid matrix, ..."""
+
+
+class LimitError(InputError):
+    """The input exceeds a limit of the shader or the device (e.g. more bones than fit a UBO)."""
+
+
+class ObjectDestroyedError(VkdqsError):
+    """A vkdqs object was used after ``close()``/``destroy()``."""
+
+
+class VulkanError(VkdqsError):
+    """A Vulkan call failed; the message says which call and what was being done."""
+
+
+class NoSuitableDeviceError(VkdqsError):
+    """No physical device matched; the message lists why each device was rejected."""
+
+
+class ShaderError(VkdqsError):
+    """A SPIR-V module is missing or unreadable."""
+
+
+class ValidationLayerError(VkdqsError):
+    """The Khronos validation layer reported an error (raised by the test suite's checks)."""

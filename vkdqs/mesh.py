@@ -1,0 +1,301 @@
+"""A validated, GPU-ready skinned mesh (pure numpy; no Vulkan here).
+
+:class:`SkinnedMesh` checks its inputs once, with messages naming the argument, vertex, slot and
+value, and stores read-only arrays in the layout the shaders read: float32 positions and unit
+normals, exactly 4 influence slots per vertex (uint32 joints, float32 weights) sorted by weight,
+and flat uint32 triangle indices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from vkdqs.errors import InputError, LimitError
+
+__all__ = ["MAX_INFLUENCES", "SkinnedMesh"]
+
+#: Influence slots per vertex in the shaders (one ``uvec4`` of joints, one ``vec4`` of weights).
+MAX_INFLUENCES = 4
+_UINT32_MAX = np.iinfo(np.uint32).max
+
+
+def _describe(a: np.ndarray) -> str:
+    return f"shape {a.shape} {a.dtype}"
+
+
+def _real_array(x: ArrayLike, name: str) -> NDArray[np.float64]:
+    a = np.asarray(x)
+    if a.dtype == bool or not (
+        np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)
+    ):
+        raise InputError(f"{name} must be a real numeric array, got {_describe(a)}")
+    return a
+
+
+def _int_array(x: ArrayLike, name: str) -> np.ndarray:
+    a = np.asarray(x)
+    # bool is not an np.integer subtype, so True/False joints are rejected here too.
+    if not np.issubdtype(a.dtype, np.integer):
+        raise InputError(f"{name} must be an integer array, got {a.dtype}")
+    return a
+
+
+def _first(mask: np.ndarray) -> tuple[int, ...]:
+    """Index of the first True element of ``mask`` (caller checked that there is one)."""
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def _sort_influences(w: NDArray, j: NDArray) -> tuple[NDArray, NDArray]:
+    """Sort slots by weight descending (stable) and pad/compact to 4 slots.
+
+    Slot 0 becomes the largest influence, which the shaders use as the antipodality reference.
+    The caller has checked that at most 4 weights per vertex are non-zero, so compacting K > 4
+    slots to 4 drops only zeros. Returns (weights [N, 4], joints [N, 4]).
+    """
+    n, k = w.shape
+    if k > MAX_INFLUENCES:
+        # Rare path: a general stable argsort (-w keeps ties in input order).
+        order = np.argsort(-w, axis=1, kind="stable")[:, :MAX_INFLUENCES]
+        return np.take_along_axis(w, order, axis=1), np.take_along_axis(j, order, axis=1)
+    # K <= 4: a bubble-sort network over the slot columns (at most 6 compare-swaps) on
+    # slot-major copies is several times faster than a per-row argsort for millions of vertices.
+    # Swapping only on strict "<" keeps equal weights in input order (stable).
+    ws = np.zeros((MAX_INFLUENCES, n))
+    js = np.zeros((MAX_INFLUENCES, n), dtype=np.int64)
+    ws[:k] = w.T
+    js[:k] = j.T
+    for last in range(k - 1, 0, -1):
+        for c in range(last):
+            swap = ws[c] < ws[c + 1]
+            ws[c], ws[c + 1] = np.maximum(ws[c], ws[c + 1]), np.minimum(ws[c], ws[c + 1])
+            js[c], js[c + 1] = np.where(swap, js[c + 1], js[c]), np.where(swap, js[c], js[c + 1])
+    return ws.T, js.T
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.flags.writeable = False
+    return a
+
+
+class SkinnedMesh:
+    """A validated skinned triangle mesh with up to 4 influences per vertex.
+
+    Parameters
+    ----------
+    positions : array_like, [N, 3]
+        Rest positions; finite. ``N >= 1``.
+    normals : array_like, [N, 3]
+        Rest normals; finite and non-zero (normalized here).
+    joints : array_like of int, [N, K]
+        Bone index per influence slot, ``K >= 1``; any integer dtype, no negatives.
+    weights : array_like, [N, K]
+        Weight per slot; finite and ``>= 0``. ``K > 4`` is accepted as long as no vertex has more
+        than 4 non-zero weights.
+    indices : array_like of int, [M] or [M/3, 3], optional
+        Triangle vertex indices in ``[0, N)``; a flat array needs ``M % 3 == 0``.
+
+    Attributes
+    ----------
+    positions : ndarray of float32, [N, 3]
+    normals : ndarray of float32, [N, 3]
+        Unit length.
+    joints : ndarray of uint32, [N, 4]
+    weights : ndarray of float32, [N, 4]
+    indices : ndarray of uint32, [M] or None
+
+    Notes
+    -----
+    Per vertex, influences are sorted by weight descending (stable, so ties keep their input
+    order): slot 0, the shaders' antipodality reference, holds the largest weight. Slots are padded
+    to 4 with joint 0 / weight 0, weights are renormalized to sum to 1, and the joint of every
+    zero-weight slot is set to 0 so unused slots never index past the skeleton.
+
+    A vertex whose weights are all zero is allowed and stays all-zero: both DQS and LBS (GPU and
+    :mod:`vkdqs.dq` reference) leave it at its rest pose.
+
+    All stored arrays are read-only.
+
+    Raises
+    ------
+    InputError
+        A wrong shape or dtype (naming the argument, the expected and the received shape/dtype),
+        mismatched vertex counts, a non-finite value, a zero normal, a negative joint or weight, an
+        out-of-range index (each naming vertex/slot or triangle and the value).
+    LimitError
+        A vertex with more than 4 non-zero weights, or a used joint index beyond uint32.
+    """
+
+    def __init__(
+        self,
+        positions: ArrayLike,
+        normals: ArrayLike,
+        joints: ArrayLike,
+        weights: ArrayLike,
+        indices: ArrayLike | None = None,
+    ) -> None:
+        pos = _real_array(positions, "positions")
+        if pos.ndim != 2 or pos.shape[1] != 3 or pos.shape[0] < 1:
+            raise InputError(f"positions must have shape (N, 3) with N >= 1, got {_describe(pos)}")
+        n = pos.shape[0]
+        pos = pos.astype(np.float64, copy=False)
+        if not np.isfinite(pos).all():
+            v, c = _first(~np.isfinite(pos))
+            raise InputError(f"positions[{v}, {c}] = {pos[v, c]}: positions must be finite")
+
+        nrm = _real_array(normals, "normals")
+        if nrm.ndim != 2 or nrm.shape[1] != 3:
+            raise InputError(f"normals must have shape (N, 3), got {_describe(nrm)}")
+        if nrm.shape[0] != n:
+            raise InputError(
+                f"normals has {nrm.shape[0]} rows but positions has {n}: "
+                f"normals {nrm.shape} vs positions {pos.shape}"
+            )
+        nrm = nrm.astype(np.float64, copy=False)
+        if not np.isfinite(nrm).all():
+            v, c = _first(~np.isfinite(nrm))
+            raise InputError(f"normals[{v}, {c}] = {nrm[v, c]}: normals must be finite")
+        length = np.linalg.norm(nrm, axis=1)
+        if np.any(length < 1e-12):
+            v = int(np.argmax(length < 1e-12))
+            raise InputError(f"normals[{v}] = {nrm[v].tolist()} has zero length")
+        nrm = nrm / length[:, None]
+
+        jnt = _int_array(joints, "joints")
+        if jnt.ndim != 2 or jnt.shape[1] < 1:
+            raise InputError(f"joints must have shape (N, K) with K >= 1, got {_describe(jnt)}")
+        if jnt.shape[0] != n:
+            raise InputError(
+                f"joints has {jnt.shape[0]} rows but positions has {n}: "
+                f"joints {jnt.shape} vs positions {pos.shape}"
+            )
+        wgt = _real_array(weights, "weights")
+        if wgt.shape != jnt.shape:
+            raise InputError(
+                f"weights must have the shape of joints {jnt.shape}, got {_describe(wgt)}"
+            )
+        if np.issubdtype(jnt.dtype, np.signedinteger) and np.any(jnt < 0):
+            v, s = _first(jnt < 0)
+            raise InputError(f"joints[{v}, {s}] = {jnt[v, s]}: joint indices must be >= 0")
+        wgt = wgt.astype(np.float64, copy=False)
+        if not np.isfinite(wgt).all():
+            v, s = _first(~np.isfinite(wgt))
+            raise InputError(f"weights[{v}, {s}] = {wgt[v, s]}: weights must be finite")
+        if np.any(wgt < 0):
+            v, s = _first(wgt < 0)
+            raise InputError(f"weights[{v}, {s}] = {wgt[v, s]}: weights must be >= 0")
+
+        used = wgt > 0
+        counts = used.sum(axis=1)
+        if np.any(counts > MAX_INFLUENCES):
+            v = int(np.argmax(counts > MAX_INFLUENCES))
+            raise LimitError(
+                f"vertex {v} has {counts[v]} non-zero weights; the 4-influence path takes at most "
+                f"{MAX_INFLUENCES}"
+            )
+        # Only joints that carry weight reach the GPU; unused slots are zeroed below.
+        if np.any(used & (jnt > _UINT32_MAX)):
+            v, s = _first(used & (jnt > _UINT32_MAX))
+            raise LimitError(f"joints[{v}, {s}] = {jnt[v, s]} does not fit in uint32")
+
+        w4, j4 = _sort_influences(wgt, jnt)
+        # Zero-weight slots get joint 0 so they never index out of range (the shader still reads
+        # the bone: 0 * bone = 0, but a wild index would be out-of-bounds).
+        j4 = np.where(w4 > 0, j4, 0).astype(np.uint32)
+        total = w4.sum(axis=1)
+        w4 /= np.where(total > 0, total, 1.0)[:, None]
+
+        self.positions: NDArray[np.float32] = _frozen(pos.astype(np.float32))
+        self.normals: NDArray[np.float32] = _frozen(nrm.astype(np.float32))
+        self.joints: NDArray[np.uint32] = _frozen(j4)
+        self.weights: NDArray[np.float32] = _frozen(w4.astype(np.float32))
+        self.indices: NDArray[np.uint32] | None = (
+            None if indices is None else _frozen(self._check_indices(indices, n))
+        )
+
+    @staticmethod
+    def _check_indices(indices: ArrayLike, n: int) -> NDArray[np.uint32]:
+        idx = _int_array(indices, "indices")
+        if idx.ndim == 1:
+            if idx.shape[0] % 3 != 0:
+                raise InputError(
+                    f"indices must have shape (M,) with M divisible by 3 or (T, 3), "
+                    f"got {_describe(idx)}"
+                )
+            tri = idx.reshape(-1, 3)
+        elif idx.ndim == 2 and idx.shape[1] == 3:
+            tri = idx
+        else:
+            raise InputError(f"indices must have shape (M,) or (T, 3), got {_describe(idx)}")
+        bad = (tri < 0) | (tri >= n)
+        if np.any(bad):
+            t, c = _first(bad)
+            where = f"indices[{t}, {c}]" if idx.ndim == 2 else f"indices[{3 * t + c}]"
+            raise InputError(
+                f"{where} = {tri[t, c]} (triangle {t}) is out of range for {n} vertices"
+            )
+        return tri.reshape(-1).astype(np.uint32)
+
+    # ------------------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        tris = "no" if self.indices is None else f"{len(self.indices) // 3}"
+        return (
+            f"SkinnedMesh({self.vertex_count} vertices, {tris} triangles, "
+            f"{self.influence_count} influences, max joint {self.max_joint})"
+        )
+
+    @property
+    def vertex_count(self) -> int:
+        """Number of vertices ``N``."""
+        return int(self.positions.shape[0])
+
+    @property
+    def influence_count(self) -> int:
+        """Largest number of non-zero weights on any vertex (0 to 4)."""
+        return int((self.weights > 0).sum(axis=1).max())
+
+    @property
+    def max_joint(self) -> int:
+        """Largest joint index used with a non-zero weight, or -1 if no weight is non-zero."""
+        used = self.joints[self.weights > 0]
+        return int(used.max()) if used.size else -1
+
+    @property
+    def bounds(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Axis-aligned bounding box of the rest positions: ``(min [3], max [3])``."""
+        p = self.positions.astype(np.float64)
+        return p.min(axis=0), p.max(axis=0)
+
+    @property
+    def extent(self) -> float:
+        """Length of the bounding box diagonal."""
+        lo, hi = self.bounds
+        return float(np.linalg.norm(hi - lo))
+
+    def check_joints(self, bone_count: int) -> None:
+        """Check that every used joint index exists in a skeleton of ``bone_count`` bones.
+
+        Parameters
+        ----------
+        bone_count : int
+            Number of bones the pose provides.
+
+        Raises
+        ------
+        InputError
+            Naming the first vertex and (sorted) slot whose non-zero-weight joint is
+            ``>= bone_count``.
+        """
+        if isinstance(bone_count, bool) or not isinstance(bone_count, (int, np.integer)):
+            raise InputError(f"bone_count must be an int, got {type(bone_count).__name__}")
+        if bone_count < 0:
+            raise InputError(f"bone_count must be >= 0, got {bone_count}")
+        bad = (self.weights > 0) & (self.joints >= bone_count)
+        if np.any(bad):
+            v, s = _first(bad)
+            raise InputError(
+                f"vertex {v} slot {s} uses joint {self.joints[v, s]} but the skeleton has "
+                f"{bone_count} bones"
+            )

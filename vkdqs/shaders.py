@@ -1,0 +1,66 @@
+"""The only code that knows where the SPIR-V lives; shader modules and specialization constants.
+
+The .spv files are compiled from ``shaders/glsl`` by ``build_shaders.py`` and committed. In a
+checkout they are read from ``<repo>/shaders/spirv``; in an installed wheel they ship as package
+data in ``vkdqs/spirv``. vkdqs never compiles GLSL at run time.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import vulkan as vk
+
+from .errors import ShaderError
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+_CANDIDATES = (_PACKAGE_DIR / "spirv", _PACKAGE_DIR.parent / "shaders" / "spirv")
+
+
+def spirv_dir() -> Path:
+    """The folder holding the committed/shipped ``*.spv`` files."""
+    for path in _CANDIDATES:
+        if (path / "manifest.json").exists():
+            return path
+    raise ShaderError("vkdqs SPIR-V not found; looked in " + ", ".join(str(p) for p in _CANDIDATES))
+
+
+@cache
+def spirv(name: str) -> bytes:
+    """The bytes of ``<name>.spv`` (e.g. ``"skin_dqs.comp"``)."""
+    path = spirv_dir() / f"{name}.spv"
+    try:
+        code = path.read_bytes()
+    except FileNotFoundError:
+        raise ShaderError(f"SPIR-V module {path} is missing (run build_shaders.py)") from None
+    if len(code) % 4 or code[:4] != b"\x03\x02\x23\x07":
+        raise ShaderError(f"{path} is not a SPIR-V module")
+    return code
+
+
+class SpecConstants:
+    """Specialization constants by constant_id: ``SpecConstants({0: 64, 1: 256})``.
+
+    All vkdqs constants are 32-bit ints. ``info()`` builds the VkSpecializationInfo; keep the
+    SpecConstants object alive until the pipeline creation that reads it has returned.
+    """
+
+    def __init__(self, values: Mapping[int, int]):
+        self.values = dict(sorted(values.items()))
+        self._data = struct.pack(f"<{len(self.values)}i", *self.values.values())
+        self._entries = [
+            vk.VkSpecializationMapEntry(constantID=cid, offset=4 * i, size=4)
+            for i, cid in enumerate(self.values)
+        ]
+
+    def info(self) -> Any:
+        return vk.VkSpecializationInfo(
+            mapEntryCount=len(self._entries),
+            pMapEntries=self._entries,
+            dataSize=len(self._data),
+            pData=vk.ffi.from_buffer(self._data),
+        )

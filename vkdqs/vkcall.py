@@ -1,0 +1,33 @@
+"""The one place where the ``vulkan`` binding's exceptions become vkdqs errors.
+
+The binding raises message-less exception classes (``VkErrorOutOfDeviceMemory()``); every call
+site wraps its Vulkan calls in :func:`vk_errors` with a sentence saying what was being done, so the
+error a user sees names the call's purpose and the Vulkan result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import vulkan as vk
+
+from .errors import VulkanError
+
+
+@contextlib.contextmanager
+def vk_errors(doing: str) -> Iterator[None]:
+    """Re-raise the binding's exceptions as :class:`VulkanError` naming ``doing``."""
+    try:
+        yield
+    except (vk.VkError, vk.VkException) as exc:
+        raise VulkanError(f"{type(exc).__name__} while {doing}") from exc
+    except vk.ProcedureNotFoundError as exc:
+        raise VulkanError(f"a Vulkan entry point is missing while {doing}") from exc
+
+
+def cstr(value: object) -> str:
+    """A Python str from a fixed-size C char array of the binding (e.g. ``deviceName``)."""
+    if isinstance(value, str):
+        return value
+    return vk.ffi.string(value).decode("utf-8", "replace")
