@@ -156,3 +156,11 @@ def test_skinner_use_after_device_close(fresh_device, mesh, bones):
     skinner.close()  # nothing left to destroy, and no error
     with pytest.raises(ObjectDestroyedError, match=r"Device used after close\(\)"):
         Skinner(fresh_device, mesh, bone_count=4)
+
+
+def test_more_than_four_influences_on_the_four_influence_path(device):
+    weights = np.array([[0.2, 0.2, 0.2, 0.2, 0.2], [1.0, 0, 0, 0, 0]])
+    mesh = SkinnedMesh(np.zeros((2, 3)), [[0.0, 0, 1]] * 2, [[0, 1, 2, 3, 4]] * 2, weights)
+    with pytest.raises(LimitError, match="vertex 0 has 5 non-zero weights; the 4-influence path"):
+        Skinner(device, mesh, bone_count=5)
+    assert device.live_objects() == 0

@@ -113,15 +113,28 @@ def test_weights_negative():
         SkinnedMesh(**with_value("weights", (3, 0), -0.5))
 
 
-def test_more_than_four_non_zero_weights_is_a_limit_error():
-    args = make(n=20, k=6)
-    w = np.zeros((20, 6))
+def test_more_than_eight_non_zero_weights_is_a_limit_error():
+    args = make(n=20, k=10)
+    w = np.zeros((20, 10))
     w[:, :3] = 1.0
     w[12] = 1.0
     w[15] = 1.0
     args["weights"] = w
-    with pytest.raises(LimitError, match="vertex 12 has 6 non-zero weights; the 4-influence path"):
+    with pytest.raises(
+        LimitError, match="vertex 12 has 10 non-zero weights; vkdqs takes at most 8"
+    ):
         SkinnedMesh(**args)
+
+
+def test_more_than_four_influences_use_eight_slots():
+    w = np.array([[0.1, 0.0, 0.2, 0.05, 0.3, 0.15, 0.2], [1.0, 0, 0, 0, 0, 0, 0]])
+    j = np.arange(14).reshape(2, 7)
+    mesh = SkinnedMesh(np.zeros((2, 3)), [[1, 0, 0]] * 2, j, w)
+    assert mesh.slots == 8 and mesh.influence_count == 6
+    np.testing.assert_array_equal(mesh.joints, [[4, 2, 6, 5, 0, 3, 0, 0], [7, 0, 0, 0, 0, 0, 0, 0]])
+    np.testing.assert_allclose(mesh.weights.sum(axis=1), 1.0, rtol=1e-6)
+    assert mesh.first_vertex_over(4) == (0, 6)
+    assert mesh.first_vertex_over(8) is None
 
 
 def test_indices_out_of_range_flat():

@@ -2,8 +2,8 @@
 
 :class:`SkinnedMesh` checks its inputs once, with messages naming the argument, vertex, slot and
 value, and stores read-only arrays in the layout the shaders read: float32 positions and unit
-normals, exactly 4 influence slots per vertex (uint32 joints, float32 weights) sorted by weight,
-and flat uint32 triangle indices.
+normals, 4 influence slots per vertex (8 when any vertex has more than 4 non-zero weights; uint32
+joints, float32 weights) sorted by weight, and flat uint32 triangle indices.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from vkdqs.errors import InputError, LimitError
 
 __all__ = ["MAX_INFLUENCES", "SkinnedMesh"]
 
-#: Influence slots per vertex in the shaders (one ``uvec4`` of joints, one ``vec4`` of weights).
-MAX_INFLUENCES = 4
+#: Influence slots of the common path (one ``ivec4`` of joints, one ``vec4`` of weights).
+SLOTS = 4
+#: The most influences a vertex may have (the 8-influence path: two ``ivec4``/``vec4`` pairs).
+MAX_INFLUENCES = 8
 _UINT32_MAX = np.iinfo(np.uint32).max
 
 
@@ -46,23 +48,26 @@ def _first(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
-def _sort_influences(w: NDArray, j: NDArray) -> tuple[NDArray, NDArray]:
-    """Sort slots by weight descending (stable) and pad/compact to 4 slots.
+def _sort_influences(w: NDArray, j: NDArray, slots: int) -> tuple[NDArray, NDArray]:
+    """Sort slots by weight descending (stable) and pad/compact to ``slots`` (4 or 8) slots.
 
     Slot 0 becomes the largest influence, which the shaders use as the antipodality reference.
-    The caller has checked that at most 4 weights per vertex are non-zero, so compacting K > 4
-    slots to 4 drops only zeros. Returns (weights [N, 4], joints [N, 4]).
+    The caller has checked that at most ``slots`` weights per vertex are non-zero, so compacting
+    drops only zeros. Returns (weights [N, slots], joints [N, slots]).
     """
     n, k = w.shape
-    if k > MAX_INFLUENCES:
+    if k > SLOTS or slots != SLOTS:
         # Rare path: a general stable argsort (-w keeps ties in input order).
-        order = np.argsort(-w, axis=1, kind="stable")[:, :MAX_INFLUENCES]
+        if k < slots:
+            w = np.hstack([w, np.zeros((n, slots - k))])
+            j = np.hstack([j, np.zeros((n, slots - k), dtype=j.dtype)])
+        order = np.argsort(-w, axis=1, kind="stable")[:, :slots]
         return np.take_along_axis(w, order, axis=1), np.take_along_axis(j, order, axis=1)
     # K <= 4: a bubble-sort network over the slot columns (at most 6 compare-swaps) on
     # slot-major copies is several times faster than a per-row argsort for millions of vertices.
     # Swapping only on strict "<" keeps equal weights in input order (stable).
-    ws = np.zeros((MAX_INFLUENCES, n))
-    js = np.zeros((MAX_INFLUENCES, n), dtype=np.int64)
+    ws = np.zeros((SLOTS, n))
+    js = np.zeros((SLOTS, n), dtype=np.int64)
     ws[:k] = w.T
     js[:k] = j.T
     for last in range(k - 1, 0, -1):
@@ -80,7 +85,7 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 
 class SkinnedMesh:
-    """A validated skinned triangle mesh with up to 4 influences per vertex.
+    """A validated skinned triangle mesh with up to 8 influences per vertex.
 
     Parameters
     ----------
@@ -91,8 +96,8 @@ class SkinnedMesh:
     joints : array_like of int, [N, K]
         Bone index per influence slot, ``K >= 1``; any integer dtype, no negatives.
     weights : array_like, [N, K]
-        Weight per slot; finite and ``>= 0``. ``K > 4`` is accepted as long as no vertex has more
-        than 4 non-zero weights.
+        Weight per slot; finite and ``>= 0``. Any ``K`` is accepted as long as no vertex has more
+        than 8 non-zero weights.
     indices : array_like of int, [M] or [M/3, 3], optional
         Triangle vertex indices in ``[0, N)``; a flat array needs ``M % 3 == 0``.
 
@@ -101,15 +106,16 @@ class SkinnedMesh:
     positions : ndarray of float32, [N, 3]
     normals : ndarray of float32, [N, 3]
         Unit length.
-    joints : ndarray of uint32, [N, 4]
-    weights : ndarray of float32, [N, 4]
+    joints : ndarray of uint32, [N, S]
+        ``S = 4``, or 8 when some vertex has more than 4 non-zero weights.
+    weights : ndarray of float32, [N, S]
     indices : ndarray of uint32, [M] or None
 
     Notes
     -----
     Per vertex, influences are sorted by weight descending (stable, so ties keep their input
     order): slot 0, the shaders' antipodality reference, holds the largest weight. Slots are padded
-    to 4 with joint 0 / weight 0, weights are renormalized to sum to 1, and the joint of every
+    to S with joint 0 / weight 0, weights are renormalized to sum to 1, and the joint of every
     zero-weight slot is set to 0 so unused slots never index past the skeleton.
 
     A vertex whose weights are all zero is allowed and stays all-zero: both DQS and LBS (GPU and
@@ -124,7 +130,7 @@ class SkinnedMesh:
         mismatched vertex counts, a non-finite value, a zero normal, a negative joint or weight, an
         out-of-range index (each naming vertex/slot or triangle and the value).
     LimitError
-        A vertex with more than 4 non-zero weights, or a used joint index beyond uint32.
+        A vertex with more than 8 non-zero weights, or a used joint index beyond uint32.
     """
 
     def __init__(
@@ -191,15 +197,16 @@ class SkinnedMesh:
         if np.any(counts > MAX_INFLUENCES):
             v = int(np.argmax(counts > MAX_INFLUENCES))
             raise LimitError(
-                f"vertex {v} has {counts[v]} non-zero weights; the 4-influence path takes at most "
-                f"{MAX_INFLUENCES}"
+                f"vertex {v} has {counts[v]} non-zero weights; vkdqs takes at most "
+                f"{MAX_INFLUENCES} influences per vertex"
             )
         # Only joints that carry weight reach the GPU; unused slots are zeroed below.
         if np.any(used & (jnt > _UINT32_MAX)):
             v, s = _first(used & (jnt > _UINT32_MAX))
             raise LimitError(f"joints[{v}, {s}] = {jnt[v, s]} does not fit in uint32")
 
-        w4, j4 = _sort_influences(wgt, jnt)
+        slots = SLOTS if counts.max() <= SLOTS else MAX_INFLUENCES
+        w4, j4 = _sort_influences(wgt, jnt, slots)
         # Zero-weight slots get joint 0 so they never index out of range (the shader still reads
         # the bone: 0 * bone = 0, but a wild index would be out-of-bounds).
         j4 = np.where(w4 > 0, j4, 0).astype(np.uint32)
@@ -253,8 +260,22 @@ class SkinnedMesh:
 
     @property
     def influence_count(self) -> int:
-        """Largest number of non-zero weights on any vertex (0 to 4)."""
+        """Largest number of non-zero weights on any vertex (0 to 8)."""
         return int((self.weights > 0).sum(axis=1).max())
+
+    @property
+    def slots(self) -> int:
+        """Influence slots per vertex in the stored arrays: 4, or 8."""
+        return int(self.joints.shape[1])
+
+    def first_vertex_over(self, influences: int) -> tuple[int, int] | None:
+        """The first vertex with more than ``influences`` non-zero weights, and its count."""
+        counts = (self.weights > 0).sum(axis=1)
+        over = counts > influences
+        if not over.any():
+            return None
+        v = int(np.argmax(over))
+        return v, int(counts[v])
 
     @property
     def max_joint(self) -> int:

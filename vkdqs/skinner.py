@@ -105,6 +105,12 @@ class Skinner:
                 f"(at most {max_bones} bones)"
             )
         mesh.check_joints(bone_count)
+        over = mesh.first_vertex_over(4)
+        if over is not None:
+            raise LimitError(
+                f"vertex {over[0]} has {over[1]} non-zero weights; the 4-influence path takes "
+                "at most 4"
+            )
         n = mesh.vertex_count
         if path == "compute":
             if n > info.max_texel_buffer_elements:
