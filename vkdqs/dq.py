@@ -26,7 +26,7 @@ orthogonalizing the dual part, same fallbacks), so they are the test oracle for 
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from vkdqs.errors import InputError
 
@@ -591,7 +591,8 @@ def skin_dqs(
     /,
     *,
     antipodal: bool = True,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    dtype: DTypeLike = np.float64,
+) -> tuple[NDArray, NDArray]:
     """Dual quaternion skinning, computing exactly what the GPU shaders compute (in float64).
 
     For each vertex: ``dq_k = bone_dqs[joints[:, k]]``; ``s_k = -1`` where
@@ -612,6 +613,9 @@ def skin_dqs(
         Skinning DQs (rest space -> posed space), unit or not; either sign.
     antipodal : bool, keyword-only
         Apply the sign correction. ``False`` exists to show that the correction matters.
+    dtype : dtype, keyword-only
+        Precision of the computation: float64 (the reference) or float32 (the numpy baseline
+        the benchmarks compare the GPU with).
 
     Returns
     -------
@@ -622,9 +626,10 @@ def skin_dqs(
     bones = _as_float(bone_dqs, "bone_dqs")
     if bones.ndim != 3 or bones.shape[1:] != (2, 4):
         raise InputError(f"bone_dqs must have shape (B, 2, 4), got shape {bones.shape}")
+    p, n, w, bones = (a.astype(dtype, copy=False) for a in (p, n, w, bones))
 
     ref = bones[j[:, 0], 0]
-    blend = np.zeros((p.shape[0], 2, 4))
+    blend = np.zeros((p.shape[0], 2, 4), dtype)
     for k in range(j.shape[1]):  # loop over the <= 4 influence slots, not over vertices
         dq_k = bones[j[:, k]]
         w_k = w[:, k]
@@ -654,7 +659,9 @@ def skin_lbs(
     weights: ArrayLike,
     bone_matrices: ArrayLike,
     /,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    *,
+    dtype: DTypeLike = np.float64,
+) -> tuple[NDArray, NDArray]:
     """Linear blend skinning, computing exactly what the GPU LBS path computes (in float64).
 
     ``M = Σ_k w_k A[joints[:, k]]`` (3x4). Where ``Σ_k w_k < LBS_EPS`` the vertex keeps its rest
@@ -672,6 +679,8 @@ def skin_lbs(
     weights : array_like, [N, K]
     bone_matrices : array_like, [B, 3, 4] or [B, 4, 4]
         Affine skinning matrices (rest space -> posed space); only the top 3 rows are used.
+    dtype : dtype, keyword-only
+        Precision of the computation (float64 reference, or float32 baseline).
 
     Returns
     -------
@@ -684,9 +693,9 @@ def skin_lbs(
         raise InputError(
             f"bone_matrices must have shape (B, 3, 4) or (B, 4, 4), got shape {mats.shape}"
         )
-    mats = mats[:, :3, :]
+    p, n, w, mats = (a.astype(dtype, copy=False) for a in (p, n, w, mats[:, :3, :]))
 
-    m = np.zeros((p.shape[0], 3, 4))
+    m = np.zeros((p.shape[0], 3, 4), dtype)
     for k in range(j.shape[1]):  # loop over the <= 4 influence slots, not over vertices
         m += w[:, k, None, None] * mats[j[:, k]]
     wsum = w.sum(axis=1)

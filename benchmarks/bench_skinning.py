@@ -1,0 +1,164 @@
+"""Skinning throughput: skinned vertices per second, end to end, the way a user calls it.
+
+For a tube of N vertices (64 bones, 4 influences) and for each of: the GPU compute path, the GPU
+vertex (storage-buffer readback) path, and the numpy float32 CPU path, DQS and LBS: the time of one
+``skin(bones)`` call, bones in (a new pose every call) and (N, 3) positions + normals out.
+
+Every configuration runs once per round, in the same process, after warm-up; the table reports
+the median over rounds, and the ratios (DQS/LBS, compute vs numpy) are medians of per-round
+ratios, so machine noise that hits a whole round cancels out. For the compute path it also
+splits a call into its parts: bone packing (Python/numpy), GPU submit+wait, and readback copy.
+
+    python benchmarks/bench_skinning.py [--sizes 10000 100000 1000000] [--rounds 7]
+
+Prints a table and writes benchmarks/results/skinning.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from vkdqs import dq, procedural
+from vkdqs.device import Device
+from vkdqs.skinner import Skinner
+
+BONES = 64
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def bench_size(device: Device, n: int, rounds: int, warmup: int, numpy_rounds: int) -> dict:
+    mesh = procedural.tube(n, bone_count=BONES, influences=4)
+    poses = [procedural.bone_chain_pose(BONES, a) for a in np.linspace(-60.0, 60.0, 16)]
+    dq_poses = [dq.from_matrices(p) for p in poses]
+    args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
+
+    skinners = {
+        (path, method): Skinner(device, mesh, bone_count=BONES, method=method, path=path)
+        for path in ("compute", "vertex")
+        for method in ("dqs", "lbs")
+    }
+    # A new pose every call, as an animated app would give.
+    dq_cycle, mat_cycle = itertools.cycle(dq_poses), itertools.cycle(poses)
+    calls = {}
+    for (path, method), skinner in skinners.items():
+        cycle = dq_cycle if method == "dqs" else mat_cycle
+        calls[(path, method)] = lambda s=skinner, c=cycle: s.skin(next(c))
+    calls[("numpy32", "dqs")] = lambda: dq.skin_dqs(*args, next(dq_cycle), dtype=np.float32)
+    calls[("numpy32", "lbs")] = lambda: dq.skin_lbs(*args, next(mat_cycle), dtype=np.float32)
+
+    times: dict[tuple[str, str], list[float]] = {k: [] for k in calls}
+    for _ in range(warmup):
+        for fn in calls.values():
+            fn()
+    for r in range(rounds):
+        for key, fn in calls.items():
+            if key[0] == "numpy32" and r >= numpy_rounds:
+                continue
+            times[key].append(_timed(fn))
+
+    # Where a compute-path call spends its time.
+    parts = {}
+    for method in ("dqs", "lbs"):
+        s = skinners[("compute", method)]
+        src = dq_poses if method == "dqs" else poses
+        s.skin(src[0])
+        pose = src[1]
+        pack = [_timed(lambda s=s, p=pose: s._pack(p, batched=False)) for _ in range(rounds)]
+        gpu = [_timed(s._cmd.submit_and_wait) for _ in range(rounds)]
+        read = [_timed(lambda s=s: s._out_buffer.read(np.float32, 6 * n)) for _ in range(rounds)]
+        parts[method] = {
+            "pack_ms": 1e3 * float(np.median(pack)),
+            "gpu_ms": 1e3 * float(np.median(gpu)),
+            "readback_ms": 1e3 * float(np.median(read)),
+        }
+    for s in skinners.values():
+        s.close()
+
+    def med(key):
+        return float(np.median(times[key]))
+
+    def ratio(a, b):
+        k = min(len(times[a]), len(times[b]))
+        return float(np.median(np.array(times[a][:k]) / np.array(times[b][:k])))
+
+    rows = {}
+    for key in calls:
+        rows[f"{key[0]}/{key[1]}"] = {
+            "median_ms": 1e3 * med(key),
+            "mvertices_per_s": n / med(key) / 1e6,
+            "runs": len(times[key]),
+        }
+    return {
+        "n": n,
+        "rows": rows,
+        "ratios": {
+            "compute dqs/lbs time": ratio(("compute", "dqs"), ("compute", "lbs")),
+            "vertex dqs/lbs time": ratio(("vertex", "dqs"), ("vertex", "lbs")),
+            "numpy32 dqs/lbs time": ratio(("numpy32", "dqs"), ("numpy32", "lbs")),
+            "compute speedup over numpy32 (dqs)": ratio(("numpy32", "dqs"), ("compute", "dqs")),
+            "compute speedup over numpy32 (lbs)": ratio(("numpy32", "lbs"), ("compute", "lbs")),
+        },
+        "compute_parts": parts,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--numpy-rounds", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=RESULTS / "skinning.json")
+    args = parser.parse_args()
+
+    with Device() as device:
+        machine = {
+            "device": device.info.name,
+            "device_type": device.info.device_type,
+            "cpu_count": os.cpu_count(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+        }
+        results = [
+            bench_size(device, n, args.rounds, args.warmup, args.numpy_rounds) for n in args.sizes
+        ]
+
+    print(f"device: {machine['device']}, {machine['cpu_count']} CPUs; {BONES} bones, 4 influences")
+    print("medians of per-call wall time, bones in and numpy positions + normals out\n")
+    print(f"{'N':>9} | {'path/method':<14} | {'median ms':>10} | {'M vertices/s':>12}")
+    print("-" * 56)
+    for res in results:
+        for name, row in res["rows"].items():
+            print(
+                f"{res['n']:>9} | {name:<14} | {row['median_ms']:>10.2f} | "
+                f"{row['mvertices_per_s']:>12.1f}"
+            )
+        for name, value in res["ratios"].items():
+            print(f"{'':>9}   {name}: {value:.2f}")
+        for method, part in res["compute_parts"].items():
+            print(
+                f"{'':>9}   compute/{method} parts: pack {part['pack_ms']:.2f} ms, "
+                f"GPU {part['gpu_ms']:.2f} ms, readback {part['readback_ms']:.2f} ms"
+            )
+        print("-" * 56)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"machine": machine, "results": results}, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
