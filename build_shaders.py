@@ -47,6 +47,7 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("skin_lbs.vert", "skin.vert", ("SKIN_LBS",)),
     Variant("skin_dqs_readback.vert", "skin.vert", ("SKIN_READBACK",)),
     Variant("skin_lbs_readback.vert", "skin.vert", ("SKIN_LBS", "SKIN_READBACK")),
+    Variant("skin.frag", "skin.frag"),
     Variant("skin_dqs.comp", "skin.comp"),
     Variant("skin_lbs.comp", "skin.comp", ("SKIN_LBS",)),
 )
@@ -63,6 +64,11 @@ def sources_of(path: Path, seen: list[Path] | None = None) -> list[Path]:
     for name in _INCLUDE.findall((ROOT / path).read_text()):
         sources_of(Path(*(path.parent / name).parts), seen)
     return seen
+
+
+def compile_inputs(variant: Variant) -> list[str]:
+    """The GLSL files a variant is compiled from, relative to shaders/glsl."""
+    return [p.relative_to(GLSL_DIR).as_posix() for p in sources_of(GLSL_DIR / variant.source)]
 
 
 def source_hash(variant: Variant) -> str:

@@ -15,11 +15,12 @@ FENCE_TIMEOUT_NS = 120 * 1_000_000_000
 
 
 class CommandBuffer(DeviceObject):
-    """A primary command buffer from the device's pool, with its own fence."""
+    """A primary command buffer from the device's pool, with its own fence (unless ``fence=False``:
+    the renderer's frames in flight own their fences)."""
 
     kind = "command buffer"
 
-    def __init__(self, device: Device, *, label: str):
+    def __init__(self, device: Device, *, label: str, fence: bool = True):
         vk_device = device.handle
         pool = device.command_pool
         info = vk.VkCommandBufferAllocateInfo(
@@ -27,14 +28,17 @@ class CommandBuffer(DeviceObject):
         )
         with vk_errors(f"allocating command buffer {label!r}"):
             cmd = vk.vkAllocateCommandBuffers(vk_device, info)[0]
-        with vk_errors(f"creating the fence of {label!r}"):
-            fence = vk.vkCreateFence(vk_device, vk.VkFenceCreateInfo(), None)
+        handle = None
+        if fence:
+            with vk_errors(f"creating the fence of {label!r}"):
+                handle = vk.vkCreateFence(vk_device, vk.VkFenceCreateInfo(), None)
 
         def destroyer() -> None:
-            vk.vkDestroyFence(vk_device, fence, None)
+            if handle is not None:
+                vk.vkDestroyFence(vk_device, handle, None)
             vk.vkFreeCommandBuffers(vk_device, pool, 1, [cmd])
 
-        self.fence = fence
+        self.fence = handle
         super().__init__(device, cmd, label, destroyer)
 
     def begin(self, *, one_time: bool = False) -> Any:

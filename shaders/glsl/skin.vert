@@ -3,9 +3,9 @@
 // The rendering vertex shader: the seed's DQS shader as valid Vulkan GLSL (the loose
 // `uniform mat4 u_view_projection` became a push constant). Compiled four ways:
 //   SKIN_LBS       linear blend skinning instead of DQS (a different bone block);
-//   SKIN_READBACK  also writes each skinned position and normal to a storage buffer at
-//                  gl_VertexIndex, drawn as points with rasterizer discard, so tests read back
-//                  exactly what this shader computes.
+//   SKIN_READBACK  writes each skinned position and normal to a storage buffer at
+//                  gl_VertexIndex instead of feeding a rasterizer (drawn as points with rasterizer
+//                  discard), so tests read back exactly what this shader computes.
 
 #include "include/skin.glsl"
 
@@ -18,24 +18,30 @@ layout(location = 0) out vec3 out_normal;
 
 layout(push_constant) uniform PushConstants {
     mat4 view_projection;
-    // Readback only: where this draw's positions and normals start in out_data, in floats.
+#ifdef SKIN_READBACK
+    // Where this draw's positions and normals start in out_data, in floats.
     uint position_base;
     uint normal_base;
+#endif
 } pc;
 
 #ifdef SKIN_READBACK
 layout(std430, set = 0, binding = 1) writeonly buffer SkinnedVertices {
     float out_data[];
 };
+#else
+#include "include/instance.glsl"
+layout(location = 1) out vec3 out_world_position;
+layout(location = 2) out float out_bone_weight;
 #endif
 
 void main() {
     vec3 p;
     vec3 n;
     skin_vertex(in_bone_ids, in_weights, in_position, in_normal, p, n);
+#ifdef SKIN_READBACK
     out_normal = n;
     gl_Position = pc.view_projection * vec4(p, 1.0);
-#ifdef SKIN_READBACK
     gl_PointSize = 1.0;
     uint i = pc.position_base + 3u * uint(gl_VertexIndex);
     uint k = pc.normal_base + 3u * uint(gl_VertexIndex);
@@ -45,5 +51,11 @@ void main() {
     out_data[k] = n.x;
     out_data[k + 1u] = n.y;
     out_data[k + 2u] = n.z;
+#else
+    vec4 world = inst.model * vec4(p, 1.0);
+    out_world_position = world.xyz;
+    out_normal = mat3(inst.normal_matrix) * n;
+    out_bone_weight = dot(vec4(equal(in_bone_ids, ivec4(inst.debug.y))), in_weights);
+    gl_Position = pc.view_projection * world;
 #endif
 }

@@ -1,0 +1,40 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Lighting for skinned meshes: a key light that follows the camera, a fill light, hemisphere
+// ambient and a little Blinn-Phong specular on the mesh's base colour; or, in debug mode 1, the
+// weight of one bone as a heat map. Output is linear; the sRGB framebuffer encodes it.
+
+#include "include/instance.glsl"
+
+layout(location = 0) in vec3 in_normal;
+layout(location = 1) in vec3 in_world_position;
+layout(location = 2) in float in_bone_weight;
+
+layout(location = 0) out vec4 out_color;
+
+vec3 heat(float t) {
+    // blue -> cyan -> green -> yellow -> red
+    t = clamp(t, 0.0, 1.0);
+    return clamp(vec3(1.5 - abs(4.0 * t - 3.0), 1.5 - abs(4.0 * t - 2.0), 1.5 - abs(4.0 * t - 1.0)),
+                 0.0, 1.0);
+}
+
+void main() {
+    vec3 n = normalize(in_normal);
+    if (!gl_FrontFacing) {
+        n = -n;  // back faces only show through holes; light them as seen
+    }
+    vec3 view = normalize(inst.camera_position.xyz - in_world_position);
+    vec3 albedo = inst.debug.x == 1 ? heat(in_bone_weight) : inst.base_color.rgb;
+    vec3 to_key = -normalize(inst.key_light.xyz);
+    vec3 to_fill = -normalize(inst.fill_light.xyz);
+    float key = max(dot(n, to_key), 0.0);
+    float fill = max(dot(n, to_fill), 0.0);
+    float sky = 0.5 + 0.5 * n.y;  // hemisphere ambient: brighter from above
+    vec3 h = normalize(to_key + view);
+    float spec = key > 0.0 ? pow(max(dot(n, h), 0.0), 48.0) : 0.0;
+    vec3 color = albedo * (key * inst.key_light.w + fill * inst.fill_light.w
+                           + inst.ambient.rgb * mix(0.6, 1.0, sky))
+                 + inst.ambient.w * spec * vec3(1.0);
+    out_color = vec4(color, inst.base_color.a);
+}

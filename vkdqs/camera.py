@@ -1,0 +1,119 @@
+"""An orbit camera (pyglm underneath) with Vulkan's clip conventions.
+
+Matrices are returned as numpy float64 ``(4, 4)`` arrays acting on column vectors
+(``clip = view_projection @ [x, y, z, 1]``). The projection maps depth to [0, 1] and flips y, so
+that +y is up on screen with Vulkan's y-down framebuffer; front faces stay counter-clockwise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import glm
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import InputError
+
+
+def _np(m: glm.mat4) -> NDArray[np.float64]:
+    # glm stores columns; to_list() gives them in order, so transpose to rows.
+    return np.array(m.to_list(), dtype=np.float64).T
+
+
+class Camera:
+    """Looks at ``target`` from ``distance`` away, at angles ``yaw`` (about +y) and ``pitch``."""
+
+    def __init__(
+        self,
+        *,
+        target: ArrayLike = (0.0, 0.0, 0.0),
+        distance: float = 5.0,
+        yaw: float = 0.0,
+        pitch: float = 0.0,
+        fov_y_deg: float = 40.0,
+        near: float = 0.01,
+        far: float = 1000.0,
+    ) -> None:
+        self.target = np.asarray(target, dtype=np.float64).reshape(3)
+        self.distance = float(distance)
+        self.yaw = float(yaw)
+        self.pitch = float(pitch)
+        self.fov_y_deg = float(fov_y_deg)
+        self.near = float(near)
+        self.far = float(far)
+        self._home = self._state()
+
+    def _state(self) -> tuple:
+        return (self.target.copy(), self.distance, self.yaw, self.pitch)
+
+    def reset(self) -> None:
+        """Back to the state of the last :meth:`frame` (or construction)."""
+        target, self.distance, self.yaw, self.pitch = self._home
+        self.target = target.copy()
+
+    @property
+    def forward(self) -> NDArray[np.float64]:
+        """Unit vector from the camera towards the target."""
+        cp = math.cos(self.pitch)
+        return -np.array([cp * math.sin(self.yaw), math.sin(self.pitch), cp * math.cos(self.yaw)])
+
+    @property
+    def position(self) -> NDArray[np.float64]:
+        return self.target - self.distance * self.forward
+
+    def basis(self) -> tuple[NDArray, NDArray, NDArray]:
+        """(right, up, forward) unit vectors of the view."""
+        f = self.forward
+        right = np.cross(f, [0.0, 1.0, 0.0])
+        right /= np.linalg.norm(right)
+        return right, np.cross(right, f), f
+
+    def orbit(self, d_yaw: float, d_pitch: float) -> None:
+        """Rotate around the target (radians); pitch stays short of the poles."""
+        self.yaw += d_yaw
+        self.pitch = float(np.clip(self.pitch + d_pitch, -1.55, 1.55))
+
+    def zoom(self, factor: float) -> None:
+        """Multiply the distance to the target by ``factor`` (< 1 moves closer)."""
+        if not factor > 0:
+            raise InputError(f"zoom factor must be > 0, got {factor}")
+        self.distance = max(self.distance * factor, 1e-4)
+
+    def pan(self, dx: float, dy: float) -> None:
+        """Move the target in the view plane by fractions of the view height."""
+        right, up, _ = self.basis()
+        height = 2.0 * self.distance * math.tan(math.radians(self.fov_y_deg) / 2.0)
+        self.target = self.target + (-dx * right + dy * up) * height
+
+    def frame(self, lo: ArrayLike, hi: ArrayLike, *, aspect: float = 1.0, margin: float = 1.15):
+        """Aim at the box ``[lo, hi]`` and step back until its bounding sphere fits the view."""
+        lo = np.asarray(lo, dtype=np.float64)
+        hi = np.asarray(hi, dtype=np.float64)
+        self.target = (lo + hi) / 2.0
+        radius = max(float(np.linalg.norm(hi - lo)) / 2.0, 1e-6)
+        half_fov = math.radians(self.fov_y_deg) / 2.0
+        half_fov = min(half_fov, math.atan(math.tan(half_fov) * aspect))
+        self.distance = margin * radius / math.sin(half_fov)
+        self.near = max(self.distance - 2.0 * radius, self.distance * 1e-3)
+        self.far = self.distance + 2.0 * radius
+        self._home = self._state()
+
+    def view_matrix(self) -> NDArray[np.float64]:
+        eye = glm.dvec3(*self.position)
+        return _np(glm.lookAt(eye, glm.dvec3(*self.target), glm.dvec3(0.0, 1.0, 0.0)))
+
+    def projection_matrix(self, aspect: float) -> NDArray[np.float64]:
+        proj = _np(glm.perspectiveRH_ZO(math.radians(self.fov_y_deg), aspect, self.near, self.far))
+        proj[1, :] *= -1.0  # Vulkan's framebuffer y points down
+        return proj
+
+    def view_projection(self, aspect: float) -> NDArray[np.float64]:
+        return self.projection_matrix(aspect) @ self.view_matrix()
+
+    def project(self, points: ArrayLike, width: int, height: int) -> NDArray[np.float64]:
+        """Pixel coordinates ``(N, 2)`` of world points, as the rasterizer places them."""
+        p = np.asarray(points, dtype=np.float64)
+        clip = np.c_[p, np.ones(len(p))] @ self.view_projection(width / height).T
+        ndc = clip[:, :2] / clip[:, 3:4]
+        return np.c_[(ndc[:, 0] + 1.0) * 0.5 * width, (ndc[:, 1] + 1.0) * 0.5 * height]

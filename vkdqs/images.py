@@ -1,0 +1,99 @@
+"""Images: a VkImage with its own memory and one view (colour or depth attachments)."""
+
+from __future__ import annotations
+
+import vulkan as vk
+
+from .device import Device, DeviceObject
+from .errors import VkdqsError
+from .vkcall import vk_errors
+
+
+class Image(DeviceObject):
+    """A 2D device-local image and a view of it, owned by the Device."""
+
+    kind = "image"
+
+    def __init__(
+        self,
+        device: Device,
+        width: int,
+        height: int,
+        fmt: int,
+        usage: int,
+        aspect: int,
+        *,
+        samples: int = vk.VK_SAMPLE_COUNT_1_BIT,
+        label: str,
+    ):
+        vk_device = device.handle
+        info = vk.VkImageCreateInfo(
+            imageType=vk.VK_IMAGE_TYPE_2D,
+            format=fmt,
+            extent=vk.VkExtent3D(width, height, 1),
+            mipLevels=1,
+            arrayLayers=1,
+            samples=samples,
+            tiling=vk.VK_IMAGE_TILING_OPTIMAL,
+            usage=usage,
+            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
+            initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
+        )
+        doing = f"creating image {label!r} ({width}x{height})"
+        with vk_errors(doing):
+            image = vk.vkCreateImage(vk_device, info, None)
+        memory = view = None
+        try:
+            req = vk.vkGetImageMemoryRequirements(vk_device, image)
+            type_index = device.memory_type_index(
+                req.memoryTypeBits, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+            )
+            alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
+            with vk_errors(f"allocating memory for {doing}"):
+                memory = vk.vkAllocateMemory(vk_device, alloc, None)
+                vk.vkBindImageMemory(vk_device, image, memory, 0)
+            view = create_view(vk_device, image, fmt, aspect, label)
+        except BaseException:
+            if memory is not None:
+                vk.vkFreeMemory(vk_device, memory, None)
+            vk.vkDestroyImage(vk_device, image, None)
+            raise
+        self.view = view
+        self.format = fmt
+        self.width, self.height = width, height
+
+        def destroyer() -> None:
+            vk.vkDestroyImageView(vk_device, view, None)
+            vk.vkDestroyImage(vk_device, image, None)
+            vk.vkFreeMemory(vk_device, memory, None)
+
+        super().__init__(device, image, label, destroyer)
+
+
+def create_view(vk_device, image, fmt: int, aspect: int, label: str):
+    """A 2D view of a whole single-level image (caller destroys it)."""
+    info = vk.VkImageViewCreateInfo(
+        image=image,
+        viewType=vk.VK_IMAGE_VIEW_TYPE_2D,
+        format=fmt,
+        components=vk.VkComponentMapping(
+            vk.VK_COMPONENT_SWIZZLE_IDENTITY,
+            vk.VK_COMPONENT_SWIZZLE_IDENTITY,
+            vk.VK_COMPONENT_SWIZZLE_IDENTITY,
+            vk.VK_COMPONENT_SWIZZLE_IDENTITY,
+        ),
+        subresourceRange=vk.VkImageSubresourceRange(
+            aspectMask=aspect, baseMipLevel=0, levelCount=1, baseArrayLayer=0, layerCount=1
+        ),
+    )
+    with vk_errors(f"creating a view of image {label!r}"):
+        return vk.vkCreateImageView(vk_device, info, None)
+
+
+def pick_depth_format(device: Device) -> int:
+    """The first depth format usable as an optimal-tiling depth attachment."""
+    for fmt in (vk.VK_FORMAT_D32_SFLOAT, vk.VK_FORMAT_X8_D24_UNORM_PACK32, vk.VK_FORMAT_D16_UNORM):
+        props = vk.vkGetPhysicalDeviceFormatProperties(device.physical_device, fmt)
+        if props.optimalTilingFeatures & vk.VK_FORMAT_FEATURE_DEPTH_STENCIL_ATTACHMENT_BIT:
+            return fmt
+    raise VkdqsError("no depth attachment format (D32, X8_D24, D16) on this device")
