@@ -7,9 +7,36 @@ skipping the GPU tests.
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pytest
+
+
+class _ValidationRecords(logging.Handler):
+    """Collects what any Device's debug messenger logs (devices made by the CLI or viewer too)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.records: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record.getMessage())
+
+
+_VALIDATION_RECORDS = _ValidationRecords()
+logging.getLogger("vkdqs.validation").addHandler(_VALIDATION_RECORDS)
+
+
+def pytest_configure(config):
+    # Every Device the code under test opens gets the validation layer when it is installed.
+    try:
+        from vkdqs.device import VALIDATION_LAYER, available_layers
+
+        if VALIDATION_LAYER in available_layers():
+            os.environ.setdefault("VKDQS_VALIDATION", "1")
+    except Exception:  # no Vulkan loader: the GPU fixtures report it
+        pass
 
 
 def _require_device() -> bool:
@@ -56,14 +83,14 @@ def fresh_device():
 
 @pytest.fixture(autouse=True)
 def _no_validation_messages(request):
-    """Fail any test during which the session device received a validation message."""
+    """Fail any test during which a Device received a validation message."""
+    _VALIDATION_RECORDS.records.clear()
     yield
-    if "device" not in request.fixturenames:
-        return
-    dev = request.getfixturevalue("device")
-    if dev.closed:
-        return
-    problems = [f"[{m.severity}] {m.message}" for m in dev.take_messages()]
+    problems = list(_VALIDATION_RECORDS.records)
+    if "device" in request.fixturenames:
+        dev = request.getfixturevalue("device")
+        if not dev.closed:
+            dev.take_messages()  # already counted through the log handler
     assert not problems, "validation layer messages:\n" + "\n".join(problems)
 
 

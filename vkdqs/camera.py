@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-import glm
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from pyglm import glm
 
 from .errors import InputError
 

@@ -2,13 +2,18 @@
 
 ``vkdqs demo``: skins the candy-wrapper cylinder twisted 0...170 degrees with DQS and LBS on the
 GPU (every angle in one submission per method) and prints the smallest ring radius and the
-volume per angle, next to the float64 CPU reference's error.
+volume per angle, next to the float64 CPU reference's error; then opens the viewer when a
+display is available, or renders the side-by-side PNG and says where it wrote it.
+
+``vkdqs view``: the windowed viewer. ``vkdqs render --out frame.png``: a PNG with no display.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -57,6 +62,57 @@ def demo(args: argparse.Namespace) -> int:
     print()
     print(f"GPU DQS vs float64 reference: max |error| = {err:.2e} (mesh extent {mesh.extent:.2f})")
     print("LBS collapses the twisted middle (the candy-wrapper artifact); DQS keeps its radius.")
+    print()
+    if args.no_window:
+        return 0
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        print("opening the viewer (H for help, Esc to quit)")
+        return view(argparse.Namespace(size="1280x720", present_mode="fifo", samples=4))
+    out = Path("vkdqs-demo.png")
+    render(argparse.Namespace(out=out, twist=170.0, method="both", size="960x540", samples=4))
+    return 0
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must look like 640x480, got {text!r}") from None
+    if not (1 <= w <= 16384 and 1 <= h <= 16384):
+        raise argparse.ArgumentTypeError(f"size out of range: {text!r}")
+    return w, h
+
+
+def render(args: argparse.Namespace) -> int:
+    """Render the candy-wrapper scene offscreen to a PNG."""
+    from .device import Device
+    from .png import write_png
+    from .renderer import Renderer
+    from .scenes import CandyWrapperScene
+    from .targets import OffscreenTarget
+
+    w, h = _size(args.size) if isinstance(args.size, str) else args.size
+    with Device() as device:
+        with (
+            OffscreenTarget(device, w, h, samples=args.samples) as target,
+            Renderer(device, target) as renderer,
+        ):
+            scene = CandyWrapperScene(renderer, methods=args.method)
+            scene.set_twist(args.twist)
+            image = renderer.render_image()
+    path = write_png(args.out, image)
+    print(f"wrote {path} ({w}x{h}, {scene.label()})")
+    return 0
+
+
+def view(args: argparse.Namespace) -> int:
+    """Open the viewer window on the embedded default scene."""
+    from .viewer import HELP, Viewer
+
+    w, h = _size(args.size) if isinstance(args.size, str) else args.size
+    print(HELP)
+    with Viewer(size=(w, h), present_mode=args.present_mode, samples=args.samples) as viewer:
+        viewer.run()
     return 0
 
 
@@ -67,9 +123,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--step", type=float, default=10.0, help="twist step in degrees (default 10)")
     p.add_argument("--path", choices=("compute", "vertex"), default="compute")
     p.add_argument("--device", default=None, help="device name substring or index")
+    p.add_argument("--no-window", action="store_true", help="only print the table")
     p.set_defaults(func=demo)
+
+    p = sub.add_parser("view", help="the viewer: LBS and DQS side by side in a window")
+    p.add_argument("--size", default="1280x720", help="window size WxH")
+    p.add_argument("--present-mode", choices=("fifo", "mailbox", "immediate"), default="fifo")
+    p.add_argument("--samples", type=int, choices=(1, 2, 4, 8), default=4, help="MSAA samples")
+    p.set_defaults(func=view)
+
+    p = sub.add_parser("render", help="render the candy-wrapper scene to a PNG, no display")
+    p.add_argument("--out", type=Path, default=Path("frame.png"))
+    p.add_argument("--twist", type=float, default=170.0, help="twist in degrees")
+    p.add_argument("--method", choices=("dqs", "lbs", "both"), default="both")
+    p.add_argument("--size", type=_size, default=(960, 540), help="image size WxH")
+    p.add_argument("--samples", type=int, choices=(1, 2, 4, 8), default=4, help="MSAA samples")
+    p.set_defaults(func=render)
     args = parser.parse_args(argv)
-    if args.device is not None and args.device.isdigit():
+    if getattr(args, "device", None) is not None and args.device.isdigit():
         args.device = int(args.device)
     return args.func(args)
 

@@ -536,6 +536,7 @@ class Renderer:
             self.target.extent,
             vp.tobytes(),
             tuple(i.visible for i in self.instances),
+            self.target.state_key() if hasattr(self.target, "state_key") else (),
         )
 
     def _record(self, cmd_buffer: CommandBuffer, frame: _Frame, image: int) -> None:

@@ -467,6 +467,8 @@ class SwapchainTarget(_TargetBase):
         self._render_finished: list = []
         self.extent = (0, 0)
         self.recreations = 0
+        self._capture = False
+        self._capture_buffer: Buffer | None = None
         self._create_swapchain()
 
     def _create_swapchain(self) -> bool:
@@ -477,6 +479,8 @@ class SwapchainTarget(_TargetBase):
             device.physical_device, self.surface
         )
         width, height = self._framebuffer_size()
+        if width == 0 or height == 0:
+            return False  # minimized
         if caps.currentExtent.width != 0xFFFFFFFF:
             width, height = caps.currentExtent.width, caps.currentExtent.height
         width = max(caps.minImageExtent.width, min(caps.maxImageExtent.width, width))
@@ -586,9 +590,11 @@ class SwapchainTarget(_TargetBase):
     def acquire(self, frame) -> int | None:
         """Index of the next swapchain image, or None when no frame can be drawn now."""
         self._check_open()
-        if self.extent == (0, 0) or self._needs_recreate():
-            if not self._recreate():
-                return None
+        size = tuple(self._framebuffer_size())
+        if 0 in size:
+            return None  # minimized: nothing to draw into
+        if size != self.extent and not self._recreate():
+            return None
         try:
             index = self._fn["vkAcquireNextImageKHR"](
                 self.device.handle, self._swapchain, 2**64 - 1, frame.image_available, None
@@ -603,12 +609,6 @@ class SwapchainTarget(_TargetBase):
             self._recreate()
             return None
         return index
-
-    def _needs_recreate(self) -> bool:
-        w, h = self._framebuffer_size()
-        if (w, h) == (0, 0):
-            return False
-        return (w, h) != self.extent
 
     def _drain(self, semaphore) -> None:
         stage = vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
@@ -627,8 +627,116 @@ class SwapchainTarget(_TargetBase):
     def signal_semaphores(self, index: int) -> list:
         return [self._render_finished[index]]
 
+    # -- screenshots of the window -------------------------------------------------------
+
+    def request_capture(self) -> None:
+        """Copy the next rendered swapchain image into a host buffer (see :meth:`read_capture`)."""
+        self._check_open()
+        w, h = self.extent
+        if self._capture_buffer is None or self._capture_buffer.size != w * h * 4:
+            if self._capture_buffer is not None:
+                self._release([self._capture_buffer])
+            self._capture_buffer = self._keep(
+                self.device.create_buffer(
+                    w * h * 4,
+                    vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                    label="window capture",
+                    readback=True,
+                )
+            )
+        self._capture = True
+
+    def state_key(self) -> tuple:
+        """What the renderer's recorded command buffers depend on besides the scene."""
+        return (self._capture, self.recreations)
+
     def record_after_pass(self, cmd: Any, index: int) -> None:
-        pass
+        if not self._capture:
+            return
+        image = self._images[index]
+        w, h = self.extent
+        subresource = vk.VkImageSubresourceRange(vk.VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1)
+
+        def transition(old, new, src_access, dst_access):
+            barrier = vk.VkImageMemoryBarrier(
+                srcAccessMask=src_access,
+                dstAccessMask=dst_access,
+                oldLayout=old,
+                newLayout=new,
+                srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+                dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+                image=image,
+                subresourceRange=subresource,
+            )
+            vk.vkCmdPipelineBarrier(
+                cmd,
+                vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+                | vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                0,
+                0,
+                None,
+                0,
+                None,
+                1,
+                [barrier],
+            )
+
+        transition(
+            vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
+            vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+            vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+            vk.VK_ACCESS_TRANSFER_READ_BIT,
+        )
+        region = vk.VkBufferImageCopy(
+            bufferOffset=0,
+            bufferRowLength=0,
+            bufferImageHeight=0,
+            imageSubresource=vk.VkImageSubresourceLayers(vk.VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1),
+            imageOffset=vk.VkOffset3D(0, 0, 0),
+            imageExtent=vk.VkExtent3D(w, h, 1),
+        )
+        vk.vkCmdCopyImageToBuffer(
+            cmd,
+            image,
+            vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+            self._capture_buffer.handle,
+            1,
+            [region],
+        )
+        transition(
+            vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+            vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
+            vk.VK_ACCESS_TRANSFER_READ_BIT,
+            0,
+        )
+        barrier = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT
+        )
+        vk.vkCmdPipelineBarrier(
+            cmd,
+            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+            vk.VK_PIPELINE_STAGE_HOST_BIT,
+            0,
+            1,
+            [barrier],
+            0,
+            None,
+            0,
+            None,
+        )
+        self._capture = False  # one frame only; the renderer re-records the next one
+
+    def read_capture(self) -> np.ndarray:
+        """The captured frame as ``(H, W, 4)`` uint8 RGBA (after the renderer waited for it)."""
+        self._check_open()
+        if self._capture_buffer is None:
+            raise InputError("read_capture() without request_capture()")
+        w, h = self.extent
+        img = self._capture_buffer.read(np.uint8, w * h * 4).reshape(h, w, 4)
+        if self.color_format in (vk.VK_FORMAT_B8G8R8A8_SRGB, vk.VK_FORMAT_B8G8R8A8_UNORM):
+            img = img[..., [2, 1, 0, 3]]
+        return np.ascontiguousarray(img)
 
     def present(self, frame, index: int) -> bool:
         info = vk.VkPresentInfoKHR(
