@@ -45,6 +45,7 @@ class Variant:
 VARIANTS: tuple[Variant, ...] = (
     Variant("skin_dqs.vert", "skin.vert"),
     Variant("skin_lbs.vert", "skin.vert", ("SKIN_LBS",)),
+    Variant("skin_none.vert", "skin.vert", ("SKIN_NONE",)),
     Variant("skin_dqs_readback.vert", "skin.vert", ("SKIN_READBACK",)),
     Variant("skin_lbs_readback.vert", "skin.vert", ("SKIN_LBS", "SKIN_READBACK")),
     Variant("skin.frag", "skin.frag"),

@@ -43,6 +43,8 @@ _VERTEX = vk.VK_SHADER_STAGE_VERTEX_BIT
 _FRAGMENT = vk.VK_SHADER_STAGE_FRAGMENT_BIT
 _BINDINGS = [(0, _UBO, _VERTEX), (1, _UBO, _VERTEX | _FRAGMENT)]
 _PUSH_SIZE = 64  # mat4 view_projection
+#: "none" draws the rest mesh without skinning (a baseline for measuring what skinning costs).
+METHODS = ("dqs", "lbs", "none")
 
 #: std140 InstanceBlock of shaders/glsl/include/instance.glsl.
 INSTANCE_BLOCK = np.dtype(
@@ -62,6 +64,11 @@ assert INSTANCE_BLOCK.itemsize == 224
 
 def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
+
+
+def _bone_stride(method: str) -> int:
+    """Bytes per bone in the bone block: mat3x4 for LBS, mat2x4 otherwise."""
+    return 48 if method == "lbs" else 32
 
 
 def _bone_bucket(bone_count: int) -> int:
@@ -128,7 +135,7 @@ class Instance:
 
     def set_pose(self, bones: ArrayLike) -> None:
         """Validate and store this instance's pose (see :mod:`vkdqs.bones` for the layouts)."""
-        if self.method == "dqs":
+        if self.method in ("dqs", "none"):
             self.bones = bone_packing.pack_dqs(bones, self.bone_count)
         else:
             self.bones = bone_packing.pack_lbs(bones, self.bone_count)
@@ -271,10 +278,10 @@ class Renderer:
     ) -> Instance:
         """A new instance of ``mesh`` (rest pose unless ``bones`` is given)."""
         self._check_open()
-        if method not in ("dqs", "lbs"):
-            raise InputError(f"method must be 'dqs' or 'lbs', got {method!r}")
+        if method not in METHODS:
+            raise InputError(f"method must be one of {METHODS}, got {method!r}")
         mesh.mesh.check_joints(bone_count)
-        max_bones = self.device.info.max_uniform_buffer_range // (32 if method == "dqs" else 48)
+        max_bones = self.device.info.max_uniform_buffer_range // _bone_stride(method)
         if _bone_bucket(bone_count) > max_bones:
             raise InputError(
                 f"bone_count {bone_count} exceeds what a uniform buffer holds on this device "
@@ -330,7 +337,7 @@ class Renderer:
         self._slots = []
         offset = 0
         for inst in self.instances:
-            stride = 32 if inst.method == "dqs" else 48
+            stride = _bone_stride(inst.method)
             bones_at = offset
             offset = _align(offset + _bone_bucket(inst.bone_count) * stride, align)
             block_at = offset
@@ -359,7 +366,7 @@ class Renderer:
             for inst, (bones_at, block_at) in zip(self.instances, self._slots, strict=True):
                 ds = allocate_descriptor_set(dev, self._pool, self._set_layout)
                 frame.sets.append(ds)
-                stride = 32 if inst.method == "dqs" else 48
+                stride = _bone_stride(inst.method)
                 infos = [
                     vk.VkDescriptorBufferInfo(
                         buffer=frame.uniforms.handle,

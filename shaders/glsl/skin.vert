@@ -3,6 +3,7 @@
 // The rendering vertex shader: the seed's DQS shader as valid Vulkan GLSL (the loose
 // `uniform mat4 u_view_projection` became a push constant). Compiled four ways:
 //   SKIN_LBS       linear blend skinning instead of DQS (a different bone block);
+//   SKIN_NONE      no skinning: the rest mesh (the benchmarks' baseline for what skinning costs);
 //   SKIN_READBACK  writes each skinned position and normal to a storage buffer at
 //                  gl_VertexIndex instead of feeding a rasterizer (drawn as points with rasterizer
 //                  discard), so tests read back exactly what this shader computes.
@@ -38,7 +39,12 @@ layout(location = 2) out float out_bone_weight;
 void main() {
     vec3 p;
     vec3 n;
+#ifdef SKIN_NONE
+    p = in_position;
+    n = in_normal;
+#else
     skin_vertex(in_bone_ids, in_weights, in_position, in_normal, p, n);
+#endif
 #ifdef SKIN_READBACK
     out_normal = n;
     gl_Position = pc.view_projection * vec4(p, 1.0);
