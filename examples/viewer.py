@@ -1,0 +1,19 @@
+"""Point of interest: the viewer, LBS and DQS side by side on the twisting candy wrapper.
+
+    python examples/viewer.py              # a window (keys: H for help)
+    python examples/viewer.py --offscreen  # no display: render the 170-degree frame to a PNG
+
+The same as the ``vkdqs view`` and ``vkdqs render`` commands.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from vkdqs import cli
+
+if __name__ == "__main__":
+    if "--offscreen" in sys.argv[1:]:
+        out = "viewer-offscreen.png"
+        sys.exit(cli.main(["render", "--out", out, "--twist", "170", "--size", "640x360"]))
+    sys.exit(cli.main(["view"]))
