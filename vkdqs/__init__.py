@@ -29,6 +29,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Device",
+    "GltfError",
     "InputError",
     "LimitError",
     "NoSuitableDeviceError",
@@ -41,10 +42,17 @@ __all__ = [
     "VulkanError",
     "__version__",
     "dq",
+    "load_gltf",
     "procedural",
 ]
 
-_LAZY = {"Device": ".device", "Skinner": ".skinner", "procedural": ".procedural"}
+_LAZY = {
+    "Device": ".device",
+    "Skinner": ".skinner",
+    "procedural": ".procedural",
+    "load_gltf": ".gltf",
+    "GltfError": ".gltf",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -53,5 +61,5 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         module = importlib.import_module(_LAZY[name], __name__)
-        return module if name == "procedural" else getattr(module, name)
+        return module if name == _LAZY[name].lstrip(".") else getattr(module, name)
     raise AttributeError(f"module 'vkdqs' has no attribute {name!r}")
