@@ -40,17 +40,25 @@ class Variant:
     defines: tuple[str, ...] = ()
 
 
-# Variants whose *interface* differs (bone block type, readback buffer) are #define variants;
-# everything else is chosen at pipeline creation with specialization constants.
+# Variants whose *interface* differs (bone block type, extra inputs, readback buffer) are #define
+# variants; everything else is chosen at pipeline creation with specialization constants.
+# Skinning variants: skin_<method>[_8][_readback].vert and skin_<method>[_8].comp, where method is
+# dqs (rigid DQS), lbs, or dqs_scale (two-phase DQS for bones with scale), and _8 has 8 influences.
+_METHODS = {"dqs": (), "lbs": ("SKIN_LBS",), "dqs_scale": ("SKIN_DQS_SCALE",)}
+_INFLUENCES = {"": (), "_8": ("SKIN_INFLUENCES_8",)}
 VARIANTS: tuple[Variant, ...] = (
-    Variant("skin_dqs.vert", "skin.vert"),
-    Variant("skin_lbs.vert", "skin.vert", ("SKIN_LBS",)),
+    *(
+        Variant(f"skin_{method}{inf}{kind}.{stage}", f"skin.{stage}", defines + more + extra)
+        for method, defines in _METHODS.items()
+        for inf, more in _INFLUENCES.items()
+        for kind, stage, extra in (
+            ("", "vert", ()),
+            ("_readback", "vert", ("SKIN_READBACK",)),
+            ("", "comp", ()),
+        )
+    ),
     Variant("skin_none.vert", "skin.vert", ("SKIN_NONE",)),
-    Variant("skin_dqs_readback.vert", "skin.vert", ("SKIN_READBACK",)),
-    Variant("skin_lbs_readback.vert", "skin.vert", ("SKIN_LBS", "SKIN_READBACK")),
     Variant("skin.frag", "skin.frag"),
-    Variant("skin_dqs.comp", "skin.comp"),
-    Variant("skin_lbs.comp", "skin.comp", ("SKIN_LBS",)),
 )
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vkdqs import SkinnedMesh, dq, procedural
+from vkdqs import InputError, SkinnedMesh, dq, procedural
 from vkdqs.skinner import Skinner
 
 PATHS = ("compute", "vertex")
@@ -171,3 +171,97 @@ def test_non_unit_dual_quaternions_are_normalized(device):
     with Skinner(device, mesh, bone_count=5) as skinner:
         got = skinner.skin(scaled)
     assert_matches(mesh, got, reference(mesh, "dqs", bones))
+
+
+def random_scaled_pose(rng, bone_count, *, uniform):
+    """Affine bone matrices: random rigid transforms times a scale (and shear when not uniform)."""
+    mats = dq.to_matrices(dq.random_rigid(bone_count, rng))
+    if uniform:
+        scale = np.eye(3) * rng.uniform(0.5, 2.0, (bone_count, 1, 1))
+    else:
+        scale = np.eye(3) * rng.uniform(0.5, 2.0, (bone_count, 1, 3))
+        scale[:, 0, 1] = rng.uniform(-0.3, 0.3, bone_count)  # shear
+    mats[:, :3, :3] = mats[:, :3, :3] @ scale
+    return mats
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("influences", [5, 8])
+def test_eight_influences(device, path, method, influences):
+    rng = np.random.default_rng(60 + influences)
+    mesh = random_mesh(rng, 3000, influences, 20)
+    assert mesh.slots == 8 and mesh.influence_count == influences
+    with Skinner(device, mesh, bone_count=20, method=method, path=path) as skinner:
+        for _ in range(2):
+            bones = random_pose(rng, 20, method)
+            assert_matches(mesh, skinner.skin(bones), reference(mesh, method, bones))
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("influences", [4, 8])
+@pytest.mark.parametrize("uniform", [True, False], ids=["uniform-scale", "scale-shear"])
+def test_two_phase_dqs_matches_reference(device, path, influences, uniform):
+    rng = np.random.default_rng(70 + influences + uniform)
+    mesh = random_mesh(rng, 2000, influences, 12)
+    mats = random_scaled_pose(rng, 12, uniform=uniform)
+    dqs, scales = dq.decompose_skinning_matrices(mats)
+    args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
+    want = dq.skin_dqs_scaled(*args, dqs, scales)
+    with Skinner(device, mesh, bone_count=12, path=path) as skinner:  # method "dqs": automatic
+        got = skinner.skin(mats)
+    assert_matches(mesh, got, want)
+    with Skinner(device, mesh, bone_count=12, path=path, allow_scale=False) as rigid_only:
+        with pytest.raises(InputError, match="not rigid: scale/shear"):
+            rigid_only.skin(mats)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_two_phase_dqs_equals_plain_dqs_on_rigid_rigs(device, path):
+    rng = np.random.default_rng(80)
+    mesh = random_mesh(rng, 2000, 4, 10)
+    bones = dq.random_rigid(10, rng)
+    with Skinner(device, mesh, bone_count=10, path=path) as plain:
+        want = plain.skin(bones)
+        # method "dqs" runs rigid matrices through plain DQS: exactly the same result
+        same = plain.skin(dq.to_matrices(bones))
+    np.testing.assert_allclose(same[0], want[0], rtol=0, atol=1e-6 * mesh.extent)
+    with Skinner(device, mesh, bone_count=10, path=path, method="dqs_scale") as two_phase:
+        got = two_phase.skin(dq.to_matrices(bones))
+    np.testing.assert_allclose(got[0], want[0], rtol=0, atol=1e-5 * mesh.extent)
+    np.testing.assert_allclose(got[1], want[1], rtol=0, atol=1e-5)
+    # The float64 references agree up to the float32 weights' sum (1 within ~6e-8): with S = I
+    # phase 1 scales each vertex by that sum.
+    args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
+    identity = np.tile(np.eye(3, 4), (10, 1, 1))
+    np.testing.assert_allclose(
+        dq.skin_dqs_scaled(*args, bones, identity)[0],
+        dq.skin_dqs(*args, bones)[0],
+        rtol=0,
+        atol=1e-7 * mesh.extent,
+    )
+
+
+def test_uniformly_scaled_rig_equals_the_scaled_rigid_result(device):
+    """A rig whose bones all scale by s about the origin: every vertex lands at s x (plain DQS)."""
+    rng = np.random.default_rng(90)
+    mesh = random_mesh(rng, 1500, 4, 6)
+    bones = dq.random_rigid(6, rng)
+    s = 1.7
+    mats = dq.to_matrices(bones) @ np.diag([s, s, s, 1.0])
+    args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
+    want_p, want_n = dq.skin_dqs(mesh.positions * s, *args[1:], bones)
+    with Skinner(device, mesh, bone_count=6) as skinner:
+        got = skinner.skin(mats)
+    np.testing.assert_allclose(got[0], want_p, rtol=0, atol=1e-5 * mesh.extent * s)
+    np.testing.assert_allclose(got[1], want_n, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_candy_wrapper_holds_with_scale(device, path):
+    mesh = procedural.candy_wrapper()
+    rest = procedural.ring_radii(mesh.positions).min()
+    pose = procedural.twist_pose(170.0) @ np.diag([1.5, 1.5, 1.5, 1.0])
+    with Skinner(device, mesh, bone_count=2, path=path) as skinner:
+        positions, _ = skinner.skin(pose)
+    assert procedural.ring_radii(positions).min() >= 0.95 * 1.5 * rest

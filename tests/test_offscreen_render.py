@@ -83,6 +83,35 @@ def test_image_bounding_box_matches_projected_vertices(device, scene, method, an
     np.testing.assert_allclose(got, want, atol=2.0)
 
 
+@pytest.mark.parametrize("method", ["dqs", "lbs"])
+def test_eight_influences_and_scaled_bones_render_where_the_skinner_puts_them(device, method):
+    """An 8-influence mesh posed with scaled bones (two-phase DQS for "dqs")."""
+    base = procedural.tube(4000, bone_count=8, influences=4, length=4.0, radius=0.5)
+    # four more influences per vertex, smooth along the tube (the next bones, smaller weights),
+    # so the surface stays free of slivers that cover no pixel
+    joints = np.hstack([base.joints, (base.joints + 1) % 8])
+    weights = np.hstack([base.weights, 0.3 * base.weights])
+    mesh = type(base)(base.positions, base.normals, joints, weights, base.indices)
+    assert mesh.slots == 8
+    pose = procedural.bone_chain_pose(8, 60.0, length=4.0) @ np.diag([1.3, 1.3, 1.3, 1.0])
+    # the open tube shows its inside at the ends: draw back faces too, so every triangle counts
+    with OffscreenTarget(device, W, H) as target, Renderer(device, target, cull=False) as renderer:
+        inst = renderer.add_instance(renderer.add_mesh(mesh), bone_count=8, method=method)
+        inst.set_pose(pose)
+        assert inst.variant == ("dqs_scale" if method == "dqs" else "lbs")
+        renderer.frame_scene()
+        renderer.camera.zoom(1.6)
+        img = renderer.render_image()
+        cam = renderer.camera
+    with Skinner(device, mesh, bone_count=8, method=method, path="vertex") as skinner:
+        positions, _ = skinner.skin(pose)
+    px = cam.project(positions, W, H)
+    ys, xs = np.nonzero(covered(img))
+    got = np.array([xs.min() + 0.5, ys.min() + 0.5, xs.max() + 0.5, ys.max() + 0.5])
+    want = np.array([px[:, 0].min(), px[:, 1].min(), px[:, 0].max(), px[:, 1].max()])
+    np.testing.assert_allclose(got, want, atol=2.0)
+
+
 def test_lighting_and_background(scene):
     mesh, _, renderer, rm = scene
     renderer.add_instance(rm, bone_count=2)

@@ -4,7 +4,10 @@ Pure numpy (no Vulkan). One pose is ``(B, ...)``; a batch of poses is ``(P, B, .
 
 * DQS bones (``mat2x4 bones[]``, 8 floats): ``(B, 2, 4)`` dual quaternions (real, dual), which are
   **normalized** on the way in (a real part of length below 1e-6 is rejected), or ``(B, 4, 4)``
-  rigid matrices, converted (scale, shear and reflections are rejected, naming the bone).
+  matrices. Rigid matrices are converted. Matrices with scale or shear are split into a rigid
+  part and a scale/shear part (:func:`vkdqs.dq.decompose_skinning_matrices`) for two-phase DQS,
+  unless ``allow_scale=False``, which rejects them naming the bone; reflections are always
+  rejected.
 * LBS bones (``mat3x4 bones[]``, 12 floats: the three rows of the affine matrix): ``(B, 3, 4)``
   or ``(B, 4, 4)`` affine matrices (bottom row must be 0, 0, 0, 1), or ``(B, 2, 4)`` dual
   quaternions, converted.
@@ -13,6 +16,8 @@ NaN or inf anywhere is rejected, naming the pose/bone and the value.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -73,6 +78,48 @@ def pack_dqs(bones: object, bone_count: int, *, batched: bool = False) -> np.nda
             )
         out = dq.normalize(arr)
     return np.ascontiguousarray(out, dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class PackedPose:
+    """A validated pose in shader layout.
+
+    ``variant`` is the skinning variant it needs: ``"dqs"``, ``"dqs_scale"`` (then ``scales``
+    holds ``([P,] B, 3, 4)`` float32 ``[S | 0]`` rows) or ``"lbs"``.
+    """
+
+    variant: str
+    bones: np.ndarray
+    scales: np.ndarray | None = None
+
+
+def pack_pose(
+    bones: object, bone_count: int, method: str, *, batched: bool = False, allow_scale: bool = True
+) -> PackedPose:
+    """Validate and pack a pose for ``method`` ("dqs", "dqs_scale" or "lbs").
+
+    "dqs" uses two-phase DQS only when some matrix has scale/shear; "dqs_scale" always does.
+    """
+    if method == "lbs":
+        return PackedPose("lbs", pack_lbs(bones, bone_count, batched=batched))
+    arr = _as_bones(bones, bone_count, batched, ((2, 4), (4, 4)))
+    if method == "dqs_scale" and arr.shape[-2] == 2:
+        dqs = pack_dqs(arr, bone_count, batched=batched)
+        scales = np.zeros((*dqs.shape[:-2], 3, 4), np.float32)
+        scales[..., [0, 1, 2], [0, 1, 2]] = 1.0
+        return PackedPose("dqs_scale", dqs, scales)
+    rigid_only = method == "dqs" and (not allow_scale or not dq.has_scale(arr).any())
+    if arr.shape[-2] == 2 or rigid_only:
+        return PackedPose("dqs", pack_dqs(arr, bone_count, batched=batched))
+    try:
+        dqs, scales = dq.decompose_skinning_matrices(arr)
+    except InputError as exc:
+        raise InputError(f"DQS bones: {exc}") from None
+    return PackedPose(
+        "dqs_scale",
+        np.ascontiguousarray(dqs, dtype=np.float32),
+        np.ascontiguousarray(scales, dtype=np.float32),
+    )
 
 
 def pack_lbs(bones: object, bone_count: int, *, batched: bool = False) -> np.ndarray:

@@ -40,8 +40,11 @@ class Camera:
         self.yaw = float(yaw)
         self.pitch = float(pitch)
         self.fov_y_deg = float(fov_y_deg)
-        self.near = float(near)
-        self.far = float(far)
+        self._near = float(near)
+        self._far = float(far)
+        # Set by frame(): the depth range then follows the distance, so zooming and orbiting
+        # never clip the framed scene (posed meshes may reach past their rest bounds: 3 radii).
+        self.radius: float | None = None
         self._home = self._state()
 
     def _state(self) -> tuple:
@@ -95,9 +98,20 @@ class Camera:
         half_fov = math.radians(self.fov_y_deg) / 2.0
         half_fov = min(half_fov, math.atan(math.tan(half_fov) * aspect))
         self.distance = margin * radius / math.sin(half_fov)
-        self.near = max(self.distance - 2.0 * radius, self.distance * 1e-3)
-        self.far = self.distance + 2.0 * radius
+        self.radius = radius
         self._home = self._state()
+
+    @property
+    def near(self) -> float:
+        if self.radius is None:
+            return self._near
+        return max(self.distance - 3.0 * self.radius, self.distance * 1e-3)
+
+    @property
+    def far(self) -> float:
+        if self.radius is None:
+            return self._far
+        return self.distance + 3.0 * self.radius
 
     def view_matrix(self) -> NDArray[np.float64]:
         eye = glm.dvec3(*self.position)

@@ -34,8 +34,10 @@ __all__ = [
     "DQS_EPS",
     "LBS_EPS",
     "conjugate",
+    "decompose_skinning_matrices",
     "from_matrices",
     "from_rotation_translation",
+    "has_scale",
     "multiply",
     "normalize",
     "quat_conjugate",
@@ -46,6 +48,7 @@ __all__ = [
     "quat_to_matrix",
     "random_rigid",
     "skin_dqs",
+    "skin_dqs_scaled",
     "skin_lbs",
     "to_matrices",
     "transform_normals",
@@ -373,6 +376,70 @@ def from_matrices(m: ArrayLike, /, *, atol: float = 1e-4) -> NDArray[np.float64]
     return dq.reshape((*batch, 2, 4))
 
 
+def has_scale(m: ArrayLike, /, *, atol: float = 1e-5) -> NDArray[np.bool_]:
+    """Whether each affine matrix ``[..., 4, 4]`` (or ``[..., 3, 4]``) has scale or shear.
+
+    True where ``max |A^T A - I| > atol`` for the linear part ``A``.
+    """
+    a = _as_float(m, "m")[..., :3, :3]
+    return np.abs(np.swapaxes(a, -1, -2) @ a - np.eye(3)).max(axis=(-2, -1)) > atol
+
+
+def decompose_skinning_matrices(m: ArrayLike, /) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Split affine skinning matrices into a rigid part and a scale/shear part.
+
+    ``M = [A | t]`` with ``A = R S`` (polar decomposition: ``R`` a rotation, ``S`` symmetric
+    positive definite), so ``M p = R (S p) + t``: scale/shear acts in rest space, then the rigid
+    transform. Two-phase DQS blends the ``S`` linearly and the rigid parts as dual quaternions.
+
+    Parameters
+    ----------
+    m : array_like, [..., 4, 4]
+        Affine matrices (bottom row ``0, 0, 0, 1``) with ``det A > 0``.
+
+    Returns
+    -------
+    dqs : ndarray, [..., 2, 4]
+        Unit dual quaternions of ``(R, t)``.
+    scales : ndarray, [..., 3, 4]
+        ``[S | 0]``: the three rows of the scale/shear matrix with a zero translation column.
+
+    Raises
+    ------
+    InputError
+        Naming the first offending matrix: non-finite, not affine, or ``det A <= 0`` (a
+        reflection or a collapse, which no rotation times a positive scale can represent).
+    """
+    m = _as_float(m, "m")
+    _check_last(m, "m", (4, 4), "[..., 4, 4]")
+    batch = m.shape[:-2]
+    flat = m.reshape(-1, 4, 4)
+    finite = np.isfinite(flat).all(axis=(1, 2))
+    safe = np.where(finite[:, None, None], flat, np.eye(4))
+    bottom_err = np.abs(safe[:, 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=1)
+    det = np.linalg.det(safe[:, :3, :3]) if len(safe) else np.zeros(0)
+    problems = [~finite, bottom_err > 1e-6, ~(det > 1e-12)]
+    bad = np.logical_or.reduce(problems)
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        who = _label("matrix", batch, i)
+        if problems[0][i]:
+            r, c = np.argwhere(~np.isfinite(flat[i]))[0]
+            raise InputError(f"{who} has a non-finite element: m[{r}, {c}] = {flat[i, r, c]}")
+        if problems[1][i]:
+            row = np.array2string(flat[i, 3], precision=4, separator=", ")
+            raise InputError(f"{who} has bottom row {row}; an affine matrix needs (0, 0, 0, 1)")
+        raise InputError(
+            f"{who} has det = {det[i]:.3g}: a reflection or collapse cannot be skinned with DQS"
+        )
+    u, sigma, vt = np.linalg.svd(safe[:, :3, :3])
+    rot = u @ vt  # det > 0 because det A > 0
+    scale = np.swapaxes(vt, 1, 2) @ (sigma[:, :, None] * vt)
+    dqs = from_rotation_translation(quat_from_matrix(rot), flat[:, :3, 3])
+    scales = np.concatenate([scale, np.zeros((len(flat), 3, 1))], axis=2)
+    return dqs.reshape((*batch, 2, 4)), scales.reshape((*batch, 3, 4))
+
+
 def translation(dq: ArrayLike, /) -> NDArray[np.float64]:
     """Translations of unit DQs: ``t = 2 (dual ⊗ real*).xyz``.
 
@@ -650,6 +717,28 @@ def skin_dqs(
     out_p[at_rest] = p[at_rest]
     out_n[at_rest] = rest_n[at_rest]
     return out_p, out_n
+
+
+def skin_dqs_scaled(
+    positions: ArrayLike,
+    normals: ArrayLike,
+    joints: ArrayLike,
+    weights: ArrayLike,
+    bone_dqs: ArrayLike,
+    bone_scales: ArrayLike,
+    /,
+    *,
+    dtype: DTypeLike = np.float64,
+) -> tuple[NDArray, NDArray]:
+    """Two-phase DQS (Kavan et al. 2008) for bones with scale/shear, as the GPU computes it.
+
+    Phase 1 blends the bones' scale/shear matrices ``[S | 0]`` linearly and applies them to the
+    rest vertex (exactly :func:`skin_lbs` of those matrices); phase 2 is :func:`skin_dqs` of the
+    rigid parts on the result. With every ``S = I`` it is plain DQS. Inputs as in
+    :func:`skin_dqs`; ``bone_scales`` is ``[B, 3, 4]`` from :func:`decompose_skinning_matrices`.
+    """
+    p, n = skin_lbs(positions, normals, joints, weights, bone_scales, dtype=dtype)
+    return skin_dqs(p, n, joints, weights, bone_dqs, dtype=dtype)
 
 
 def skin_lbs(

@@ -34,17 +34,22 @@ from .pipelines import (
     descriptor_set_layout,
     pipeline_layout,
     shader_module,
+    vertex_inputs,
 )
 from .shaders import SpecConstants
+from .skinner import mesh_arrays
 from .vkcall import vk_errors
 
 _UBO = vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
 _VERTEX = vk.VK_SHADER_STAGE_VERTEX_BIT
 _FRAGMENT = vk.VK_SHADER_STAGE_FRAGMENT_BIT
-_BINDINGS = [(0, _UBO, _VERTEX), (1, _UBO, _VERTEX | _FRAGMENT)]
+# bones, instance block, bone scales (two-phase DQS; unused by the other variants)
+_BINDINGS = [(0, _UBO, _VERTEX), (1, _UBO, _VERTEX | _FRAGMENT), (6, _UBO, _VERTEX)]
+_SCALE_BYTES = 48
 _PUSH_SIZE = 64  # mat4 view_projection
-#: "none" draws the rest mesh without skinning (a baseline for measuring what skinning costs).
-METHODS = ("dqs", "lbs", "none")
+#: "dqs" switches to two-phase DQS for poses with scale; "dqs_scale" always uses it; "none"
+#: draws the rest mesh without skinning (a baseline for measuring what skinning costs).
+METHODS = ("dqs", "dqs_scale", "lbs", "none")
 
 #: std140 InstanceBlock of shaders/glsl/include/instance.glsl.
 INSTANCE_BLOCK = np.dtype(
@@ -89,24 +94,11 @@ class RenderMesh:
             raise InputError(
                 f"mesh {label!r} has no triangle indices; the renderer draws triangles"
             )
-        over = mesh.first_vertex_over(4)
-        if over is not None:
-            raise InputError(
-                f"mesh {label!r}: vertex {over[0]} has {over[1]} influences; the renderer's "
-                "skinning path takes at most 4"
-            )
         dev = renderer.device
-        n = mesh.vertex_count
-        pad = np.zeros((n, 1), np.float32)
-        arrays = [
-            np.hstack([mesh.positions, pad]),
-            np.hstack([mesh.normals, pad]),
-            mesh.joints.astype(np.int32),
-            mesh.weights,
-        ]
         usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
         self.vertex_buffers: list[Buffer] = []
-        for name, arr in zip(("positions", "normals", "joints", "weights"), arrays, strict=True):
+        # The same (N, 4) rows the Skinner uploads: 4 buffers, or 6 with 8 influences.
+        for name, arr in mesh_arrays(mesh).items():
             buf = renderer._keep(dev.create_buffer(arr.nbytes, usage, label=f"{label} {name}"))
             buf.write(arr)
             self.vertex_buffers.append(buf)
@@ -130,15 +122,21 @@ class Instance:
     method: str
     model: np.ndarray
     color: np.ndarray
-    bones: np.ndarray = field(repr=False)  # packed float32 ([B, 2, 4] or [B, 3, 4])
+    pose: bone_packing.PackedPose = field(repr=False)
     visible: bool = True
 
+    @property
+    def variant(self) -> str:
+        """The shader variant the current pose needs ("dqs", "dqs_scale", "lbs" or "none")."""
+        return "none" if self.method == "none" else self.pose.variant
+
     def set_pose(self, bones: ArrayLike) -> None:
-        """Validate and store this instance's pose (see :mod:`vkdqs.bones` for the layouts)."""
-        if self.method in ("dqs", "none"):
-            self.bones = bone_packing.pack_dqs(bones, self.bone_count)
-        else:
-            self.bones = bone_packing.pack_lbs(bones, self.bone_count)
+        """Validate and store this instance's pose (see :mod:`vkdqs.bones` for the layouts).
+
+        For "dqs", matrices with scale/shear switch the instance to two-phase DQS.
+        """
+        method = "dqs" if self.method == "none" else self.method
+        self.pose = bone_packing.pack_pose(bones, self.bone_count, method)
 
     def set_model(self, model: ArrayLike) -> None:
         m = np.asarray(model, dtype=np.float64)
@@ -289,7 +287,8 @@ class Renderer:
             )
         identity = np.zeros((bone_count, 2, 4))
         identity[:, 0, 3] = 1.0
-        inst = Instance(mesh, bone_count, method, np.eye(4), np.ones(4), bones=identity)
+        rest = bone_packing.PackedPose("dqs", identity.astype(np.float32))
+        inst = Instance(mesh, bone_count, method, np.eye(4), np.ones(4), pose=rest)
         inst.set_pose(identity if bones is None else bones)
         inst.set_model(np.eye(4) if model is None else model)
         c = np.asarray(color, dtype=np.float64)
@@ -337,12 +336,14 @@ class Renderer:
         self._slots = []
         offset = 0
         for inst in self.instances:
-            stride = _bone_stride(inst.method)
+            bucket = _bone_bucket(inst.bone_count)
             bones_at = offset
-            offset = _align(offset + _bone_bucket(inst.bone_count) * stride, align)
+            offset = _align(offset + bucket * _bone_stride(inst.method), align)
+            scales_at = offset
+            offset = _align(offset + bucket * _SCALE_BYTES, align)
             block_at = offset
             offset = _align(offset + INSTANCE_BLOCK.itemsize, align)
-            self._slots.append((bones_at, block_at))
+            self._slots.append((bones_at, block_at, scales_at))
         self._frame_bytes = max(offset, 256)
         for frame in self._frames:
             if frame.uniforms is not None:
@@ -363,22 +364,23 @@ class Renderer:
         keep_alive = []
         for frame in self._frames:
             frame.sets = []
-            for inst, (bones_at, block_at) in zip(self.instances, self._slots, strict=True):
+            for inst, (bones_at, block_at, scales_at) in zip(
+                self.instances, self._slots, strict=True
+            ):
                 ds = allocate_descriptor_set(dev, self._pool, self._set_layout)
                 frame.sets.append(ds)
-                stride = _bone_stride(inst.method)
-                infos = [
-                    vk.VkDescriptorBufferInfo(
-                        buffer=frame.uniforms.handle,
-                        offset=bones_at,
-                        range=_bone_bucket(inst.bone_count) * stride,
-                    ),
-                    vk.VkDescriptorBufferInfo(
-                        buffer=frame.uniforms.handle, offset=block_at, range=INSTANCE_BLOCK.itemsize
-                    ),
-                ]
+                bucket = _bone_bucket(inst.bone_count)
+                ranges = {
+                    0: (bones_at, bucket * _bone_stride(inst.method)),
+                    1: (block_at, INSTANCE_BLOCK.itemsize),
+                    6: (scales_at, bucket * _SCALE_BYTES),
+                }
+                infos = {
+                    b: vk.VkDescriptorBufferInfo(buffer=frame.uniforms.handle, offset=o, range=r)
+                    for b, (o, r) in ranges.items()
+                }
                 keep_alive.append(infos)
-                for binding, info in enumerate(infos):
+                for binding, info in infos.items():
                     writes.append(
                         vk.VkWriteDescriptorSet(
                             dstSet=ds,
@@ -392,17 +394,18 @@ class Renderer:
             vk.vkUpdateDescriptorSets(dev.handle, len(writes), writes, 0, None)
         self._layout_gen += 1
 
-    def _pipeline(self, method: str, max_bones: int) -> Any:
-        key = (method, max_bones, self.wireframe, self.target.render_pass.handle)
+    def _pipeline(self, variant: str, slots: int, max_bones: int) -> Any:
+        key = (variant, slots, max_bones, self.wireframe, self.target.render_pass.handle)
         pipe = self._pipelines.get(key)
         if pipe is None:
-            pipe = self._keep(self._create_pipeline(method, max_bones))
+            pipe = self._keep(self._create_pipeline(variant, slots, max_bones))
             self._pipelines[key] = pipe
         return pipe.handle
 
-    def _create_pipeline(self, method: str, max_bones: int) -> DeviceObject:
+    def _create_pipeline(self, variant: str, slots: int, max_bones: int) -> DeviceObject:
         dev = self.device
-        vert = shader_module(dev, f"skin_{method}.vert")
+        eight = slots == 8 and variant != "none"
+        vert = shader_module(dev, f"skin_{variant}{'_8' if eight else ''}.vert")
         frag = shader_module(dev, "skin.frag")
         try:
             spec = SpecConstants({0: max_bones})
@@ -421,22 +424,9 @@ class Renderer:
                 vk.VK_FORMAT_R32G32B32A32_SINT,
                 vk.VK_FORMAT_R32G32B32A32_SFLOAT,
             ]
-            bindings = [
-                vk.VkVertexInputBindingDescription(
-                    binding=i, stride=16, inputRate=vk.VK_VERTEX_INPUT_RATE_VERTEX
-                )
-                for i in range(4)
-            ]
-            attrs = [
-                vk.VkVertexInputAttributeDescription(location=i, binding=i, format=f, offset=0)
-                for i, f in enumerate(formats)
-            ]
-            vertex_input = vk.VkPipelineVertexInputStateCreateInfo(
-                vertexBindingDescriptionCount=4,
-                pVertexBindingDescriptions=bindings,
-                vertexAttributeDescriptionCount=4,
-                pVertexAttributeDescriptions=attrs,
-            )
+            if eight:
+                formats += [vk.VK_FORMAT_R32G32B32A32_SINT, vk.VK_FORMAT_R32G32B32A32_SFLOAT]
+            vertex_input = vertex_inputs([(loc, fmt, 16) for loc, fmt in enumerate(formats)])
             assembly = vk.VkPipelineInputAssemblyStateCreateInfo(
                 topology=vk.VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST
             )
@@ -493,7 +483,7 @@ class Renderer:
                 renderPass=self.target.render_pass.handle,
                 subpass=0,
             )
-            label = f"render {method} x{max_bones}{' wireframe' if wire else ''}"
+            label = f"render {variant}/{slots} x{max_bones}{' wireframe' if wire else ''}"
             with vk_errors(f"creating graphics pipeline {label!r}"):
                 handle = vk.vkCreateGraphicsPipelines(dev.handle, None, 1, [info], None)[0]
             return dev.own("pipeline", handle, label, vk.vkDestroyPipeline)
@@ -528,10 +518,12 @@ class Renderer:
         )
         uniforms = frame.uniforms
         assert uniforms is not None
-        for i, (inst, (bones_at, block_at)) in enumerate(
+        for i, (inst, (bones_at, block_at, scales_at)) in enumerate(
             zip(self.instances, self._slots, strict=True)
         ):
-            uniforms.write(inst.bones, bones_at)
+            uniforms.write(inst.pose.bones, bones_at)
+            if inst.pose.scales is not None:
+                uniforms.write(inst.pose.scales, scales_at)
             uniforms.write(blocks[i : i + 1], block_at)
 
     def _state_key(self) -> tuple:
@@ -542,7 +534,7 @@ class Renderer:
             self.wireframe,
             self.target.extent,
             vp.tobytes(),
-            tuple(i.visible for i in self.instances),
+            tuple((i.visible, i.variant) for i in self.instances),
             self.target.state_key() if hasattr(self.target, "state_key") else (),
         )
 
@@ -574,13 +566,15 @@ class Renderer:
         for inst, ds in zip(self.instances, frame.sets, strict=True):
             if not inst.visible:
                 continue
-            pipe = self._pipeline(inst.method, _bone_bucket(inst.bone_count))
+            rm = inst.mesh
+            pipe = self._pipeline(inst.variant, rm.mesh.slots, _bone_bucket(inst.bone_count))
             if pipe != bound:
                 vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, pipe)
                 bound = pipe
-            rm = inst.mesh
             buffers = [b.handle for b in rm.vertex_buffers]
-            vk.vkCmdBindVertexBuffers(cmd, 0, 4, buffers, [0, 0, 0, 0])
+            if inst.variant == "none":
+                buffers = buffers[:4]
+            vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
             vk.vkCmdBindIndexBuffer(cmd, rm.index_buffer.handle, 0, vk.VK_INDEX_TYPE_UINT32)
             vk.vkCmdBindDescriptorSets(
                 cmd, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self._layout.handle, 0, 1, [ds], 0, None

@@ -9,13 +9,19 @@ Two paths run the same ``skin_vertex()`` from ``shaders/glsl/include/skin.glsl``
   rasterizer discard, writes each vertex to a storage buffer at ``gl_VertexIndex``. It is what
   the renderer draws with, so tests of this path test the rendering shader itself.
 
+Meshes with more than 4 influences on some vertex use the 8-influence shader variants. With
+``method="dqs"``, a pose whose matrices carry scale or shear switches to two-phase DQS (the
+``dqs_scale`` variants) for that call, with one log line the first time.
+
 The mesh is uploaded once. Each call writes the pose(s) into a persistently mapped uniform
-buffer, submits a command buffer recorded once per batch size, waits on its fence and copies the
-results out. ``skin_many`` runs P poses in one submission with dynamic uniform-buffer offsets.
+buffer, submits a command buffer recorded once per (variant, batch size), waits on its fence
+and copies the results out. ``skin_many`` runs P poses in one submission with dynamic
+uniform-buffer offsets.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -42,11 +48,16 @@ from .pipelines import (
 )
 from .shaders import SpecConstants
 
-METHODS = ("dqs", "lbs")
+log = logging.getLogger("vkdqs")
+
+#: "dqs" switches to two-phase DQS when a pose has scale; "dqs_scale" always uses it.
+METHODS = ("dqs", "dqs_scale", "lbs")
 PATHS = ("compute", "vertex")
 LOCAL_SIZE = 64
 _VERTEX_PUSH_SIZE = 64 + 8  # mat4 view_projection, uint position_base, uint normal_base
 _COMPUTE_PUSH_SIZE = 12  # uint vertex_count, position_base, normal_base
+_BONE_BYTES = {"dqs": 32, "dqs_scale": 32, "lbs": 48}
+_SCALE_BYTES = 48  # mat3x4 [S | 0] per bone (two-phase DQS)
 
 _UBO_DYNAMIC = vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC
 _TEXEL = vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
@@ -54,10 +65,88 @@ _STORAGE_TEXEL = vk.VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER
 _STORAGE = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
 _COMPUTE = vk.VK_SHADER_STAGE_COMPUTE_BIT
 _VERTEX = vk.VK_SHADER_STAGE_VERTEX_BIT
+# Mesh data: (name, texel-buffer format, vertex format, compute binding, vertex location).
+_MESH_INPUTS = (
+    ("positions", vk.VK_FORMAT_R32G32B32A32_SFLOAT, vk.VK_FORMAT_R32G32B32_SFLOAT, 1, 0),
+    ("normals", vk.VK_FORMAT_R32G32B32A32_SFLOAT, vk.VK_FORMAT_R32G32B32_SFLOAT, 2, 1),
+    ("joints", vk.VK_FORMAT_R32G32B32A32_SINT, vk.VK_FORMAT_R32G32B32A32_SINT, 3, 2),
+    ("weights", vk.VK_FORMAT_R32G32B32A32_SFLOAT, vk.VK_FORMAT_R32G32B32A32_SFLOAT, 4, 3),
+    ("joints_1", vk.VK_FORMAT_R32G32B32A32_SINT, vk.VK_FORMAT_R32G32B32A32_SINT, 7, 4),
+    ("weights_1", vk.VK_FORMAT_R32G32B32A32_SFLOAT, vk.VK_FORMAT_R32G32B32A32_SFLOAT, 8, 5),
+)
 
 
 def _align(n: int, alignment: int) -> int:
     return (n + alignment - 1) // alignment * alignment
+
+
+def mesh_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
+    """The mesh as the shaders read it: (N, 4) rows; joints/weights split into groups of 4."""
+    n = mesh.vertex_count
+    pad = np.zeros((n, 1), np.float32)
+    arrays = {
+        "positions": np.hstack([mesh.positions, pad]),
+        "normals": np.hstack([mesh.normals, pad]),
+        "joints": np.ascontiguousarray(mesh.joints[:, :4], dtype=np.int32),
+        "weights": np.ascontiguousarray(mesh.weights[:, :4]),
+    }
+    if mesh.slots == 8:
+        arrays["joints_1"] = np.ascontiguousarray(mesh.joints[:, 4:], dtype=np.int32)
+        arrays["weights_1"] = np.ascontiguousarray(mesh.weights[:, 4:])
+    return arrays
+
+
+class _Program:
+    """One shader variant (e.g. "dqs", "dqs_scale", "lbs"): its pipeline and descriptor set."""
+
+    def __init__(self, skinner: Skinner, variant: str) -> None:
+        dev = skinner.device
+        s = skinner
+        self.variant = variant
+        suffix = "_8" if s.mesh.slots == 8 else ""
+        compute = s.path == "compute"
+        name = f"skin_{variant}{suffix}" + (".comp" if compute else "_readback.vert")
+        stage = _COMPUTE if compute else _VERTEX
+        bindings = [(0, _UBO_DYNAMIC, stage)]
+        if variant == "dqs_scale":
+            bindings.append((6, _UBO_DYNAMIC, stage))
+        if compute:
+            bindings += [(b, _TEXEL, stage) for key, _, _, b, _ in _MESH_INPUTS if key in s.arrays]
+            bindings.append((5, _STORAGE_TEXEL, stage))
+        else:
+            bindings.append((1, _STORAGE, stage))
+        self.bindings = bindings
+        self.name = name
+        self.set_layout = s._keep(descriptor_set_layout(dev, bindings, label=name))
+        push = _COMPUTE_PUSH_SIZE if compute else _VERTEX_PUSH_SIZE
+        self.layout = s._keep(pipeline_layout(dev, [self.set_layout], push, stage, label=name))
+        self.pool = s._keep(descriptor_pool(dev, bindings, sets=1, label=name))
+        self.set = allocate_descriptor_set(dev, self.pool, self.set_layout)
+        module = shader_module(dev, name)
+        try:
+            spec = SpecConstants({0: s.bone_count, 1: LOCAL_SIZE})
+            if compute:
+                self.pipeline = s._keep(
+                    compute_pipeline(dev, self.layout, module, spec, label=name)
+                )
+                views = [
+                    (b, _TEXEL, s._views[key])
+                    for key, _, _, b, _ in _MESH_INPUTS
+                    if key in s.arrays
+                ]
+                s._write_descriptors(self.set, views)
+            else:
+                inputs = vertex_inputs(
+                    [(loc, fmt, 16) for key, _, fmt, _, loc in _MESH_INPUTS if key in s.arrays]
+                )
+                self.pipeline = s._keep(
+                    readback_pipeline(
+                        dev, self.layout, module, spec, s._render_pass, inputs, label=name
+                    )
+                )
+        finally:
+            module.destroy()
+        self.capacity = 0  # the Skinner's capacity this set's buffer descriptors point at
 
 
 class Skinner:
@@ -67,10 +156,16 @@ class Skinner:
     ----------
     device : Device
     mesh : SkinnedMesh
+        Up to 8 influences per vertex.
     bone_count : int
         Bones in a pose. Every joint index the mesh uses must be below it.
-    method : {"dqs", "lbs"}
+    method : {"dqs", "dqs_scale", "lbs"}
+        ``"dqs"`` uses two-phase DQS for poses with scale/shear (see ``allow_scale``);
+        ``"dqs_scale"`` always does (for a rigid pose it equals plain DQS up to rounding).
     path : {"compute", "vertex"}
+    allow_scale : bool
+        With DQS, accept matrices with scale/shear (two-phase DQS). False rejects them, naming
+        the bone. Reflections are always rejected.
     """
 
     def __init__(
@@ -81,6 +176,7 @@ class Skinner:
         bone_count: int,
         method: str = "dqs",
         path: str = "compute",
+        allow_scale: bool = True,
     ) -> None:
         if not isinstance(mesh, SkinnedMesh):
             raise InputError(f"mesh must be a vkdqs.SkinnedMesh, got {type(mesh).__name__}")
@@ -94,8 +190,7 @@ class Skinner:
         if bone_count < 1:
             raise InputError(f"bone_count must be >= 1, got {bone_count}")
         info = device.info
-        self.bone_floats = bone_packing.DQ_FLOATS if method == "dqs" else bone_packing.LBS_FLOATS
-        bone_bytes = 4 * self.bone_floats
+        bone_bytes = _BONE_BYTES[method]
         max_bones = info.max_uniform_buffer_range // bone_bytes
         if bone_count > max_bones:
             raise LimitError(
@@ -105,12 +200,6 @@ class Skinner:
                 f"(at most {max_bones} bones)"
             )
         mesh.check_joints(bone_count)
-        over = mesh.first_vertex_over(4)
-        if over is not None:
-            raise LimitError(
-                f"vertex {over[0]} has {over[1]} non-zero weights; the 4-influence path takes "
-                "at most 4"
-            )
         n = mesh.vertex_count
         if path == "compute":
             if n > info.max_texel_buffer_elements:
@@ -135,14 +224,22 @@ class Skinner:
         self.path = path
         self.bone_count = bone_count
         self.vertex_count = n
-        self._block_bytes = bone_count * bone_bytes
-        self._slot_bytes = _align(self._block_bytes, info.min_uniform_buffer_offset_alignment)
+        self.allow_scale = allow_scale
+        align = info.min_uniform_buffer_offset_alignment
+        # One slot per pose: the bone block, then (two-phase DQS) the scale block.
+        self._bones_bytes = bone_count * bone_bytes
+        self._scale_offset = _align(self._bones_bytes, align)
+        two_phase = method == "dqs_scale" or (method == "dqs" and allow_scale)
+        scale_bytes = bone_count * _SCALE_BYTES if two_phase else 0
+        self._slot_bytes = _align(self._scale_offset + scale_bytes, align)
         self._objects: list[DeviceObject] = []
+        self._programs: dict[str, _Program] = {}
         self._capacity = 0
-        self._recorded_poses = 0
+        self._recorded: tuple[str, int] | None = None
         self._closed = False
+        self._warned_scale = False
         try:
-            self._create(mesh)
+            self._create()
         except BaseException:
             self.close()
             raise
@@ -153,90 +250,49 @@ class Skinner:
         self._objects.append(obj)
         return obj
 
-    def _create(self, mesh: SkinnedMesh) -> None:
+    def _create(self) -> None:
         dev = self.device
-        n = self.vertex_count
-        name = f"skin_{self.method}" + (".comp" if self.path == "compute" else "_readback.vert")
+        label = f"skinner {self.method}/{self.path}"
         usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-        pad = np.zeros((n, 1), np.float32)
-        mesh_arrays = {
-            "positions": np.hstack([mesh.positions, pad]),
-            "normals": np.hstack([mesh.normals, pad]),
-            "joints": mesh.joints.astype(np.int32),
-            "weights": mesh.weights,
-        }
-        self._mesh_buffers = {}
-        for key, arr in mesh_arrays.items():
-            buf = self._keep(dev.create_buffer(arr.nbytes, usage, label=f"{name} {key}"))
+        self.arrays = mesh_arrays(self.mesh)
+        self._mesh_buffers: dict[str, Buffer] = {}
+        self._views: dict[str, DeviceObject] = {}
+        for key, texel_format, _, _, _ in _MESH_INPUTS:
+            if key not in self.arrays:
+                continue
+            arr = self.arrays[key]
+            buf = self._keep(dev.create_buffer(arr.nbytes, usage, label=f"{label} {key}"))
             buf.write(arr)
             self._mesh_buffers[key] = buf
-
-        if self.path == "compute":
-            self._bindings = [
-                (0, _UBO_DYNAMIC, _COMPUTE),
-                (1, _TEXEL, _COMPUTE),
-                (2, _TEXEL, _COMPUTE),
-                (3, _TEXEL, _COMPUTE),
-                (4, _TEXEL, _COMPUTE),
-                (5, _STORAGE_TEXEL, _COMPUTE),
-            ]
-            stages, push = _COMPUTE, _COMPUTE_PUSH_SIZE
-        else:
-            self._bindings = [(0, _UBO_DYNAMIC, _VERTEX), (1, _STORAGE, _VERTEX)]
-            stages, push = _VERTEX, _VERTEX_PUSH_SIZE
-        self._set_layout = self._keep(descriptor_set_layout(dev, self._bindings, label=name))
-        self._layout = self._keep(
-            pipeline_layout(dev, [self._set_layout], push, stages, label=name)
-        )
-        self._pool = self._keep(descriptor_pool(dev, self._bindings, sets=1, label=name))
-        self._set = allocate_descriptor_set(dev, self._pool, self._set_layout)
-        module = self._keep(shader_module(dev, name))
-        spec = SpecConstants({0: self.bone_count, 1: LOCAL_SIZE})
-        if self.path == "compute":
-            self._pipeline = self._keep(
-                compute_pipeline(dev, self._layout, module, spec, label=name)
-            )
-            fmt = {
-                "positions": vk.VK_FORMAT_R32G32B32A32_SFLOAT,
-                "normals": vk.VK_FORMAT_R32G32B32A32_SFLOAT,
-                "joints": vk.VK_FORMAT_R32G32B32A32_SINT,
-                "weights": vk.VK_FORMAT_R32G32B32A32_SFLOAT,
-            }
-            views = [
-                self._keep(buffer_view(dev, buf, fmt[k], buf.size, label=f"{name} {k}"))
-                for k, buf in self._mesh_buffers.items()
-            ]
-            self._write_texel_descriptors([(1 + i, _TEXEL, v) for i, v in enumerate(views)])
-        else:
-            self._render_pass = self._keep(attachmentless_render_pass(dev, label=name))
-            self._framebuffer = self._keep(
-                attachmentless_framebuffer(dev, self._render_pass, label=name)
-            )
-            inputs = vertex_inputs(
-                [
-                    (0, vk.VK_FORMAT_R32G32B32_SFLOAT, 16),
-                    (1, vk.VK_FORMAT_R32G32B32_SFLOAT, 16),
-                    (2, vk.VK_FORMAT_R32G32B32A32_SINT, 16),
-                    (3, vk.VK_FORMAT_R32G32B32A32_SFLOAT, 16),
-                ]
-            )
-            self._pipeline = self._keep(
-                readback_pipeline(
-                    dev, self._layout, module, spec, self._render_pass, inputs, label=name
+            if self.path == "compute":
+                self._views[key] = self._keep(
+                    buffer_view(dev, buf, texel_format, buf.size, label=f"{label} {key}")
                 )
+        if self.path == "vertex":
+            self._render_pass = self._keep(attachmentless_render_pass(dev, label=label))
+            self._framebuffer = self._keep(
+                attachmentless_framebuffer(dev, self._render_pass, label=label)
             )
-        module.destroy()  # pipelines keep what they need
-        self._objects.remove(module)
-        self._cmd = self._keep(CommandBuffer(dev, label=name))
+        self._cmd = self._keep(CommandBuffer(dev, label=label))
         self._bone_buffer: Buffer | None = None
         self._out_buffer: Buffer | None = None
         self._out_view: DeviceObject | None = None
-        self._name = name
+        self._label = label
+        self._program(self.method)  # build the main pipeline now, so errors surface here
 
-    def _write_texel_descriptors(self, entries) -> None:
+    def _program(self, variant: str) -> _Program:
+        program = self._programs.get(variant)
+        if program is None:
+            program = self._programs[variant] = _Program(self, variant)
+        if program.capacity != self._capacity and self._capacity:
+            self._write_buffer_descriptors(program)
+        return program
+
+    def _write_descriptors(self, dst_set, entries) -> None:
+        """Texel-buffer descriptors: (binding, type, view) triples."""
         writes = [
             vk.VkWriteDescriptorSet(
-                dstSet=self._set,
+                dstSet=dst_set,
                 dstBinding=binding,
                 descriptorCount=1,
                 descriptorType=dtype,
@@ -245,6 +301,33 @@ class Skinner:
             for binding, dtype, view in entries
         ]
         vk.vkUpdateDescriptorSets(self.device.handle, len(writes), writes, 0, None)
+
+    def _write_buffer_descriptors(self, program: _Program) -> None:
+        assert self._bone_buffer is not None and self._out_buffer is not None
+        infos = [(0, _UBO_DYNAMIC, self._bone_buffer, 0, self._bones_bytes)]
+        if program.variant == "dqs_scale":
+            infos.append(
+                (6, _UBO_DYNAMIC, self._bone_buffer, self._scale_offset, self.bone_count * 48)
+            )
+        if self.path == "vertex":
+            infos.append((1, _STORAGE, self._out_buffer, 0, self._out_buffer.size))
+        writes = [
+            vk.VkWriteDescriptorSet(
+                dstSet=program.set,
+                dstBinding=binding,
+                descriptorCount=1,
+                descriptorType=dtype,
+                pBufferInfo=[
+                    vk.VkDescriptorBufferInfo(buffer=buf.handle, offset=offset, range=size)
+                ],
+            )
+            for binding, dtype, buf, offset, size in infos
+        ]
+        vk.vkUpdateDescriptorSets(self.device.handle, len(writes), writes, 0, None)
+        if self.path == "compute":
+            assert self._out_view is not None
+            self._write_descriptors(program.set, [(5, _STORAGE_TEXEL, self._out_view)])
+        program.capacity = self._capacity
 
     def _ensure_capacity(self, poses: int) -> None:
         """Make the bone and output buffers hold ``poses`` poses (they only grow)."""
@@ -273,7 +356,7 @@ class Skinner:
             dev.create_buffer(
                 poses * self._slot_bytes,
                 vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT,
-                label=f"{self._name} bones x{poses}",
+                label=f"{self._label} bones x{poses}",
             )
         )
         out_usage = (
@@ -283,22 +366,9 @@ class Skinner:
         )
         self._out_buffer = self._keep(
             dev.create_buffer(
-                4 * out_floats, out_usage, label=f"{self._name} output x{poses}", readback=True
+                4 * out_floats, out_usage, label=f"{self._label} output x{poses}", readback=True
             )
         )
-        bone_info = vk.VkDescriptorBufferInfo(
-            buffer=self._bone_buffer.handle, offset=0, range=self._block_bytes
-        )
-        writes = [
-            vk.VkWriteDescriptorSet(
-                dstSet=self._set,
-                dstBinding=0,
-                descriptorCount=1,
-                descriptorType=_UBO_DYNAMIC,
-                pBufferInfo=[bone_info],
-            )
-        ]
-        vk.vkUpdateDescriptorSets(dev.handle, len(writes), writes, 0, None)
         if self.path == "compute":
             self._out_view = self._keep(
                 buffer_view(
@@ -306,37 +376,25 @@ class Skinner:
                     self._out_buffer,
                     vk.VK_FORMAT_R32_SFLOAT,
                     self._out_buffer.size,
-                    label=f"{self._name} output",
+                    label=f"{self._label} output",
                 )
             )
-            self._write_texel_descriptors([(5, _STORAGE_TEXEL, self._out_view)])
-        else:
-            out_info = vk.VkDescriptorBufferInfo(
-                buffer=self._out_buffer.handle, offset=0, range=self._out_buffer.size
-            )
-            write = vk.VkWriteDescriptorSet(
-                dstSet=self._set,
-                dstBinding=1,
-                descriptorCount=1,
-                descriptorType=_STORAGE,
-                pBufferInfo=[out_info],
-            )
-            vk.vkUpdateDescriptorSets(dev.handle, 1, [write], 0, None)
         self._capacity = poses
-        self._recorded_poses = 0
+        self._recorded = None
+        for program in self._programs.values():
+            self._write_buffer_descriptors(program)
 
-    def _record(self, poses: int) -> None:
+    def _record(self, program: _Program, poses: int) -> None:
         """Record the command buffer for a batch of ``poses`` poses (once per batch size)."""
-        if self._recorded_poses == poses:
+        if self._recorded == (program.variant, poses):
             return
         n = self.vertex_count
         cmd = self._cmd.begin()
+        compute = self.path == "compute"
         bind_point = (
-            vk.VK_PIPELINE_BIND_POINT_COMPUTE
-            if self.path == "compute"
-            else vk.VK_PIPELINE_BIND_POINT_GRAPHICS
+            vk.VK_PIPELINE_BIND_POINT_COMPUTE if compute else vk.VK_PIPELINE_BIND_POINT_GRAPHICS
         )
-        if self.path == "vertex":
+        if not compute:
             begin = vk.VkRenderPassBeginInfo(
                 renderPass=self._render_pass.handle,
                 framebuffer=self._framebuffer.handle,
@@ -345,17 +403,20 @@ class Skinner:
             vk.vkCmdBeginRenderPass(cmd, begin, vk.VK_SUBPASS_CONTENTS_INLINE)
             buffers = [self._mesh_buffers[k].handle for k in self._mesh_buffers]
             vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
-        vk.vkCmdBindPipeline(cmd, bind_point, self._pipeline.handle)
+        vk.vkCmdBindPipeline(cmd, bind_point, program.pipeline.handle)
         for p in range(poses):
+            offsets = [p * self._slot_bytes]
+            if program.variant == "dqs_scale":
+                offsets.append(p * self._slot_bytes)  # the binding's range starts at the scales
             vk.vkCmdBindDescriptorSets(
-                cmd, bind_point, self._layout.handle, 0, 1, [self._set], 1, [p * self._slot_bytes]
+                cmd, bind_point, program.layout.handle, 0, 1, [program.set], len(offsets), offsets
             )
             position_base = p * n * 3
             normal_base = (poses + p) * n * 3
-            if self.path == "compute":
+            if compute:
                 push = np.array([n, position_base, normal_base], np.uint32)
                 vk.vkCmdPushConstants(
-                    cmd, self._layout.handle, _COMPUTE, 0, push.nbytes, vk.ffi.from_buffer(push)
+                    cmd, program.layout.handle, _COMPUTE, 0, push.nbytes, vk.ffi.from_buffer(push)
                 )
                 vk.vkCmdDispatch(cmd, math.ceil(n / LOCAL_SIZE), 1, 1)
             else:
@@ -363,14 +424,14 @@ class Skinner:
                 push[:16] = np.eye(4, dtype=np.float32).reshape(-1)
                 push[16:].view(np.uint32)[:] = (position_base, normal_base)
                 vk.vkCmdPushConstants(
-                    cmd, self._layout.handle, _VERTEX, 0, push.nbytes, vk.ffi.from_buffer(push)
+                    cmd, program.layout.handle, _VERTEX, 0, push.nbytes, vk.ffi.from_buffer(push)
                 )
                 vk.vkCmdDraw(cmd, n, 1, 0, 0)
-        if self.path == "vertex":
+        if not compute:
             vk.vkCmdEndRenderPass(cmd)
         src_stage = (
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
-            if self.path == "compute"
+            if compute
             else vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT
         )
         barrier = vk.VkMemoryBarrier(
@@ -380,7 +441,7 @@ class Skinner:
             cmd, src_stage, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [barrier], 0, None, 0, None
         )
         self._cmd.end()
-        self._recorded_poses = poses
+        self._recorded = (program.variant, poses)
 
     # -- public API -------------------------------------------------------------------------
 
@@ -390,33 +451,39 @@ class Skinner:
         if self.device.closed:
             raise ObjectDestroyedError("Skinner used after its Device was closed")
 
-    def _pack(self, bones: object, batched: bool) -> np.ndarray:
-        if self.method == "dqs":
-            return bone_packing.pack_dqs(bones, self.bone_count, batched=batched)
-        return bone_packing.pack_lbs(bones, self.bone_count, batched=batched)
-
-    def _run(self, packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        poses = packed.shape[0]
+    def _run(self, packed: bone_packing.PackedPose) -> tuple[np.ndarray, np.ndarray]:
+        if packed.variant == "dqs_scale" and not self._warned_scale:
+            log.info("vkdqs: bones have scale/shear; using two-phase DQS")
+            self._warned_scale = True
+        poses = packed.bones.shape[0]
         self._ensure_capacity(poses)
-        self._record(poses)
+        program = self._program(packed.variant)
+        self._record(program, poses)
         slots = np.zeros((poses, self._slot_bytes // 4), np.float32)
-        slots[:, : self.bone_count * self.bone_floats] = packed.reshape(poses, -1)
+        slots[:, : self._bones_bytes // 4] = packed.bones.reshape(poses, -1)
+        if packed.scales is not None:
+            start = self._scale_offset // 4
+            slots[:, start : start + self.bone_count * 12] = packed.scales.reshape(poses, -1)
         assert self._bone_buffer is not None and self._out_buffer is not None
         self._bone_buffer.write(slots)
         self._cmd.submit_and_wait()
         n = self.vertex_count
-        out = self._out_buffer.read(np.float32, poses * n * 6)
-        positions = out[: poses * n * 3].reshape(poses, n, 3)
-        normals = out[poses * n * 3 :].reshape(poses, n, 3)
-        return positions, normals
+        out = self._out_buffer.read(np.float32, poses * n * 6).reshape(2, poses, n, 3)
+        return out[0], out[1]
+
+    def _pack(self, bones: object, batched: bool) -> bone_packing.PackedPose:
+        return bone_packing.pack_pose(
+            bones, self.bone_count, self.method, batched=batched, allow_scale=self.allow_scale
+        )
 
     def skin(self, bones: object) -> tuple[np.ndarray, np.ndarray]:
         """Skin the mesh with one pose.
 
         Parameters
         ----------
-        bones : array, (B, 2, 4) unit dual quaternions or (B, 4, 4) rigid matrices for DQS;
-            (B, 4, 4) / (B, 3, 4) affine matrices (or (B, 2, 4) dual quaternions) for LBS.
+        bones : array, (B, 2, 4) unit dual quaternions or (B, 4, 4) matrices for DQS (rigid, or
+            with scale/shear: two-phase DQS); (B, 4, 4) / (B, 3, 4) affine matrices (or (B, 2, 4)
+            dual quaternions) for LBS.
 
         Returns
         -------
@@ -424,7 +491,12 @@ class Skinner:
         """
         self._check_open()
         packed = self._pack(bones, batched=False)
-        positions, normals = self._run(packed[None])
+        batch = bone_packing.PackedPose(
+            packed.variant,
+            packed.bones[None],
+            None if packed.scales is None else packed.scales[None],
+        )
+        positions, normals = self._run(batch)
         return positions[0], normals[0]
 
     def skin_many(self, bones: object) -> tuple[np.ndarray, np.ndarray]:
@@ -445,6 +517,7 @@ class Skinner:
             for obj in reversed(self._objects):
                 obj.destroy()
         self._objects.clear()
+        self._programs.clear()
 
     def __enter__(self) -> Skinner:
         return self
@@ -456,5 +529,5 @@ class Skinner:
         state = "closed" if self._closed else "open"
         return (
             f"<Skinner {self.method}/{self.path} {self.vertex_count} vertices, "
-            f"{self.bone_count} bones ({state})>"
+            f"{self.mesh.slots} influence slots, {self.bone_count} bones ({state})>"
         )

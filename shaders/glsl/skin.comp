@@ -15,6 +15,10 @@ layout(set = 0, binding = 2) uniform samplerBuffer in_normals;     // rgba32f, x
 layout(set = 0, binding = 3) uniform isamplerBuffer in_joints;     // rgba32i
 layout(set = 0, binding = 4) uniform samplerBuffer in_weights;     // rgba32f
 layout(set = 0, binding = 5, r32f) uniform writeonly imageBuffer out_data;
+#ifdef SKIN_INFLUENCES_8
+layout(set = 0, binding = 7) uniform isamplerBuffer in_joints_1;   // rgba32i, slots 4..7
+layout(set = 0, binding = 8) uniform samplerBuffer in_weights_1;   // rgba32f, slots 4..7
+#endif
 
 layout(push_constant) uniform PushConstants {
     uint vertex_count;
@@ -31,6 +35,9 @@ void main() {
     vec3 p;
     vec3 n;
     skin_vertex(texelFetch(in_joints, iv), texelFetch(in_weights, iv),
+#ifdef SKIN_INFLUENCES_8
+                texelFetch(in_joints_1, iv), texelFetch(in_weights_1, iv),
+#endif
                 texelFetch(in_positions, iv).xyz, texelFetch(in_normals, iv).xyz, p, n);
     int i = int(pc.position_base + 3u * v);
     int k = int(pc.normal_base + 3u * v);

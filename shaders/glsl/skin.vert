@@ -1,8 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // The rendering vertex shader: the seed's DQS shader as valid Vulkan GLSL (the loose
-// `uniform mat4 u_view_projection` became a push constant). Compiled four ways:
-//   SKIN_LBS       linear blend skinning instead of DQS (a different bone block);
+// `uniform mat4 u_view_projection` became a push constant). Variants (see include/skin.glsl for
+// SKIN_LBS, SKIN_DQS_SCALE and SKIN_INFLUENCES_8, which adds inputs at locations 4 and 5):
 //   SKIN_NONE      no skinning: the rest mesh (the benchmarks' baseline for what skinning costs);
 //   SKIN_READBACK  writes each skinned position and normal to a storage buffer at
 //                  gl_VertexIndex instead of feeding a rasterizer (drawn as points with rasterizer
@@ -14,6 +14,13 @@ layout(location = 0) in vec3 in_position;
 layout(location = 1) in vec3 in_normal;
 layout(location = 2) in ivec4 in_bone_ids;
 layout(location = 3) in vec4 in_weights;
+#ifdef SKIN_INFLUENCES_8
+layout(location = 4) in ivec4 in_bone_ids_1;
+layout(location = 5) in vec4 in_weights_1;
+#define SKIN_INFLUENCES in_bone_ids, in_weights, in_bone_ids_1, in_weights_1
+#else
+#define SKIN_INFLUENCES in_bone_ids, in_weights
+#endif
 
 layout(location = 0) out vec3 out_normal;
 
@@ -43,7 +50,7 @@ void main() {
     p = in_position;
     n = in_normal;
 #else
-    skin_vertex(in_bone_ids, in_weights, in_position, in_normal, p, n);
+    skin_vertex(SKIN_INFLUENCES, in_position, in_normal, p, n);
 #endif
 #ifdef SKIN_READBACK
     out_normal = n;
@@ -62,6 +69,9 @@ void main() {
     out_world_position = world.xyz;
     out_normal = mat3(inst.normal_matrix) * n;
     out_bone_weight = dot(vec4(equal(in_bone_ids, ivec4(inst.debug.y))), in_weights);
+#ifdef SKIN_INFLUENCES_8
+    out_bone_weight += dot(vec4(equal(in_bone_ids_1, ivec4(inst.debug.y))), in_weights_1);
+#endif
     gl_Position = pc.view_projection * world;
 #endif
 }

@@ -26,6 +26,14 @@ mat2x4 dq_blend(mat2x4 d0, mat2x4 d1, mat2x4 d2, mat2x4 d3, vec4 w) {
     return d0 * s.x + d1 * s.y + d2 * s.z + d3 * s.w;
 }
 
+// Four more influences (the 8-influence variant), signs still corrected against the first
+// influence's real part ref_real.
+mat2x4 dq_blend_more(vec4 ref_real, mat2x4 d4, mat2x4 d5, mat2x4 d6, mat2x4 d7, vec4 w) {
+    vec4 s = vec4(dq_sign(ref_real, d4[0]), dq_sign(ref_real, d5[0]), dq_sign(ref_real, d6[0]),
+                  dq_sign(ref_real, d7[0])) * w;
+    return d4 * s.x + d5 * s.y + d6 * s.z + d7 * s.w;
+}
+
 // Divides the blended dual quaternion by the length of its real part. Returns false (and leaves
 // dq alone) when that length is numerically zero.
 bool dq_normalize(inout mat2x4 dq) {

@@ -1,10 +1,17 @@
-// The bone block and skin_vertex(), shared by the vertex and compute shaders.
-// Define SKIN_LBS for linear blend skinning; the default is dual quaternion skinning.
+// The bone blocks and skin_vertex(), shared by the vertex and compute shaders.
+//
+// Variants (defines; the interface differs, so each is its own SPIR-V module):
+//   default           dual quaternion skinning (DQS) of rigid bones;
+//   SKIN_LBS          linear blend skinning: bones are 3x4 affine matrices;
+//   SKIN_DQS_SCALE    two-phase DQS for bones with scale/shear (Kavan et al. 2008): each bone's
+//                     skinning matrix is split into a scale/shear part S (blended linearly and
+//                     applied to the rest vertex first) and a rigid part (blended with DQS);
+//   SKIN_INFLUENCES_8 eight influences per vertex (two ivec4/vec4 pairs) instead of four.
 
 #include "dqs.glsl"
 #include "lbs.glsl"
 
-// The number of bones the block holds; the Skinner sets it to the skeleton's size.
+// The number of bones the blocks hold; the Skinner sets it to the skeleton's size.
 layout(constant_id = 0) const int MAX_BONES = 128;
 
 #ifdef SKIN_LBS
@@ -17,19 +24,52 @@ layout(std140, set = 0, binding = 0) uniform BoneBlock {
 };
 #endif
 
-// Skins one vertex. Weights are normalized, or all zero: then the vertex stays at rest.
-void skin_vertex(ivec4 j, vec4 w, vec3 p, vec3 n, out vec3 skinned_p, out vec3 skinned_n) {
-#ifdef SKIN_LBS
-    if (dot(w, vec4(1.0)) < LBS_EPS) {
+#ifdef SKIN_DQS_SCALE
+// Per bone, the three rows of [S | 0]: its scale/shear in rest space (same layout as LBS bones).
+layout(std140, set = 0, binding = 6) uniform BoneScaleBlock {
+    mat3x4 bone_scales[MAX_BONES];
+};
+#endif
+
+// Skins one vertex with four influences (j1/w1 add four more in the 8-influence variant).
+// Weights are normalized, or all zero: then the vertex stays at rest.
+void skin_vertex(ivec4 j, vec4 w,
+#ifdef SKIN_INFLUENCES_8
+                 ivec4 j1, vec4 w1,
+#endif
+                 vec3 p, vec3 n, out vec3 skinned_p, out vec3 skinned_n) {
+#ifdef SKIN_INFLUENCES_8
+    float weight_sum = dot(w, vec4(1.0)) + dot(w1, vec4(1.0));
+#else
+    float weight_sum = dot(w, vec4(1.0));
+#endif
+    if (weight_sum < LBS_EPS) {
         skinned_p = p;
         skinned_n = normalize(n);
         return;
     }
+#ifdef SKIN_LBS
     mat3x4 m = lbs_blend(bones[j.x], bones[j.y], bones[j.z], bones[j.w], w);
+#ifdef SKIN_INFLUENCES_8
+    m += lbs_blend(bones[j1.x], bones[j1.y], bones[j1.z], bones[j1.w], w1);
+#endif
     skinned_p = lbs_transform_point(m, p);
     skinned_n = lbs_transform_normal(m, n);
 #else
+#ifdef SKIN_DQS_SCALE
+    // Phase 1: blended scale/shear in rest space, exactly like LBS of the [S | 0] matrices.
+    mat3x4 s = lbs_blend(bone_scales[j.x], bone_scales[j.y], bone_scales[j.z], bone_scales[j.w], w);
+#ifdef SKIN_INFLUENCES_8
+    s += lbs_blend(bone_scales[j1.x], bone_scales[j1.y], bone_scales[j1.z], bone_scales[j1.w], w1);
+#endif
+    p = lbs_transform_point(s, p);
+    n = lbs_transform_normal(s, n);
+#endif
+    // Phase 2 (or the whole of plain DQS): blend the rigid parts.
     mat2x4 dq = dq_blend(bones[j.x], bones[j.y], bones[j.z], bones[j.w], w);
+#ifdef SKIN_INFLUENCES_8
+    dq += dq_blend_more(bones[j.x][0], bones[j1.x], bones[j1.y], bones[j1.z], bones[j1.w], w1);
+#endif
     if (!dq_normalize(dq)) {
         skinned_p = p;
         skinned_n = normalize(n);
