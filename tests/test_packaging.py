@@ -1,0 +1,67 @@
+"""The wheel ships the SPIR-V, and an installed vkdqs finds it without the repository."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_wheel_contains_every_spirv_module_and_installs_standalone(tmp_path):
+    wheel_dir = tmp_path / "wheel"
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheel_dir),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stderr
+    (wheel,) = wheel_dir.glob("vkdqs-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    manifest = json.loads((ROOT / "shaders/spirv/manifest.json").read_text())
+    for name in manifest["shaders"]:
+        assert f"vkdqs/spirv/{name}.spv" in names
+    assert "vkdqs/spirv/manifest.json" in names
+
+    # Install the wheel into a folder and import it from elsewhere: it must find its own SPIR-V.
+    site = tmp_path / "site"
+    install = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert install.returncode == 0, install.stderr
+    code = "import vkdqs.shaders as s; print(s.spirv_dir()); s.spirv('skin_dqs.comp')"
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert Path(run.stdout.strip()) == site / "vkdqs" / "spirv"
