@@ -128,6 +128,52 @@ class DeviceObject:
         return f"<{type(self).__name__} {self.label!r} ({state})>"
 
 
+class ResourceOwner:
+    """Base of the objects that own several DeviceObjects (Skinner, Renderer, targets).
+
+    ``_keep(obj)`` records an object this owner made; ``close()`` waits for the GPU and destroys
+    them newest first. Safe to call twice; any use after it raises ObjectDestroyedError.
+    """
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self._objects: list[DeviceObject] = []
+        self._closed = False
+
+    def _keep(self, obj):
+        self._objects.append(obj)
+        return obj
+
+    def _drop(self, obj: DeviceObject) -> None:
+        """Destroy one owned object now."""
+        obj.destroy()
+        self._objects.remove(obj)
+
+    def _check_open(self) -> None:
+        name = type(self).__name__
+        if self._closed:
+            raise ObjectDestroyedError(f"{name} used after close()")
+        if self.device.closed:
+            raise ObjectDestroyedError(f"{name} used after its Device was closed")
+
+    def close(self) -> None:
+        """Destroy the Vulkan objects this owns, newest first. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self.device.closed:
+            self.device.wait_idle()
+            for obj in reversed(self._objects):
+                obj.destroy()
+        self._objects.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class Device:
     """A Vulkan device for skinning and rendering; a context manager.
 

@@ -24,8 +24,8 @@ from numpy.typing import ArrayLike
 from . import bones as bone_packing
 from .camera import Camera
 from .commands import FENCE_TIMEOUT_NS, CommandBuffer
-from .device import Device, DeviceObject
-from .errors import InputError, ObjectDestroyedError
+from .device import Device, DeviceObject, ResourceOwner
+from .errors import InputError
 from .memory import Buffer
 from .mesh import SkinnedMesh
 from .pipelines import (
@@ -169,7 +169,7 @@ class _Frame:
         self.sets: list[Any] = []
 
 
-class Renderer:
+class Renderer(ResourceOwner):
     """Draws skinned mesh instances into ``target`` (an Offscreen- or SwapchainTarget).
 
     Parameters
@@ -191,7 +191,7 @@ class Renderer:
         clear_color: ArrayLike = (0.02, 0.025, 0.035, 1.0),
         cull: bool = True,
     ) -> None:
-        self.device = device
+        super().__init__(device)
         self.target = target
         self.clear_color = tuple(float(c) for c in clear_color)
         self.cull = cull
@@ -201,8 +201,6 @@ class Renderer:
         self.instances: list[Instance] = []
         self.meshes: list[RenderMesh] = []
         self.frames_rendered = 0
-        self._objects: list[DeviceObject] = []
-        self._closed = False
         self._pipelines: dict[tuple, DeviceObject] = {}
         self._commands: dict[tuple[int, int], tuple[CommandBuffer, tuple]] = {}
         self._layout_gen = 0
@@ -220,40 +218,11 @@ class Renderer:
             raise
         self._frame_counter = 0
 
-    # -- ownership ------------------------------------------------------------------------
-
-    def _keep(self, obj):
-        self._objects.append(obj)
-        return obj
-
-    def _drop(self, obj) -> None:
-        obj.destroy()
-        self._objects.remove(obj)
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ObjectDestroyedError("Renderer used after close()")
-        if self.device.closed:
-            raise ObjectDestroyedError("Renderer used after its Device was closed")
-
     def close(self) -> None:
         """Destroy the renderer's Vulkan objects (not the target's). Safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
-        if not self.device.closed:
-            self.device.wait_idle()
-            for obj in reversed(self._objects):
-                obj.destroy()
-        self._objects.clear()
+        super().close()
         self._commands.clear()
         self._pipelines.clear()
-
-    def __enter__(self) -> Renderer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- scene ----------------------------------------------------------------------------
 

@@ -29,8 +29,8 @@ import vulkan as vk
 
 from . import bones as bone_packing
 from .commands import CommandBuffer
-from .device import Device, DeviceObject
-from .errors import InputError, LimitError, ObjectDestroyedError, VkdqsError
+from .device import Device, DeviceObject, ResourceOwner
+from .errors import InputError, LimitError, VkdqsError
 from .memory import Buffer
 from .mesh import SkinnedMesh
 from .pipelines import (
@@ -149,7 +149,7 @@ class _Program:
         self.capacity = 0  # the Skinner's capacity this set's buffer descriptors point at
 
 
-class Skinner:
+class Skinner(ResourceOwner):
     """Skins ``mesh`` on ``device`` with DQS or LBS; a context manager.
 
     Parameters
@@ -218,7 +218,7 @@ class Skinner:
                 f"{info.name!r} lacks vertexPipelineStoresAndAtomics, which path='vertex' needs"
             )
 
-        self.device = device
+        super().__init__(device)
         self.mesh = mesh
         self.method = method
         self.path = path
@@ -232,11 +232,9 @@ class Skinner:
         two_phase = method == "dqs_scale" or (method == "dqs" and allow_scale)
         scale_bytes = bone_count * _SCALE_BYTES if two_phase else 0
         self._slot_bytes = _align(self._scale_offset + scale_bytes, align)
-        self._objects: list[DeviceObject] = []
         self._programs: dict[str, _Program] = {}
         self._capacity = 0
         self._recorded: tuple[str, int] | None = None
-        self._closed = False
         self._warned_scale = False
         try:
             self._create()
@@ -245,10 +243,6 @@ class Skinner:
             raise
 
     # -- construction -----------------------------------------------------------------------
-
-    def _keep(self, obj):
-        self._objects.append(obj)
-        return obj
 
     def _create(self) -> None:
         dev = self.device
@@ -350,8 +344,7 @@ class Skinner:
         # Every submission is waited for, so the GPU no longer uses the old buffers.
         for old in (self._out_view, self._out_buffer, self._bone_buffer):
             if old is not None:
-                old.destroy()
-                self._objects.remove(old)
+                self._drop(old)
         self._bone_buffer = self._keep(
             dev.create_buffer(
                 poses * self._slot_bytes,
@@ -445,12 +438,6 @@ class Skinner:
 
     # -- public API -------------------------------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ObjectDestroyedError("Skinner used after close()")
-        if self.device.closed:
-            raise ObjectDestroyedError("Skinner used after its Device was closed")
-
     def _run(self, packed: bone_packing.PackedPose) -> tuple[np.ndarray, np.ndarray]:
         if packed.variant == "dqs_scale" and not self._warned_scale:
             log.info("vkdqs: bones have scale/shear; using two-phase DQS")
@@ -509,21 +496,8 @@ class Skinner:
 
     def close(self) -> None:
         """Destroy this skinner's Vulkan objects now. Safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
-        if not self.device.closed:
-            self.device.wait_idle()
-            for obj in reversed(self._objects):
-                obj.destroy()
-        self._objects.clear()
+        super().close()
         self._programs.clear()
-
-    def __enter__(self) -> Skinner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import vulkan as vk
 
-from .device import Device, DeviceObject
-from .errors import InputError, ObjectDestroyedError, VkdqsError
+from .device import Device, DeviceObject, ResourceOwner
+from .errors import InputError, VkdqsError
 from .images import Image, create_view, pick_depth_format
 from .memory import Buffer
 from .vkcall import vk_errors
@@ -151,43 +151,12 @@ def check_samples(device: Device, samples: int) -> None:
         raise InputError(f"{samples}x MSAA is not supported by {device.info.name!r}")
 
 
-class _TargetBase:
+class _TargetBase(ResourceOwner):
     """Shared bookkeeping: the objects a target owns, destroyed together by ``close()``."""
-
-    def __init__(self, device: Device) -> None:
-        self.device = device
-        self._objects: list[DeviceObject] = []
-        self._closed = False
-
-    def _keep(self, obj):
-        self._objects.append(obj)
-        return obj
 
     def _release(self, objs) -> None:
         for obj in objs:
-            obj.destroy()
-            self._objects.remove(obj)
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ObjectDestroyedError(f"{type(self).__name__} used after close()")
-
-    def close(self) -> None:
-        """Destroy the target's Vulkan objects. Safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
-        if not self.device.closed:
-            self.device.wait_idle()
-            for obj in reversed(self._objects):
-                obj.destroy()
-        self._objects.clear()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+            self._drop(obj)
 
 
 class OffscreenTarget(_TargetBase):
