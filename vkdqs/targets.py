@@ -142,6 +142,26 @@ def create_framebuffer(device: Device, render_pass, views, width, height, label)
     return device.own("framebuffer", handle, label, vk.vkDestroyFramebuffer)
 
 
+def record_copy_to_host(cmd: Any, image: Any, buffer: Buffer, width: int, height: int) -> None:
+    """Copy a colour image (in TRANSFER_SRC_OPTIMAL) into a host buffer, visible to the host
+    once the submission's fence has signalled."""
+    region = vk.VkBufferImageCopy(
+        bufferOffset=0,
+        bufferRowLength=0,
+        bufferImageHeight=0,
+        imageSubresource=vk.VkImageSubresourceLayers(vk.VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1),
+        imageOffset=vk.VkOffset3D(0, 0, 0),
+        imageExtent=vk.VkExtent3D(width, height, 1),
+    )
+    layout = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
+    vk.vkCmdCopyImageToBuffer(cmd, image, layout, buffer.handle, 1, [region])
+    barrier = vk.VkMemoryBarrier(
+        srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT
+    )
+    stages = (vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT)
+    vk.vkCmdPipelineBarrier(cmd, *stages, 0, 1, [barrier], 0, None, 0, None)
+
+
 def check_samples(device: Device, samples: int) -> None:
     if samples not in _SAMPLE_BITS:
         raise InputError(f"samples must be 1, 2, 4 or 8, got {samples!r}")
@@ -289,37 +309,7 @@ class OffscreenTarget(_TargetBase):
     def record_after_pass(self, cmd: Any, index: int) -> None:
         """Copy the finished colour image into this frame's readback buffer."""
         w, h = self.extent
-        region = vk.VkBufferImageCopy(
-            bufferOffset=0,
-            bufferRowLength=0,
-            bufferImageHeight=0,
-            imageSubresource=vk.VkImageSubresourceLayers(vk.VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1),
-            imageOffset=vk.VkOffset3D(0, 0, 0),
-            imageExtent=vk.VkExtent3D(w, h, 1),
-        )
-        vk.vkCmdCopyImageToBuffer(
-            cmd,
-            self._resolved[index].handle,
-            vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
-            self._readback[index].handle,
-            1,
-            [region],
-        )
-        barrier = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT
-        )
-        vk.vkCmdPipelineBarrier(
-            cmd,
-            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-            vk.VK_PIPELINE_STAGE_HOST_BIT,
-            0,
-            1,
-            [barrier],
-            0,
-            None,
-            0,
-            None,
-        )
+        record_copy_to_host(cmd, self._resolved[index].handle, self._readback[index], w, h)
 
     def present(self, frame, index: int) -> bool:
         return True
@@ -657,42 +647,12 @@ class SwapchainTarget(_TargetBase):
             vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
             vk.VK_ACCESS_TRANSFER_READ_BIT,
         )
-        region = vk.VkBufferImageCopy(
-            bufferOffset=0,
-            bufferRowLength=0,
-            bufferImageHeight=0,
-            imageSubresource=vk.VkImageSubresourceLayers(vk.VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1),
-            imageOffset=vk.VkOffset3D(0, 0, 0),
-            imageExtent=vk.VkExtent3D(w, h, 1),
-        )
-        vk.vkCmdCopyImageToBuffer(
-            cmd,
-            image,
-            vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
-            self._capture_buffer.handle,
-            1,
-            [region],
-        )
+        record_copy_to_host(cmd, image, self._capture_buffer, w, h)
         transition(
             vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
             vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
             vk.VK_ACCESS_TRANSFER_READ_BIT,
             0,
-        )
-        barrier = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT
-        )
-        vk.vkCmdPipelineBarrier(
-            cmd,
-            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-            vk.VK_PIPELINE_STAGE_HOST_BIT,
-            0,
-            1,
-            [barrier],
-            0,
-            None,
-            0,
-            None,
         )
         self._capture = False  # one frame only; the renderer re-records the next one
 
