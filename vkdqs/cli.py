@@ -5,17 +5,28 @@ GPU (every angle in one submission per method) and prints the smallest ring radi
 volume per angle, next to the float64 CPU reference's error; then opens the viewer when a
 display is available, or renders the side-by-side PNG and says where it wrote it.
 
-``vkdqs view``: the windowed viewer. ``vkdqs render --out frame.png``: a PNG with no display.
+``vkdqs view [MODEL]``: the windowed viewer, on the candy wrapper or a glTF model.
+``vkdqs render [MODEL] --out frame.png``: a PNG with no display. ``vkdqs info MODEL``: what a glTF
+file holds (meshes, skins, influences, scale, animations).
+
+Errors about the input (a malformed glTF file, an animation that does not exist, a model DQS
+cannot skin, no Vulkan device) print one line, ``vkdqs: error: ...``, to stderr and exit with
+status 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from .errors import VkdqsError
+
+_ANIMATION_HELP = "model: animation index or name, or 'rest' (default: the first animation)"
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -67,9 +78,13 @@ def demo(args: argparse.Namespace) -> int:
         return 0
     if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
         print("opening the viewer (H for help, Esc to quit)")
-        return view(argparse.Namespace(size="1280x720", present_mode="fifo", samples=4))
+        return view(argparse.Namespace(size="1280x720", present_mode="fifo", samples=4, model=None))
     out = Path("vkdqs-demo.png")
-    render(argparse.Namespace(out=out, twist=170.0, method="both", size="960x540", samples=4))
+    render(
+        argparse.Namespace(
+            out=out, twist=170.0, method="both", size="960x540", samples=4, model=None
+        )
+    )
     return 0
 
 
@@ -83,22 +98,42 @@ def _size(text: str) -> tuple[int, int]:
     return w, h
 
 
+def _animation(text: str | None) -> int | str | None:
+    """``--animation``: an index, a name, or "rest" for the rest pose."""
+    if text is None:
+        return 0
+    if text == "rest":
+        return None
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
 def render(args: argparse.Namespace) -> int:
-    """Render the candy-wrapper scene offscreen to a PNG."""
+    """Render the candy-wrapper scene, or a glTF model, offscreen to a PNG."""
     from .device import Device
     from .png import write_png
     from .renderer import Renderer
-    from .scenes import CandyWrapperScene
+    from .scenes import CandyWrapperScene, GltfScenePlayer
     from .targets import OffscreenTarget
 
     w, h = _size(args.size) if isinstance(args.size, str) else args.size
+    gltf = None
+    if getattr(args, "model", None) is not None:
+        from .gltf import load_gltf
+
+        gltf = load_gltf(args.model)  # before the device: a bad file fails fast
     with Device() as device:
         with (
             OffscreenTarget(device, w, h, samples=args.samples) as target,
             Renderer(device, target) as renderer,
         ):
-            scene = CandyWrapperScene(renderer, methods=args.method)
-            scene.set_twist(args.twist)
+            if gltf is None:
+                scene = CandyWrapperScene(renderer, methods=args.method)
+                scene.set_twist(args.twist)
+            else:
+                scene = GltfScenePlayer(
+                    renderer, gltf, methods=args.method, animation=_animation(args.animation)
+                )
+                scene.set_time(args.time)
             image = renderer.render_image()
     path = write_png(args.out, image)
     print(f"wrote {path} ({w}x{h}, {scene.label()})")
@@ -106,13 +141,33 @@ def render(args: argparse.Namespace) -> int:
 
 
 def view(args: argparse.Namespace) -> int:
-    """Open the viewer window on the embedded default scene."""
+    """Open the viewer window on the embedded default scene or a glTF model."""
     from .viewer import HELP, Viewer
 
     w, h = _size(args.size) if isinstance(args.size, str) else args.size
-    print(HELP)
-    with Viewer(size=(w, h), present_mode=args.present_mode, samples=args.samples) as viewer:
+    model = getattr(args, "model", None)
+    with Viewer(
+        model,
+        methods=getattr(args, "method", "both"),
+        animation=_animation(getattr(args, "animation", None)),
+        size=(w, h),
+        present_mode=args.present_mode,
+        samples=args.samples,
+    ) as viewer:
+        print(HELP)
         viewer.run()
+    return 0
+
+
+def info(args: argparse.Namespace) -> int:
+    """Print what a glTF file holds: meshes, skins, influences, scale, animations."""
+    from .gltf import load_gltf
+
+    scene = load_gltf(args.model)
+    if args.json:
+        print(json.dumps(scene.info(), indent=2))
+    else:
+        print(scene.summary())
     return 0
 
 
@@ -127,22 +182,54 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=demo)
 
     p = sub.add_parser("view", help="the viewer: LBS and DQS side by side in a window")
+    p.add_argument("model", nargs="?", type=Path, help="a glTF model (.gltf or .glb)")
+    p.add_argument("--method", choices=("dqs", "lbs", "both"), default="both")
+    p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
     p.add_argument("--size", default="1280x720", help="window size WxH")
     p.add_argument("--present-mode", choices=("fifo", "mailbox", "immediate"), default="fifo")
     p.add_argument("--samples", type=int, choices=(1, 2, 4, 8), default=4, help="MSAA samples")
     p.set_defaults(func=view)
 
-    p = sub.add_parser("render", help="render the candy-wrapper scene to a PNG, no display")
+    p = sub.add_parser(
+        "render", help="render the candy-wrapper scene or a glTF model to a PNG, no display"
+    )
+    p.add_argument("model", nargs="?", type=Path, help="a glTF model (.gltf or .glb)")
     p.add_argument("--out", type=Path, default=Path("frame.png"))
-    p.add_argument("--twist", type=float, default=170.0, help="twist in degrees")
+    p.add_argument("--twist", type=float, default=170.0, help="candy wrapper: twist in degrees")
+    p.add_argument(
+        "--time", type=float, default=0.0, help="model: animation time in seconds (default 0)"
+    )
+    p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
     p.add_argument("--method", choices=("dqs", "lbs", "both"), default="both")
     p.add_argument("--size", type=_size, default=(960, 540), help="image size WxH")
     p.add_argument("--samples", type=int, choices=(1, 2, 4, 8), default=4, help="MSAA samples")
     p.set_defaults(func=render)
+
+    p = sub.add_parser("info", help="what a glTF file holds: meshes, skins, animations")
+    p.add_argument("model", type=Path, help="a glTF model (.gltf or .glb)")
+    p.add_argument("--json", action="store_true", help="print the details as JSON")
+    p.set_defaults(func=info)
     args = parser.parse_args(argv)
     if getattr(args, "device", None) is not None and args.device.isdigit():
         args.device = int(args.device)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except VkdqsError as exc:
+        print(
+            f"vkdqs: error: {_with_file(str(exc), getattr(args, 'model', None))}", file=sys.stderr
+        )
+        return 1
+    except OSError as exc:  # e.g. the PNG cannot be written
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"vkdqs: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
+
+
+def _with_file(message: str, model: Path | None) -> str:
+    """The message, naming the model file when it does not already."""
+    if model is None or model.name in message:
+        return message
+    return f"{model}: {message}"
 
 
 if __name__ == "__main__":

@@ -1,17 +1,72 @@
-"""The embedded default scene: the candy-wrapper cylinder, LBS on the left and DQS on the right.
+"""Scenes the viewer and ``vkdqs render`` show: the candy wrapper and glTF files.
 
-Shared by the viewer, ``vkdqs render`` and the docs screenshot, so all of them show the same
-frame for the same twist.
+:class:`CandyWrapperScene` is the embedded default. :class:`GltfScenePlayer` plays a loaded glTF
+file (:func:`vkdqs.gltf.load_gltf`). Both follow :class:`ViewerScene`, the small protocol the
+viewer drives, so the viewer, ``vkdqs render`` and the docs screenshot show the same frame for the
+same twist or animation time.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
 import numpy as np
 
 from . import dq, procedural
+from .errors import InputError
+from .mesh import SkinnedMesh
 from .renderer import Instance, Renderer
 
+if TYPE_CHECKING:
+    from .gltf import GltfScene
+
+__all__ = ["METHOD_COLORS", "CandyWrapperScene", "GltfScenePlayer", "ViewerScene"]
+
 METHOD_COLORS = {"lbs": (0.62, 0.22, 0.12, 1.0), "dqs": (0.16, 0.36, 0.62, 1.0)}
+#: Unskinned (rigid) glTF parts: each side's colour, lightened toward grey.
+RIGID_COLORS = {
+    m: tuple(0.5 * c + 0.5 * g for c, g in zip(rgba, (0.6, 0.6, 0.6, 1.0), strict=True))
+    for m, rgba in METHOD_COLORS.items()
+}
+_METHOD_NAMES = {"dqs": "DQS", "lbs": "LBS", "both": "LBS (left) | DQS (right)"}
+
+
+def _check_methods(methods: str) -> str:
+    if methods not in ("dqs", "lbs", "both"):
+        raise InputError(f"methods must be 'dqs', 'lbs' or 'both', got {methods!r}")
+    return methods
+
+
+class ViewerScene(Protocol):
+    """What the viewer needs from a scene.
+
+    Attributes
+    ----------
+    methods : str
+        ``"dqs"``, ``"lbs"`` or ``"both"``: what :meth:`show` last showed.
+    bone_count : int
+        Bones of the largest skeleton (the heat map's ``[``/``]`` keys stay below it).
+    """
+
+    methods: str
+    bone_count: int
+
+    def update(self, dt: float) -> None:
+        """Advance the animation by ``dt`` seconds (already multiplied by the playback speed)."""
+
+    def scrub(self, direction: int) -> None:
+        """Step the animation back (-1) or forward (+1) by one scrub step, for the arrow keys."""
+
+    def step_animation(self, delta: int) -> bool:
+        """Switch to the next (+1) or previous (-1) animation; False when there is none."""
+
+    def show(self, methods: str) -> None:
+        """Show ``"dqs"``, ``"lbs"`` or ``"both"`` side by side."""
+
+    def label(self) -> str:
+        """One line for the window title: method(s) and where the animation is."""
 
 
 def _upright(x: float) -> np.ndarray:
@@ -23,9 +78,19 @@ def _upright(x: float) -> np.ndarray:
 
 
 class CandyWrapperScene:
-    """Candy-wrapper cylinders twisted about their axis, one per method shown."""
+    """Candy-wrapper cylinders twisted about their axis, one per method shown.
 
-    def __init__(self, renderer: Renderer, *, methods: str = "both") -> None:
+    Parameters
+    ----------
+    renderer : Renderer
+    methods : {"both", "dqs", "lbs"}
+    period : float
+        Seconds for one back-and-forth (0...180...0 degrees) of :meth:`update`.
+    """
+
+    bone_count = 2
+
+    def __init__(self, renderer: Renderer, *, methods: str = "both", period: float = 4.0) -> None:
         self.renderer = renderer
         self.mesh = procedural.candy_wrapper()
         self._render_mesh = renderer.add_mesh(self.mesh, label="candy wrapper")
@@ -39,6 +104,8 @@ class CandyWrapperScene:
                 color=METHOD_COLORS[method],
             )
         self.twist = 0.0
+        self.period = float(period)
+        self.phase = 0.0  # seconds into the back-and-forth
         self.show(methods)
         renderer.frame_scene()
         renderer.camera.orbit(0.35, 0.25)
@@ -47,9 +114,7 @@ class CandyWrapperScene:
 
     def show(self, methods: str) -> None:
         """``"dqs"``, ``"lbs"`` or ``"both"`` side by side."""
-        if methods not in ("dqs", "lbs", "both"):
-            raise ValueError(f"methods must be 'dqs', 'lbs' or 'both', got {methods!r}")
-        self.methods = methods
+        self.methods = _check_methods(methods)
         for method, inst in self.instances.items():
             inst.visible = methods in (method, "both")
 
@@ -59,6 +124,347 @@ class CandyWrapperScene:
         self.instances["lbs"].set_pose(pose)
         self.instances["dqs"].set_pose(dq.from_matrices(pose))
 
+    def update(self, dt: float) -> None:
+        """Twist back and forth, 0...180 degrees, one cycle per ``period`` seconds."""
+        self.phase += float(dt)
+        self.set_twist(90.0 - 90.0 * math.cos(2.0 * math.pi * self.phase / self.period))
+
+    def scrub(self, direction: int) -> None:
+        """Twist by 5 degrees per step, within 0...180."""
+        self.set_twist(float(np.clip(self.twist + 5.0 * direction, 0.0, 180.0)))
+        # Continue playing from here: the phase of the cosine that gives this twist.
+        self.phase = self.period * math.acos(1.0 - self.twist / 90.0) / (2.0 * math.pi)
+
+    def step_animation(self, delta: int) -> bool:
+        return False  # one built-in motion
+
     def label(self) -> str:
-        names = {"dqs": "DQS", "lbs": "LBS", "both": "LBS (left) | DQS (right)"}
-        return f"{names[self.methods]}, twist {self.twist:.0f}°"
+        return f"{_METHOD_NAMES[self.methods]}, twist {self.twist:.0f}°"
+
+
+# ------------------------------------------------------------------------------------------------
+# glTF
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class GltfDraw:
+    """One glTF mesh drawn by :class:`GltfScenePlayer`: one instance per method (LBS, DQS).
+
+    Attributes
+    ----------
+    kind : str
+        ``"skinned"`` (posed by ``skin``) or ``"rigid"`` (placed by the global matrix of ``node``).
+    mesh : int
+        Index into ``GltfScene.meshes``.
+    skin : int or None
+        For skinned draws.
+    node : int or None
+        For rigid draws.
+    geometry : SkinnedMesh
+        What was uploaded (rigid draws: one joint 0 of weight 1 per vertex).
+    instances : dict of str to Instance
+        ``{"lbs": ..., "dqs": ...}``; rigid draws use the renderer's ``"none"`` method for both.
+    """
+
+    kind: str
+    mesh: int
+    skin: int | None
+    node: int | None
+    geometry: SkinnedMesh
+    instances: dict[str, Instance] = field(default_factory=dict)
+
+
+def _translation(x: float) -> np.ndarray:
+    m = np.eye(4)
+    m[0, 3] = x
+    return m
+
+
+def _rigid_geometry(mesh) -> SkinnedMesh:
+    """A glTF mesh's primitives merged, bound rigidly to bone 0 (drawn with method "none")."""
+    pos, nrm, idx = [], [], []
+    offset = 0
+    for p in mesh.primitives:  # a few primitives; the data inside is whole arrays
+        pos.append(p.positions)
+        nrm.append(p.normals)
+        idx.append(p.indices.astype(np.int64) + offset)
+        offset += p.vertex_count
+    n = offset
+    return SkinnedMesh(
+        np.concatenate(pos),
+        np.concatenate(nrm),
+        np.zeros((n, 1), np.uint32),
+        np.ones((n, 1), np.float32),
+        np.concatenate(idx),
+    )
+
+
+def _box_corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The 8 corners of ``[lo, hi]`` as homogeneous points, ``[8, 4]``."""
+    bits = (np.arange(8)[:, None] >> np.arange(3)) & 1
+    return np.c_[np.where(bits, hi, lo), np.ones(8)]
+
+
+class GltfScenePlayer:
+    """Plays a glTF scene in a renderer: LBS on the left and DQS on the right, or one of them.
+
+    Every skinned mesh (``GltfScene.meshes[i].skin`` set) is uploaded once and drawn by one LBS and
+    one DQS instance, posed with its skin's joint matrices. Every unskinned mesh placed by a node
+    (:meth:`GltfScene.rigid_meshes`) is drawn with the renderer's ``"none"`` method and that node's
+    global matrix as its model matrix, so parts parented to joints follow them. With
+    ``methods="both"`` the LBS copy is shifted along -x and the DQS copy along +x, half the model's
+    width plus a gap each; one method alone is drawn where the file puts it.
+
+    The model's bounds over the current animation (9 times, LBS-skinned on the CPU) set that
+    offset and frame the camera, here and in :meth:`set_animation`.
+
+    Parameters
+    ----------
+    renderer : Renderer
+    scene : GltfScene
+    methods : {"both", "dqs", "lbs"}
+    animation : int, str or None
+        Animation index or name to play; None for the rest pose. Default: the first animation,
+        or the rest pose when the file has none.
+    gap : float
+        Space between the two copies, as a fraction of the model's width.
+
+    Notes
+    -----
+    Per frame (:meth:`set_time`), the node matrices are evaluated once, each skin's joint matrices
+    once from them (``global[joints] @ inverse_bind_matrices``, what
+    :meth:`GltfScene.skinning_matrices` returns), and each instance gets its pose or model matrix:
+    numpy over all nodes and joints at once, loops only over meshes. Only the methods shown are
+    posed; :meth:`show` poses the others when they appear.
+
+    Raises
+    ------
+    InputError
+        An animation that does not exist; a mesh the renderer rejects; from :meth:`set_time` and
+        :meth:`show`, joint matrices the renderer's DQS rejects (the message names the file and
+        the skin, and suggests LBS).
+    """
+
+    def __init__(
+        self,
+        renderer: Renderer,
+        scene: GltfScene,
+        *,
+        methods: str = "both",
+        animation: int | str | None = 0,
+        gap: float = 0.15,
+    ) -> None:
+        self.renderer = renderer
+        self.scene = scene
+        self.gap = float(gap)
+        self.time = 0.0
+        self.methods = _check_methods(methods)
+        if animation == 0 and not scene.animations:
+            animation = None
+        self.animation: int | None = None if animation is None else self._animation_index(animation)
+        self.draws: list[GltfDraw] = []
+        name = scene.path.name
+        skins_used = set()
+        for m in scene.meshes:
+            if m.skin is None or m.triangle_count == 0:
+                continue
+            geometry = scene.skinned_mesh(m.index)
+            rm = renderer.add_mesh(geometry, label=f"{name} mesh {m.index} {m.name}".strip())
+            draw = GltfDraw("skinned", m.index, m.skin, None, geometry)
+            bones = scene.skins[m.skin].joint_count
+            for method in ("lbs", "dqs"):
+                draw.instances[method] = renderer.add_instance(
+                    rm, bone_count=bones, method=method, color=METHOD_COLORS[method]
+                )
+            skins_used.add(m.skin)
+            self.draws.append(draw)
+        rigid_meshes = {}
+        for ri in scene.rigid_meshes():
+            m = scene.meshes[ri.mesh]
+            if m.triangle_count == 0:
+                continue
+            if ri.mesh not in rigid_meshes:
+                geometry = _rigid_geometry(m)
+                label = f"{name} mesh {m.index} {m.name} (rigid)"
+                rigid_meshes[ri.mesh] = (geometry, renderer.add_mesh(geometry, label=label))
+            geometry, rm = rigid_meshes[ri.mesh]
+            draw = GltfDraw("rigid", ri.mesh, None, ri.node, geometry)
+            for method in ("lbs", "dqs"):
+                draw.instances[method] = renderer.add_instance(
+                    rm, bone_count=1, method="none", model=ri.matrix, color=RIGID_COLORS[method]
+                )
+            self.draws.append(draw)
+        if not self.draws:
+            raise InputError(
+                f"{name}: nothing to draw (no mesh with triangles is placed by a node)"
+            )
+        self._skins = sorted(skins_used)
+        self.bone_count = max((scene.skins[s].joint_count for s in self._skins), default=1)
+        self._measure()
+        self.show(methods)
+        renderer.camera.yaw, renderer.camera.pitch = 0.25, 0.15
+        self.frame_camera()
+
+    # -- animation ---------------------------------------------------------------------------
+
+    def _animation_index(self, animation: int | str) -> int:
+        names = [a.name for a in self.scene.animations]
+        if isinstance(animation, str) and animation in names:
+            return names.index(animation)
+        count = len(names)
+        if isinstance(animation, (int, np.integer)) and not isinstance(animation, bool):
+            if 0 <= animation < count:
+                return int(animation)
+        have = ", ".join(f"{i} {n!r}" for i, n in enumerate(names)) or "none"
+        raise InputError(f"{self.scene.path.name}: no animation {animation!r} (animations: {have})")
+
+    @property
+    def duration(self) -> float:
+        """Length of the current animation in seconds (0 for the rest pose)."""
+        if self.animation is None:
+            return 0.0
+        return self.scene.animations[self.animation].duration
+
+    def set_animation(self, animation: int | str | None) -> None:
+        """Play ``animation`` (index, name, or None for the rest pose) from time 0.
+
+        The copies' spacing and the camera's target and distance follow the new animation's
+        bounds; the camera keeps its direction.
+        """
+        self.animation = None if animation is None else self._animation_index(animation)
+        self.time = 0.0
+        self._measure()
+        self.show(self.methods)
+        self.frame_camera()
+
+    def step_animation(self, delta: int) -> bool:
+        """Next (+1) or previous (-1) animation, wrapping around; False if the file has none."""
+        count = len(self.scene.animations)
+        if count == 0:
+            return False
+        current = -1 if self.animation is None and delta > 0 else (self.animation or 0)
+        self.set_animation((current + delta) % count)
+        return True
+
+    def set_time(self, time: float) -> None:
+        """Pose every shown instance at ``time`` seconds of the current animation.
+
+        Times outside ``[0, duration]`` clamp to the first/last keys (glTF sampling).
+        """
+        time = float(time)
+        if not math.isfinite(time):
+            raise InputError(f"time must be finite, got {time!r}")
+        self.time = time
+        glob = self.scene.node_global_matrices(self.animation, time)
+        joint_matrices = {
+            s: glob[self.scene.skins[s].joints] @ self.scene.skins[s].inverse_bind_matrices
+            for s in self._skins
+        }
+        shown = self._shown()
+        for draw in self.draws:  # over meshes; the work inside is whole arrays
+            for method in shown:
+                inst = draw.instances[method]
+                if draw.kind == "rigid":
+                    inst.set_model(self._offsets[method] @ glob[draw.node])
+                elif method == "lbs":
+                    inst.set_pose(joint_matrices[draw.skin])
+                else:
+                    self._set_dqs_pose(inst, draw.skin, joint_matrices[draw.skin])
+
+    def _set_dqs_pose(self, inst: Instance, skin: int, matrices: np.ndarray) -> None:
+        try:
+            inst.set_pose(matrices)
+        except InputError as exc:
+            raise InputError(
+                f"{self.scene.path.name}: skin {skin} ({self.scene.skins[skin].name!r}): "
+                f"DQS cannot take its joint matrices: {exc} (use method 'lbs')"
+            ) from exc
+
+    def update(self, dt: float) -> None:
+        """Advance by ``dt`` seconds, looping over the animation."""
+        duration = self.duration
+        if duration > 0.0:
+            self.set_time((self.time + float(dt)) % duration)
+
+    def scrub(self, direction: int) -> None:
+        """Step by 2% of the animation (at least 1/60 s), within ``[0, duration]``."""
+        duration = self.duration
+        step = max(duration / 50.0, 1.0 / 60.0)
+        self.set_time(float(np.clip(self.time + direction * step, 0.0, duration)))
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def _shown(self) -> tuple[str, ...]:
+        return ("lbs", "dqs") if self.methods == "both" else (self.methods,)
+
+    def show(self, methods: str) -> None:
+        """Show ``"dqs"``, ``"lbs"`` or ``"both"`` (LBS left, DQS right) and pose them."""
+        methods = _check_methods(methods)
+        previous = self.methods
+        self.methods = methods
+        half = 0.5 * self.spacing if methods == "both" else 0.0
+        self._offsets = {"lbs": _translation(-half), "dqs": _translation(half)}
+        for draw in self.draws:
+            for method, inst in draw.instances.items():
+                inst.visible = method in self._shown()
+                if draw.kind == "skinned":
+                    inst.set_model(self._offsets[method])
+        try:
+            self.set_time(self.time)
+        except InputError:
+            # DQS could not take this file's matrices: stay as before.
+            self.methods = previous
+            if previous != methods:
+                self.show(previous)
+            raise
+
+    def shown_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """World box around the copies shown (their offsets applied)."""
+        lo, hi = self.bounds
+        xs = [self._offsets[m][0, 3] for m in self._shown()]
+        shift = np.array([1.0, 0.0, 0.0])
+        return lo + min(xs) * shift, hi + max(xs) * shift
+
+    def frame_camera(self) -> None:
+        """Aim the camera at the copies shown (keeping its direction); R in the viewer returns
+        here."""
+        w, h = self.renderer.target.extent
+        self.renderer.camera.frame(*self.shown_bounds(), aspect=(w / h) if h else 1.0)
+
+    def _measure(self) -> None:
+        """Bounds of the current animation and the spacing of the two copies."""
+        self.bounds = self._model_bounds()
+        lo, hi = self.bounds
+        self.spacing = (1.0 + self.gap) * max(float(hi[0] - lo[0]), 1e-6)
+
+    def _model_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Box around the model over 9 times of the current animation (or at rest), LBS-skinned.
+
+        Over the whole animation, so the two copies never overlap and stay in the framed view.
+        """
+        scene = self.scene
+        times = [0.0] if self.animation is None else np.linspace(0.0, self.duration, 9)
+        lo = np.full(3, np.inf)
+        hi = np.full(3, -np.inf)
+        for t in times:  # set-up only: 9 poses
+            glob = scene.node_global_matrices(self.animation, t)
+            for draw in self.draws:
+                g = draw.geometry
+                if draw.kind == "skinned":
+                    sk = scene.skins[draw.skin]
+                    mats = glob[sk.joints] @ sk.inverse_bind_matrices
+                    pts, _ = dq.skin_lbs(g.positions, g.normals, g.joints, g.weights, mats)
+                else:
+                    pts = (_box_corners(*g.bounds) @ glob[draw.node].T)[:, :3]
+                lo = np.minimum(lo, pts.min(axis=0))
+                hi = np.maximum(hi, pts.max(axis=0))
+        return lo, hi
+
+    def label(self) -> str:
+        if self.animation is None:
+            where = "rest pose"
+        else:
+            a = self.scene.animations[self.animation]
+            where = f"animation {self.animation} {a.name!r} {self.time:.2f}/{a.duration:.2f} s"
+        return f"{_METHOD_NAMES[self.methods]}, {where}"

@@ -1,16 +1,17 @@
 """The windowed viewer: GLFW window, input, camera and frame loop (the only module using glfw).
 
 With no model it shows the embedded default: the candy-wrapper cylinder twisting back and forth
-0...180 degrees, LBS on the left and DQS on the right.
+0...180 degrees, LBS on the left and DQS on the right. With a glTF model (``.gltf``/``.glb``) it
+plays the model's first animation, LBS on the left and DQS on the right, framed automatically.
 
-Keys: space pause/play, left/right scrub the twist, 1 DQS, 2 LBS, 3 both, W wireframe,
-B bone-weight view ([ and ] change the bone), S screenshot PNG, R reset camera, H or F1 help,
-Esc quit. Mouse: left-drag orbit, right-drag or shift-drag pan, wheel zoom.
+Keys: space pause/play, left/right scrub (twist or animation time), N/P next/previous animation,
++/- playback speed (x2, /2), 1 DQS, 2 LBS, 3 both, W wireframe, B bone-weight view ([ and ]
+change the bone), S screenshot PNG, R reset camera, H or F1 help, Esc quit.
+Mouse: left-drag orbit, right-drag or shift-drag pan, wheel zoom.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 
@@ -18,13 +19,16 @@ import numpy as np
 import vulkan as vk
 
 from .device import Device
-from .errors import VkdqsError, VulkanError
+from .errors import InputError, VkdqsError, VulkanError
+from .gltf import GltfScene, load_gltf
 from .png import write_png
 from .renderer import Renderer
-from .scenes import CandyWrapperScene
+from .scenes import CandyWrapperScene, GltfScenePlayer, ViewerScene
 from .targets import SwapchainTarget
 
 HELP = __doc__.split("\n\n", 2)[2]
+#: Playback speeds reachable with +/- (each key press doubles or halves).
+SPEED_RANGE = (1.0 / 16.0, 16.0)
 
 
 def _glfw():
@@ -40,6 +44,15 @@ class Viewer:
 
     Parameters
     ----------
+    model : str, Path, GltfScene or None
+        A glTF file (or a loaded one) to play; None for the candy-wrapper cylinder. The file is
+        loaded before the window opens, so a bad file raises :class:`~vkdqs.gltf.GltfError`
+        without one.
+    methods : {"both", "dqs", "lbs"}
+        What to show first. For a model whose joint matrices DQS cannot take, the viewer says
+        so and shows LBS.
+    animation : int, str or None
+        The model's animation to play first (index or name); None for its rest pose.
     size : (width, height)
     present_mode : {"fifo", "mailbox", "immediate"}
         ``"fifo"`` (vsync) by default.
@@ -49,11 +62,22 @@ class Viewer:
         As for :class:`~vkdqs.device.Device`.
     period : float
         Seconds for one back-and-forth of the twist animation.
+
+    Attributes
+    ----------
+    scene : CandyWrapperScene or GltfScenePlayer
+        Follows :class:`~vkdqs.scenes.ViewerScene`.
+    playing : bool
+    speed : float
+        Playback speed (1 = real time).
     """
 
     def __init__(
         self,
+        model: str | Path | GltfScene | None = None,
         *,
+        methods: str = "both",
+        animation: int | str | None = 0,
         size: tuple[int, int] = (1280, 720),
         present_mode: str = "fifo",
         samples: int = 4,
@@ -61,6 +85,9 @@ class Viewer:
         period: float = 4.0,
         title: str = "vkdqs",
     ) -> None:
+        gltf = model if isinstance(model, GltfScene) or model is None else load_gltf(model)
+        if gltf is not None and title == "vkdqs":
+            title = f"vkdqs: {gltf.path.name}"
         glfw = self.glfw = _glfw()
         if not glfw.init():
             raise VkdqsError(
@@ -92,14 +119,22 @@ class Viewer:
                 samples=samples,
             )
             self.renderer = Renderer(self.device, self.target)
-            self.scene = CandyWrapperScene(self.renderer)
+            self.scene: ViewerScene
+            if gltf is None:
+                self.scene = CandyWrapperScene(self.renderer, methods=methods, period=period)
+            else:
+                # LBS takes any affine joint matrices, so start with it and then switch.
+                self.scene = GltfScenePlayer(
+                    self.renderer, gltf, methods="lbs", animation=animation
+                )
+                self.show(methods)
+                self.scene.frame_camera()
         except BaseException:
             self.close()
             raise
         self.title = title
-        self.period = period
         self.playing = True
-        self.phase = 0.0  # animation time in seconds
+        self.speed = 1.0
         self.frames = 0
         self._frame_times: list[float] = []
         self._last = time.perf_counter()
@@ -110,7 +145,7 @@ class Viewer:
         glfw.set_mouse_button_callback(self.window, self._on_button)
         glfw.set_cursor_pos_callback(self.window, self._on_cursor)
         glfw.set_scroll_callback(self.window, self._on_scroll)
-        self.scene.set_twist(0.0)
+        self.scene.update(0.0)
 
     # -- input ----------------------------------------------------------------------------
 
@@ -127,15 +162,20 @@ class Viewer:
             self.playing = not self.playing
         elif key in (glfw.KEY_LEFT, glfw.KEY_RIGHT):
             self.playing = False
-            step = -5.0 if key == glfw.KEY_LEFT else 5.0
-            scene.set_twist(float(np.clip(scene.twist + step, 0.0, 180.0)))
-            self.phase = self.period * math.acos(1.0 - scene.twist / 90.0) / (2.0 * math.pi)
+            scene.scrub(-1 if key == glfw.KEY_LEFT else 1)
+        elif key in (glfw.KEY_N, glfw.KEY_P):
+            if scene.step_animation(1 if key == glfw.KEY_N else -1):
+                print(f"animation: {scene.label()}")
+        elif key in (glfw.KEY_EQUAL, glfw.KEY_KP_ADD, glfw.KEY_MINUS, glfw.KEY_KP_SUBTRACT):
+            factor = 2.0 if key in (glfw.KEY_EQUAL, glfw.KEY_KP_ADD) else 0.5
+            self.speed = float(np.clip(self.speed * factor, *SPEED_RANGE))
+            print(f"speed: x{self.speed:g}")
         elif key == glfw.KEY_1:
-            scene.show("dqs")
+            self.show("dqs")
         elif key == glfw.KEY_2:
-            scene.show("lbs")
+            self.show("lbs")
         elif key == glfw.KEY_3:
-            scene.show("both")
+            self.show("both")
         elif key == glfw.KEY_W:
             if self.device.info.fill_mode_non_solid:
                 renderer.wireframe = not renderer.wireframe
@@ -143,10 +183,13 @@ class Viewer:
                 print("wireframe: this device lacks fillModeNonSolid")
         elif key == glfw.KEY_B:
             renderer.debug_bone = None if renderer.debug_bone is not None else 1
+            if renderer.debug_bone is not None:
+                renderer.debug_bone = min(renderer.debug_bone, max(scene.bone_count - 1, 0))
         elif key in (glfw.KEY_LEFT_BRACKET, glfw.KEY_RIGHT_BRACKET):
             if renderer.debug_bone is not None:
                 step = -1 if key == glfw.KEY_LEFT_BRACKET else 1
-                renderer.debug_bone = int(np.clip(renderer.debug_bone + step, 0, 1))
+                top = max(scene.bone_count - 1, 0)
+                renderer.debug_bone = int(np.clip(renderer.debug_bone + step, 0, top))
         elif key == glfw.KEY_S:
             path = self.save_screenshot()
             print(f"screenshot: {path}")
@@ -154,6 +197,15 @@ class Viewer:
             renderer.camera.reset()
         elif key in (glfw.KEY_H, glfw.KEY_F1):
             print(HELP)
+
+    def show(self, methods: str) -> bool:
+        """Show ``methods`` if the scene can; otherwise print why and keep what was shown."""
+        try:
+            self.scene.show(methods)
+        except InputError as exc:  # e.g. DQS and joint matrices with scale
+            print(f"cannot show {methods.upper()}: {exc}")
+            return False
+        return True
 
     def _on_button(self, window, button, action, mods) -> None:
         glfw = self.glfw
@@ -201,17 +253,17 @@ class Viewer:
             glfw.wait_events_timeout(0.05)
             return True
         if self.playing:
-            self.phase += dt
-            self.scene.set_twist(90.0 - 90.0 * math.cos(2.0 * math.pi * self.phase / self.period))
+            self.scene.update(dt * self.speed)
         if self.renderer.render() is not None:
             self.frames += 1
             self._frame_times.append(dt)
             if len(self._frame_times) >= 30:
                 ms = 1e3 * float(np.median(self._frame_times))
                 self._frame_times.clear()
+                speed = "" if self.speed == 1.0 else f", x{self.speed:g}"
                 glfw.set_window_title(
                     self.window,
-                    f"{self.title}: {self.scene.label()}: {1e3 / ms:.0f} fps, {ms:.1f} ms",
+                    f"{self.title}: {self.scene.label()}{speed}: {1e3 / ms:.0f} fps, {ms:.1f} ms",
                 )
         return True
 

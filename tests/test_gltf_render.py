@@ -1,0 +1,251 @@
+"""glTF models drawn by GltfScenePlayer, offscreen and in the viewer window.
+
+The fixture rig (tests/gltf_fixtures.py) is written in code: a skinned tube on an 8-joint chain, a
+second skin (a triangle), and a rigid prop parented to the last joint. Each image is checked
+against where the CPU puts the same geometry: ``GltfScene.skinning_matrices`` with
+``vkdqs.dq.skin_lbs``/``skin_dqs`` for the skinned meshes and ``GltfScene.rigid_meshes`` for the
+prop, projected with the renderer's camera. Culling is off in the bounding-box tests, so every
+triangle counts whichever way it faces.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vkdqs import dq
+from vkdqs.gltf import load_gltf
+from vkdqs.renderer import Renderer
+from vkdqs.scenes import GltfScenePlayer
+from vkdqs.targets import OffscreenTarget
+
+from .gltf_fixtures import make_rig
+from .test_window import _validation, xvfb  # noqa: F401  (the module-scoped Xvfb fixture)
+
+W, H = 320, 240
+CLEAR = (0.02, 0.025, 0.035, 1.0)
+
+
+def srgb8(linear):
+    c = np.asarray(linear, dtype=np.float64)
+    s = np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055)
+    return np.round(s * 255.0)
+
+
+def covered(img):
+    """Pixels that are not the clear colour."""
+    return np.abs(img[..., :3].astype(int) - srgb8(CLEAR[:3])).max(axis=-1) > 2
+
+
+def pixel_box(mask):
+    """(x0, y0, x1, y1) of the covered pixel centres."""
+    ys, xs = np.nonzero(mask)
+    assert len(xs), "nothing drawn"
+    return np.array([xs.min(), ys.min(), xs.max(), ys.max()]) + 0.5
+
+
+def projected_box(renderer, points):
+    px = renderer.camera.project(points, W, H)
+    return np.array([px[:, 0].min(), px[:, 1].min(), px[:, 0].max(), px[:, 1].max()])
+
+
+@pytest.fixture(scope="module")
+def rig_files(tmp_path_factory):
+    """{"rigid": the rig with rigid joint matrices, "scaled": with scaled joints}, as .glb."""
+    root = tmp_path_factory.mktemp("gltf_render")
+    files = {}
+    for name, scaled in (("rigid", False), ("scaled", True)):
+        files[name] = root / f"rig_{name}.glb"
+        make_rig(scaled=scaled).save(files[name])
+    return files
+
+
+@pytest.fixture
+def renderer(device):
+    with (
+        OffscreenTarget(device, W, H) as target,
+        Renderer(device, target, clear_color=CLEAR, cull=False) as r,
+    ):
+        yield r
+
+
+def cpu_points(scene, animation, time, method):
+    """World-space vertices of everything the player draws, skinned on the CPU (no offset).
+
+    Returns (skinned points, rigid points).
+    """
+    skinned, rigid = [], []
+    for m in scene.meshes:
+        if m.skin is None:
+            continue
+        mesh = scene.skinned_mesh(m.index)
+        mats = scene.skinning_matrices(m.skin, animation, time)
+        args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
+        if method == "lbs":
+            skinned.append(dq.skin_lbs(*args, mats)[0])
+        else:
+            skinned.append(dq.skin_dqs(*args, dq.from_matrices(mats))[0])
+    for ri in scene.rigid_meshes(animation, time):
+        p = np.concatenate([prim.positions for prim in scene.meshes[ri.mesh].primitives])
+        rigid.append((np.c_[p, np.ones(len(p))] @ ri.matrix.T)[:, :3])
+    return np.concatenate(skinned), np.concatenate(rigid)
+
+
+@pytest.mark.parametrize("time", [0.0, 0.5, 1.0])
+def test_lbs_image_matches_the_cpu_projection(rig_files, renderer, time):
+    scene = load_gltf(rig_files["scaled"])  # LBS takes the scaled joints as they are
+    player = GltfScenePlayer(renderer, scene, methods="lbs", animation="linear")
+    player.set_time(time)
+    img = renderer.render_image()
+    skinned, rigid = cpu_points(scene, 0, time, "lbs")
+    want = projected_box(renderer, np.vstack([skinned, rigid]))
+    assert want.min() > 0 and want[2] < W and want[3] < H  # framed: all of it in view
+    np.testing.assert_allclose(pixel_box(covered(img)), want, atol=2.0)
+    assert "LBS, animation 0 'linear'" in player.label()
+    assert f"{time:.2f}/1.00 s" in player.label()
+
+
+def test_both_copies_side_by_side(rig_files, renderer):
+    """LBS on the left, DQS on the right, each where the CPU puts it, in its method's colour."""
+    scene = load_gltf(rig_files["rigid"])
+    player = GltfScenePlayer(renderer, scene)  # "both", the first animation
+    renderer.camera.yaw = renderer.camera.pitch = 0.0  # straight on: the copies cannot overlap
+    player.frame_camera()
+    player.set_time(0.75)
+    img = renderer.render_image()
+    mask = covered(img)
+    half = player.spacing / 2
+    assert half > 0
+    boxes = {}
+    for method, dx in (("lbs", -half), ("dqs", half)):
+        pts = np.vstack(cpu_points(scene, 0, 0.75, method)) + np.array([dx, 0.0, 0.0])
+        boxes[method] = projected_box(renderer, pts)
+    assert boxes["dqs"][0] - boxes["lbs"][2] > 6  # a gap between the copies on screen
+    split = int((boxes["lbs"][2] + boxes["dqs"][0]) / 2)
+    for method, part in (("lbs", mask[:, :split]), ("dqs", mask[:, split:])):
+        got = pixel_box(part) + ([split, 0, split, 0] if method == "dqs" else 0)
+        np.testing.assert_allclose(got, boxes[method], atol=2.0, err_msg=method)
+    red, blue = (img[..., :3][:, sl][mask[:, sl]].mean(axis=0) for sl in np.s_[:split, split:])
+    assert red[0] > red[2] + 20  # METHOD_COLORS: LBS reddish
+    assert blue[2] > blue[0] + 20  # DQS bluish
+    assert player.label().startswith("LBS (left) | DQS (right), animation 0 'linear' 0.75/")
+
+
+def test_set_time_changes_the_image(rig_files, renderer):
+    scene = load_gltf(rig_files["rigid"])
+    player = GltfScenePlayer(renderer, scene)
+    player.set_time(0.0)
+    a = renderer.render_image()
+    player.set_time(1.0)
+    b = renderer.render_image()
+    changed = np.abs(a.astype(int) - b.astype(int)).max(axis=-1) > 8
+    assert changed.sum() > 200
+    player.set_time(0.0)
+    np.testing.assert_array_equal(renderer.render_image(), a)  # and back: same frame
+
+
+def test_rigid_parts_follow_their_node(rig_files, renderer):
+    """The prop (mesh 1 on a child node of the last joint) is drawn at its node's global matrix."""
+    scene = load_gltf(rig_files["rigid"])
+    player = GltfScenePlayer(renderer, scene, methods="dqs")
+    rigid = [d for d in player.draws if d.kind == "rigid"]
+    assert [(d.mesh, d.node) for d in rigid] == [(1, 10)]
+    for d in player.draws:
+        if d.kind == "skinned":
+            d.instances["dqs"].visible = False
+    centres = []
+    for time in (0.0, 1.0):
+        player.set_time(time)
+        img = renderer.render_image()
+        _, prop = cpu_points(scene, 0, time, "dqs")
+        want = projected_box(renderer, prop)
+        np.testing.assert_allclose(pixel_box(covered(img)), want, atol=2.0, err_msg=f"t={time}")
+        centres.append((want[:2] + want[2:]) / 2)
+    assert np.linalg.norm(centres[1] - centres[0]) > 10  # it moved with the chain
+
+
+def test_animations_show_and_errors(rig_files, renderer):
+    scene = load_gltf(rig_files["rigid"])
+    player = GltfScenePlayer(renderer, scene, methods="lbs")
+    assert player.animation == 0 and player.bone_count == 8
+    assert player.step_animation(1) and player.animation == 1 and player.time == 0.0
+    assert player.step_animation(-1) and player.step_animation(-1) and player.animation == 2
+    player.set_animation("step")
+    assert player.animation == 1 and player.duration == pytest.approx(2.0)
+    player.update(2.5)  # loops
+    assert player.time == pytest.approx(0.5)
+    player.scrub(-1)
+    assert player.time == pytest.approx(0.5 - 2.0 / 50)
+    player.set_animation(None)
+    assert player.label() == "LBS, rest pose"
+    player.update(1.0)  # nothing to play
+    assert player.time == 0.0
+    player.show("both")
+    assert all(inst.visible for d in player.draws for inst in d.instances.values())
+    with pytest.raises(ValueError, match=r"rig_rigid\.glb: no animation 'walk'"):
+        player.set_animation("walk")
+    with pytest.raises(ValueError, match="no animation 7"):
+        GltfScenePlayer(renderer, scene, animation=7)
+    with pytest.raises(ValueError, match="methods must be"):
+        player.show("cpu")
+
+
+def test_viewer_plays_a_model(xvfb, rig_files):  # noqa: F811
+    from vkdqs.viewer import Viewer
+
+    viewer = Viewer(rig_files["rigid"], size=(W, H), samples=1, validation=_validation())
+    glfw = viewer.glfw
+    try:
+        assert isinstance(viewer.scene, GltfScenePlayer)
+        assert viewer.scene.methods == "both" and viewer.scene.animation == 0
+        viewer.run(max_frames=20)
+        assert viewer.frames == 20
+        assert viewer.scene.time > 0.0  # it plays
+
+        viewer.handle_key(glfw.KEY_N)
+        assert viewer.scene.animation == 1
+        viewer.handle_key(glfw.KEY_P)
+        viewer.handle_key(glfw.KEY_P)
+        assert viewer.scene.animation == 2  # wraps around
+        viewer.handle_key(glfw.KEY_KP_ADD)
+        viewer.handle_key(glfw.KEY_EQUAL)
+        assert viewer.speed == 4.0
+        viewer.handle_key(glfw.KEY_MINUS)
+        viewer.handle_key(glfw.KEY_KP_SUBTRACT)
+        viewer.handle_key(glfw.KEY_KP_SUBTRACT)
+        assert viewer.speed == 0.5
+        viewer.handle_key(glfw.KEY_1)
+        assert viewer.scene.methods == "dqs"
+        viewer.handle_key(glfw.KEY_3)
+        viewer.handle_key(glfw.KEY_B)
+        for _ in range(20):
+            viewer.handle_key(glfw.KEY_RIGHT_BRACKET)
+        assert viewer.renderer.debug_bone == viewer.scene.bone_count - 1 == 7
+        viewer.handle_key(glfw.KEY_B)
+        viewer.handle_key(glfw.KEY_SPACE)
+        assert not viewer.playing
+        viewer.handle_key(glfw.KEY_RIGHT)
+        for _ in range(5):
+            viewer.step()
+
+        # The window's pixels equal an offscreen render of the same animation time.
+        viewer.scene.set_animation(0)
+        viewer.scene.set_time(0.6)
+        shot = viewer.screenshot()
+        w, h = viewer.target.extent
+        device = viewer.device
+        with OffscreenTarget(device, w, h) as target, Renderer(device, target) as renderer:
+            player = GltfScenePlayer(renderer, load_gltf(rig_files["rigid"]))
+            player.set_time(0.6)
+            renderer.camera = viewer.renderer.camera
+            offscreen = renderer.render_image()
+        diff = np.abs(shot[..., :3].astype(int) - offscreen[..., :3].astype(int))
+        assert diff.max() <= 1, f"window and offscreen differ by up to {diff.max()}"
+        assert covered(shot).sum() > 500
+
+        viewer.renderer.close()
+        viewer.target.close()
+        assert device.live_objects() == 0, device.live_object_labels()
+        assert device.messages == []
+    finally:
+        viewer.close()
