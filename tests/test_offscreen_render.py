@@ -112,6 +112,38 @@ def test_eight_influences_and_scaled_bones_render_where_the_skinner_puts_them(de
     np.testing.assert_allclose(got, want, atol=2.0)
 
 
+def test_mirrored_instances_keep_their_outside_faces(scene):
+    """A model matrix with det < 0 flips the winding; the renderer flips its front face."""
+    _, _, renderer, rm = scene
+    inst = renderer.add_instance(rm, bone_count=2)
+    renderer.frame_scene()
+    plain = renderer.render_image()
+    inst.set_model(np.diag([-1.0, 1.0, 1.0, 1.0]) @ _shift(-2.0))  # mirrored onto the same spot
+    mirrored = renderer.render_image()
+    a, b = covered(plain), covered(mirrored)
+    assert abs(int(a.sum()) - int(b.sum())) < 0.02 * a.sum()
+    # Seeing the inside (wrong culling) would show the far wall, lit from behind: dark.
+    lum = lambda img, m: (img[..., :3].astype(float) @ [0.2126, 0.7152, 0.0722])[m].mean()  # noqa: E731
+    assert lum(mirrored, b) > 0.9 * lum(plain, a)
+
+
+def _shift(x):
+    m = np.eye(4)
+    m[0, 3] = x
+    return m
+
+
+def test_heat_map_leaves_rigid_instances_shaded(device):
+    mesh = procedural.candy_wrapper()
+    with OffscreenTarget(device, W, H) as target, Renderer(device, target) as renderer:
+        rm = renderer.add_mesh(mesh)
+        renderer.add_instance(rm, bone_count=2, method="none", color=(0.5, 0.5, 0.5))
+        renderer.frame_scene()
+        shaded = renderer.render_image()
+        renderer.debug_bone = 0
+        np.testing.assert_array_equal(renderer.render_image(), shaded)
+
+
 def test_lighting_and_background(scene):
     mesh, _, renderer, rm = scene
     renderer.add_instance(rm, bone_count=2)

@@ -50,6 +50,10 @@ class Camera:
     def _state(self) -> tuple:
         return (self.target.copy(), self.distance, self.yaw, self.pitch)
 
+    def set_home(self) -> None:
+        """Make the current view the one :meth:`reset` returns to."""
+        self._home = self._state()
+
     def reset(self) -> None:
         """Back to the state of the last :meth:`frame` (or construction)."""
         target, self.distance, self.yaw, self.pitch = self._home

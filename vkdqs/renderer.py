@@ -124,6 +124,8 @@ class Instance:
     color: np.ndarray
     pose: bone_packing.PackedPose = field(repr=False)
     visible: bool = True
+    #: The model matrix mirrors the mesh (det < 0), which flips its winding; set by set_model.
+    mirrored: bool = False
 
     @property
     def variant(self) -> str:
@@ -142,9 +144,11 @@ class Instance:
         m = np.asarray(model, dtype=np.float64)
         if m.shape != (4, 4) or not np.isfinite(m).all():
             raise InputError(f"model must be a finite (4, 4) matrix, got shape {m.shape}")
-        if abs(np.linalg.det(m[:3, :3])) < 1e-12:
+        det = np.linalg.det(m[:3, :3])
+        if abs(det) < 1e-12:
             raise InputError("model matrix is singular")
         self.model = m
+        self.mirrored = bool(det < 0.0)
 
 
 class _Frame:
@@ -363,15 +367,17 @@ class Renderer(ResourceOwner):
             vk.vkUpdateDescriptorSets(dev.handle, len(writes), writes, 0, None)
         self._layout_gen += 1
 
-    def _pipeline(self, variant: str, slots: int, max_bones: int) -> Any:
-        key = (variant, slots, max_bones, self.wireframe, self.target.render_pass.handle)
+    def _pipeline(self, variant: str, slots: int, max_bones: int, mirrored: bool) -> Any:
+        key = (variant, slots, max_bones, mirrored, self.wireframe, self.target.render_pass.handle)
         pipe = self._pipelines.get(key)
         if pipe is None:
-            pipe = self._keep(self._create_pipeline(variant, slots, max_bones))
+            pipe = self._keep(self._create_pipeline(variant, slots, max_bones, mirrored))
             self._pipelines[key] = pipe
         return pipe.handle
 
-    def _create_pipeline(self, variant: str, slots: int, max_bones: int) -> DeviceObject:
+    def _create_pipeline(
+        self, variant: str, slots: int, max_bones: int, mirrored: bool
+    ) -> DeviceObject:
         dev = self.device
         eight = slots == 8 and variant != "none"
         vert = shader_module(dev, f"skin_{variant}{'_8' if eight else ''}.vert")
@@ -406,7 +412,11 @@ class Renderer(ResourceOwner):
                 cullMode=vk.VK_CULL_MODE_BACK_BIT
                 if self.cull and not wire
                 else vk.VK_CULL_MODE_NONE,
-                frontFace=vk.VK_FRONT_FACE_COUNTER_CLOCKWISE,
+                # a model matrix with det < 0 mirrors the mesh and flips its winding (as glTF
+                # requires renderers to handle)
+                frontFace=vk.VK_FRONT_FACE_CLOCKWISE
+                if mirrored
+                else vk.VK_FRONT_FACE_COUNTER_CLOCKWISE,
                 lineWidth=1.0,
             )
             samples = {
@@ -482,9 +492,13 @@ class Renderer(ResourceOwner):
         blocks["fill_light"] = np.r_[fill, 0.25]
         blocks["ambient"] = (0.07, 0.075, 0.09, 0.3)
         blocks["camera_position"] = np.r_[self.camera.position, 1.0]
-        blocks["debug"] = (
-            (1, self.debug_bone, 0, 0) if self.debug_bone is not None else (0, -1, 0, 0)
-        )
+        if self.debug_bone is not None:
+            # the heat map shows skinned instances only; rigid ("none") parts stay shaded
+            skinned = np.array([inst.method != "none" for inst in self.instances])
+            blocks["debug"][skinned] = (1, self.debug_bone, 0, 0)
+            blocks["debug"][~skinned] = (0, -1, 0, 0)
+        else:
+            blocks["debug"] = (0, -1, 0, 0)
         uniforms = frame.uniforms
         assert uniforms is not None
         for i, (inst, (bones_at, block_at, scales_at)) in enumerate(
@@ -503,7 +517,7 @@ class Renderer(ResourceOwner):
             self.wireframe,
             self.target.extent,
             vp.tobytes(),
-            tuple((i.visible, i.variant) for i in self.instances),
+            tuple((i.visible, i.variant, i.mirrored) for i in self.instances),
             self.target.state_key() if hasattr(self.target, "state_key") else (),
         )
 
@@ -536,7 +550,9 @@ class Renderer(ResourceOwner):
             if not inst.visible:
                 continue
             rm = inst.mesh
-            pipe = self._pipeline(inst.variant, rm.mesh.slots, _bone_bucket(inst.bone_count))
+            pipe = self._pipeline(
+                inst.variant, rm.mesh.slots, _bone_bucket(inst.bone_count), inst.mirrored
+            )
             if pipe != bound:
                 vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, pipe)
                 bound = pipe

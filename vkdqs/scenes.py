@@ -110,7 +110,7 @@ class CandyWrapperScene:
         renderer.frame_scene()
         renderer.camera.orbit(0.35, 0.25)
         renderer.camera.zoom(0.85)
-        renderer.camera._home = renderer.camera._state()
+        renderer.camera.set_home()
 
     def show(self, methods: str) -> None:
         """``"dqs"``, ``"lbs"`` or ``"both"`` side by side."""
