@@ -58,6 +58,7 @@ check-shaders: venv
 
 bench: deps venv
 	$(PY) benchmarks/bench_skinning.py
+	$(PY) benchmarks/bench_render.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
