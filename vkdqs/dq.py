@@ -320,6 +320,30 @@ def from_rotation_translation(q: ArrayLike, t: ArrayLike, /) -> NDArray[np.float
     return np.stack([real, dual], axis=-2)
 
 
+def _affine_batch(
+    m: ArrayLike, *, bottom_atol: float, kind: str
+) -> tuple[NDArray[np.float64], tuple[int, ...]]:
+    """``m [..., 4, 4]`` as ``(flat [M, 4, 4], batch shape)``, after checking that every matrix is
+    finite and has the bottom row (0, 0, 0, 1); errors name the first offending matrix."""
+    m = _as_float(m, "m")
+    _check_last(m, "m", (4, 4), "[..., 4, 4]")
+    batch = m.shape[:-2]
+    flat = m.reshape(-1, 4, 4)
+    finite = np.isfinite(flat).all(axis=(1, 2))
+    if not finite.all():
+        i = int(np.argmin(finite))
+        r, c = np.argwhere(~np.isfinite(flat[i]))[0]
+        who = _label("matrix", batch, i)
+        raise InputError(f"{who} has a non-finite element: m[{r}, {c}] = {flat[i, r, c]}")
+    bottom_err = np.abs(flat[:, 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=1)
+    if np.any(bottom_err > bottom_atol):
+        i = int(np.argmax(bottom_err > bottom_atol))
+        row = np.array2string(flat[i, 3], precision=4, separator=", ")
+        who = _label("matrix", batch, i)
+        raise InputError(f"{who} has bottom row {row}; {kind} needs (0, 0, 0, 1)")
+    return flat, batch
+
+
 def from_matrices(m: ArrayLike, /, *, atol: float = 1e-4) -> NDArray[np.float64]:
     """Unit DQs of rigid 4x4 matrices, after checking that they are rigid.
 
@@ -341,30 +365,15 @@ def from_matrices(m: ArrayLike, /, *, atol: float = 1e-4) -> NDArray[np.float64]
         bottom row other than ``(0, 0, 0, 1)``, scale/shear (``|R^T R - I| > atol``) or a
         reflection (``det R < 0``). DQs represent rigid transforms only.
     """
-    m = _as_float(m, "m")
-    _check_last(m, "m", (4, 4), "[..., 4, 4]")
-    batch = m.shape[:-2]
-    flat = m.reshape(-1, 4, 4)
-
-    finite = np.isfinite(flat).all(axis=(1, 2))
-    # Evaluate the remaining checks with non-finite matrices neutralized so they do not warn.
-    safe = np.where(finite[:, None, None], flat, np.eye(4))
-    bottom_err = np.abs(safe[:, 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=1)
-    rot = safe[:, :3, :3]
+    flat, batch = _affine_batch(m, bottom_atol=atol, kind="a rigid matrix")
+    rot = flat[:, :3, :3]
     ortho_err = np.abs(np.swapaxes(rot, 1, 2) @ rot - np.eye(3)).max(axis=(1, 2))
     det = np.linalg.det(rot) if len(rot) else np.zeros(0)
-    problems = [~finite, bottom_err > atol, ortho_err > atol, det <= 0.0]
-    bad = np.logical_or.reduce(problems)
+    bad = (ortho_err > atol) | (det <= 0.0)
     if np.any(bad):
         i = int(np.argmax(bad))
         who = _label("matrix", batch, i)
-        if problems[0][i]:
-            r, c = np.argwhere(~np.isfinite(flat[i]))[0]
-            raise InputError(f"{who} has a non-finite element: m[{r}, {c}] = {flat[i, r, c]}")
-        if problems[1][i]:
-            row = np.array2string(flat[i, 3], precision=4, separator=", ")
-            raise InputError(f"{who} has bottom row {row}; a rigid matrix needs (0, 0, 0, 1)")
-        if problems[2][i]:
+        if ortho_err[i] > atol:
             raise InputError(
                 f"{who} is not rigid: scale/shear, |R^T R - I| max = {ortho_err[i]:.3g}"
                 f" (atol = {atol:g})"
@@ -410,29 +419,16 @@ def decompose_skinning_matrices(m: ArrayLike, /) -> tuple[NDArray[np.float64], N
         Naming the first offending matrix: non-finite, not affine, or ``det A <= 0`` (a
         reflection or a collapse, which no rotation times a positive scale can represent).
     """
-    m = _as_float(m, "m")
-    _check_last(m, "m", (4, 4), "[..., 4, 4]")
-    batch = m.shape[:-2]
-    flat = m.reshape(-1, 4, 4)
-    finite = np.isfinite(flat).all(axis=(1, 2))
-    safe = np.where(finite[:, None, None], flat, np.eye(4))
-    bottom_err = np.abs(safe[:, 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=1)
-    det = np.linalg.det(safe[:, :3, :3]) if len(safe) else np.zeros(0)
-    problems = [~finite, bottom_err > 1e-6, ~(det > 1e-12)]
-    bad = np.logical_or.reduce(problems)
+    flat, batch = _affine_batch(m, bottom_atol=1e-6, kind="an affine matrix")
+    det = np.linalg.det(flat[:, :3, :3]) if len(flat) else np.zeros(0)
+    bad = ~(det > 1e-12)
     if np.any(bad):
         i = int(np.argmax(bad))
-        who = _label("matrix", batch, i)
-        if problems[0][i]:
-            r, c = np.argwhere(~np.isfinite(flat[i]))[0]
-            raise InputError(f"{who} has a non-finite element: m[{r}, {c}] = {flat[i, r, c]}")
-        if problems[1][i]:
-            row = np.array2string(flat[i, 3], precision=4, separator=", ")
-            raise InputError(f"{who} has bottom row {row}; an affine matrix needs (0, 0, 0, 1)")
         raise InputError(
-            f"{who} has det = {det[i]:.3g}: a reflection or collapse cannot be skinned with DQS"
+            f"{_label('matrix', batch, i)} has det = {det[i]:.3g}: a reflection or collapse "
+            "cannot be skinned with DQS"
         )
-    u, sigma, vt = np.linalg.svd(safe[:, :3, :3])
+    u, sigma, vt = np.linalg.svd(flat[:, :3, :3])
     rot = u @ vt  # det > 0 because det A > 0
     scale = np.swapaxes(vt, 1, 2) @ (sigma[:, :, None] * vt)
     dqs = from_rotation_translation(quat_from_matrix(rot), flat[:, :3, 3])

@@ -249,30 +249,20 @@ class OffscreenTarget(_TargetBase):
                         label=f"offscreen msaa {i}",
                     )
                 )
-                resolved = self._keep(
-                    Image(
-                        device,
-                        w,
-                        h,
-                        self.color_format,
-                        color_usage,
-                        color_aspect,
-                        label=f"offscreen color {i}",
-                    )
+            resolved = self._keep(
+                Image(
+                    device,
+                    w,
+                    h,
+                    self.color_format,
+                    color_usage,
+                    color_aspect,
+                    label=f"offscreen color {i}",
                 )
+            )
+            if samples > 1:
                 views = [msaa.view, depth.view, resolved.view]
             else:
-                resolved = self._keep(
-                    Image(
-                        device,
-                        w,
-                        h,
-                        self.color_format,
-                        color_usage,
-                        color_aspect,
-                        label=f"offscreen color {i}",
-                    )
-                )
                 views = [resolved.view, depth.view]
             self._resolved.append(resolved)
             self._framebuffers.append(
