@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -107,3 +109,40 @@ def pytest_report_header(config):
         )
     except Exception as exc:  # the header must never break collection
         return f"vkdqs device: none ({type(exc).__name__}: {exc})"
+
+
+def validation_available() -> bool:
+    from vkdqs.device import VALIDATION_LAYER, available_layers
+
+    return VALIDATION_LAYER in available_layers()
+
+
+@pytest.fixture(scope="session")
+def xvfb():
+    exe = shutil.which("Xvfb")
+    if exe is None:
+        if _require_device():
+            pytest.fail("VKDQS_REQUIRE_DEVICE=1 but Xvfb is not installed (apt-get install xvfb)")
+        pytest.skip("Xvfb is not installed")
+    read_fd, write_fd = os.pipe()
+    proc = subprocess.Popen(
+        [exe, "-displayfd", str(write_fd), "-screen", "0", "1280x1024x24", "-nolisten", "tcp"],
+        pass_fds=(write_fd,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    os.close(write_fd)
+    with os.fdopen(read_fd) as f:
+        display = f.readline().strip()
+    if not display:
+        proc.kill()
+        pytest.fail("Xvfb did not start")
+    old = os.environ.get("DISPLAY")
+    os.environ["DISPLAY"] = f":{display}"
+    yield f":{display}"
+    if old is None:
+        os.environ.pop("DISPLAY", None)
+    else:
+        os.environ["DISPLAY"] = old
+    proc.terminate()
+    proc.wait(timeout=10)

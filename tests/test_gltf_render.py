@@ -19,8 +19,8 @@ from vkdqs.renderer import Renderer
 from vkdqs.scenes import GltfScenePlayer
 from vkdqs.targets import OffscreenTarget
 
+from .conftest import validation_available
 from .gltf_fixtures import make_rig
-from .test_window import _validation, xvfb  # noqa: F401  (the module-scoped Xvfb fixture)
 
 W, H = 320, 240
 CLEAR = (0.02, 0.025, 0.035, 1.0)
@@ -190,10 +190,10 @@ def test_animations_show_and_errors(rig_files, renderer):
         player.show("cpu")
 
 
-def test_viewer_plays_a_model(xvfb, rig_files):  # noqa: F811
+def test_viewer_plays_a_model(xvfb, rig_files):
     from vkdqs.viewer import Viewer
 
-    viewer = Viewer(rig_files["rigid"], size=(W, H), samples=1, validation=_validation())
+    viewer = Viewer(rig_files["rigid"], size=(W, H), samples=1, validation=validation_available())
     glfw = viewer.glfw
     try:
         assert isinstance(viewer.scene, GltfScenePlayer)

@@ -5,51 +5,9 @@ With VKDQS_REQUIRE_DEVICE=1 (CI) a missing Xvfb fails instead of skipping.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-
 import numpy as np
-import pytest
 
-from .conftest import _require_device
-
-
-@pytest.fixture(scope="module")
-def xvfb():
-    exe = shutil.which("Xvfb")
-    if exe is None:
-        if _require_device():
-            pytest.fail("VKDQS_REQUIRE_DEVICE=1 but Xvfb is not installed (apt-get install xvfb)")
-        pytest.skip("Xvfb is not installed")
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        [exe, "-displayfd", str(write_fd), "-screen", "0", "1280x1024x24", "-nolisten", "tcp"],
-        pass_fds=(write_fd,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write_fd)
-    with os.fdopen(read_fd) as f:
-        display = f.readline().strip()
-    if not display:
-        proc.kill()
-        pytest.fail("Xvfb did not start")
-    old = os.environ.get("DISPLAY")
-    os.environ["DISPLAY"] = f":{display}"
-    yield f":{display}"
-    if old is None:
-        os.environ.pop("DISPLAY", None)
-    else:
-        os.environ["DISPLAY"] = old
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
-def _validation():
-    from vkdqs.device import VALIDATION_LAYER, available_layers
-
-    return VALIDATION_LAYER in available_layers()
+from .conftest import validation_available
 
 
 def test_window_lifecycle(xvfb):
@@ -58,7 +16,7 @@ def test_window_lifecycle(xvfb):
     from vkdqs.targets import OffscreenTarget
     from vkdqs.viewer import Viewer
 
-    viewer = Viewer(size=(480, 360), samples=1, validation=_validation())
+    viewer = Viewer(size=(480, 360), samples=1, validation=validation_available())
     glfw = viewer.glfw
     try:
         viewer.run(max_frames=120)
