@@ -93,7 +93,9 @@ class Camera:
         height = 2.0 * self.distance * math.tan(math.radians(self.fov_y_deg) / 2.0)
         self.target = self.target + (-dx * right + dy * up) * height
 
-    def frame(self, lo: ArrayLike, hi: ArrayLike, *, aspect: float = 1.0, margin: float = 1.15):
+    def frame(
+        self, lo: ArrayLike, hi: ArrayLike, *, aspect: float = 1.0, margin: float = 1.15
+    ) -> None:
         """Aim at the box ``[lo, hi]`` and step back until its bounding sphere fits the view."""
         lo = np.asarray(lo, dtype=np.float64)
         hi = np.asarray(hi, dtype=np.float64)

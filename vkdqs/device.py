@@ -13,12 +13,15 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import vulkan as vk
 
 from .errors import NoSuitableDeviceError, ObjectDestroyedError, VkdqsError
 from .vkcall import cstr, vk_errors
+
+if TYPE_CHECKING:
+    from .memory import Buffer
 
 log = logging.getLogger("vkdqs")
 validation_log = logging.getLogger("vkdqs.validation")
@@ -128,6 +131,9 @@ class DeviceObject:
         return f"<{type(self).__name__} {self.label!r} ({state})>"
 
 
+_Obj = TypeVar("_Obj", bound="DeviceObject")
+
+
 class ResourceOwner:
     """Base of the objects that own several DeviceObjects (Skinner, Renderer, targets).
 
@@ -140,7 +146,7 @@ class ResourceOwner:
         self._objects: list[DeviceObject] = []
         self._closed = False
 
-    def _keep(self, obj):
+    def _keep(self, obj: _Obj) -> _Obj:
         self._objects.append(obj)
         return obj
 
@@ -492,7 +498,7 @@ class Device:
             raise VkdqsError(f"no memory type with flags {required:#x} in bits {type_bits:#x}")
         return fallback
 
-    def create_buffer(self, size: int, usage: int, *, label: str, readback: bool = False):
+    def create_buffer(self, size: int, usage: int, *, label: str, readback: bool = False) -> Buffer:
         """A host-visible buffer of ``size`` bytes, persistently mapped (see :class:`Buffer`)."""
         from .memory import Buffer
 

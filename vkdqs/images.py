@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import vulkan as vk
 
 from .device import Device, DeviceObject
@@ -70,7 +72,7 @@ class Image(DeviceObject):
         super().__init__(device, image, label, destroyer)
 
 
-def create_view(vk_device, image, fmt: int, aspect: int, label: str):
+def create_view(vk_device: Any, image: Any, fmt: int, aspect: int, label: str) -> Any:
     """A 2D view of a whole single-level image (caller destroys it)."""
     info = vk.VkImageViewCreateInfo(
         image=image,

@@ -181,7 +181,9 @@ def readback_pipeline(
     return device.own("pipeline", handle, label, vk.vkDestroyPipeline)
 
 
-def buffer_view(device: Device, buffer: DeviceObject, fmt: int, size: int, *, label: str):
+def buffer_view(
+    device: Device, buffer: DeviceObject, fmt: int, size: int, *, label: str
+) -> DeviceObject:
     info = vk.VkBufferViewCreateInfo(buffer=buffer.handle, format=fmt, offset=0, range=size)
     with vk_errors(f"creating buffer view {label!r}"):
         handle = vk.vkCreateBufferView(device.handle, info, None)

@@ -38,6 +38,7 @@ from .pipelines import (
 )
 from .shaders import SpecConstants
 from .skinner import mesh_arrays
+from .targets import RenderTarget
 from .vkcall import vk_errors
 
 _UBO = vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
@@ -189,7 +190,7 @@ class Renderer(ResourceOwner):
     def __init__(
         self,
         device: Device,
-        target: Any,
+        target: RenderTarget,
         *,
         frames_in_flight: int = 2,
         clear_color: ArrayLike = (0.02, 0.025, 0.035, 1.0),

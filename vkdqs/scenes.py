@@ -21,6 +21,7 @@ from .renderer import Instance, Renderer
 
 if TYPE_CHECKING:
     from .gltf import GltfScene
+    from .gltf import Mesh as GltfMesh
 
 __all__ = ["METHOD_COLORS", "CandyWrapperScene", "GltfScenePlayer", "ViewerScene"]
 
@@ -181,7 +182,7 @@ def _translation(x: float) -> np.ndarray:
     return m
 
 
-def _rigid_geometry(mesh) -> SkinnedMesh:
+def _rigid_geometry(mesh: GltfMesh) -> SkinnedMesh:
     """A glTF mesh's primitives merged, bound rigidly to bone 0 (drawn with method "none")."""
     pos, nrm, idx = [], [], []
     offset = 0

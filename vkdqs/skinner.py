@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import Any
 
 import numpy as np
 import vulkan as vk
@@ -282,7 +283,9 @@ class Skinner(ResourceOwner):
             self._write_buffer_descriptors(program)
         return program
 
-    def _write_descriptors(self, dst_set, entries) -> None:
+    def _write_descriptors(
+        self, dst_set: Any, entries: list[tuple[int, int, DeviceObject]]
+    ) -> None:
         """Texel-buffer descriptors: (binding, type, view) triples."""
         writes = [
             vk.VkWriteDescriptorSet(

@@ -14,8 +14,8 @@ know which kind it draws into.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import vulkan as vk
@@ -25,6 +25,36 @@ from .errors import InputError, VkdqsError
 from .images import Image, create_view, pick_depth_format
 from .memory import Buffer
 from .vkcall import vk_errors
+
+
+class FrameSync(Protocol):
+    """What a target needs from one of the renderer's frames in flight."""
+
+    index: int  # the frame slot
+    image_available: Any  # VkSemaphore the acquire signals
+
+
+class RenderTarget(Protocol):
+    """The interface the renderer draws through; Offscreen- and SwapchainTarget implement it."""
+
+    render_pass: DeviceObject
+    extent: tuple[int, int]
+    samples: int
+
+    def acquire(self, frame: FrameSync) -> int | None:
+        """Index of the framebuffer to draw into, or None when no frame can be drawn now."""
+
+    def framebuffer(self, index: int) -> Any: ...
+
+    def wait_semaphores(self, frame: FrameSync) -> list: ...
+
+    def signal_semaphores(self, index: int) -> list: ...
+
+    def record_after_pass(self, cmd: Any, index: int) -> None:
+        """Commands after the render pass (e.g. copy the image out)."""
+
+    def present(self, frame: FrameSync, index: int) -> bool: ...
+
 
 _SAMPLE_BITS = {
     1: vk.VK_SAMPLE_COUNT_1_BIT,
@@ -128,7 +158,14 @@ def create_render_pass(
     return device.own("render pass", handle, label, vk.vkDestroyRenderPass)
 
 
-def create_framebuffer(device: Device, render_pass, views, width, height, label) -> DeviceObject:
+def create_framebuffer(
+    device: Device,
+    render_pass: DeviceObject,
+    views: Sequence[Any],
+    width: int,
+    height: int,
+    label: str,
+) -> DeviceObject:
     info = vk.VkFramebufferCreateInfo(
         renderPass=render_pass.handle,
         attachmentCount=len(views),
@@ -174,7 +211,7 @@ def check_samples(device: Device, samples: int) -> None:
 class _TargetBase(ResourceOwner):
     """Shared bookkeeping: the objects a target owns, destroyed together by ``close()``."""
 
-    def _release(self, objs) -> None:
+    def _release(self, objs: Sequence[DeviceObject]) -> None:
         for obj in objs:
             self._drop(obj)
 
@@ -283,14 +320,14 @@ class OffscreenTarget(_TargetBase):
 
     # -- the target protocol -------------------------------------------------------------
 
-    def acquire(self, frame) -> int | None:
+    def acquire(self, frame: FrameSync) -> int | None:
         self._check_open()
         return frame.index
 
     def framebuffer(self, index: int) -> Any:
         return self._framebuffers[index].handle
 
-    def wait_semaphores(self, frame) -> list:
+    def wait_semaphores(self, frame: FrameSync) -> list:
         return []
 
     def signal_semaphores(self, index: int) -> list:
@@ -301,7 +338,7 @@ class OffscreenTarget(_TargetBase):
         w, h = self.extent
         record_copy_to_host(cmd, self._resolved[index].handle, self._readback[index], w, h)
 
-    def present(self, frame, index: int) -> bool:
+    def present(self, frame: FrameSync, index: int) -> bool:
         return True
 
     # -- offscreen only ------------------------------------------------------------------
@@ -536,7 +573,7 @@ class SwapchainTarget(_TargetBase):
 
     # -- the target protocol -------------------------------------------------------------
 
-    def acquire(self, frame) -> int | None:
+    def acquire(self, frame: FrameSync) -> int | None:
         """Index of the next swapchain image, or None when no frame can be drawn now."""
         self._check_open()
         size = tuple(self._framebuffer_size())
@@ -559,7 +596,7 @@ class SwapchainTarget(_TargetBase):
             return None
         return index
 
-    def _drain(self, semaphore) -> None:
+    def _drain(self, semaphore: Any) -> None:
         stage = vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
         submit = vk.VkSubmitInfo(
             waitSemaphoreCount=1, pWaitSemaphores=[semaphore], pWaitDstStageMask=[stage]
@@ -570,7 +607,7 @@ class SwapchainTarget(_TargetBase):
     def framebuffer(self, index: int) -> Any:
         return self._framebuffers[index].handle
 
-    def wait_semaphores(self, frame) -> list:
+    def wait_semaphores(self, frame: FrameSync) -> list:
         return [frame.image_available]
 
     def signal_semaphores(self, index: int) -> list:
@@ -606,7 +643,7 @@ class SwapchainTarget(_TargetBase):
         w, h = self.extent
         subresource = vk.VkImageSubresourceRange(vk.VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1)
 
-        def transition(old, new, src_access, dst_access):
+        def transition(old: int, new: int, src_access: int, dst_access: int) -> None:
             barrier = vk.VkImageMemoryBarrier(
                 srcAccessMask=src_access,
                 dstAccessMask=dst_access,
@@ -657,7 +694,7 @@ class SwapchainTarget(_TargetBase):
             img = img[..., [2, 1, 0, 3]]
         return np.ascontiguousarray(img)
 
-    def present(self, frame, index: int) -> bool:
+    def present(self, frame: FrameSync, index: int) -> bool:
         info = vk.VkPresentInfoKHR(
             waitSemaphoreCount=1,
             pWaitSemaphores=[self._render_finished[index]],

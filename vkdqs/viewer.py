@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import vulkan as vk
@@ -149,7 +150,7 @@ class Viewer:
 
     # -- input ----------------------------------------------------------------------------
 
-    def _on_key(self, window, key, scancode, action, mods) -> None:
+    def _on_key(self, window: Any, key: int, scancode: int, action: int, mods: int) -> None:
         if action not in (self.glfw.PRESS, self.glfw.REPEAT):
             return
         self.handle_key(key, mods)
@@ -207,7 +208,7 @@ class Viewer:
             return False
         return True
 
-    def _on_button(self, window, button, action, mods) -> None:
+    def _on_button(self, window: Any, button: int, action: int, mods: int) -> None:
         glfw = self.glfw
         if action == glfw.RELEASE:
             self._drag = None
@@ -216,7 +217,7 @@ class Viewer:
         pan = button == glfw.MOUSE_BUTTON_RIGHT or (mods & glfw.MOD_SHIFT)
         self._drag = ("pan" if pan else "orbit", x, y)
 
-    def _on_cursor(self, window, x, y) -> None:
+    def _on_cursor(self, window: Any, x: float, y: float) -> None:
         if self._drag is None:
             return
         mode, x0, y0 = self._drag
@@ -231,7 +232,7 @@ class Viewer:
         else:
             self.renderer.camera.pan(dx / height, dy / height)
 
-    def _on_scroll(self, window, dx, dy) -> None:
+    def _on_scroll(self, window: Any, dx: float, dy: float) -> None:
         self.renderer.camera.zoom(0.9**dy)
 
     # -- frames ---------------------------------------------------------------------------
