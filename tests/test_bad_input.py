@@ -172,3 +172,40 @@ def test_more_than_eight_influences_are_rejected():
     weights = np.full((2, 9), 1.0 / 9.0)
     with pytest.raises(LimitError, match="vertex 0 has 9 non-zero weights; vkdqs takes at most 8"):
         SkinnedMesh(np.zeros((2, 3)), [[0.0, 0, 1]] * 2, [list(range(9))] * 2, weights)
+
+
+def test_values_that_would_overflow_float32_are_rejected(device, mesh, bones):
+    far = bones.copy()
+    far[2] = dq.from_rotation_translation([0, 0, 0, 1], [3e9, 0, 0])
+    with Skinner(device, mesh, bone_count=4) as skinner:
+        with pytest.raises(LimitError, match=r"bone 2: a dual part .* exceeds \+-1e\+09"):
+            skinner.skin(far)
+    mats = dq.to_matrices(bones)
+    mats[1, :3, :3] *= 1e20
+    with Skinner(device, mesh, bone_count=4, method="lbs") as skinner:
+        with pytest.raises(
+            LimitError, match=r"bone 1: a matrix entry of magnitude [0-9.]+e\+(19|20) exceeds"
+        ):
+            skinner.skin(mats)
+    with pytest.raises(LimitError, match=r"positions\[0, 1\] = 1e\+39 exceeds"):
+        SkinnedMesh([[0.0, 1e39, 0.0]], [[0.0, 0, 1]], [[0]], [[1.0]])
+
+
+@pytest.mark.parametrize("method", ["dqs", "lbs"])
+def test_largest_accepted_values_give_finite_unit_results(device, method):
+    """At the documented magnitude limit nothing in the float32 math overflows."""
+    rng = np.random.default_rng(12)
+    n = 300
+    big = SkinnedMesh(
+        rng.uniform(-1e9, 1e9, (n, 3)),
+        rng.normal(size=(n, 3)),
+        rng.integers(0, 3, (n, 4)),
+        rng.random((n, 4)),
+    )
+    mats = dq.to_matrices(dq.random_rigid(3, rng))
+    mats[:, :3, :3] *= 5e8
+    mats[:, :3, 3] = rng.uniform(-1e9, 1e9, (3, 3))
+    with Skinner(device, big, bone_count=3, method=method) as skinner:
+        positions, normals = skinner.skin(mats)
+    assert np.isfinite(positions).all() and np.isfinite(normals).all()
+    np.testing.assert_allclose(np.linalg.norm(normals, axis=1), 1.0, atol=1e-5)

@@ -272,3 +272,8 @@ def test_check_joints():
         mesh.check_joints(30)
     with pytest.raises(InputError, match="bone_count must be an int"):
         mesh.check_joints(30.0)
+
+
+def test_huge_weights_renormalize_without_overflow():
+    mesh = SkinnedMesh([[0, 0, 0]], [[1, 0, 0]], [[0, 1, 2]], [[1e308, 1e308, 0.0]])
+    np.testing.assert_allclose(mesh.weights, [[0.5, 0.5, 0.0, 0.0]])

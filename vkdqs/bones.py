@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import dq
-from .errors import InputError
+from .errors import MAX_MAGNITUDE, InputError, LimitError
 
 DQ_FLOATS = 8
 LBS_FLOATS = 12
@@ -59,9 +59,23 @@ def _as_bones(bones: object, bone_count: int, batched: bool, shapes: tuple[tuple
     return arr
 
 
+def _check_magnitude(arr: np.ndarray, batched: bool, what: str) -> None:
+    """Reject values the float32 GPU math could overflow on (see errors.MAX_MAGNITUDE)."""
+    big = np.abs(arr).max(axis=(-2, -1)) > MAX_MAGNITUDE
+    if big.any():
+        index = tuple(int(i) for i in np.argwhere(big)[0])
+        value = np.abs(arr[index]).max()
+        raise LimitError(
+            f"{_where(index, batched)}: {what} of magnitude {value:g} exceeds +-{MAX_MAGNITUDE:g} "
+            "(the GPU computes in float32; larger values would overflow)"
+        )
+
+
 def pack_dqs(bones: object, bone_count: int, *, batched: bool = False) -> np.ndarray:
     """Validated unit dual quaternions as float32 ``([P,] B, 2, 4)``."""
     arr = _as_bones(bones, bone_count, batched, ((2, 4), (4, 4)))
+    if arr.shape[-2] == 4:
+        _check_magnitude(arr, batched, "a matrix entry")
     if arr.shape[-2] == 4:
         try:
             out = dq.from_matrices(arr)
@@ -77,6 +91,7 @@ def pack_dqs(bones: object, bone_count: int, *, batched: bool = False) -> np.nda
                 f"{norms[index]:.3g}; it must be a (near-)unit rotation quaternion"
             )
         out = dq.normalize(arr)
+        _check_magnitude(out, batched, "a dual part (half the translation)")
     return np.ascontiguousarray(out, dtype=np.float32)
 
 
@@ -111,6 +126,7 @@ def pack_pose(
     rigid_only = method == "dqs" and (not allow_scale or not dq.has_scale(arr).any())
     if arr.shape[-2] == 2 or rigid_only:
         return PackedPose("dqs", pack_dqs(arr, bone_count, batched=batched))
+    _check_magnitude(arr, batched, "a matrix entry")
     try:
         dqs, scales = dq.decompose_skinning_matrices(arr)
     except InputError as exc:
@@ -127,6 +143,7 @@ def pack_lbs(bones: object, bone_count: int, *, batched: bool = False) -> np.nda
     arr = _as_bones(bones, bone_count, batched, ((3, 4), (4, 4), (2, 4)))
     if arr.shape[-2] == 2:
         arr = dq.to_matrices(pack_dqs(arr, bone_count, batched=batched).astype(np.float64))
+    _check_magnitude(arr[..., :3, :], batched, "a matrix entry")
     if arr.shape[-2] == 4:
         bottom = np.abs(arr[..., 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=-1)
         bad = bottom > 1e-6

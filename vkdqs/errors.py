@@ -7,6 +7,11 @@ vkdqs. Each message names the problem, where it is (which vertex, bone or slot) 
 
 from __future__ import annotations
 
+#: The largest magnitude vkdqs accepts for a coordinate or a bone-matrix entry. The GPU computes
+#: in float32; with inputs up to 1e9 no intermediate (e.g. LBS's cofactor normals, whose length
+#: squares products of two entries) can overflow float32's 3.4e38.
+MAX_MAGNITUDE = 1e9
+
 
 class VkdqsError(Exception):
     """Base class of every error raised by vkdqs."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from vkdqs.errors import InputError, LimitError
+from vkdqs.errors import MAX_MAGNITUDE, InputError, LimitError
 
 __all__ = ["MAX_INFLUENCES", "SkinnedMesh"]
 
@@ -149,6 +149,12 @@ class SkinnedMesh:
         if not np.isfinite(pos).all():
             v, c = _first(~np.isfinite(pos))
             raise InputError(f"positions[{v}, {c}] = {pos[v, c]}: positions must be finite")
+        if np.abs(pos).max() > MAX_MAGNITUDE:
+            v, c = _first(np.abs(pos) > MAX_MAGNITUDE)
+            raise LimitError(
+                f"positions[{v}, {c}] = {pos[v, c]:g} exceeds +-{MAX_MAGNITUDE:g}: the GPU "
+                "computes in float32 and larger coordinates would overflow"
+            )
 
         nrm = _real_array(normals, "normals")
         if nrm.ndim != 2 or nrm.shape[1] != 3:
@@ -210,6 +216,9 @@ class SkinnedMesh:
         # Zero-weight slots get joint 0 so they never index out of range (the shader still reads
         # the bone: 0 * bone = 0, but a wild index would be out-of-bounds).
         j4 = np.where(w4 > 0, j4, 0).astype(np.uint32)
+        # Divide by the row maximum first: a sum of huge weights (1e308) would overflow to inf.
+        top = w4.max(axis=1, keepdims=True)
+        w4 /= np.where(top > 0, top, 1.0)
         total = w4.sum(axis=1)
         w4 /= np.where(total > 0, total, 1.0)[:, None]
 
