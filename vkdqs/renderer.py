@@ -209,8 +209,10 @@ class Renderer(ResourceOwner):
         self._pipelines: dict[tuple, DeviceObject] = {}
         self._commands: dict[tuple[int, int], tuple[CommandBuffer, tuple]] = {}
         self._layout_gen = 0
-        self._slots: list[tuple[int, int]] = []
-        self._frame_bytes = 0
+        self._slots: list[tuple[int, int, int]] = []
+        # Adding or removing instances only marks the per-frame layout stale; the next frame
+        # rebuilds it once, however many instances changed.
+        self._layout_stale = True
         self._pool: DeviceObject | None = None
         try:
             self._set_layout = self._keep(descriptor_set_layout(device, _BINDINGS, label="render"))
@@ -270,13 +272,13 @@ class Renderer(ResourceOwner):
             raise InputError(f"color must have 3 or 4 components, got shape {c.shape}")
         inst.color = np.r_[c, 1.0] if c.shape == (3,) else c
         self.instances.append(inst)
-        self._rebuild_frames()
+        self._layout_stale = True
         return inst
 
     def remove_instance(self, inst: Instance) -> None:
         self._check_open()
         self.instances.remove(inst)
-        self._rebuild_frames()
+        self._layout_stale = True
 
     def scene_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """World-space box around every instance's rest mesh."""
@@ -318,13 +320,12 @@ class Renderer(ResourceOwner):
             block_at = offset
             offset = _align(offset + INSTANCE_BLOCK.itemsize, align)
             self._slots.append((bones_at, block_at, scales_at))
-        self._frame_bytes = max(offset, 256)
         for frame in self._frames:
             if frame.uniforms is not None:
                 self._drop(frame.uniforms)
             frame.uniforms = self._keep(
                 dev.create_buffer(
-                    self._frame_bytes,
+                    max(offset, 256),
                     vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT,
                     label=f"frame {frame.index} uniforms",
                 )
@@ -367,6 +368,7 @@ class Renderer(ResourceOwner):
         if writes:
             vk.vkUpdateDescriptorSets(dev.handle, len(writes), writes, 0, None)
         self._layout_gen += 1
+        self._layout_stale = False
 
     def _pipeline(self, variant: str, slots: int, max_bones: int, mirrored: bool) -> Any:
         key = (variant, slots, max_bones, mirrored, self.wireframe, self.target.render_pass.handle)
@@ -574,6 +576,8 @@ class Renderer(ResourceOwner):
         """Draw one frame into the target. Returns the frame slot used, or None when the target
         could not take a frame (a minimized window, or a swapchain being re-created)."""
         self._check_open()
+        if self._layout_stale:
+            self._rebuild_frames()  # waits for the GPU: the old buffers may be in use
         frame = self._frames[self._frame_counter % len(self._frames)]
         vk_device = self.device.handle
         with vk_errors(f"waiting for frame slot {frame.index}"):
