@@ -28,7 +28,7 @@ from tests.gltf_fixtures import (
 from vkdqs import dq
 from vkdqs.errors import InputError
 from vkdqs.gltf import GltfError, load_gltf, vertex_normals
-from vkdqs.gltf_save import GltfBuilder, save
+from vkdqs.gltf.save import GltfBuilder, save
 
 FORMATS = ["model.glb", "model.gltf", "embedded.gltf"]
 

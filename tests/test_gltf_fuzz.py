@@ -16,7 +16,7 @@ import pytest
 
 from tests.gltf_fixtures import UNSIGNED_SHORT, make_rig
 from vkdqs.gltf import GltfError, load_gltf
-from vkdqs.gltf_save import save
+from vkdqs.gltf.save import save
 
 BYTE_CASES = 300
 JSON_CASES = 400

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -13,6 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_wheel_contains_every_spirv_module_and_installs_standalone(tmp_path):
+    # Build from a clean copy: an in-tree build/ left by an earlier build would leak stale files.
+    src = tmp_path / "src"
+    junk = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", "*.png")
+    shutil.copytree(ROOT, src, ignore=junk)
     wheel_dir = tmp_path / "wheel"
     build = subprocess.run(
         [
@@ -25,7 +30,7 @@ def test_wheel_contains_every_spirv_module_and_installs_standalone(tmp_path):
             "-q",
             "-w",
             str(wheel_dir),
-            str(ROOT),
+            str(src),
         ],
         capture_output=True,
         text=True,
@@ -38,6 +43,9 @@ def test_wheel_contains_every_spirv_module_and_installs_standalone(tmp_path):
     for name in manifest["shaders"]:
         assert f"vkdqs/spirv/{name}.spv" in names
     assert "vkdqs/spirv/manifest.json" in names
+    # exactly the package's modules, every subpackage included
+    modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "vkdqs").rglob("*.py")}
+    assert {n for n in names if n.endswith(".py")} == modules
 
     # Install the wheel into a folder and import it from elsewhere: it must find its own SPIR-V.
     site = tmp_path / "site"

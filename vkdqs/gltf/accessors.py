@@ -1,0 +1,469 @@
+"""Accessor decoding: typed access to the glTF JSON and the buffers, bufferViews and accessors it
+points at, decoded with numpy with every byte range, alignment and component type checked."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vkdqs.gltf.errors import GltfError
+
+_COMPONENTS: dict[int, tuple[str, np.dtype]] = {
+    5120: ("BYTE", np.dtype("<i1")),
+    5121: ("UNSIGNED_BYTE", np.dtype("<u1")),
+    5122: ("SHORT", np.dtype("<i2")),
+    5123: ("UNSIGNED_SHORT", np.dtype("<u2")),
+    5125: ("UNSIGNED_INT", np.dtype("<u4")),
+    5126: ("FLOAT", np.dtype("<f4")),
+}
+BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT, UNSIGNED_INT, FLOAT = 5120, 5121, 5122, 5123, 5125, 5126
+# (columns, rows) of each accessor type; vectors are one column.
+_TYPES = {
+    "SCALAR": (1, 1),
+    "VEC2": (1, 2),
+    "VEC3": (1, 3),
+    "VEC4": (1, 4),
+    "MAT2": (2, 2),
+    "MAT3": (3, 3),
+    "MAT4": (4, 4),
+}
+_ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
+
+#: Largest accessor without a bufferView (all zeros, maybe sparse) we allocate, in bytes. Such an
+#: accessor costs no file bytes, so without a cap a tiny file could ask for terabytes.
+MAX_ZERO_FILL_BYTES = 256 * 2**20
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _at(path: str, key: str) -> str:
+    """JSON path of ``key`` inside ``path`` (the root's path is ``""``)."""
+    return f"{path}.{key}" if path else key
+
+
+def _align4(n: int) -> int:
+    return (n + 3) & ~3
+
+
+@dataclass(frozen=True)
+class _View:
+    data: bytes
+    offset: int  # absolute, in data
+    length: int
+    stride: int | None
+
+
+@dataclass(frozen=True)
+class _Accessor:
+    data: np.ndarray  # [count, rows] for vectors/scalars, [count, rows, cols] for matrices
+    component_type: int
+    type: str
+    normalized: bool
+
+    @property
+    def count(self) -> int:
+        return int(self.data.shape[0])
+
+    def floats(self) -> NDArray[np.float64]:
+        """Values as float64, normalized integers mapped to [0, 1] / [-1, 1] as the spec says."""
+        a = self.data
+        if not self.normalized:
+            return a.astype(np.float64)
+        info = np.iinfo(a.dtype)
+        return np.maximum(a.astype(np.float64) / info.max, -1.0)
+
+
+class _AccessorReader:
+    """Typed JSON access and the binary data (buffers, bufferViews, accessors) of one glTF
+    document, every byte range checked. Each ``fail`` names the JSON path."""
+
+    def __init__(self, path: Path, doc: dict, glb_bin: bytes | None) -> None:
+        self.path = path
+        self.name = path.name
+        self.doc = doc
+        self.glb_bin = glb_bin
+        self._buffers: dict[int, bytes] = {}
+        self._views: dict[int, _View] = {}
+        self._accessors: dict[tuple[int, bool], _Accessor] = {}
+
+    def fail(self, path: str, msg: str) -> NoReturn:
+        where = f"{path}: " if path else ""
+        raise GltfError(f"{self.name}: {where}{msg}")
+
+    # -- typed JSON access -------------------------------------------------------------------
+
+    def array(self, key: str) -> list[dict]:
+        """A top-level array of objects (``[]`` when absent)."""
+        value = self.doc.get(key, [])
+        if not isinstance(value, list):
+            self.fail(key, f"must be an array, got {_show(value)}")
+        for i, item in enumerate(value):
+            if not isinstance(item, dict):
+                self.fail(f"{key}[{i}]", f"must be an object, got {_show(item)}")
+        return value
+
+    def get_obj(self, parent: dict, key: str, path: str, *, required: bool = False) -> dict | None:
+        if key not in parent:
+            if required:
+                self.fail(path, f"required property {key!r} is missing")
+            return None
+        value = parent[key]
+        if not isinstance(value, dict):
+            self.fail(_at(path, key), f"must be an object, got {_show(value)}")
+        return value
+
+    def get_list(self, parent: dict, key: str, path: str, *, required: bool = False) -> list:
+        if key not in parent:
+            if required:
+                self.fail(path, f"required property {key!r} is missing")
+            return []
+        value = parent[key]
+        if not isinstance(value, list):
+            self.fail(_at(path, key), f"must be an array, got {_show(value)}")
+        return value
+
+    def get_int(
+        self,
+        parent: dict,
+        key: str,
+        path: str,
+        *,
+        required: bool = False,
+        default: int | None = None,
+        minimum: int | None = None,
+    ) -> int | None:
+        if key not in parent:
+            if required:
+                self.fail(path, f"required property {key!r} is missing")
+            return default
+        return self.as_int(parent[key], _at(path, key), minimum=minimum)
+
+    def as_int(self, value: Any, path: str, *, minimum: int | None = None) -> int:
+        # JSON Schema integers may be written 3.0; booleans are not numbers.
+        if isinstance(value, float) and np.isfinite(value) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(path, f"must be an integer, got {_show(value)}")
+        if minimum is not None and value < minimum:
+            self.fail(path, f"must be >= {minimum}, got {value}")
+        return value
+
+    def get_index(
+        self, parent: dict, key: str, path: str, target: str, *, required: bool = False
+    ) -> int | None:
+        if key not in parent:
+            if required:
+                self.fail(path, f"required property {key!r} is missing")
+            return None
+        return self.as_index(parent[key], _at(path, key), target)
+
+    def as_index(self, value: Any, path: str, target: str) -> int:
+        i = self.as_int(value, path)
+        n = len(self.array(target))
+        if not 0 <= i < n:
+            self.fail(path, f"{i} is not an index into {target} ({n} elements)")
+        return i
+
+    def get_str(
+        self, parent: dict, key: str, path: str, *, required: bool = False, default: str = ""
+    ) -> str:
+        if key not in parent:
+            if required:
+                self.fail(path, f"required property {key!r} is missing")
+            return default
+        value = parent[key]
+        if not isinstance(value, str):
+            self.fail(_at(path, key), f"must be a string, got {_show(value)}")
+        return value
+
+    def get_bool(self, parent: dict, key: str, path: str, *, default: bool = False) -> bool:
+        value = parent.get(key, default)
+        if not isinstance(value, bool):
+            self.fail(_at(path, key), f"must be a boolean, got {_show(value)}")
+        return value
+
+    def get_numbers(
+        self, parent: dict, key: str, path: str, count: int, default: list[float]
+    ) -> NDArray[np.float64]:
+        value = parent.get(key, default)
+        where = _at(path, key)
+        if not isinstance(value, list) or len(value) != count:
+            self.fail(where, f"must be an array of {count} numbers, got {_show(value)}")
+        for i, x in enumerate(value):
+            if isinstance(x, bool) or not isinstance(x, (int, float)):
+                self.fail(f"{where}[{i}]", f"must be a number, got {_show(x)}")
+            try:
+                finite = np.isfinite(float(x))
+            except OverflowError:
+                finite = False
+            if not finite:
+                self.fail(f"{where}[{i}]", f"must be a finite float, got {_show(x)}")
+        return np.array(value, dtype=np.float64)
+
+    # -- binary data -------------------------------------------------------------------------
+
+    def buffer(self, i: int) -> bytes:
+        if i in self._buffers:
+            return self._buffers[i]
+        path = f"buffers[{i}]"
+        b = self.array("buffers")[i]
+        byte_length = self.get_int(b, "byteLength", path, required=True, minimum=1)
+        if "uri" not in b:
+            if i != 0 or self.glb_bin is None:
+                self.fail(
+                    path, "has no uri (only buffers[0] of a GLB with a BIN chunk may omit it)"
+                )
+            data = self.glb_bin
+            if len(data) < byte_length:
+                self.fail(
+                    f"{path}.byteLength",
+                    f"{byte_length} exceeds the GLB BIN chunk ({len(data)} bytes)",
+                )
+        else:
+            uri = self.get_str(b, "uri", path)
+            data = self._read_uri(uri, f"{path}.uri")
+            if len(data) < byte_length:
+                self.fail(
+                    f"{path}.byteLength", f"{byte_length} but the data has only {len(data)} bytes"
+                )
+        self._buffers[i] = data
+        return data
+
+    def _read_uri(self, uri: str, path: str) -> bytes:
+        if uri.startswith("data:"):
+            header, comma, payload = uri.partition(",")
+            if not comma or not header.endswith(";base64"):
+                self.fail(path, "only base64 data: URIs are supported")
+            try:
+                return base64.b64decode(payload, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                self.fail(path, f"invalid base64 data: {exc}")
+        try:
+            scheme = urllib.parse.urlsplit(uri).scheme
+        except ValueError as exc:
+            self.fail(path, f"invalid URI {_show(uri)}: {exc}")
+        if len(scheme) > 1:  # one letter is a Windows drive, not a scheme
+            self.fail(path, f"{_show(uri)}: only relative file URIs and data: URIs are supported")
+        file = self.path.parent / urllib.parse.unquote(uri)
+        try:
+            return file.read_bytes()
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            self.fail(path, f"cannot read {_show(uri)}: {reason}")
+
+    def view(self, i: int) -> _View:
+        if i in self._views:
+            return self._views[i]
+        path = f"bufferViews[{i}]"
+        bv = self.array("bufferViews")[i]
+        b = self.get_index(bv, "buffer", path, "buffers", required=True)
+        length = self.get_int(bv, "byteLength", path, required=True, minimum=1)
+        offset = self.get_int(bv, "byteOffset", path, default=0, minimum=0)
+        stride = self.get_int(bv, "byteStride", path)
+        if stride is not None and not (4 <= stride <= 252 and stride % 4 == 0):
+            self.fail(f"{path}.byteStride", f"{stride} must be a multiple of 4 in [4, 252]")
+        target = self.get_int(bv, "target", path)
+        if target not in (None, _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER):
+            self.fail(f"{path}.target", f"{target} is not 34962 or 34963")
+        buffer_length = self.array("buffers")[b]
+        data = self.buffer(b)
+        declared = self.get_int(buffer_length, "byteLength", f"buffers[{b}]")
+        if offset + length > declared:
+            self.fail(
+                path,
+                f"byteOffset {offset} + byteLength {length} exceeds buffers[{b}] "
+                f"(byteLength {declared})",
+            )
+        v = _View(data, offset, length, stride)
+        self._views[i] = v
+        return v
+
+    def _strided(
+        self,
+        view_index: int,
+        byte_offset: int,
+        count: int,
+        comp: np.dtype,
+        cols: int,
+        rows: int,
+        path: str,
+        *,
+        strided: bool,
+    ) -> np.ndarray:
+        """``[count, cols, rows]`` elements read from a bufferView, bounds and alignment checked."""
+        v = self.view(view_index)
+        size = comp.itemsize
+        col_stride = _align4(rows * size) if cols > 1 else rows * size
+        elem = cols * col_stride
+        if v.stride is not None and not strided:
+            self.fail(
+                f"bufferViews[{view_index}].byteStride",
+                f"must not be defined for data other than vertex attributes (used by {path})",
+            )
+        stride = v.stride if v.stride is not None else elem
+        if stride < elem:
+            self.fail(
+                f"bufferViews[{view_index}].byteStride",
+                f"{stride} is smaller than the {elem}-byte elements of {path}",
+            )
+        if byte_offset % size or (v.offset + byte_offset) % size:
+            self.fail(
+                f"{path}.byteOffset",
+                f"{byte_offset} (+ bufferViews[{view_index}].byteOffset {v.offset}) is not "
+                f"aligned to the {size}-byte component size",
+            )
+        end = byte_offset + stride * (count - 1) + elem
+        if end > v.length:
+            self.fail(
+                f"{path}.count",
+                f"{count} elements of {elem} bytes from offset {byte_offset} exceed "
+                f"bufferViews[{view_index}] (byteLength {v.length})",
+            )
+        arr = np.ndarray(
+            (count, cols, rows),
+            dtype=comp,
+            buffer=v.data,
+            offset=v.offset + byte_offset,
+            strides=(stride, col_stride, size),
+        )
+        return arr.astype(comp.newbyteorder("="))
+
+    def accessor(self, i: int, user: str, *, vertex: bool | None = False) -> _Accessor:
+        """Decode ``accessors[i]`` (dense part, then sparse substitution), fully checked.
+
+        ``vertex``: True for vertex attributes (strided views allowed, 4-byte alignment),
+        False for other uses (no byteStride), None to check an accessor nothing uses (not cached).
+        """
+        key = (i, bool(vertex))
+        if vertex is not None and key in self._accessors:
+            return self._accessors[key]
+        path = f"accessors[{i}]"
+        a = self.array("accessors")[i]
+        ct = self.get_int(a, "componentType", path, required=True)
+        if ct not in _COMPONENTS:
+            self.fail(f"{path}.componentType", f"{ct} is not a glTF component type")
+        count = self.get_int(a, "count", path, required=True, minimum=1)
+        type_ = self.get_str(a, "type", path, required=True)
+        if type_ not in _TYPES:
+            self.fail(f"{path}.type", f"{_show(type_)} is not a glTF accessor type")
+        normalized = self.get_bool(a, "normalized", path)
+        if normalized and ct in (UNSIGNED_INT, FLOAT):
+            self.fail(f"{path}.normalized", f"is true for {_COMPONENTS[ct][0]} components")
+        comp = _COMPONENTS[ct][1]
+        cols, rows = _TYPES[type_]
+        byte_offset = self.get_int(a, "byteOffset", path, default=0, minimum=0)
+        view_index = self.get_index(a, "bufferView", path, "bufferViews")
+        if view_index is None:
+            if "byteOffset" in a:
+                self.fail(f"{path}.byteOffset", "must not be defined without a bufferView")
+            nbytes = count * cols * rows * comp.itemsize
+            if nbytes > MAX_ZERO_FILL_BYTES:
+                self.fail(
+                    f"{path}.count",
+                    f"{count} elements without a bufferView would need {nbytes} bytes "
+                    f"(vkdqs allows {MAX_ZERO_FILL_BYTES})",
+                )
+            data = np.zeros((count, cols, rows), dtype=comp.newbyteorder("="))
+        else:
+            data = self._strided(
+                view_index, byte_offset, count, comp, cols, rows, path, strided=vertex is not False
+            )
+            if vertex:
+                stride = self.view(view_index).stride
+                if byte_offset % 4 or (stride is None and data[0].nbytes % 4):
+                    self.fail(
+                        path,
+                        f"vertex attribute elements must be 4-byte aligned (byteOffset "
+                        f"{byte_offset}, element size {data[0].nbytes})",
+                    )
+        sparse = self.get_obj(a, "sparse", path)
+        if sparse is not None:
+            self._apply_sparse(sparse, f"{path}.sparse", data, comp, cols, rows, count)
+        if ct == FLOAT and not np.isfinite(data).all():
+            e = int(np.argwhere(~np.isfinite(data))[0][0])
+            self.fail(path, f"element {e} is not finite ({data[e].ravel().tolist()})")
+        # [count, cols, rows] column-major storage -> [count, rows] or [count, rows, cols].
+        data = data[:, 0, :] if cols == 1 else np.ascontiguousarray(data.transpose(0, 2, 1))
+        acc = _Accessor(data, ct, type_, normalized)
+        if vertex is not None:
+            self._accessors[key] = acc
+        return acc
+
+    def check_unused(self) -> None:
+        """Check buffers, bufferViews and accessors that nothing we load refers to.
+
+        A file is malformed even when the broken part is unused, and a partial check would let
+        the same file load or fail depending on which meshes a caller asks for.
+        """
+        for i in range(len(self.array("buffers"))):
+            self.buffer(i)
+        for i in range(len(self.array("bufferViews"))):
+            self.view(i)
+        for i in range(len(self.array("accessors"))):
+            if (i, True) not in self._accessors and (i, False) not in self._accessors:
+                self.accessor(i, f"accessors[{i}]", vertex=None)
+
+    def _apply_sparse(
+        self,
+        sparse: dict,
+        path: str,
+        data: np.ndarray,
+        comp: np.dtype,
+        cols: int,
+        rows: int,
+        count: int,
+    ) -> None:
+        n = self.get_int(sparse, "count", path, required=True, minimum=1)
+        if n > count:
+            self.fail(f"{path}.count", f"{n} exceeds the accessor's count {count}")
+        ind = self.get_obj(sparse, "indices", path, required=True)
+        ipath = f"{path}.indices"
+        ibv = self.get_index(ind, "bufferView", ipath, "bufferViews", required=True)
+        ioff = self.get_int(ind, "byteOffset", ipath, default=0, minimum=0)
+        ict = self.get_int(ind, "componentType", ipath, required=True)
+        if ict not in (UNSIGNED_BYTE, UNSIGNED_SHORT, UNSIGNED_INT):
+            self.fail(f"{ipath}.componentType", f"{ict} must be 5121, 5123 or 5125")
+        idx = self._strided(ibv, ioff, n, _COMPONENTS[ict][1], 1, 1, ipath, strided=False)
+        idx = idx.reshape(-1).astype(np.int64)
+        if np.any(idx >= count):
+            k = int(np.argmax(idx >= count))
+            self.fail(ipath, f"element {k} is {idx[k]}, out of range for count {count}")
+        if np.any(np.diff(idx) <= 0):
+            k = int(np.argmax(np.diff(idx) <= 0)) + 1
+            self.fail(ipath, f"must be strictly increasing; element {k} is {idx[k]}")
+        val = self.get_obj(sparse, "values", path, required=True)
+        vpath = f"{path}.values"
+        vbv = self.get_index(val, "bufferView", vpath, "bufferViews", required=True)
+        voff = self.get_int(val, "byteOffset", vpath, default=0, minimum=0)
+        data[idx] = self._strided(vbv, voff, n, comp, cols, rows, vpath, strided=False)
+
+    def typed_accessor(
+        self,
+        i: int,
+        user: str,
+        types: tuple[str, ...],
+        components: tuple[tuple[int, bool], ...],
+        *,
+        vertex: bool = False,
+    ) -> _Accessor:
+        """An accessor with a type in ``types``, (componentType, normalized) in ``components``."""
+        acc = self.accessor(i, user, vertex=vertex)
+        if acc.type not in types:
+            self.fail(user, f"accessors[{i}] has type {acc.type}; need {' or '.join(types)}")
+        if (acc.component_type, acc.normalized) not in components:
+            allowed = ", ".join(
+                ("normalized " if norm else "") + _COMPONENTS[c][0] for c, norm in components
+            )
+            got = ("normalized " if acc.normalized else "") + _COMPONENTS[acc.component_type][0]
+            self.fail(user, f"accessors[{i}] has {got} components; need {allowed}")
+        return acc

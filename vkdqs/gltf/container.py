@@ -1,0 +1,88 @@
+"""The two containers a glTF document comes in: the GLB binary (a JSON chunk and an optional BIN
+chunk) and the JSON text itself, both checked before any of the document is read."""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import NoReturn
+
+from vkdqs.gltf.errors import GltfError
+
+GLB_MAGIC = 0x46546C67  # b"glTF"
+_CHUNK_JSON = 0x4E4F534A
+_CHUNK_BIN = 0x004E4942
+
+
+def _parse_glb(raw: bytes, name: str) -> tuple[bytes, bytes | None]:
+    """Split a GLB into its JSON chunk and optional BIN chunk, checking the container."""
+
+    def fail(msg: str) -> NoReturn:
+        raise GltfError(f"{name}: {msg}")
+
+    if len(raw) < 12:
+        fail(f"GLB header: the file has {len(raw)} bytes, a GLB header needs 12")
+    magic, version, length = struct.unpack_from("<III", raw, 0)
+    if magic != GLB_MAGIC:
+        fail(f"GLB header: magic {raw[:4]!r} is not b'glTF'")
+    if version != 2:
+        fail(f"GLB header: version {version} is not supported (only glTF 2)")
+    if length > len(raw):
+        fail(f"GLB header: length {length} but the file has only {len(raw)} bytes (truncated)")
+    if length != len(raw):
+        fail(f"GLB header: length {length} but the file has {len(raw)} bytes")
+    chunks: list[tuple[int, bytes]] = []
+    offset = 12
+    while offset < length:
+        where = f"GLB chunk {len(chunks)} at byte {offset}"
+        if length - offset < 8:
+            fail(f"{where}: truncated chunk header ({length - offset} bytes left, need 8)")
+        chunk_length, chunk_type = struct.unpack_from("<II", raw, offset)
+        if chunk_length % 4:
+            fail(f"{where}: chunkLength {chunk_length} is not a multiple of 4")
+        start = offset + 8
+        if start + chunk_length > length:
+            fail(
+                f"{where}: truncated: chunkLength {chunk_length} but only "
+                f"{length - start} bytes follow"
+            )
+        chunks.append((chunk_type, raw[start : start + chunk_length]))
+        offset = start + chunk_length
+    if not chunks or chunks[0][0] != _CHUNK_JSON:
+        fail("GLB: the first chunk must be the JSON chunk")
+    binary = None
+    for i, (chunk_type, data) in enumerate(chunks[1:], start=1):
+        if chunk_type == _CHUNK_JSON:
+            fail(f"GLB chunk {i}: a second JSON chunk")
+        if chunk_type == _CHUNK_BIN:
+            if i != 1:
+                fail(f"GLB chunk {i}: the BIN chunk must be the second chunk (and only one)")
+            binary = data
+        # Chunks of unknown types are skipped, as the spec requires.
+    return chunks[0][1], binary
+
+
+def _reject_constant(token: str) -> NoReturn:
+    raise ValueError(f"{token} is not valid JSON")
+
+
+def _parse_json(data: bytes, name: str) -> dict:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GltfError(f"{name}: JSON is not valid UTF-8 (byte {exc.start})") from None
+    if text.startswith("\ufeff"):
+        raise GltfError(f"{name}: JSON starts with a byte order mark, which glTF forbids")
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise GltfError(
+            f"{name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    except ValueError as exc:  # NaN/Infinity tokens
+        raise GltfError(f"{name}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise GltfError(f"{name}: invalid JSON: nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise GltfError(f"{name}: the JSON root must be an object, got {type(doc).__name__}")
+    return doc

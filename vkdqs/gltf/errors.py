@@ -1,0 +1,13 @@
+"""GltfError, the one exception a malformed or unsupported glTF file raises, from whichever module
+of vkdqs.gltf finds the problem."""
+
+from __future__ import annotations
+
+from vkdqs.errors import InputError
+
+
+class GltfError(InputError):
+    """A glTF file is malformed or uses something vkdqs does not support.
+
+    The message names the file, the JSON path (``meshes[0].primitives[1].indices``) and the problem.
+    """

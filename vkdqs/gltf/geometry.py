@@ -1,0 +1,69 @@
+"""Triangle geometry for loaded primitives: angle-weighted vertex normals and strips/fans turned
+into triangle lists."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+
+def vertex_normals(positions: ArrayLike, indices: ArrayLike, /) -> NDArray[np.float64]:
+    """Angle-weighted smooth vertex normals.
+
+    Each triangle adds its unit normal times its corner angle to each of its three vertices
+    (Thürmer & Wüthrich), which does not depend on how a surface is triangulated.
+
+    Parameters
+    ----------
+    positions : array_like, [N, 3]
+    indices : array_like of int, [3 T]
+        Triangle list, counter-clockwise front faces.
+
+    Returns
+    -------
+    ndarray, [N, 3]
+        Unit normals. Vertices used by no triangle of non-zero area get ``(0, 0, 1)`` (they
+        draw nothing, but SkinnedMesh needs a unit normal everywhere).
+    """
+    p = np.asarray(positions, dtype=np.float64)
+    tri = np.asarray(indices, dtype=np.int64).reshape(-1, 3)
+    n = len(p)
+    corners = p[tri]  # [T, 3, 3]
+    # Edges leaving each corner towards the next and the previous corner.
+    nxt = np.roll(corners, -1, axis=1) - corners
+    prv = np.roll(corners, 1, axis=1) - corners
+    face = np.cross(nxt[:, 0], prv[:, 0])
+    length = np.linalg.norm(face, axis=1, keepdims=True)
+    unit = face / np.where(length > 0, length, 1.0)
+    angle = np.arctan2(
+        np.linalg.norm(np.cross(nxt, prv), axis=-1), np.einsum("tci,tci->tc", nxt, prv)
+    )
+    contrib = unit[:, None, :] * angle[..., None]  # [T, 3, 3]
+    flat_idx = tri.reshape(-1)
+    flat = contrib.reshape(-1, 3)
+    acc = np.stack([np.bincount(flat_idx, weights=flat[:, c], minlength=n) for c in range(3)], 1)
+    norm = np.linalg.norm(acc, axis=1, keepdims=True)
+    out = acc / np.where(norm > 1e-12, norm, 1.0)
+    out[norm[:, 0] <= 1e-12] = (0.0, 0.0, 1.0)
+    return out
+
+
+def _triangulate(idx: NDArray[np.int64], mode: int) -> NDArray[np.int64]:
+    """Triangle list ``[3 T]`` from the vertex sequence of a TRIANGLES/STRIP/FAN primitive."""
+    if mode == 4:
+        return idx
+    k = len(idx) - 2
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    i = np.arange(k)
+    if mode == 5:
+        # Spec: triangle i is (v_i, v_{i+1+i%2}, v_{i+2-i%2}), which keeps the winding consistent.
+        odd = i % 2
+        tri = np.stack([idx[i], idx[i + 1 + odd], idx[i + 2 - odd]], axis=1)
+    else:
+        # Spec: triangle i is (v_{i+1}, v_{i+2}, v_0).
+        tri = np.stack([idx[i + 1], idx[i + 2], np.full(k, idx[0])], axis=1)
+    return tri.reshape(-1)
+
+
+# ------------------------------------------------------------------------------------------------

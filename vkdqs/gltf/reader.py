@@ -1,0 +1,622 @@
+"""glTF 2.0 loading: skinned meshes, skins, the node hierarchy and animations as numpy arrays.
+
+:func:`load_gltf` reads a ``.gltf`` (with external ``.bin`` files or base64 ``data:`` URIs) or a
+``.glb`` file, checks it against the rules of the glTF 2.0 specification that matter for skinning,
+and returns a :class:`GltfScene`. The JSON is parsed with the standard library and every accessor
+is decoded here with numpy, so every byte range, alignment, component type and index is checked.
+Nothing here touches the GPU.
+
+What is loaded
+--------------
+* Meshes: triangle primitives (modes TRIANGLES, TRIANGLE_STRIP and TRIANGLE_FAN, converted to
+  triangle lists; indexed or not), ``POSITION``, ``NORMAL`` (computed when absent, see
+  :func:`vertex_normals`) and every ``JOINTS_n``/``WEIGHTS_n`` set.
+* Skins: joints, inverse bind matrices (identity when absent), skeleton root.
+* Nodes: TRS or ``matrix`` local transforms and the hierarchy.
+* Animations: translation/rotation/scale channels with STEP, LINEAR and CUBICSPLINE samplers.
+
+What is ignored (the specification lets a loader ignore it): materials, textures, images,
+samplers, cameras, lights, ``extras``, unknown ``extensionsUsed``, other vertex attributes
+(TEXCOORD_n, COLOR_n, TANGENT, ...), morph targets and ``weights`` animation channels (logged once
+at INFO level on the ``vkdqs.gltf`` logger).
+
+Errors
+------
+A malformed or unsupported file raises one :class:`GltfError` whose message names the file, the
+JSON path and the problem, e.g.
+``model.gltf: accessors[7].count: 40 elements of 12 bytes from offset 0 exceed bufferViews[2]
+(byteLength 400)``. Mistakes of the caller (an animation index that does not exist) raise
+:class:`vkdqs.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vkdqs.gltf.accessors import (
+    BYTE,
+    FLOAT,
+    SHORT,
+    UNSIGNED_BYTE,
+    UNSIGNED_INT,
+    UNSIGNED_SHORT,
+    _Accessor,
+    _AccessorReader,
+    _show,
+)
+from vkdqs.gltf.animation import Animation, Channel
+from vkdqs.gltf.container import _parse_glb, _parse_json
+from vkdqs.gltf.errors import GltfError
+from vkdqs.gltf.geometry import _triangulate, vertex_normals
+from vkdqs.gltf.scene import GltfScene, Mesh, Node, Primitive, Skin
+
+_log = logging.getLogger("vkdqs.gltf")
+
+
+_MODES = {
+    0: "POINTS",
+    1: "LINES",
+    2: "LINE_LOOP",
+    3: "LINE_STRIP",
+    4: "TRIANGLES",
+    5: "TRIANGLE_STRIP",
+    6: "TRIANGLE_FAN",
+}
+_INTERPOLATIONS = ("LINEAR", "STEP", "CUBICSPLINE")
+_PATHS = ("translation", "rotation", "scale", "weights")
+
+# Required extensions that change nothing vkdqs reads (materials, textures, lights): a file that
+# requires them still has plain geometry, skins and animations, so it loads. Any other required
+# extension (Draco, meshopt, mesh quantization, animation pointers, ...) changes how the data we
+# read must be decoded, and the spec says a loader that does not support it must fail.
+_HARMLESS_REQUIRED = re.compile(
+    r"^(KHR_materials_\w+|KHR_texture_transform|KHR_texture_basisu|EXT_texture_webp|"
+    r"EXT_texture_avif|KHR_lights_punctual)$"
+)
+#: Weights whose sum differs from 1 by more than this are reported (once per file) and renormalized.
+WEIGHT_SUM_TOL = 1e-3
+
+
+class _Reader(_AccessorReader):
+    """Checks and decodes one glTF document. Each ``fail`` names the JSON path."""
+
+    def __init__(self, path: Path, doc: dict, glb_bin: bytes | None) -> None:
+        super().__init__(path, doc, glb_bin)
+        self.weight_warnings: list[tuple[str, int, int, float]] = []
+        self.ignored_morph = 0
+
+    # -- document ----------------------------------------------------------------------------
+
+    def check_asset(self) -> None:
+        asset = self.get_obj(self.doc, "asset", "", required=True)
+        version = self.get_str(asset, "version", "asset", required=True)
+        m = re.fullmatch(r"(\d+)\.(\d+)", version)
+        if m is None:
+            self.fail("asset.version", f"{_show(version)} is not of the form major.minor")
+        if m.group(1) != "2":
+            self.fail("asset.version", f"{version}: only glTF 2.x is supported")
+        if "minVersion" in asset:
+            mv = self.get_str(asset, "minVersion", "asset")
+            mm = re.fullmatch(r"(\d+)\.(\d+)", mv)
+            if mm is None or (int(mm.group(1)), int(mm.group(2))) > (2, 0):
+                self.fail("asset.minVersion", f"{_show(mv)}: vkdqs reads glTF 2.0")
+        for key in ("extensionsUsed", "extensionsRequired"):
+            for k, ext in enumerate(self.get_list(self.doc, key, "")):
+                if not isinstance(ext, str):
+                    self.fail(f"{key}[{k}]", f"must be a string, got {_show(ext)}")
+        for k, ext in enumerate(self.get_list(self.doc, "extensionsRequired", "")):
+            if not _HARMLESS_REQUIRED.match(ext):
+                self.fail(f"extensionsRequired[{k}]", f"extension {ext!r} is not supported")
+
+    def nodes(self) -> tuple[Node, ...]:
+        raw = self.array("nodes")
+        parent: list[int | None] = [None] * len(raw)
+        out = []
+        for i, nd in enumerate(raw):  # over nodes, at load
+            path = f"nodes[{i}]"
+            children = []
+            for k, c in enumerate(self.get_list(nd, "children", path)):
+                c = self.as_index(c, f"{path}.children[{k}]", "nodes")
+                if c == i:
+                    self.fail(f"{path}.children[{k}]", "a node cannot be its own child")
+                if parent[c] is not None:
+                    self.fail(
+                        f"{path}.children[{k}]",
+                        f"nodes[{c}] is already a child of nodes[{parent[c]}]",
+                    )
+                parent[c] = i
+                children.append(c)
+            mesh = self.get_index(nd, "mesh", path, "meshes")
+            skin = self.get_index(nd, "skin", path, "skins")
+            if skin is not None and mesh is None:
+                self.fail(f"{path}.skin", "a node with a skin must have a mesh")
+            t = self.get_numbers(nd, "translation", path, 3, [0.0, 0.0, 0.0])
+            r = self.get_numbers(nd, "rotation", path, 4, [0.0, 0.0, 0.0, 1.0])
+            s = self.get_numbers(nd, "scale", path, 3, [1.0, 1.0, 1.0])
+            # Divide by the largest component first so that 1e300 does not overflow the norm.
+            big = np.abs(r).max()
+            r = r / (big if big > 0 else 1.0)
+            length = np.linalg.norm(r)
+            if not (big > 1e-12 and length > 1e-6):
+                self.fail(f"{path}.rotation", f"{(r * big).tolist()} is not a unit quaternion")
+            matrix = None
+            if "matrix" in nd:
+                trs = [k for k in ("translation", "rotation", "scale") if k in nd]
+                if trs:
+                    self.fail(path, f"has both matrix and {trs[0]}")
+                flat = self.get_numbers(nd, "matrix", path, 16, [])
+                matrix = flat.reshape(4, 4).T  # glTF stores matrices column-major
+            name = self.get_str(nd, "name", path)
+            out.append([i, name, children, mesh, skin, t, r / length, s, matrix])
+        # Every node must be reachable from a root: anything left over sits on a cycle.
+        reached = np.zeros(len(raw), dtype=bool)
+        stack = [i for i in range(len(raw)) if parent[i] is None]
+        while stack:
+            i = stack.pop()
+            reached[i] = True
+            stack.extend(out[i][2])
+        if not reached.all():
+            i = int(np.argmin(reached))
+            self.fail(f"nodes[{i}]", "the node hierarchy has a cycle through this node")
+        return tuple(
+            Node(i, name, parent[i], tuple(ch), mesh, skin, t, r, s, m)
+            for i, name, ch, mesh, skin, t, r, s, m in out
+        )
+
+    def scene_roots(self, nodes: tuple[Node, ...]) -> tuple[int, ...]:
+        scenes = self.array("scenes")
+        roots_of = []
+        for i, sc in enumerate(scenes):
+            path = f"scenes[{i}]"
+            roots = []
+            for k, n in enumerate(self.get_list(sc, "nodes", path)):
+                n = self.as_index(n, f"{path}.nodes[{k}]", "nodes")
+                if nodes[n].parent is not None:
+                    self.fail(f"{path}.nodes[{k}]", f"nodes[{n}] is not a root node")
+                roots.append(n)
+            if len(set(roots)) != len(roots):
+                self.fail(f"{path}.nodes", "lists a node twice")
+            roots_of.append(tuple(roots))
+        scene = self.get_index(self.doc, "scene", "", "scenes")
+        if scene is not None:
+            return roots_of[scene]
+        if roots_of:
+            return roots_of[0]
+        return tuple(nd.index for nd in nodes if nd.parent is None)
+
+    def primitive(self, m: int, p: int, prim: dict, flat_normals: bool) -> Primitive:
+        path = f"meshes[{m}].primitives[{p}]"
+        attrs = self.get_obj(prim, "attributes", path, required=True)
+        mode = self.get_int(prim, "mode", path, default=4)
+        if mode not in _MODES:
+            self.fail(f"{path}.mode", f"{mode} is not a glTF primitive mode")
+        if mode not in (4, 5, 6):
+            self.fail(
+                f"{path}.mode",
+                f"{mode} ({_MODES[mode]}) is not supported; vkdqs draws triangles "
+                "(TRIANGLES, TRIANGLE_STRIP, TRIANGLE_FAN)",
+            )
+        if "targets" in prim:
+            self.ignored_morph += 1
+        apath = f"{path}.attributes"
+        if "POSITION" not in attrs:
+            self.fail(apath, "POSITION is missing; vkdqs needs vertex positions")
+        pos_i = self.as_index(attrs["POSITION"], f"{apath}.POSITION", "accessors")
+        float3 = ((FLOAT, False),)
+        pos = self.typed_accessor(pos_i, f"{apath}.POSITION", ("VEC3",), float3, vertex=True)
+        n = pos.count
+        positions = pos.data.astype(np.float32)
+
+        def same_count(acc: _Accessor, user: str) -> None:
+            if acc.count != n:
+                self.fail(user, f"has {acc.count} elements but POSITION has {n}")
+
+        normals = None
+        if "NORMAL" in attrs:
+            user = f"{apath}.NORMAL"
+            nrm = self.typed_accessor(
+                self.as_index(attrs["NORMAL"], user, "accessors"),
+                user,
+                ("VEC3",),
+                float3,
+                vertex=True,
+            )
+            same_count(nrm, user)
+            normals = nrm.data.astype(np.float32)
+
+        joints, weights = self._skin_attributes(attrs, apath, n, same_count)
+
+        if "indices" in prim:
+            user = f"{path}.indices"
+            ia = self.typed_accessor(
+                self.as_index(prim["indices"], user, "accessors"),
+                user,
+                ("SCALAR",),
+                ((UNSIGNED_BYTE, False), (UNSIGNED_SHORT, False), (UNSIGNED_INT, False)),
+            )
+            idx = ia.data[:, 0].astype(np.int64)
+            restart = np.iinfo(ia.data.dtype).max
+            bad = (idx >= n) | (idx == restart)
+            if np.any(bad):
+                k = int(np.argmax(bad))
+                why = (
+                    "the primitive-restart value, which glTF forbids"
+                    if idx[k] == restart
+                    else f"out of range for {n} vertices"
+                )
+                self.fail(user, f"element {k} is {idx[k]}: {why}")
+        else:
+            idx = np.arange(n, dtype=np.int64)
+        if mode == 4 and len(idx) % 3:
+            what = "indices" if "indices" in prim else "vertices"
+            self.fail(path, f"TRIANGLES with {len(idx)} {what}, not a multiple of 3")
+        tri = _triangulate(idx, mode)
+
+        computed = normals is None
+        if computed and flat_normals:
+            # Flat shading needs a vertex per triangle corner.
+            positions = positions[tri]
+            joints = None if joints is None else joints[tri]
+            weights = None if weights is None else weights[tri]
+            tri = np.arange(len(tri), dtype=np.int64)
+            face = vertex_normals(positions, tri)
+            normals = face.astype(np.float32)
+        elif computed:
+            normals = vertex_normals(positions, tri).astype(np.float32)
+        else:
+            bad = np.linalg.norm(normals.astype(np.float64), axis=1) < 1e-12
+            if np.any(bad):
+                # Exporters write zero normals on degenerate faces; SkinnedMesh needs unit
+                # normals, so such vertices get the computed smooth normal instead.
+                normals = normals.copy()
+                normals[bad] = vertex_normals(positions, tri)[bad]
+                _log.info("%s: %s: %d zero-length normals recomputed", self.name, path, bad.sum())
+        return Primitive(
+            positions,
+            normals,
+            joints,
+            weights,
+            tri.astype(np.uint32),
+            mode,
+            computed,
+        )
+
+    def _skin_attributes(
+        self, attrs: dict, apath: str, n: int, same_count: Any
+    ) -> tuple[NDArray | None, NDArray | None]:
+        sets = set()
+        for key in attrs:
+            m = re.fullmatch(r"(JOINTS|WEIGHTS)_(\d+)", key)
+            if m:
+                sets.add(int(m.group(2)))
+        if not sets:
+            return None, None
+        joints, weights = [], []
+        for k in range(max(sets) + 1):
+            jkey, wkey = f"JOINTS_{k}", f"WEIGHTS_{k}"
+            for key in (jkey, wkey):
+                if key not in attrs:
+                    self.fail(apath, f"{key} is missing (JOINTS_n/WEIGHTS_n come in pairs from 0)")
+            juser, wuser = f"{apath}.{jkey}", f"{apath}.{wkey}"
+            ja = self.typed_accessor(
+                self.as_index(attrs[jkey], juser, "accessors"),
+                juser,
+                ("VEC4",),
+                ((UNSIGNED_BYTE, False), (UNSIGNED_SHORT, False)),
+                vertex=True,
+            )
+            wa = self.typed_accessor(
+                self.as_index(attrs[wkey], wuser, "accessors"),
+                wuser,
+                ("VEC4",),
+                ((FLOAT, False), (UNSIGNED_BYTE, True), (UNSIGNED_SHORT, True)),
+                vertex=True,
+            )
+            same_count(ja, juser)
+            same_count(wa, wuser)
+            w = wa.floats()
+            if np.any(w < 0):
+                v, c = np.argwhere(w < 0)[0]
+                self.fail(wuser, f"vertex {v} has negative weight {w[v, c]}")
+            joints.append(ja.data.astype(np.uint16))
+            weights.append(w)
+        j = np.concatenate(joints, axis=1)
+        w = np.concatenate(weights, axis=1)
+        total = w.sum(axis=1)
+        off = np.abs(total - 1.0) > WEIGHT_SUM_TOL
+        if np.any(off):
+            v = int(np.argmax(off))
+            self.weight_warnings.append((apath.rsplit(".", 1)[0], int(off.sum()), v, total[v]))
+        return j, w.astype(np.float32)
+
+    def meshes(self, nodes: tuple[Node, ...], flat_normals: bool) -> list[list[Primitive]]:
+        out = []
+        for m, mesh in enumerate(self.array("meshes")):
+            path = f"meshes[{m}]"
+            prims = self.get_list(mesh, "primitives", path, required=True)
+            if not prims:
+                self.fail(f"{path}.primitives", "must not be empty")
+            decoded = []
+            for p, prim in enumerate(prims):  # over primitives
+                if not isinstance(prim, dict):
+                    self.fail(f"{path}.primitives[{p}]", f"must be an object, got {_show(prim)}")
+                decoded.append(self.primitive(m, p, prim, flat_normals))
+            out.append(decoded)
+        return out
+
+    def skins(self, nodes: tuple[Node, ...]) -> tuple[Skin, ...]:
+        out = []
+        for s, sk in enumerate(self.array("skins")):
+            path = f"skins[{s}]"
+            raw = self.get_list(sk, "joints", path, required=True)
+            if not raw:
+                self.fail(f"{path}.joints", "must not be empty")
+            joints = [self.as_index(j, f"{path}.joints[{k}]", "nodes") for k, j in enumerate(raw)]
+            if len(set(joints)) != len(joints):
+                dup = next(j for j in joints if joints.count(j) > 1)
+                self.fail(f"{path}.joints", f"lists nodes[{dup}] twice")
+            count = len(joints)
+            ibm_i = self.get_index(sk, "inverseBindMatrices", path, "accessors")
+            if ibm_i is None:
+                ibm = np.broadcast_to(np.eye(4), (count, 4, 4)).copy()
+            else:
+                user = f"{path}.inverseBindMatrices"
+                acc = self.typed_accessor(ibm_i, user, ("MAT4",), ((FLOAT, False),))
+                if acc.count < count:
+                    self.fail(
+                        user, f"accessors[{ibm_i}] has {acc.count} matrices for {count} joints"
+                    )
+                ibm = acc.data[:count].astype(np.float64)
+                bottom = np.abs(ibm[:, 3, :] - (0.0, 0.0, 0.0, 1.0)).max(axis=1)
+                if np.any(bottom > 1e-3):
+                    k = int(np.argmax(bottom > 1e-3))
+                    self.fail(
+                        user, f"matrix {k} has bottom row {ibm[k, 3].tolist()}, not (0, 0, 0, 1)"
+                    )
+                ibm[:, 3, :] = (0.0, 0.0, 0.0, 1.0)
+            skeleton = self.get_index(sk, "skeleton", path, "nodes")
+            if skeleton is not None:
+                for k, j in enumerate(joints):  # over joints, at load
+                    a = j
+                    while a is not None and a != skeleton:
+                        a = nodes[a].parent
+                    if a is None:
+                        self.fail(
+                            f"{path}.skeleton",
+                            f"joints[{k}] (nodes[{j}]) is not under the skeleton nodes[{skeleton}]",
+                        )
+            names = tuple(nodes[j].name for j in joints)
+            out.append(
+                Skin(
+                    s,
+                    self.get_str(sk, "name", path),
+                    np.array(joints, np.int64),
+                    names,
+                    ibm,
+                    skeleton,
+                )
+            )
+        return tuple(out)
+
+    def check_skinned_nodes(
+        self, nodes: tuple[Node, ...], prims: list[list[Primitive]], skins: tuple[Skin, ...]
+    ) -> None:
+        for nd in nodes:
+            if nd.skin is None:
+                continue
+            count = skins[nd.skin].joint_count
+            for p, prim in enumerate(prims[nd.mesh]):
+                path = f"meshes[{nd.mesh}].primitives[{p}]"
+                if prim.joints is None:
+                    self.fail(
+                        path,
+                        f"has no JOINTS_0/WEIGHTS_0 but nodes[{nd.index}] skins it with "
+                        f"skins[{nd.skin}]",
+                    )
+                # Only weighted slots matter: exporters fill unused slots with joint 0.
+                bad = (prim.weights > 0) & (prim.joints >= count)
+                if np.any(bad):
+                    v, c = np.argwhere(bad)[0]
+                    self.fail(
+                        path,
+                        f"JOINTS_{c // 4} uses joint {prim.joints[v, c]} (vertex {v}) but "
+                        f"skins[{nd.skin}] has {count} joints",
+                    )
+
+    def animations(self, nodes: tuple[Node, ...]) -> tuple[Animation, ...]:
+        out = []
+        for a, anim in enumerate(self.array("animations")):
+            path = f"animations[{a}]"
+            samplers = self.get_list(anim, "samplers", path, required=True)
+            channels = self.get_list(anim, "channels", path, required=True)
+            for k, s in enumerate(samplers):
+                if not isinstance(s, dict):
+                    self.fail(f"{path}.samplers[{k}]", f"must be an object, got {_show(s)}")
+            decoded: list[Channel] = []
+            ignored = 0
+            duration = 0.0
+            seen: dict[tuple[int, str], int] = {}
+            for c, ch in enumerate(channels):  # over channels, at load
+                cpath = f"{path}.channels[{c}]"
+                if not isinstance(ch, dict):
+                    self.fail(cpath, f"must be an object, got {_show(ch)}")
+                si = self.as_int(ch.get("sampler"), f"{cpath}.sampler") if "sampler" in ch else None
+                if si is None:
+                    self.fail(cpath, "required property 'sampler' is missing")
+                if not 0 <= si < len(samplers):
+                    self.fail(
+                        f"{cpath}.sampler",
+                        f"{si} is not an index into {path}.samplers ({len(samplers)} elements)",
+                    )
+                target = self.get_obj(ch, "target", cpath, required=True)
+                tpath = f"{cpath}.target"
+                node = self.get_index(target, "node", tpath, "nodes")
+                kind = self.get_str(target, "path", tpath, required=True)
+                if kind not in _PATHS:
+                    self.fail(f"{tpath}.path", f"{_show(kind)} is not {', '.join(_PATHS)}")
+                if node is not None:
+                    if (node, kind) in seen:
+                        first = seen[node, kind]
+                        self.fail(
+                            tpath, f"nodes[{node}].{kind} is already animated by channels[{first}]"
+                        )
+                    seen[node, kind] = c
+                    if kind != "weights" and nodes[node].matrix is not None:
+                        self.fail(tpath, f"nodes[{node}] is animated but has a matrix")
+                channel, end = self._channel(
+                    samplers[si], f"{path}.samplers[{si}]", node, kind, cpath
+                )
+                duration = max(duration, end)
+                if channel is None:
+                    ignored += 1
+                else:
+                    decoded.append(channel)
+            if ignored:
+                self.ignored_morph += ignored
+            out.append(
+                Animation(
+                    self.get_str(anim, "name", path),
+                    tuple(decoded),
+                    duration=duration,
+                    ignored_channels=ignored,
+                )
+            )
+        return tuple(out)
+
+    def _channel(
+        self, sampler: dict, spath: str, node: int | None, kind: str, cpath: str
+    ) -> tuple[Channel | None, float]:
+        interp = self.get_str(sampler, "interpolation", spath, default="LINEAR")
+        if interp not in _INTERPOLATIONS:
+            self.fail(
+                f"{spath}.interpolation", f"{_show(interp)} is not LINEAR, STEP or CUBICSPLINE"
+            )
+        in_user, out_user = f"{spath}.input", f"{spath}.output"
+        ii = self.get_index(sampler, "input", spath, "accessors", required=True)
+        oi = self.get_index(sampler, "output", spath, "accessors", required=True)
+        times = self.typed_accessor(ii, in_user, ("SCALAR",), ((FLOAT, False),)).data[:, 0]
+        times = times.astype(np.float64)
+        steps = np.diff(times)
+        if np.any(steps <= 0):
+            k = int(np.argmax(steps <= 0)) + 1
+            self.fail(
+                in_user,
+                f"key times must be strictly increasing: key {k} is {times[k]:g} after "
+                f"{times[k - 1]:g}",
+            )
+        end = float(times[-1])
+        if node is None or kind == "weights":
+            # Morph target weights (and extension-defined targets) are not used by vkdqs.
+            return None, end
+        if kind == "rotation":
+            out = self.typed_accessor(
+                oi,
+                out_user,
+                ("VEC4",),
+                (
+                    (FLOAT, False),
+                    (BYTE, True),
+                    (UNSIGNED_BYTE, True),
+                    (SHORT, True),
+                    (UNSIGNED_SHORT, True),
+                ),
+            )
+        else:
+            out = self.typed_accessor(oi, out_user, ("VEC3",), ((FLOAT, False),))
+        values = out.floats()
+        k = len(times)
+        need = 3 * k if interp == "CUBICSPLINE" else k
+        if out.count != need:
+            self.fail(
+                out_user,
+                f"accessors[{oi}] has {out.count} elements; {interp} with {k} keys needs {need}",
+            )
+        in_t = out_t = None
+        if interp == "CUBICSPLINE":
+            # Each key stores (in-tangent, value, out-tangent).
+            triples = values.reshape(k, 3, -1)
+            in_t, values, out_t = triples[:, 0], triples[:, 1].copy(), triples[:, 2]
+        if kind == "rotation":
+            length = np.linalg.norm(values, axis=1)
+            if np.any(length < 1e-6):
+                j = int(np.argmax(length < 1e-6))
+                self.fail(out_user, f"key {j} is a zero quaternion {values[j].tolist()}")
+            values = values / length[:, None]
+        return Channel(node, kind, interp, times, values, in_t, out_t), end
+
+
+def load_gltf(path: str | Path, *, flat_normals: bool = False) -> GltfScene:
+    """Load a ``.gltf`` or ``.glb`` file.
+
+    Parameters
+    ----------
+    path : str or Path
+    flat_normals : bool, keyword-only
+        For primitives without ``NORMAL``: False (default) computes smooth angle-weighted vertex
+        normals on the shared vertices; True splits vertices per triangle and gives each its
+        face normal, which is what the glTF spec asks viewers to do.
+
+    Returns
+    -------
+    GltfScene
+
+    Raises
+    ------
+    GltfError
+        The file cannot be read, is malformed, or uses something vkdqs does not support; the
+        message names the file, the JSON path and the problem.
+    """
+    path = Path(path)
+    name = path.name
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise GltfError(f"{name}: cannot read the file: {exc.strerror or exc}") from exc
+    glb_bin = None
+    if raw[:4] == b"glTF":
+        json_bytes, glb_bin = _parse_glb(raw, name)
+    elif path.suffix.lower() == ".glb":
+        raise GltfError(f"{name}: GLB header: magic {raw[:4]!r} is not b'glTF'")
+    else:
+        json_bytes = raw
+    doc = _parse_json(json_bytes, name)
+    r = _Reader(path, doc, glb_bin)
+    r.check_asset()
+    nodes = r.nodes()
+    roots = r.scene_roots(nodes)
+    prims = r.meshes(nodes, flat_normals)
+    skins = r.skins(nodes)
+    r.check_skinned_nodes(nodes, prims, skins)
+    animations = r.animations(nodes)
+    r.check_unused()
+
+    meshes = []
+    for m, mesh_prims in enumerate(prims):
+        users = tuple(nd.index for nd in nodes if nd.mesh == m)
+        skin = next((nodes[u].skin for u in users if nodes[u].skin is not None), None)
+        name_m = r.get_str(r.array("meshes")[m], "name", f"meshes[{m}]")
+        meshes.append(Mesh(m, name_m, tuple(mesh_prims), users, skin))
+
+    if r.weight_warnings:
+        where, _, v, total = r.weight_warnings[0]
+        vertices = sum(w[1] for w in r.weight_warnings)
+        _log.warning(
+            "%s: %d vertices have weights not summing to 1 (first: %s vertex %d, sum %.6g); "
+            "they are renormalized",
+            name,
+            vertices,
+            where,
+            v,
+            total,
+        )
+    if r.ignored_morph:
+        _log.info(
+            "%s: morph targets are ignored (%d primitives/channels use them)", name, r.ignored_morph
+        )
+    return GltfScene(path, nodes, tuple(meshes), skins, animations, roots)

@@ -1,0 +1,529 @@
+"""The loaded scene: nodes, meshes, skins and the node hierarchy math (global and skinning
+matrices at rest or at a time of an animation).
+
+Rigid parts
+-----------
+A mesh on a node without ``skin`` is attached rigidly to that node: its vertex ``p`` is drawn at
+``node_global_matrices(...)[node] @ p``. :meth:`GltfScene.rigid_meshes` lists these instances with
+their global matrices at a given animation time (parts parented to joint nodes follow the joint).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vkdqs import dq
+from vkdqs.errors import InputError
+from vkdqs.gltf.animation import Animation
+from vkdqs.gltf.errors import GltfError
+from vkdqs.mesh import SkinnedMesh
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """One node of the hierarchy, with its rest (unanimated) local transform.
+
+    Attributes
+    ----------
+    index : int
+    name : str
+        ``""`` when the file gives none.
+    parent : int or None
+    children : tuple of int
+    mesh, skin : int or None
+    translation : ndarray, [3]
+    rotation : ndarray, [4]
+        Unit quaternion ``(x, y, z, w)``.
+    scale : ndarray, [3]
+    matrix : ndarray, [4, 4] or None
+        The node's ``matrix`` when it has one (then TRS are identity and unused).
+    """
+
+    index: int
+    name: str
+    parent: int | None
+    children: tuple[int, ...]
+    mesh: int | None
+    skin: int | None
+    translation: NDArray[np.float64]
+    rotation: NDArray[np.float64]
+    scale: NDArray[np.float64]
+    matrix: NDArray[np.float64] | None
+
+
+@dataclass(frozen=True, eq=False)
+class Primitive:
+    """One triangle primitive of a mesh, decoded.
+
+    Attributes
+    ----------
+    positions : ndarray of float32, [N, 3]
+    normals : ndarray of float32, [N, 3]
+        From ``NORMAL``, or computed when ``normals_computed``.
+    joints : ndarray of uint16, [N, 4 * S] or None
+        ``JOINTS_0 .. JOINTS_{S-1}`` side by side; None for a primitive without skin attributes.
+    weights : ndarray of float32, [N, 4 * S] or None
+        ``WEIGHTS_n`` as in the file (normalized integers converted to float), not renormalized.
+    indices : ndarray of uint32, [3 T]
+        Triangle list (strips and fans converted; ``arange`` for non-indexed triangles).
+    mode : int
+        The file's primitive mode (4, 5 or 6).
+    normals_computed : bool
+    """
+
+    positions: NDArray[np.float32]
+    normals: NDArray[np.float32]
+    joints: NDArray[np.uint16] | None
+    weights: NDArray[np.float32] | None
+    indices: NDArray[np.uint32]
+    mode: int
+    normals_computed: bool
+
+    @property
+    def vertex_count(self) -> int:
+        return int(self.positions.shape[0])
+
+    @property
+    def triangle_count(self) -> int:
+        return int(self.indices.shape[0] // 3)
+
+
+@dataclass(frozen=True, eq=False)
+class Mesh:
+    """A mesh: its primitives and the nodes that instantiate it.
+
+    Attributes
+    ----------
+    index : int
+    name : str
+    primitives : tuple of Primitive
+    nodes : tuple of int
+        Nodes whose ``mesh`` is this mesh.
+    skin : int or None
+        The skin of the first skinned node using this mesh (its joint indices refer to that skin);
+        None when no node skins it.
+    """
+
+    index: int
+    name: str
+    primitives: tuple[Primitive, ...]
+    nodes: tuple[int, ...]
+    skin: int | None
+
+    @property
+    def skinned(self) -> bool:
+        """Every primitive has ``JOINTS_0``/``WEIGHTS_0``."""
+        return all(p.joints is not None for p in self.primitives)
+
+    @property
+    def vertex_count(self) -> int:
+        return sum(p.vertex_count for p in self.primitives)
+
+    @property
+    def triangle_count(self) -> int:
+        return sum(p.triangle_count for p in self.primitives)
+
+    @property
+    def max_influences(self) -> int:
+        """Largest number of non-zero weights on one vertex (0 for a rigid mesh)."""
+        counts = [
+            int((p.weights > 0).sum(axis=1).max()) for p in self.primitives if p.weights is not None
+        ]
+        return max(counts, default=0)
+
+
+@dataclass(frozen=True, eq=False)
+class Skin:
+    """A skin: joint nodes and their inverse bind matrices.
+
+    Attributes
+    ----------
+    index : int
+    name : str
+    joints : ndarray of int64, [J]
+        Node index of each joint.
+    joint_names : tuple of str
+    inverse_bind_matrices : ndarray of float64, [J, 4, 4]
+    skeleton : int or None
+    """
+
+    index: int
+    name: str
+    joints: NDArray[np.int64]
+    joint_names: tuple[str, ...]
+    inverse_bind_matrices: NDArray[np.float64]
+    skeleton: int | None
+
+    @property
+    def joint_count(self) -> int:
+        return int(self.joints.shape[0])
+
+
+@dataclass(frozen=True)
+class RigidInstance:
+    """A mesh drawn rigidly by a node without a skin.
+
+    Attributes
+    ----------
+    mesh : int
+    node : int
+    matrix : ndarray, [4, 4]
+        The node's global matrix: vertex ``p`` goes to ``matrix @ p``.
+    """
+
+    mesh: int
+    node: int
+    matrix: NDArray[np.float64]
+
+
+class GltfScene:
+    """A loaded glTF file. Create it with :func:`load_gltf`.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+    nodes : tuple of Node
+    meshes : tuple of Mesh
+    skins : tuple of Skin
+    animations : tuple of Animation
+    scene_roots : tuple of int
+        Root nodes of the default scene (``scene``, else scene 0, else every parentless node).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        nodes: tuple[Node, ...],
+        meshes: tuple[Mesh, ...],
+        skins: tuple[Skin, ...],
+        animations: tuple[Animation, ...],
+        scene_roots: tuple[int, ...],
+    ) -> None:
+        self.path = path
+        self.nodes = nodes
+        self.meshes = meshes
+        self.skins = skins
+        self.animations = animations
+        self.scene_roots = scene_roots
+        n = len(nodes)
+        self._rest_t = np.array([nd.translation for nd in nodes]).reshape(n, 3)
+        self._rest_r = np.array([nd.rotation for nd in nodes]).reshape(n, 4)
+        self._rest_s = np.array([nd.scale for nd in nodes]).reshape(n, 3)
+        self._matrix_nodes = np.array(
+            [nd.index for nd in nodes if nd.matrix is not None], dtype=np.int64
+        )
+        self._matrices = np.array([nd.matrix for nd in nodes if nd.matrix is not None]).reshape(
+            -1, 4, 4
+        )
+        # Nodes grouped by depth, so globals compose one level at a time (vectorized per level).
+        depth = np.zeros(n, dtype=np.int64)
+        for nd in _topological(nodes):
+            if nd.parent is not None:
+                depth[nd.index] = depth[nd.parent] + 1
+        parents = np.array([-1 if nd.parent is None else nd.parent for nd in nodes], np.int64)
+        self._levels = []
+        for level in range(1, int(depth.max(initial=0)) + 1):
+            members = np.flatnonzero(depth == level)
+            self._levels.append((members, parents[members]))
+
+    def __repr__(self) -> str:
+        return (
+            f"GltfScene({self.path.name!r}: {len(self.meshes)} meshes, {len(self.skins)} skins, "
+            f"{len(self.animations)} animations, {len(self.nodes)} nodes)"
+        )
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def _animation(self, animation: int | str) -> Animation:
+        if isinstance(animation, str):
+            for a in self.animations:
+                if a.name == animation:
+                    return a
+            names = ", ".join(repr(a.name) for a in self.animations) or "none"
+            raise InputError(f"{self.path.name}: no animation named {animation!r} (have {names})")
+        if isinstance(animation, bool) or not isinstance(animation, (int, np.integer)):
+            raise InputError(f"animation must be an int, a name or None, got {animation!r}")
+        if not 0 <= animation < len(self.animations):
+            raise InputError(
+                f"{self.path.name}: animation {animation} out of range "
+                f"({len(self.animations)} animations)"
+            )
+        return self.animations[int(animation)]
+
+    def _index(self, i: int, items: tuple, what: str) -> int:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise InputError(f"{what} index must be an int, got {i!r}")
+        if not 0 <= i < len(items):
+            raise InputError(f"{self.path.name}: {what} {i} out of range ({len(items)} {what}s)")
+        return int(i)
+
+    # -- poses -------------------------------------------------------------------------------
+
+    def node_global_matrices(
+        self, animation: int | str | None = None, time: float = 0.0
+    ) -> NDArray[np.float64]:
+        """Global (world) matrix of every node, at rest or at ``time`` of an animation.
+
+        Parameters
+        ----------
+        animation : int, str or None
+            Animation index or name; None for the rest pose (the nodes' own TRS/matrix).
+        time : float
+            Seconds; clamped to each channel's key range.
+
+        Returns
+        -------
+        ndarray, [num_nodes, 4, 4]
+            ``global[n] = global[parent(n)] @ local[n]``.
+        """
+        t, r, s = self._rest_t.copy(), self._rest_r.copy(), self._rest_s.copy()
+        if animation is not None:
+            anim = self._animation(animation)
+            values = anim.sample(float(time))
+            ch, nodes = anim._targets["translation"]
+            t[nodes] = values[ch, :3]
+            ch, nodes = anim._targets["rotation"]
+            r[nodes] = values[ch]
+            ch, nodes = anim._targets["scale"]
+            s[nodes] = values[ch, :3]
+        local = _trs_matrices(t, r, s)
+        if len(self._matrix_nodes):
+            local[self._matrix_nodes] = self._matrices
+        glob = local
+        for members, parents in self._levels:
+            glob[members] = glob[parents] @ local[members]
+        return glob
+
+    def skinning_matrices(
+        self, skin: int = 0, animation: int | str | None = 0, time: float = 0.0
+    ) -> NDArray[np.float64]:
+        """Joint matrices of a skin: ``global(joint) @ inverse_bind_matrix``.
+
+        The transform of the skinned mesh's own node is ignored, as the spec requires, so these
+        map the mesh's bind-space vertices straight to world space.
+
+        Parameters
+        ----------
+        skin : int
+        animation : int, str or None
+            None for the rest pose.
+        time : float
+
+        Returns
+        -------
+        ndarray, [J, 4, 4]
+            In the skin's joint order (the order ``JOINTS_n`` indices refer to).
+        """
+        sk = self.skins[self._index(skin, self.skins, "skin")]
+        glob = self.node_global_matrices(animation, time)
+        return glob[sk.joints] @ sk.inverse_bind_matrices
+
+    def rigid_meshes(
+        self, animation: int | str | None = None, time: float = 0.0
+    ) -> list[RigidInstance]:
+        """Meshes placed by nodes without a skin, with their global matrices.
+
+        Parameters
+        ----------
+        animation : int, str or None
+        time : float
+
+        Returns
+        -------
+        list of RigidInstance
+            One per (node, mesh), in node order.
+        """
+        glob = self.node_global_matrices(animation, time)
+        return [
+            RigidInstance(nd.mesh, nd.index, glob[nd.index])
+            for nd in self.nodes
+            if nd.mesh is not None and nd.skin is None
+        ]
+
+    # -- meshes ------------------------------------------------------------------------------
+
+    def skinned_mesh(self, mesh: int = 0) -> SkinnedMesh:
+        """The primitives of one mesh merged into a :class:`vkdqs.SkinnedMesh`.
+
+        Indices are offset per primitive; the influences of ``JOINTS_0/WEIGHTS_0``,
+        ``JOINTS_1/WEIGHTS_1``, ... are side by side (SkinnedMesh sorts, compacts and renormalizes
+        them). Joint indices refer to ``meshes[mesh].skin``.
+
+        Parameters
+        ----------
+        mesh : int
+
+        Returns
+        -------
+        SkinnedMesh
+
+        Raises
+        ------
+        InputError
+            The mesh index does not exist, or the mesh has a primitive without ``JOINTS_0``.
+        GltfError
+            SkinnedMesh rejected the data (e.g. more than 8 non-zero weights on a vertex).
+        """
+        m = self.meshes[self._index(mesh, self.meshes, "mesh")]
+        rigid = [i for i, p in enumerate(m.primitives) if p.joints is None]
+        if rigid:
+            raise InputError(
+                f"{self.path.name}: meshes[{m.index}] ({m.name!r}) primitive {rigid[0]} has no "
+                "JOINTS_0/WEIGHTS_0; it is a rigid mesh (see GltfScene.rigid_meshes)"
+            )
+        width = max(p.joints.shape[1] for p in m.primitives)
+        pos, nrm, jnt, wgt, idx = [], [], [], [], []
+        offset = 0
+        for p in m.primitives:  # a few primitives; the data inside is whole arrays
+            pad = width - p.joints.shape[1]
+            pos.append(p.positions)
+            nrm.append(p.normals)
+            jnt.append(np.pad(p.joints, ((0, 0), (0, pad))))
+            wgt.append(np.pad(p.weights, ((0, 0), (0, pad))))
+            idx.append(p.indices.astype(np.int64) + offset)
+            offset += p.vertex_count
+        try:
+            return SkinnedMesh(
+                np.concatenate(pos),
+                np.concatenate(nrm),
+                np.concatenate(jnt),
+                np.concatenate(wgt),
+                np.concatenate(idx),
+            )
+        except InputError as exc:
+            raise GltfError(f"{self.path.name}: meshes[{m.index}]: {exc}") from exc
+
+    # -- summary -----------------------------------------------------------------------------
+
+    def info(self) -> dict[str, Any]:
+        """A JSON-friendly summary: meshes, skins, animations (for ``vkdqs info``).
+
+        Returns
+        -------
+        dict
+            ``{"file", "nodes", "meshes": [...], "skins": [...], "animations": [...]}``; each
+            skin lists ``joints``, ``max_influences`` (over meshes bound to it) and
+            ``scaled_joints`` (a joint has a non-unit local scale at rest or in some
+            animation) and ``rest_skinning_scale`` (min, max column length of the rest-pose
+            skinning matrices: ``[1, 1]`` when they are rigid).
+        """
+        meshes = [
+            {
+                "index": m.index,
+                "name": m.name,
+                "primitives": len(m.primitives),
+                "vertices": m.vertex_count,
+                "triangles": m.triangle_count,
+                "skinned": m.skinned,
+                "skin": m.skin,
+                "nodes": list(m.nodes),
+                "max_influences": m.max_influences,
+                "computed_normals": any(p.normals_computed for p in m.primitives),
+            }
+            for m in self.meshes
+        ]
+        skins = []
+        rest = self.node_global_matrices(None)
+        for sk in self.skins:
+            bound = [m.max_influences for m in self.meshes if m.skin == sk.index]
+            # Column lengths of the rest skinning matrices: 1 for rigid ones. DQS needs rigid
+            # matrices, so a file whose armature sits under a scaled node shows it here.
+            cols = np.linalg.norm((rest[sk.joints] @ sk.inverse_bind_matrices)[:, :3, :3], axis=1)
+            skins.append(
+                {
+                    "index": sk.index,
+                    "name": sk.name,
+                    "joints": sk.joint_count,
+                    "joint_names": list(sk.joint_names),
+                    "max_influences": max(bound, default=0),
+                    "scaled_joints": self._has_scale(sk),
+                    "rest_skinning_scale": [float(cols.min()), float(cols.max())],
+                }
+            )
+        animations = [
+            {
+                "index": i,
+                "name": a.name,
+                "duration": a.duration,
+                "channels": len(a.channels),
+                "ignored_channels": a.ignored_channels,
+                "interpolations": sorted({ch.interpolation for ch in a.channels}),
+            }
+            for i, a in enumerate(self.animations)
+        ]
+        return {
+            "file": self.path.name,
+            "nodes": len(self.nodes),
+            "meshes": meshes,
+            "skins": skins,
+            "animations": animations,
+        }
+
+    def summary(self) -> str:
+        """:meth:`info` as a few human-readable lines."""
+        info = self.info()
+        lines = [f"{info['file']}: {info['nodes']} nodes"]
+        for m in info["meshes"]:
+            kind = f"skin {m['skin']}" if m["skin"] is not None else "rigid"
+            lines.append(
+                f"  mesh {m['index']} {m['name']!r}: {m['primitives']} primitives, "
+                f"{m['vertices']} vertices, {m['triangles']} triangles, {kind}, "
+                f"max {m['max_influences']} influences"
+            )
+        for s in info["skins"]:
+            scaled = ", scaled joints" if s["scaled_joints"] else ""
+            lo, hi = s["rest_skinning_scale"]
+            if max(abs(lo - 1.0), abs(hi - 1.0)) > 1e-4:
+                scaled += f", rest skinning scale {lo:.4g}..{hi:.4g}"
+            lines.append(
+                f"  skin {s['index']} {s['name']!r}: {s['joints']} joints, "
+                f"max {s['max_influences']} influences{scaled}"
+            )
+        for a in info["animations"]:
+            lines.append(
+                f"  animation {a['index']} {a['name']!r}: {a['duration']:.3f} s, "
+                f"{a['channels']} channels ({'/'.join(a['interpolations'])})"
+            )
+        return "\n".join(lines)
+
+    def _has_scale(self, skin: Skin, atol: float = 1e-4) -> bool:
+        joints = set(skin.joints.tolist())
+        for j in joints:
+            nd = self.nodes[j]
+            if nd.matrix is not None:
+                col = np.linalg.norm(nd.matrix[:3, :3], axis=0)
+                if np.any(np.abs(col - 1.0) > atol):
+                    return True
+            elif np.any(np.abs(nd.scale - 1.0) > atol):
+                return True
+        for a in self.animations:
+            for ch in a.channels:
+                if ch.path == "scale" and ch.node in joints:
+                    if np.any(np.abs(ch.values - 1.0) > atol):
+                        return True
+        return False
+
+
+def _trs_matrices(t: NDArray, r: NDArray, s: NDArray) -> NDArray[np.float64]:
+    """``T @ R @ S`` for ``[n, 3]``, ``[n, 4]``, ``[n, 3]`` -> ``[n, 4, 4]``."""
+    out = np.zeros((len(t), 4, 4))
+    # R @ diag(s) scales the columns of R.
+    out[:, :3, :3] = dq.quat_to_matrix(r) * s[:, None, :]
+    out[:, :3, 3] = t
+    out[:, 3, 3] = 1.0
+    return out
+
+
+def _topological(nodes: tuple[Node, ...]) -> list[Node]:
+    """Nodes with every parent before its children (the hierarchy was checked acyclic)."""
+    order = [nd for nd in nodes if nd.parent is None]
+    i = 0
+    while i < len(order):
+        order.extend(nodes[c] for c in order[i].children)
+        i += 1
+    return order
