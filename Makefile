@@ -19,6 +19,10 @@ deps:
 	for p in $(DEB_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
+	if [ "$$(command -v $(PYTHON))" = /usr/bin/python3 ]; then \
+	  dpkg-query -W -f='$${Status}' python3-venv 2>/dev/null | grep -q "install ok installed" \
+	    || missing="$$missing python3-venv"; \
+	fi; \
 	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then \
 	  if ! command -v apt-get >/dev/null; then \
