@@ -22,21 +22,29 @@ from .errors import (
 from .mesh import SkinnedMesh
 
 if TYPE_CHECKING:
+    from .camera import Camera
     from .device import Device
+    from .gltf import GltfError, load_gltf
+    from .renderer import Renderer
     from .skinner import Skinner
+    from .targets import OffscreenTarget, SwapchainTarget
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Camera",
     "Device",
     "GltfError",
     "InputError",
     "LimitError",
     "NoSuitableDeviceError",
     "ObjectDestroyedError",
+    "OffscreenTarget",
+    "Renderer",
     "ShaderError",
     "SkinnedMesh",
     "Skinner",
+    "SwapchainTarget",
     "ValidationLayerError",
     "VkdqsError",
     "VulkanError",
@@ -47,8 +55,12 @@ __all__ = [
 ]
 
 _LAZY = {
+    "Camera": ".camera",
     "Device": ".device",
+    "OffscreenTarget": ".targets",
+    "Renderer": ".renderer",
     "Skinner": ".skinner",
+    "SwapchainTarget": ".targets",
     "procedural": ".procedural",
     "load_gltf": ".gltf",
     "GltfError": ".gltf",
