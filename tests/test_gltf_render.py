@@ -19,34 +19,16 @@ from vkdqs.renderer import Renderer
 from vkdqs.scenes import GltfScenePlayer
 from vkdqs.targets import OffscreenTarget
 
+from . import imaging
 from .conftest import validation_available
 from .gltf_fixtures import make_rig
+from .imaging import CLEAR, covered, pixel_box
 
 W, H = 320, 240
-CLEAR = (0.02, 0.025, 0.035, 1.0)
-
-
-def srgb8(linear):
-    c = np.asarray(linear, dtype=np.float64)
-    s = np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055)
-    return np.round(s * 255.0)
-
-
-def covered(img):
-    """Pixels that are not the clear colour."""
-    return np.abs(img[..., :3].astype(int) - srgb8(CLEAR[:3])).max(axis=-1) > 2
-
-
-def pixel_box(mask):
-    """(x0, y0, x1, y1) of the covered pixel centres."""
-    ys, xs = np.nonzero(mask)
-    assert len(xs), "nothing drawn"
-    return np.array([xs.min(), ys.min(), xs.max(), ys.max()]) + 0.5
 
 
 def projected_box(renderer, points):
-    px = renderer.camera.project(points, W, H)
-    return np.array([px[:, 0].min(), px[:, 1].min(), px[:, 0].max(), px[:, 1].max()])
+    return imaging.projected_box(renderer.camera, points, W, H)
 
 
 @pytest.fixture(scope="module")

@@ -10,19 +10,9 @@ from vkdqs.renderer import Renderer
 from vkdqs.skinner import Skinner
 from vkdqs.targets import OffscreenTarget
 
+from .imaging import CLEAR, covered, pixel_box, projected_box, srgb8
+
 W, H = 320, 240
-CLEAR = (0.02, 0.025, 0.035, 1.0)
-
-
-def srgb8(linear):
-    c = np.asarray(linear, dtype=np.float64)
-    s = np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055)
-    return np.round(s * 255.0)
-
-
-def covered(img):
-    """Pixels that are not the clear colour."""
-    return np.abs(img[..., :3].astype(int) - srgb8(CLEAR[:3])).max(axis=-1) > 2
 
 
 @pytest.fixture
@@ -75,12 +65,9 @@ def test_image_bounding_box_matches_projected_vertices(device, scene, method, an
     img = renderer.render_image()
     with Skinner(device, mesh, bone_count=2, method=method, path="vertex") as skinner:
         positions, _ = skinner.skin(pose)
-    px = renderer.camera.project(positions, W, H)
-    ys, xs = np.nonzero(covered(img))
     # covered pixel centres (x + 0.5) lie inside the projected hull
-    got = np.array([xs.min() + 0.5, ys.min() + 0.5, xs.max() + 0.5, ys.max() + 0.5])
-    want = np.array([px[:, 0].min(), px[:, 1].min(), px[:, 0].max(), px[:, 1].max()])
-    np.testing.assert_allclose(got, want, atol=2.0)
+    got = pixel_box(covered(img))
+    np.testing.assert_allclose(got, projected_box(renderer.camera, positions, W, H), atol=2.0)
 
 
 @pytest.mark.parametrize("method", ["dqs", "lbs"])
@@ -105,11 +92,8 @@ def test_eight_influences_and_scaled_bones_render_where_the_skinner_puts_them(de
         cam = renderer.camera
     with Skinner(device, mesh, bone_count=8, method=method, path="vertex") as skinner:
         positions, _ = skinner.skin(pose)
-    px = cam.project(positions, W, H)
-    ys, xs = np.nonzero(covered(img))
-    got = np.array([xs.min() + 0.5, ys.min() + 0.5, xs.max() + 0.5, ys.max() + 0.5])
-    want = np.array([px[:, 0].min(), px[:, 1].min(), px[:, 0].max(), px[:, 1].max()])
-    np.testing.assert_allclose(got, want, atol=2.0)
+    got = pixel_box(covered(img))
+    np.testing.assert_allclose(got, projected_box(cam, positions, W, H), atol=2.0)
 
 
 def test_mirrored_instances_keep_their_outside_faces(scene):
