@@ -37,6 +37,8 @@ def pytest_configure(config):
 
         if VALIDATION_LAYER in available_layers():
             os.environ.setdefault("VKDQS_VALIDATION", "1")
+            # synchronization validation too: missing barriers and cross-submission hazards
+            os.environ.setdefault("VKDQS_SYNC_VALIDATION", "1")
     except Exception:  # no Vulkan loader: the GPU fixtures report it
         pass
 

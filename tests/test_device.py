@@ -69,3 +69,22 @@ def test_live_objects_count_children(fresh_device):
     assert fresh_device.live_objects() == 1
     b.destroy()
     assert fresh_device.live_objects() == 0
+
+
+def test_synchronization_validation_is_on_in_the_suite(fresh_device):
+    """Two writes to one buffer with no barrier between them: only sync validation sees it."""
+    from vkdqs.commands import CommandBuffer
+
+    if not fresh_device.validation:
+        pytest.skip("the validation layer is not installed")
+    buf = fresh_device.create_buffer(256, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, label="hazard")
+    with CommandBuffer(fresh_device, label="hazard") as cb:
+        cmd = cb.begin()
+        vk.vkCmdFillBuffer(cmd, buf.handle, 0, 256, 1)
+        vk.vkCmdFillBuffer(cmd, buf.handle, 0, 256, 2)
+        cb.end()
+        cb.submit_and_wait()
+    buf.destroy()
+    messages = [m.message for m in fresh_device.take_messages()]
+    assert any("SYNC-HAZARD-WRITE-AFTER-WRITE" in m for m in messages), messages
+    conftest._VALIDATION_RECORDS.records.clear()

@@ -193,6 +193,8 @@ class Device:
         Enable the Khronos validation layer and route its messages to :mod:`logging`
         (logger ``vkdqs.validation``). Default: ``$VKDQS_VALIDATION`` (off when unset).
         Errors are also kept in :attr:`validation_errors` so tests can fail on them.
+        ``$VKDQS_SYNC_VALIDATION=1`` adds the layer's synchronization validation (hazards
+        between commands and submissions); the test suite turns it on.
     instance_extensions : sequence of str
         Extra instance extensions (e.g. those GLFW needs for a window surface).
     device_extensions : sequence of str
@@ -249,9 +251,22 @@ class Device:
             apiVersion=API_VERSION,
         )
         messenger_info = self._messenger_info() if validation else None
+        chain = messenger_info
+        if validation and _env_flag("VKDQS_SYNC_VALIDATION"):
+            # Synchronization validation (opt-in in the layer): reports missing barriers and
+            # hazards between submissions, which plain validation does not see.
+            extensions = [*extensions, vk.VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME]
+            self._validation_features = [
+                vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
+            ]
+            chain = vk.VkValidationFeaturesEXT(
+                pNext=messenger_info,
+                enabledValidationFeatureCount=1,
+                pEnabledValidationFeatures=self._validation_features,
+            )
         info = vk.VkInstanceCreateInfo(
             # Chained so that instance creation and destruction are validated too.
-            pNext=messenger_info,
+            pNext=chain,
             pApplicationInfo=app,
             ppEnabledLayerNames=layers,
             ppEnabledExtensionNames=extensions,
