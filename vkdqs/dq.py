@@ -693,7 +693,7 @@ def skin_dqs(
 
     ref = bones[j[:, 0], 0]
     blend = np.zeros((p.shape[0], 2, 4), dtype)
-    for k in range(j.shape[1]):  # loop over the <= 4 influence slots, not over vertices
+    for k in range(j.shape[1]):  # loop over the <= 8 influence slots, not over vertices
         dq_k = bones[j[:, k]]
         w_k = w[:, k]
         if antipodal:
@@ -781,7 +781,7 @@ def skin_lbs(
     p, n, w, mats = (a.astype(dtype, copy=False) for a in (p, n, w, mats[:, :3, :]))
 
     m = np.zeros((p.shape[0], 3, 4), dtype)
-    for k in range(j.shape[1]):  # loop over the <= 4 influence slots, not over vertices
+    for k in range(j.shape[1]):  # loop over the <= 8 influence slots, not over vertices
         m += w[:, k, None, None] * mats[j[:, k]]
     wsum = w.sum(axis=1)
     at_rest = ~(wsum >= LBS_EPS)

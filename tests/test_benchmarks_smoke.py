@@ -1,0 +1,40 @@
+"""The benchmark scripts run and write their JSON (tiny sizes; no timing is asserted here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _run(script, *args):
+    result = subprocess.run(
+        [sys.executable, str(BENCH / script), *args], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_skinning_benchmark_smoke(tmp_path, device):
+    out = tmp_path / "skinning.json"
+    args = ["--sizes", "2000", "--rounds", "1", "--warmup", "0", "--numpy-rounds", "1"]
+    text = _run("bench_skinning.py", *args, "--out", str(out))
+    assert "compute dqs/lbs time" in text
+    (res,) = json.loads(out.read_text())["results"]
+    assert res["n"] == 2000
+    assert set(res["rows"]) == {
+        f"{p}/{m}" for p in ("compute", "vertex", "numpy32") for m in ("dqs", "lbs")
+    }
+
+
+def test_render_benchmark_smoke(tmp_path, device):
+    out = tmp_path / "render.json"
+    args = ["--sizes", "2000", "--instances", "2", "--rounds", "1", "--frames", "2"]
+    text = _run("bench_render.py", *args, "--out", str(out))
+    assert "vs unskinned" in text
+    results = json.loads(out.read_text())["results"]
+    assert [r["instances"] for r in results] == [1, 2]
+    assert set(results[0]["methods"]) == {"dqs", "lbs", "none"}
