@@ -40,3 +40,15 @@ def test_demo_without_a_display_renders_a_png(tmp_path, device, monkeypatch, cap
     assert cli.main(["demo", "--step", "170"]) == 0
     assert (tmp_path / "vkdqs-demo.png").exists()
     assert "wrote vkdqs-demo.png" in capsys.readouterr().out
+
+
+def test_demo_with_an_unreachable_display_falls_back_to_a_png(
+    tmp_path, device, monkeypatch, capsys
+):
+    monkeypatch.setenv("DISPLAY", ":9999")  # set, but no X server there
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["demo", "--step", "170"]) == 0
+    out = capsys.readouterr().out
+    assert "the viewer could not open" in out
+    assert (tmp_path / "vkdqs-demo.png").exists()

@@ -78,7 +78,12 @@ def demo(args: argparse.Namespace) -> int:
         return 0
     if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
         print("opening the viewer (H for help, Esc to quit)")
-        return view(argparse.Namespace(size="1280x720", present_mode="fifo", samples=4, model=None))
+        try:
+            return view(
+                argparse.Namespace(size="1280x720", present_mode="fifo", samples=4, model=None)
+            )
+        except VkdqsError as exc:  # e.g. DISPLAY set but unreachable: fall back to a PNG
+            print(f"the viewer could not open ({exc}); rendering a PNG instead")
     out = Path("vkdqs-demo.png")
     render(
         argparse.Namespace(
