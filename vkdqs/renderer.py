@@ -336,7 +336,7 @@ class Renderer(ResourceOwner):
         count = max(1, len(self.instances)) * len(self._frames)
         self._pool = self._keep(descriptor_pool(dev, _BINDINGS, sets=count, label="render"))
         writes = []
-        keep_alive = []
+        keep_alive = []  # cffi structs the writes point into must live until the update call
         for frame in self._frames:
             frame.sets = []
             for inst, (bones_at, block_at, scales_at) in zip(

@@ -215,6 +215,39 @@ class _TargetBase(ResourceOwner):
         for obj in objs:
             self._drop(obj)
 
+    def _depth_and_msaa(
+        self, width: int, height: int, samples: int, label: str
+    ) -> tuple[Image, Image | None]:
+        """The depth attachment and, with MSAA, the multisampled colour attachment."""
+        sample_bit = _SAMPLE_BITS[samples]
+        depth = self._keep(
+            Image(
+                self.device,
+                width,
+                height,
+                self.depth_format,
+                vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
+                vk.VK_IMAGE_ASPECT_DEPTH_BIT,
+                samples=sample_bit,
+                label=f"{label} depth",
+            )
+        )
+        if samples == 1:
+            return depth, None
+        msaa = self._keep(
+            Image(
+                self.device,
+                width,
+                height,
+                self.color_format,
+                vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSIENT_ATTACHMENT_BIT,
+                vk.VK_IMAGE_ASPECT_COLOR_BIT,
+                samples=sample_bit,
+                label=f"{label} msaa",
+            )
+        )
+        return depth, msaa
+
 
 class OffscreenTarget(_TargetBase):
     """Renders into images and reads each frame back as an ``(H, W, 4)`` uint8 array.
@@ -259,33 +292,7 @@ class OffscreenTarget(_TargetBase):
         self._readback: list[Buffer] = []
         color_aspect = vk.VK_IMAGE_ASPECT_COLOR_BIT
         for i in range(frames_in_flight):
-            sample_bit = _SAMPLE_BITS[samples]
-            depth = self._keep(
-                Image(
-                    device,
-                    w,
-                    h,
-                    self.depth_format,
-                    vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
-                    vk.VK_IMAGE_ASPECT_DEPTH_BIT,
-                    samples=sample_bit,
-                    label=f"offscreen depth {i}",
-                )
-            )
-            if samples > 1:
-                msaa = self._keep(
-                    Image(
-                        device,
-                        w,
-                        h,
-                        self.color_format,
-                        vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT
-                        | vk.VK_IMAGE_USAGE_TRANSIENT_ATTACHMENT_BIT,
-                        color_aspect,
-                        samples=sample_bit,
-                        label=f"offscreen msaa {i}",
-                    )
-                )
+            depth, msaa = self._depth_and_msaa(w, h, samples, f"offscreen {i}")
             resolved = self._keep(
                 Image(
                     device,
@@ -297,10 +304,7 @@ class OffscreenTarget(_TargetBase):
                     label=f"offscreen color {i}",
                 )
             )
-            if samples > 1:
-                views = [msaa.view, depth.view, resolved.view]
-            else:
-                views = [resolved.view, depth.view]
+            views = [msaa.view, depth.view, resolved.view] if msaa else [resolved.view, depth.view]
             self._resolved.append(resolved)
             self._framebuffers.append(
                 self._keep(
@@ -448,7 +452,6 @@ class SwapchainTarget(_TargetBase):
         self._swapchain = None
         self._swapchain_obj: DeviceObject | None = None
         self._images: list = []
-        self._views: list = []
         self._per_image: list[DeviceObject] = []
         self._render_finished: list = []
         self.extent = (0, 0)
@@ -508,37 +511,9 @@ class SwapchainTarget(_TargetBase):
         )
         self._images = list(self._fn["vkGetSwapchainImagesKHR"](vk_device, swapchain))
         self.extent = (width, height)
-        sample_bit = _SAMPLE_BITS[self.samples]
         color_aspect = vk.VK_IMAGE_ASPECT_COLOR_BIT
-        depth = self._keep(
-            Image(
-                device,
-                width,
-                height,
-                self.depth_format,
-                vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
-                vk.VK_IMAGE_ASPECT_DEPTH_BIT,
-                samples=sample_bit,
-                label="swapchain depth",
-            )
-        )
-        self._per_image = [depth]
-        msaa = None
-        if self.samples > 1:
-            msaa = self._keep(
-                Image(
-                    device,
-                    width,
-                    height,
-                    self.color_format,
-                    vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT
-                    | vk.VK_IMAGE_USAGE_TRANSIENT_ATTACHMENT_BIT,
-                    color_aspect,
-                    samples=sample_bit,
-                    label="swapchain msaa",
-                )
-            )
-            self._per_image.append(msaa)
+        depth, msaa = self._depth_and_msaa(width, height, self.samples, "swapchain")
+        self._per_image = [depth] if msaa is None else [depth, msaa]
         self._framebuffers = []
         self._render_finished = []
         for i, image in enumerate(self._images):
