@@ -21,7 +21,6 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -31,35 +30,10 @@ MANIFEST = SPIRV_DIR / "manifest.json"
 TARGET_ENV = "vulkan1.1"
 
 
-@dataclass(frozen=True)
-class Variant:
-    """One SPIR-V output: a GLSL source compiled with a set of defines."""
-
-    name: str  # output file is shaders/spirv/<name>.spv
-    source: str  # relative to shaders/glsl
-    defines: tuple[str, ...] = ()
-
-
-# Variants whose *interface* differs (bone block type, extra inputs, readback buffer) are #define
-# variants; everything else is chosen at pipeline creation with specialization constants.
-# Skinning variants: skin_<method>[_8][_readback].vert and skin_<method>[_8].comp, where method is
-# dqs (rigid DQS), lbs, or dqs_scale (two-phase DQS for bones with scale), and _8 has 8 influences.
-_METHODS = {"dqs": (), "lbs": ("SKIN_LBS",), "dqs_scale": ("SKIN_DQS_SCALE",)}
-_INFLUENCES = {"": (), "_8": ("SKIN_INFLUENCES_8",)}
-VARIANTS: tuple[Variant, ...] = (
-    *(
-        Variant(f"skin_{method}{inf}{kind}.{stage}", f"skin.{stage}", defines + more + extra)
-        for method, defines in _METHODS.items()
-        for inf, more in _INFLUENCES.items()
-        for kind, stage, extra in (
-            ("", "vert", ()),
-            ("_readback", "vert", ("SKIN_READBACK",)),
-            ("", "comp", ()),
-        )
-    ),
-    Variant("skin_none.vert", "skin.vert", ("SKIN_NONE",)),
-    Variant("skin.frag", "skin.frag"),
-)
+# The variants are listed once, in vkdqs/shader_interface.py, with the rest of the interface the
+# host and the GLSL share; tests/test_shader_interface.py checks them against the SPIR-V.
+sys.path.insert(0, str(ROOT))
+from vkdqs.shader_interface import VARIANTS, Variant  # noqa: E402
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 

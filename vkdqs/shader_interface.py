@@ -1,0 +1,297 @@
+"""The Python side of the shader interface: one place for what the GLSL and the host must agree on.
+
+Binding numbers, descriptor types, bone and scale strides, push-constant sizes, the instance
+block, the mesh's vertex and texel formats, specialization-constant ids, sample counts and the
+list of SPIR-V variants all live here. The Skinner, the renderer, the targets and
+``build_shaders.py`` read them from this module, and ``tests/test_shader_interface.py`` checks
+them against the committed SPIR-V (bindings, descriptor types, array strides, vertex inputs and
+specialization ids read out of the modules), so adding a variant or a binding is one edit here
+plus the GLSL, and a test says when the two disagree.
+
+Pure Python and numpy: Vulkan enum values are written as numbers (from the Vulkan
+specification; a test compares them with the ``vulkan`` binding), so ``build_shaders.py`` and
+the numpy-only layers can import this module without a Vulkan loader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum, IntFlag
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .mesh import SkinnedMesh
+
+
+class DescriptorType(IntEnum):
+    """``VkDescriptorType`` values used by vkdqs's shaders."""
+
+    UNIFORM_TEXEL_BUFFER = 4
+    STORAGE_TEXEL_BUFFER = 5
+    UNIFORM_BUFFER = 6
+    STORAGE_BUFFER = 7
+    UNIFORM_BUFFER_DYNAMIC = 8
+
+
+class Format(IntEnum):
+    """``VkFormat`` values of vertex attributes, texel buffers and colour targets."""
+
+    R8G8B8A8_SRGB = 43
+    B8G8R8A8_SRGB = 50
+    R32_SFLOAT = 100
+    R32G32B32_SFLOAT = 106
+    R32G32B32A32_SINT = 108
+    R32G32B32A32_SFLOAT = 109
+
+
+class Stage(IntFlag):
+    """``VkShaderStageFlagBits``."""
+
+    VERTEX = 0x01
+    FRAGMENT = 0x10
+    COMPUTE = 0x20
+
+
+# -- specialization constants (constant_id in the GLSL) ---------------------------------------
+
+MAX_BONES_ID = 0  #: ``MAX_BONES``: how many bones the bone blocks hold
+LOCAL_SIZE_ID = 1  #: the compute shader's ``local_size_x``
+LOCAL_SIZE = 64  #: compute workgroup size vkdqs uses
+
+# -- bone blocks ------------------------------------------------------------------------------
+
+#: Shader methods: the layout of the bone block (``mat2x4`` dual quaternions, or the three rows
+#: of an affine ``mat3x4``) and, for two-phase DQS, a second block of ``[S | 0]`` rows.
+SHADER_METHODS = ("dqs", "dqs_scale", "lbs")
+#: std140 array stride of one bone in the bone block (binding :data:`BONES`), in bytes.
+BONE_STRIDE = {"dqs": 32, "dqs_scale": 32, "lbs": 48}
+#: std140 array stride of one bone's ``mat3x4`` scale/shear rows (binding :data:`BONE_SCALES`).
+SCALE_STRIDE = 48
+#: floats per bone as packed by :mod:`vkdqs.bones` (the stride over 4 bytes).
+BONE_FLOATS = {m: s // 4 for m, s in BONE_STRIDE.items()}
+SCALE_FLOATS = SCALE_STRIDE // 4
+
+# -- bindings (set 0) -------------------------------------------------------------------------
+
+BONES = 0  #: BoneBlock (every skinning variant)
+BONE_SCALES = 6  #: BoneScaleBlock (dqs_scale variants)
+INSTANCE = 1  #: InstanceBlock (rendering variants and skin.frag)
+READBACK_OUT = 1  #: SkinnedVertices storage buffer (readback variants)
+COMPUTE_OUT = 5  #: the compute shader's r32f output storage texel buffer
+
+
+@dataclass(frozen=True)
+class MeshInput:
+    """One (N, 4) array of 32-bit rows of the mesh, as the shaders read it.
+
+    The compute shader reads it through a uniform texel buffer at ``binding`` in
+    ``texel_format``; the vertex shaders through an attribute at ``location`` in
+    ``vertex_format`` (one vertex-buffer binding per attribute, stride :data:`MESH_ROW_BYTES`).
+    """
+
+    name: str
+    texel_format: Format
+    vertex_format: Format
+    binding: int
+    location: int
+    eight_only: bool = False  #: only in the 8-influence variants
+
+
+MESH_ROW_BYTES = 16
+MESH_INPUTS = (
+    MeshInput("positions", Format.R32G32B32A32_SFLOAT, Format.R32G32B32_SFLOAT, 1, 0),
+    MeshInput("normals", Format.R32G32B32A32_SFLOAT, Format.R32G32B32_SFLOAT, 2, 1),
+    MeshInput("joints", Format.R32G32B32A32_SINT, Format.R32G32B32A32_SINT, 3, 2),
+    MeshInput("weights", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 4, 3),
+    MeshInput("joints_1", Format.R32G32B32A32_SINT, Format.R32G32B32A32_SINT, 7, 4, True),
+    MeshInput("weights_1", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 8, 5, True),
+)
+#: Format of the compute shader's output texel buffer (one float per texel).
+COMPUTE_OUT_FORMAT = Format.R32_SFLOAT
+
+
+def mesh_inputs(slots: int) -> tuple[MeshInput, ...]:
+    """The inputs a mesh with ``slots`` (4 or 8) influence slots provides, in location order."""
+    return tuple(m for m in MESH_INPUTS if slots == 8 or not m.eight_only)
+
+
+def mesh_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
+    """The mesh as the shaders read it: one (N, 4) 32-bit array per :func:`mesh_inputs` entry."""
+    n = mesh.vertex_count
+    pad = np.zeros((n, 1), np.float32)
+    arrays = {
+        "positions": np.hstack([mesh.positions, pad]),
+        "normals": np.hstack([mesh.normals, pad]),
+        "joints": np.ascontiguousarray(mesh.joints[:, :4], dtype=np.int32),
+        "weights": np.ascontiguousarray(mesh.weights[:, :4]),
+    }
+    if mesh.slots == 8:
+        arrays["joints_1"] = np.ascontiguousarray(mesh.joints[:, 4:], dtype=np.int32)
+        arrays["weights_1"] = np.ascontiguousarray(mesh.weights[:, 4:])
+    return arrays
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One descriptor of a set layout: binding number, type and the stages that use it."""
+
+    binding: int
+    type: DescriptorType
+    stages: Stage
+
+
+def compute_bindings(method: str, slots: int) -> tuple[Binding, ...]:
+    """The descriptor set of ``skin_<method>[_8].comp``."""
+    c = Stage.COMPUTE
+    out = [Binding(BONES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, c)]
+    if method == "dqs_scale":
+        out.append(Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, c))
+    out += [Binding(m.binding, DescriptorType.UNIFORM_TEXEL_BUFFER, c) for m in mesh_inputs(slots)]
+    out.append(Binding(COMPUTE_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, c))
+    return tuple(sorted(out, key=lambda b: b.binding))
+
+
+def readback_bindings(method: str) -> tuple[Binding, ...]:
+    """The descriptor set of ``skin_<method>[_8]_readback.vert``."""
+    v = Stage.VERTEX
+    out = [Binding(BONES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, v)]
+    out.append(Binding(READBACK_OUT, DescriptorType.STORAGE_BUFFER, v))
+    if method == "dqs_scale":
+        out.append(Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, v))
+    return tuple(out)
+
+
+#: The renderer's one set layout, shared by every rendering variant (the bone-scale block is
+#: bound for all of them, used only by dqs_scale; skin_none uses only the instance block).
+RENDER_BINDINGS = (
+    Binding(BONES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
+    Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
+    Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
+)
+
+# -- push constants ---------------------------------------------------------------------------
+
+COMPUTE_PUSH_BYTES = 12  #: uint vertex_count, position_base, normal_base
+RENDER_PUSH_BYTES = 64  #: mat4 view_projection
+READBACK_PUSH_BYTES = 72  #: mat4 view_projection, uint position_base, normal_base
+
+# -- the renderer's instance block ------------------------------------------------------------
+
+#: std140 ``InstanceBlock`` of ``shaders/glsl/include/instance.glsl`` (binding :data:`INSTANCE`).
+INSTANCE_BLOCK = np.dtype(
+    [
+        ("model", "<f4", (4, 4)),  # column-major, as GLSL reads it
+        ("normal_matrix", "<f4", (4, 4)),
+        ("base_color", "<f4", 4),
+        ("key_light", "<f4", 4),
+        ("fill_light", "<f4", 4),
+        ("ambient", "<f4", 4),
+        ("camera_position", "<f4", 4),
+        ("debug", "<i4", 4),
+    ]
+)
+assert INSTANCE_BLOCK.itemsize == 224
+
+# -- render targets ---------------------------------------------------------------------------
+
+#: Sample counts vkdqs renders with; ``VkSampleCountFlagBits`` for n samples is the number n.
+SAMPLE_COUNTS = (1, 2, 4, 8)
+OFFSCREEN_COLOR_FORMAT = Format.R8G8B8A8_SRGB
+#: Swapchain formats in order of preference (sRGB, so the shader's linear output is encoded).
+SWAPCHAIN_COLOR_FORMATS = (Format.B8G8R8A8_SRGB, Format.R8G8B8A8_SRGB)
+
+
+def sample_bit(samples: int) -> int:
+    """``VkSampleCountFlagBits`` for ``samples`` (1, 2, 4 or 8)."""
+    if samples not in SAMPLE_COUNTS:
+        raise ValueError(f"samples must be one of {SAMPLE_COUNTS}, got {samples!r}")
+    return samples
+
+
+# -- SPIR-V variants --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One SPIR-V module: a GLSL source compiled with a set of defines.
+
+    ``kind`` is "render" (skin.vert), "readback" (skin.vert drawn as points, writing a storage
+    buffer), "compute" (skin.comp) or "fragment" (skin.frag); ``method`` is a shader method or
+    "none" (the unskinned rendering baseline); ``slots`` the influence slots (4 or 8).
+    """
+
+    name: str  # the module is shaders/spirv/<name>.spv
+    source: str  # relative to shaders/glsl
+    defines: tuple[str, ...]
+    kind: str
+    method: str
+    slots: int
+
+
+_METHOD_DEFINES = {"dqs": (), "lbs": ("SKIN_LBS",), "dqs_scale": ("SKIN_DQS_SCALE",)}
+_KINDS = {  # kind: (name suffix, stage, defines)
+    "render": ("", "vert", ()),
+    "readback": ("_readback", "vert", ("SKIN_READBACK",)),
+    "compute": ("", "comp", ()),
+}
+
+
+def variant_name(kind: str, method: str, slots: int = 4) -> str:
+    """The module name of a skinning variant, e.g. ``skin_dqs_8_readback.vert``."""
+    if kind == "fragment":
+        return "skin.frag"
+    if method == "none":
+        return "skin_none.vert"
+    suffix, stage, _ = _KINDS[kind]
+    return f"skin_{method}{'_8' if slots == 8 else ''}{suffix}.{stage}"
+
+
+def _skinning_variants() -> list[Variant]:
+    out = []
+    for method, defines in _METHOD_DEFINES.items():
+        for slots in (4, 8):
+            eight = ("SKIN_INFLUENCES_8",) if slots == 8 else ()
+            for kind, (_, stage, extra) in _KINDS.items():
+                name = variant_name(kind, method, slots)
+                source = f"skin.{stage}"
+                out.append(Variant(name, source, defines + eight + extra, kind, method, slots))
+    return out
+
+
+# Variants whose *interface* differs (bone block type, extra inputs, readback buffer) are
+# #define variants; everything else is chosen at pipeline creation with specialization constants.
+VARIANTS: tuple[Variant, ...] = (
+    *_skinning_variants(),
+    Variant("skin_none.vert", "skin.vert", ("SKIN_NONE",), "render", "none", 4),
+    Variant("skin.frag", "skin.frag", (), "fragment", "none", 4),
+)
+
+
+def variant(kind: str, method: str, slots: int = 4) -> Variant:
+    """The :class:`Variant` for a kind, method and slot count (KeyError if there is none)."""
+    name = variant_name(kind, method, slots)
+    for v in VARIANTS:
+        if v.name == name:
+            return v
+    raise KeyError(name)
+
+
+def bindings_of(v: Variant) -> tuple[Binding, ...]:
+    """The descriptor set layout the host creates for a variant's pipeline."""
+    if v.kind == "compute":
+        return compute_bindings(v.method, v.slots)
+    if v.kind == "readback":
+        return readback_bindings(v.method)
+    return RENDER_BINDINGS
+
+
+def push_bytes_of(v: Variant) -> int:
+    """The size of the push-constant range the host declares for a variant's pipeline."""
+    return {
+        "compute": COMPUTE_PUSH_BYTES,
+        "readback": READBACK_PUSH_BYTES,
+        "render": RENDER_PUSH_BYTES,
+        "fragment": RENDER_PUSH_BYTES,
+    }[v.kind]
