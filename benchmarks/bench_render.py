@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from vkdqs import dq, procedural
-from vkdqs.device import Device
+from vkdqs.gpu.device import Device
 from vkdqs.renderer import Renderer
 from vkdqs.targets import OffscreenTarget
 

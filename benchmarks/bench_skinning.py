@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from vkdqs import dq, procedural
-from vkdqs.device import Device
+from vkdqs.gpu.device import Device
 from vkdqs.skinner import Skinner
 
 BONES = 64

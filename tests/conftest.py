@@ -33,7 +33,7 @@ logging.getLogger("vkdqs.validation").addHandler(_VALIDATION_RECORDS)
 def pytest_configure(config):
     # Every Device the code under test opens gets the validation layer when it is installed.
     try:
-        from vkdqs.device import VALIDATION_LAYER, available_layers
+        from vkdqs.gpu.device import VALIDATION_LAYER, available_layers
 
         if VALIDATION_LAYER in available_layers():
             os.environ.setdefault("VKDQS_VALIDATION", "1")
@@ -50,7 +50,7 @@ def _require_device() -> bool:
 def _open_device(**kwargs):
     """A validated Device, or a skip (fail when required) saying why there is none."""
     try:
-        from vkdqs.device import VALIDATION_LAYER, Device, available_layers
+        from vkdqs.gpu.device import VALIDATION_LAYER, Device, available_layers
     except OSError as exc:  # no Vulkan loader (libvulkan.so.1)
         if _require_device():
             pytest.fail(f"VKDQS_REQUIRE_DEVICE=1 but the Vulkan loader is missing: {exc}")
@@ -100,7 +100,7 @@ def _no_validation_messages(request):
 
 def pytest_report_header(config):
     try:
-        from vkdqs.device import VALIDATION_LAYER, Device, available_layers
+        from vkdqs.gpu.device import VALIDATION_LAYER, Device, available_layers
 
         validation = VALIDATION_LAYER in available_layers()
         with Device(validation=False) as dev:
@@ -114,7 +114,7 @@ def pytest_report_header(config):
 
 
 def validation_available() -> bool:
-    from vkdqs.device import VALIDATION_LAYER, available_layers
+    from vkdqs.gpu.device import VALIDATION_LAYER, available_layers
 
     return VALIDATION_LAYER in available_layers()
 

@@ -8,7 +8,7 @@ import pytest
 import vulkan as vk
 
 from vkdqs import NoSuitableDeviceError, ObjectDestroyedError
-from vkdqs.device import Device
+from vkdqs.gpu import Buffer, Device
 
 from . import conftest
 
@@ -53,15 +53,15 @@ def test_device_use_after_close(fresh_device):
     fresh_device.close()  # idempotent
     assert fresh_device.closed
     with pytest.raises(ObjectDestroyedError, match=r"Device used after close\(\)"):
-        fresh_device.create_buffer(16, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label="late")
+        Buffer(fresh_device, 16, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label="late")
     with pytest.raises(ObjectDestroyedError):
         _ = fresh_device.handle
 
 
 def test_live_objects_count_children(fresh_device):
     assert fresh_device.live_objects() == 0
-    a = fresh_device.create_buffer(16, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label="a")
-    b = fresh_device.create_buffer(16, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label="b")
+    a = Buffer(fresh_device, 16, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label="a")
+    b = Buffer(fresh_device, 16, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label="b")
     assert fresh_device.live_objects() == 2
     assert fresh_device.live_object_labels() == ["buffer 'a'", "buffer 'b'"]
     a.destroy()
@@ -73,11 +73,11 @@ def test_live_objects_count_children(fresh_device):
 
 def test_synchronization_validation_is_on_in_the_suite(fresh_device):
     """Two writes to one buffer with no barrier between them: only sync validation sees it."""
-    from vkdqs.commands import CommandBuffer
+    from vkdqs.gpu.commands import CommandBuffer
 
     if not fresh_device.validation:
         pytest.skip("the validation layer is not installed")
-    buf = fresh_device.create_buffer(256, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, label="hazard")
+    buf = Buffer(fresh_device, 256, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, label="hazard")
     with CommandBuffer(fresh_device, label="hazard") as cb:
         cmd = cb.begin()
         vk.vkCmdFillBuffer(cmd, buf.handle, 0, 256, 1)

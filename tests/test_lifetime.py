@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from vkdqs import ObjectDestroyedError, procedural
+from vkdqs.gpu import Buffer
 from vkdqs.skinner import Skinner
 
 from .conftest import _open_device
@@ -37,7 +38,7 @@ def test_device_close_cascades_to_children(fresh_device):
     ]
     for s in skinners:
         s.skin(procedural.twist_pose(30))
-    buffer = fresh_device.create_buffer(64, 0x10, label="orphan")  # uniform buffer
+    buffer = Buffer(fresh_device, 64, 0x10, label="orphan")  # uniform buffer
     assert fresh_device.live_objects() > 4
     fresh_device.close()
     assert fresh_device.live_objects() == 0

@@ -66,7 +66,7 @@ def test_wheel_contains_every_spirv_module_and_installs_standalone(tmp_path):
         timeout=300,
     )
     assert install.returncode == 0, install.stderr
-    code = "import vkdqs.shaders as s; print(s.spirv_dir()); s.spirv('skin_dqs.comp')"
+    code = "import vkdqs.gpu.shaders as s; print(s.spirv_dir()); s.spirv('skin_dqs.comp')"
     env = {**os.environ, "PYTHONPATH": str(site)}
     run = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True

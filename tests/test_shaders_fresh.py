@@ -56,7 +56,7 @@ def test_check_detects_a_stale_source(tmp_path, monkeypatch):
 
 
 def test_spirv_is_shipped_where_the_package_finds_it():
-    from vkdqs.shaders import spirv, spirv_dir
+    from vkdqs.gpu.shaders import spirv, spirv_dir
 
     assert (spirv_dir() / "manifest.json").exists()
     for variant in _build_shaders().VARIANTS:

@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from . import dq
 from .errors import (
+    CapabilityError,
     InputError,
     LimitError,
     NoSuitableDeviceError,
     ObjectDestroyedError,
+    OwnershipError,
     ShaderError,
     ValidationLayerError,
     VkdqsError,
@@ -23,8 +25,8 @@ from .mesh import SkinnedMesh
 
 if TYPE_CHECKING:
     from .camera import Camera
-    from .device import Device
     from .gltf import GltfError, load_gltf
+    from .gpu.device import Device
     from .renderer import Renderer
     from .skinner import Skinner
     from .targets import OffscreenTarget, SwapchainTarget
@@ -33,6 +35,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Camera",
+    "CapabilityError",
     "Device",
     "GltfError",
     "InputError",
@@ -40,6 +43,7 @@ __all__ = [
     "NoSuitableDeviceError",
     "ObjectDestroyedError",
     "OffscreenTarget",
+    "OwnershipError",
     "Renderer",
     "ShaderError",
     "SkinnedMesh",
@@ -56,7 +60,7 @@ __all__ = [
 
 _LAZY = {
     "Camera": ".camera",
-    "Device": ".device",
+    "Device": ".gpu.device",
     "OffscreenTarget": ".targets",
     "Renderer": ".renderer",
     "Skinner": ".skinner",

@@ -31,7 +31,7 @@ _ANIMATION_HELP = "model: animation index or name, or 'rest' (default: the first
 
 def demo(args: argparse.Namespace) -> int:
     from . import dq, procedural
-    from .device import Device
+    from .gpu import Device
     from .skinner import Skinner
 
     angles = np.arange(0.0, 171.0, args.step)
@@ -114,7 +114,7 @@ def _animation(text: str | None) -> int | str | None:
 
 def render(args: argparse.Namespace) -> int:
     """Render the candy-wrapper scene, or a glTF model, offscreen to a PNG."""
-    from .device import Device
+    from .gpu import Device
     from .png import write_png
     from .renderer import Renderer
     from .scenes import CandyWrapperScene, GltfScenePlayer

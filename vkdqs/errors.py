@@ -37,9 +37,18 @@ class NoSuitableDeviceError(VkdqsError):
     """No physical device matched; the message lists why each device was rejected."""
 
 
+class CapabilityError(VkdqsError):
+    """The device or the system lacks something vkdqs needs (a feature, format, layer, surface
+    support); the message names it and, where there is one, what to install or change."""
+
+
+class OwnershipError(InputError):
+    """An object was handed to an owner it does not belong to (another Renderer or Device)."""
+
+
 class ShaderError(VkdqsError):
     """A SPIR-V module is missing or unreadable."""
 
 
 class ValidationLayerError(VkdqsError):
-    """The Khronos validation layer reported an error (raised by the test suite's checks)."""
+    """The Khronos validation layer reported errors (:meth:`vkdqs.Device.check_validation`)."""

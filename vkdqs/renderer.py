@@ -10,10 +10,15 @@ buffer the GPU is no longer reading and never waits on the frame it just submitt
 Command buffers are recorded once and reused while nothing structural changes (instances, the
 camera, wireframe, debug view, target size): per frame, the Python work for an instance is two
 memory copies into mapped memory.
+
+Ownership: meshes and instances belong to the renderer that made them, and the target must be
+made on the renderer's Device; anything else is refused with :class:`~vkdqs.OwnershipError`.
+Threads: every public method takes the renderer's lock (and the target's, while drawing).
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,59 +27,32 @@ import vulkan as vk
 from numpy.typing import ArrayLike
 
 from . import bones as bone_packing
+from . import shader_interface as si
 from .camera import Camera
-from .commands import FENCE_TIMEOUT_NS, CommandBuffer
-from .device import Device, DeviceObject, ResourceOwner
-from .errors import InputError
-from .memory import Buffer
-from .mesh import SkinnedMesh
-from .pipelines import (
-    allocate_descriptor_set,
-    descriptor_pool,
-    descriptor_set_layout,
-    pipeline_layout,
-    shader_module,
-    vertex_inputs,
+from .errors import InputError, ObjectDestroyedError, OwnershipError
+from .gpu import (
+    Buffer,
+    BufferWrite,
+    CommandBuffer,
+    DescriptorPool,
+    DescriptorSetLayout,
+    Device,
+    Fence,
+    GraphicsPipelineDesc,
+    PipelineCache,
+    PipelineLayout,
+    ResourceOwner,
+    Semaphore,
+    write_descriptors,
 )
-from .shaders import SpecConstants
-from .skinner import mesh_arrays
+from .gpu.calls import align
+from .mesh import SkinnedMesh
 from .targets import RenderTarget
-from .vkcall import vk_errors
 
-_UBO = vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
-_VERTEX = vk.VK_SHADER_STAGE_VERTEX_BIT
-_FRAGMENT = vk.VK_SHADER_STAGE_FRAGMENT_BIT
-# bones, instance block, bone scales (two-phase DQS; unused by the other variants)
-_BINDINGS = [(0, _UBO, _VERTEX), (1, _UBO, _VERTEX | _FRAGMENT), (6, _UBO, _VERTEX)]
-_SCALE_BYTES = 48
-_PUSH_SIZE = 64  # mat4 view_projection
 #: "dqs" switches to two-phase DQS for poses with scale; "dqs_scale" always uses it; "none"
 #: draws the rest mesh without skinning (a baseline for measuring what skinning costs).
 METHODS = ("dqs", "dqs_scale", "lbs", "none")
-
-#: std140 InstanceBlock of shaders/glsl/include/instance.glsl.
-INSTANCE_BLOCK = np.dtype(
-    [
-        ("model", "<f4", (4, 4)),  # column-major, as GLSL reads it
-        ("normal_matrix", "<f4", (4, 4)),
-        ("base_color", "<f4", 4),
-        ("key_light", "<f4", 4),
-        ("fill_light", "<f4", 4),
-        ("ambient", "<f4", 4),
-        ("camera_position", "<f4", 4),
-        ("debug", "<i4", 4),
-    ]
-)
-assert INSTANCE_BLOCK.itemsize == 224
-
-
-def _align(n: int, a: int) -> int:
-    return (n + a - 1) // a * a
-
-
-def _bone_stride(method: str) -> int:
-    """Bytes per bone in the bone block: mat3x4 for LBS, mat2x4 otherwise."""
-    return 48 if method == "lbs" else 32
+INSTANCE_BLOCK = si.INSTANCE_BLOCK
 
 
 def _bone_bucket(bone_count: int) -> int:
@@ -86,7 +64,7 @@ def _bone_bucket(bone_count: int) -> int:
 
 
 class RenderMesh:
-    """A :class:`SkinnedMesh` uploaded for drawing (vertex and index buffers)."""
+    """A :class:`SkinnedMesh` uploaded for drawing (vertex and index buffers) by one renderer."""
 
     def __init__(self, renderer: Renderer, mesh: SkinnedMesh, label: str) -> None:
         if not isinstance(mesh, SkinnedMesh):
@@ -99,24 +77,37 @@ class RenderMesh:
         usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
         self.vertex_buffers: list[Buffer] = []
         # The same (N, 4) rows the Skinner uploads: 4 buffers, or 6 with 8 influences.
-        for name, arr in mesh_arrays(mesh).items():
-            buf = renderer._keep(dev.create_buffer(arr.nbytes, usage, label=f"{label} {name}"))
+        for name, arr in si.mesh_arrays(mesh).items():
+            buf = renderer._keep(Buffer(dev, arr.nbytes, usage, label=f"{label} {name}"))
             buf.write(arr)
             self.vertex_buffers.append(buf)
         self.index_buffer = renderer._keep(
-            dev.create_buffer(
-                mesh.indices.nbytes, vk.VK_BUFFER_USAGE_INDEX_BUFFER_BIT, label=f"{label} indices"
+            Buffer(
+                dev,
+                mesh.indices.nbytes,
+                vk.VK_BUFFER_USAGE_INDEX_BUFFER_BIT,
+                label=f"{label} indices",
             )
         )
         self.index_buffer.write(mesh.indices)
         self.mesh = mesh
         self.label = label
         self.index_count = int(mesh.indices.size)
+        self._renderer = weakref.ref(renderer)
+
+    @property
+    def renderer(self) -> Renderer | None:
+        """The renderer that uploaded this mesh (None once it is gone)."""
+        return self._renderer()
 
 
 @dataclass(eq=False)
 class Instance:
-    """One drawn copy of a mesh, with its own pose, model matrix, colour and method."""
+    """One drawn copy of a mesh, with its own pose, model matrix, colour and method.
+
+    Its setters replace whole values, so a thread may pose an instance while another renders:
+    each frame sees either the old or the new pose.
+    """
 
     mesh: RenderMesh
     bone_count: int
@@ -142,12 +133,22 @@ class Instance:
         self.pose = bone_packing.pack_pose(bones, self.bone_count, method)
 
     def set_model(self, model: ArrayLike) -> None:
-        m = np.asarray(model, dtype=np.float64)
-        if m.shape != (4, 4) or not np.isfinite(m).all():
+        """Place the instance with a (4, 4) affine model matrix (mesh space to world space)."""
+        try:
+            m = np.asarray(model, dtype=np.float64)
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"model must be a finite (4, 4) matrix of numbers: {exc}") from None
+        if m.shape != (4, 4):
             raise InputError(f"model must be a finite (4, 4) matrix, got shape {m.shape}")
+        if not np.isfinite(m).all():
+            r, c = (int(i) for i in np.argwhere(~np.isfinite(m))[0])
+            raise InputError(f"model must be a finite (4, 4) matrix; entry [{r}, {c}] is {m[r, c]}")
         det = np.linalg.det(m[:3, :3])
         if abs(det) < 1e-12:
-            raise InputError("model matrix is singular")
+            raise InputError(
+                f"model matrix is singular (det {det:.3g}); hide the instance "
+                "(instance.visible = False) instead of scaling it to zero"
+            )
         self.model = m
         self.mirrored = bool(det < 0.0)
 
@@ -158,20 +159,45 @@ class _Frame:
     def __init__(self, renderer: Renderer, index: int) -> None:
         dev = renderer.device
         self.index = index
-        with vk_errors("creating a frame fence"):
-            fence = vk.vkCreateFence(
-                dev.handle, vk.VkFenceCreateInfo(flags=vk.VK_FENCE_CREATE_SIGNALED_BIT), None
-            )
-        self.fence_obj = renderer._keep(
-            dev.own("fence", fence, f"frame {index}", vk.vkDestroyFence)
-        )
-        self.fence = fence
-        with vk_errors("creating a frame semaphore"):
-            sem = vk.vkCreateSemaphore(dev.handle, vk.VkSemaphoreCreateInfo(), None)
-        renderer._keep(dev.own("semaphore", sem, f"image available {index}", vk.vkDestroySemaphore))
-        self.image_available = sem
+        self.fence = renderer._keep(Fence(dev, label=f"frame {index}", signaled=True))
+        self.available = renderer._keep(Semaphore(dev, label=f"image available {index}"))
+        self.image_available = self.available.handle
         self.uniforms: Buffer | None = None
         self.sets: list[Any] = []
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """Where one instance's blocks sit in a frame's uniform buffer (byte offsets, sizes)."""
+
+    bones_at: int
+    bones_size: int
+    scales_at: int
+    scales_size: int
+    block_at: int
+
+    def writes(self, uniforms: Buffer) -> list[BufferWrite]:
+        b = {x.binding: x for x in si.RENDER_BINDINGS}
+        return [
+            BufferWrite(b[si.BONES], uniforms, self.bones_at, self.bones_size),
+            BufferWrite(b[si.INSTANCE], uniforms, self.block_at, INSTANCE_BLOCK.itemsize),
+            BufferWrite(b[si.BONE_SCALES], uniforms, self.scales_at, self.scales_size),
+        ]
+
+
+def _layout_slots(instances: list[Instance], alignment: int) -> tuple[list[_Slot], int]:
+    """Each instance's blocks, aligned for dynamic offsets; and the bytes they take."""
+    slots, offset = [], 0
+    for inst in instances:
+        bucket = _bone_bucket(inst.bone_count)
+        bones_size = bucket * si.BONE_STRIDE.get(inst.method, si.BONE_STRIDE["dqs"])
+        scales_size = bucket * si.SCALE_STRIDE
+        bones_at = offset
+        scales_at = align(bones_at + bones_size, alignment)
+        block_at = align(scales_at + scales_size, alignment)
+        offset = align(block_at + INSTANCE_BLOCK.itemsize, alignment)
+        slots.append(_Slot(bones_at, bones_size, scales_at, scales_size, block_at))
+    return slots, offset
 
 
 class Renderer(ResourceOwner):
@@ -180,7 +206,7 @@ class Renderer(ResourceOwner):
     Parameters
     ----------
     device : Device
-    target : OffscreenTarget or SwapchainTarget
+    target : OffscreenTarget or SwapchainTarget, made on ``device``
     frames_in_flight : int
     clear_color : 4 floats, linear RGBA
     cull : bool
@@ -197,6 +223,11 @@ class Renderer(ResourceOwner):
         cull: bool = True,
     ) -> None:
         super().__init__(device)
+        device.check_owns(target, "the render target")
+        if target.closed:
+            raise ObjectDestroyedError(f"{type(target).__name__} used after close()")
+        if isinstance(frames_in_flight, bool) or frames_in_flight not in range(1, 9):
+            raise InputError(f"frames_in_flight must be an int in [1, 8], got {frames_in_flight!r}")
         self.target = target
         self.clear_color = tuple(float(c) for c in clear_color)
         self.cull = cull
@@ -206,39 +237,67 @@ class Renderer(ResourceOwner):
         self.instances: list[Instance] = []
         self.meshes: list[RenderMesh] = []
         self.frames_rendered = 0
-        self._pipelines: dict[tuple, DeviceObject] = {}
+        self._pipelines = PipelineCache(self)
         self._commands: dict[tuple[int, int], tuple[CommandBuffer, tuple]] = {}
         self._layout_gen = 0
-        self._slots: list[tuple[int, int, int]] = []
+        self._slots: list[_Slot] = []
         # Adding or removing instances only marks the per-frame layout stale; the next frame
         # rebuilds it once, however many instances changed.
         self._layout_stale = True
-        self._pool: DeviceObject | None = None
+        self._pool: DescriptorPool | None = None
+        self._last: _Frame | None = None
+        self._frame_counter = 0
         try:
-            self._set_layout = self._keep(descriptor_set_layout(device, _BINDINGS, label="render"))
+            self._set_layout = self._keep(
+                DescriptorSetLayout(device, si.RENDER_BINDINGS, label="render")
+            )
             self._layout = self._keep(
-                pipeline_layout(device, [self._set_layout], _PUSH_SIZE, _VERTEX, label="render")
+                PipelineLayout(
+                    device,
+                    [self._set_layout],
+                    si.RENDER_PUSH_BYTES,
+                    si.Stage.VERTEX,
+                    label="render",
+                )
             )
             self._frames = [_Frame(self, i) for i in range(frames_in_flight)]
         except BaseException:
             self.close()
             raise
-        self._frame_counter = 0
 
     def close(self) -> None:
         """Destroy the renderer's Vulkan objects (not the target's). Safe to call twice."""
-        super().close()
-        self._commands.clear()
-        self._pipelines.clear()
+        with self._lock:
+            super().close()
+            self._commands.clear()
+            self._pipelines.clear()
 
     # -- scene ----------------------------------------------------------------------------
 
     def add_mesh(self, mesh: SkinnedMesh, *, label: str | None = None) -> RenderMesh:
         """Upload ``mesh`` once; draw it with any number of instances."""
-        self._check_open()
-        rm = RenderMesh(self, mesh, label or f"mesh {len(self.meshes)}")
-        self.meshes.append(rm)
-        return rm
+        with self._lock:
+            self._check_open()
+            rm = RenderMesh(self, mesh, label or f"mesh {len(self.meshes)}")
+            self.meshes.append(rm)
+            return rm
+
+    def _check_mesh(self, mesh: object) -> RenderMesh:
+        if isinstance(mesh, SkinnedMesh):
+            raise InputError(
+                "add_instance() takes the RenderMesh that add_mesh() returns, not a SkinnedMesh: "
+                "mesh = renderer.add_mesh(skinned_mesh)"
+            )
+        if not isinstance(mesh, RenderMesh):
+            raise InputError(
+                f"mesh must be a RenderMesh from add_mesh(), got {type(mesh).__name__}"
+            )
+        if mesh.renderer is not self:
+            raise OwnershipError(
+                f"mesh {mesh.label!r} was uploaded by another Renderer; upload it to this one "
+                "with add_mesh() (meshes belong to the renderer that made them)"
+            )
+        return mesh
 
     def add_instance(
         self,
@@ -251,49 +310,56 @@ class Renderer(ResourceOwner):
         bones: ArrayLike | None = None,
     ) -> Instance:
         """A new instance of ``mesh`` (rest pose unless ``bones`` is given)."""
-        self._check_open()
-        if method not in METHODS:
-            raise InputError(f"method must be one of {METHODS}, got {method!r}")
-        mesh.mesh.check_joints(bone_count)
-        max_bones = self.device.info.max_uniform_buffer_range // _bone_stride(method)
-        if _bone_bucket(bone_count) > max_bones:
-            raise InputError(
-                f"bone_count {bone_count} exceeds what a uniform buffer holds on this device "
-                f"(maxUniformBufferRange {self.device.info.max_uniform_buffer_range})"
-            )
-        identity = np.zeros((bone_count, 2, 4))
-        identity[:, 0, 3] = 1.0
-        rest = bone_packing.PackedPose("dqs", identity.astype(np.float32))
-        inst = Instance(mesh, bone_count, method, np.eye(4), np.ones(4), pose=rest)
-        inst.set_pose(identity if bones is None else bones)
-        inst.set_model(np.eye(4) if model is None else model)
-        c = np.asarray(color, dtype=np.float64)
-        if c.shape not in ((3,), (4,)):
-            raise InputError(f"color must have 3 or 4 components, got shape {c.shape}")
-        inst.color = np.r_[c, 1.0] if c.shape == (3,) else c
-        self.instances.append(inst)
-        self._layout_stale = True
-        return inst
+        with self._lock:
+            self._check_open()
+            mesh = self._check_mesh(mesh)
+            if method not in METHODS:
+                raise InputError(f"method must be one of {METHODS}, got {method!r}")
+            if isinstance(bone_count, bool) or not isinstance(bone_count, (int, np.integer)):
+                raise InputError(f"bone_count must be an int, got {bone_count!r}")
+            mesh.mesh.check_joints(bone_count)
+            stride = si.BONE_STRIDE.get(method, si.BONE_STRIDE["dqs"])
+            max_bones = self.device.info.max_uniform_buffer_range // stride
+            if _bone_bucket(bone_count) > max_bones:
+                raise InputError(
+                    f"bone_count {bone_count} exceeds what a uniform buffer holds on this device "
+                    f"(maxUniformBufferRange {self.device.info.max_uniform_buffer_range})"
+                )
+            identity = np.zeros((bone_count, 2, 4))
+            identity[:, 0, 3] = 1.0
+            rest = bone_packing.PackedPose("dqs", identity.astype(np.float32))
+            inst = Instance(mesh, bone_count, method, np.eye(4), np.ones(4), pose=rest)
+            inst.set_pose(identity if bones is None else bones)
+            inst.set_model(np.eye(4) if model is None else model)
+            c = np.asarray(color, dtype=np.float64)
+            if c.shape not in ((3,), (4,)) or not np.isfinite(c).all():
+                raise InputError(f"color must have 3 or 4 finite components, got {color!r}")
+            inst.color = np.r_[c, 1.0] if c.shape == (3,) else c
+            self.instances.append(inst)
+            self._layout_stale = True
+            return inst
 
     def remove_instance(self, inst: Instance) -> None:
-        self._check_open()
-        self.instances.remove(inst)
-        self._layout_stale = True
+        """Stop drawing ``inst`` (an instance of this renderer)."""
+        with self._lock:
+            self._check_open()
+            if not any(i is inst for i in self.instances):
+                raise InputError(
+                    "remove_instance(): that instance is not drawn by this renderer "
+                    "(already removed, or made by another renderer)"
+                )
+            self.instances = [i for i in self.instances if i is not inst]
+            self._layout_stale = True
 
     def scene_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """World-space box around every instance's rest mesh."""
+        if not self.instances:
+            raise InputError("the scene is empty: add_instance() before framing it")
         corners = []
         for inst in self.instances:
             lo, hi = inst.mesh.mesh.bounds
-            box = np.array(
-                [
-                    [x, y, z, 1.0]
-                    for x in (lo[0], hi[0])
-                    for y in (lo[1], hi[1])
-                    for z in (lo[2], hi[2])
-                ]
-            )
-            corners.append((box @ inst.model.T)[:, :3])
+            box = np.array(np.meshgrid(*zip(lo, hi, strict=True), indexing="ij")).reshape(3, -1).T
+            corners.append(box @ inst.model[:3, :3].T + inst.model[:3, 3])
         pts = np.vstack(corners)
         return pts.min(axis=0), pts.max(axis=0)
 
@@ -305,173 +371,52 @@ class Renderer(ResourceOwner):
     # -- per-frame resources -------------------------------------------------------------
 
     def _rebuild_frames(self) -> None:
-        """Lay out every instance's bones and block in each frame's uniform buffer."""
+        """Lay out every instance's bones and block in each frame's uniform buffer, with a
+        descriptor set per instance per frame."""
         dev = self.device
-        dev.wait_idle()
-        align = dev.info.min_uniform_buffer_offset_alignment
-        self._slots = []
-        offset = 0
-        for inst in self.instances:
-            bucket = _bone_bucket(inst.bone_count)
-            bones_at = offset
-            offset = _align(offset + bucket * _bone_stride(inst.method), align)
-            scales_at = offset
-            offset = _align(offset + bucket * _SCALE_BYTES, align)
-            block_at = offset
-            offset = _align(offset + INSTANCE_BLOCK.itemsize, align)
-            self._slots.append((bones_at, block_at, scales_at))
+        dev.wait_idle()  # the old buffers and sets may still be in use
+        self._slots, size = _layout_slots(
+            self.instances, dev.info.min_uniform_buffer_offset_alignment
+        )
+        if self._pool is not None:
+            self._drop(self._pool)
+        count = max(1, len(self.instances)) * len(self._frames)
+        self._pool = self._keep(DescriptorPool(dev, si.RENDER_BINDINGS, sets=count, label="render"))
         for frame in self._frames:
             if frame.uniforms is not None:
                 self._drop(frame.uniforms)
             frame.uniforms = self._keep(
-                dev.create_buffer(
-                    max(offset, 256),
+                Buffer(
+                    dev,
+                    max(size, 256),
                     vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT,
                     label=f"frame {frame.index} uniforms",
                 )
             )
-        if self._pool is not None:
-            self._drop(self._pool)
-            self._pool = None
-        count = max(1, len(self.instances)) * len(self._frames)
-        self._pool = self._keep(descriptor_pool(dev, _BINDINGS, sets=count, label="render"))
-        writes = []
-        keep_alive = []  # cffi structs the writes point into must live until the update call
-        for frame in self._frames:
-            frame.sets = []
-            for inst, (bones_at, block_at, scales_at) in zip(
-                self.instances, self._slots, strict=True
-            ):
-                ds = allocate_descriptor_set(dev, self._pool, self._set_layout)
-                frame.sets.append(ds)
-                bucket = _bone_bucket(inst.bone_count)
-                ranges = {
-                    0: (bones_at, bucket * _bone_stride(inst.method)),
-                    1: (block_at, INSTANCE_BLOCK.itemsize),
-                    6: (scales_at, bucket * _SCALE_BYTES),
-                }
-                infos = {
-                    b: vk.VkDescriptorBufferInfo(buffer=frame.uniforms.handle, offset=o, range=r)
-                    for b, (o, r) in ranges.items()
-                }
-                keep_alive.append(infos)
-                for binding, info in infos.items():
-                    writes.append(
-                        vk.VkWriteDescriptorSet(
-                            dstSet=ds,
-                            dstBinding=binding,
-                            descriptorCount=1,
-                            descriptorType=_UBO,
-                            pBufferInfo=[info],
-                        )
-                    )
-        if writes:
-            vk.vkUpdateDescriptorSets(dev.handle, len(writes), writes, 0, None)
+            frame.sets = [self._pool.allocate(self._set_layout) for _ in self.instances]
+            for ds, slot in zip(frame.sets, self._slots, strict=True):
+                write_descriptors(dev, ds, slot.writes(frame.uniforms))
         self._layout_gen += 1
         self._layout_stale = False
 
-    def _pipeline(self, variant: str, slots: int, max_bones: int, mirrored: bool) -> Any:
-        key = (variant, slots, max_bones, mirrored, self.wireframe, self.target.render_pass.handle)
-        pipe = self._pipelines.get(key)
-        if pipe is None:
-            pipe = self._keep(self._create_pipeline(variant, slots, max_bones, mirrored))
-            self._pipelines[key] = pipe
-        return pipe.handle
-
-    def _create_pipeline(
-        self, variant: str, slots: int, max_bones: int, mirrored: bool
-    ) -> DeviceObject:
-        dev = self.device
-        eight = slots == 8 and variant != "none"
-        vert = shader_module(dev, f"skin_{variant}{'_8' if eight else ''}.vert")
-        frag = shader_module(dev, "skin.frag")
-        try:
-            spec = SpecConstants({0: max_bones})
-            spec_info = spec.info()
-            stages = [
-                vk.VkPipelineShaderStageCreateInfo(
-                    stage=_VERTEX, module=vert.handle, pName="main", pSpecializationInfo=spec_info
-                ),
-                vk.VkPipelineShaderStageCreateInfo(
-                    stage=_FRAGMENT, module=frag.handle, pName="main"
-                ),
-            ]
-            formats = [
-                vk.VK_FORMAT_R32G32B32_SFLOAT,
-                vk.VK_FORMAT_R32G32B32_SFLOAT,
-                vk.VK_FORMAT_R32G32B32A32_SINT,
-                vk.VK_FORMAT_R32G32B32A32_SFLOAT,
-            ]
-            if eight:
-                formats += [vk.VK_FORMAT_R32G32B32A32_SINT, vk.VK_FORMAT_R32G32B32A32_SFLOAT]
-            vertex_input = vertex_inputs([(loc, fmt, 16) for loc, fmt in enumerate(formats)])
-            assembly = vk.VkPipelineInputAssemblyStateCreateInfo(
-                topology=vk.VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST
-            )
-            viewport = vk.VkPipelineViewportStateCreateInfo(viewportCount=1, scissorCount=1)
-            wire = self.wireframe and dev.info.fill_mode_non_solid
-            raster = vk.VkPipelineRasterizationStateCreateInfo(
-                polygonMode=vk.VK_POLYGON_MODE_LINE if wire else vk.VK_POLYGON_MODE_FILL,
-                cullMode=vk.VK_CULL_MODE_BACK_BIT
-                if self.cull and not wire
-                else vk.VK_CULL_MODE_NONE,
-                # a model matrix with det < 0 mirrors the mesh and flips its winding (as glTF
-                # requires renderers to handle)
-                frontFace=vk.VK_FRONT_FACE_CLOCKWISE
-                if mirrored
-                else vk.VK_FRONT_FACE_COUNTER_CLOCKWISE,
-                lineWidth=1.0,
-            )
-            samples = {
-                1: vk.VK_SAMPLE_COUNT_1_BIT,
-                2: vk.VK_SAMPLE_COUNT_2_BIT,
-                4: vk.VK_SAMPLE_COUNT_4_BIT,
-                8: vk.VK_SAMPLE_COUNT_8_BIT,
-            }
-            multisample = vk.VkPipelineMultisampleStateCreateInfo(
-                rasterizationSamples=samples[self.target.samples]
-            )
-            depth = vk.VkPipelineDepthStencilStateCreateInfo(
-                depthTestEnable=vk.VK_TRUE,
-                depthWriteEnable=vk.VK_TRUE,
-                depthCompareOp=vk.VK_COMPARE_OP_LESS,
-            )
-            blend_attachment = vk.VkPipelineColorBlendAttachmentState(
-                blendEnable=vk.VK_FALSE,
-                colorWriteMask=vk.VK_COLOR_COMPONENT_R_BIT
-                | vk.VK_COLOR_COMPONENT_G_BIT
-                | vk.VK_COLOR_COMPONENT_B_BIT
-                | vk.VK_COLOR_COMPONENT_A_BIT,
-            )
-            blend = vk.VkPipelineColorBlendStateCreateInfo(
-                attachmentCount=1, pAttachments=[blend_attachment]
-            )
-            dynamic = vk.VkPipelineDynamicStateCreateInfo(
-                dynamicStateCount=2,
-                pDynamicStates=[vk.VK_DYNAMIC_STATE_VIEWPORT, vk.VK_DYNAMIC_STATE_SCISSOR],
-            )
-            info = vk.VkGraphicsPipelineCreateInfo(
-                stageCount=2,
-                pStages=stages,
-                pVertexInputState=vertex_input,
-                pInputAssemblyState=assembly,
-                pViewportState=viewport,
-                pRasterizationState=raster,
-                pMultisampleState=multisample,
-                pDepthStencilState=depth,
-                pColorBlendState=blend,
-                pDynamicState=dynamic,
-                layout=self._layout.handle,
-                renderPass=self.target.render_pass.handle,
-                subpass=0,
-            )
-            label = f"render {variant}/{slots} x{max_bones}{' wireframe' if wire else ''}"
-            with vk_errors(f"creating graphics pipeline {label!r}"):
-                handle = vk.vkCreateGraphicsPipelines(dev.handle, None, 1, [info], None)[0]
-            return dev.own("pipeline", handle, label, vk.vkDestroyPipeline)
-        finally:
-            vert.destroy()
-            frag.destroy()
+    def _pipeline(self, inst: Instance) -> Any:
+        variant = inst.variant
+        slots = inst.mesh.mesh.slots if variant != "none" else 4
+        wire = self.wireframe and self.device.info.fill_mode_non_solid
+        inputs = si.mesh_inputs(slots)
+        desc = GraphicsPipelineDesc(
+            vertex_shader=si.variant_name("render", variant, slots),
+            fragment_shader=si.variant_name("fragment", "none"),
+            vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
+            spec=((si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),),
+            wireframe=wire,
+            cull_back=self.cull,
+            # a model matrix with det < 0 mirrors the mesh and flips its winding (as glTF
+            # requires renderers to handle)
+            clockwise=inst.mirrored,
+            samples=self.target.samples,
+        )
+        return self._pipelines.graphics(desc, self._layout, self.target.render_pass).handle
 
     # -- frames ---------------------------------------------------------------------------
 
@@ -482,7 +427,7 @@ class Renderer(ResourceOwner):
         fill = 0.6 * forward + 0.2 * up - 1.0 * right
         return key / np.linalg.norm(key), fill / np.linalg.norm(fill)
 
-    def _write_uniforms(self, frame: _Frame) -> None:
+    def _instance_blocks(self) -> np.ndarray:
         key, fill = self._lights()
         blocks = np.zeros(len(self.instances), INSTANCE_BLOCK)
         for i, inst in enumerate(self.instances):
@@ -495,22 +440,23 @@ class Renderer(ResourceOwner):
         blocks["fill_light"] = np.r_[fill, 0.25]
         blocks["ambient"] = (0.07, 0.075, 0.09, 0.3)
         blocks["camera_position"] = np.r_[self.camera.position, 1.0]
+        blocks["debug"] = (0, -1, 0, 0)
         if self.debug_bone is not None:
             # the heat map shows skinned instances only; rigid ("none") parts stay shaded
-            skinned = np.array([inst.method != "none" for inst in self.instances])
+            skinned = np.array([inst.method != "none" for inst in self.instances], dtype=bool)
             blocks["debug"][skinned] = (1, self.debug_bone, 0, 0)
-            blocks["debug"][~skinned] = (0, -1, 0, 0)
-        else:
-            blocks["debug"] = (0, -1, 0, 0)
+        return blocks
+
+    def _write_uniforms(self, frame: _Frame) -> None:
+        blocks = self._instance_blocks()
         uniforms = frame.uniforms
         assert uniforms is not None
-        for i, (inst, (bones_at, block_at, scales_at)) in enumerate(
-            zip(self.instances, self._slots, strict=True)
-        ):
-            uniforms.write(inst.pose.bones, bones_at)
-            if inst.pose.scales is not None:
-                uniforms.write(inst.pose.scales, scales_at)
-            uniforms.write(blocks[i : i + 1], block_at)
+        for i, (inst, slot) in enumerate(zip(self.instances, self._slots, strict=True)):
+            pose = inst.pose  # read once: another thread may replace it
+            uniforms.write(pose.bones, slot.bones_at)
+            if pose.scales is not None:
+                uniforms.write(pose.scales, slot.scales_at)
+            uniforms.write(blocks[i : i + 1], slot.block_at)
 
     def _state_key(self) -> tuple:
         w, h = self.target.extent
@@ -521,12 +467,11 @@ class Renderer(ResourceOwner):
             self.target.extent,
             vp.tobytes(),
             tuple((i.visible, i.variant, i.mirrored) for i in self.instances),
-            self.target.state_key() if hasattr(self.target, "state_key") else (),
+            self.target.state_key(),
         )
 
-    def _record(self, cmd_buffer: CommandBuffer, frame: _Frame, image: int) -> None:
+    def _begin_pass(self, cmd: Any, image: int) -> None:
         w, h = self.target.extent
-        cmd = cmd_buffer.begin()
         clear = [
             vk.VkClearValue(color=vk.VkClearColorValue(float32=list(self.clear_color))),
             vk.VkClearValue(depthStencil=vk.VkClearDepthStencilValue(depth=1.0, stencil=0)),
@@ -543,70 +488,51 @@ class Renderer(ResourceOwner):
         vk.vkCmdBeginRenderPass(cmd, begin, vk.VK_SUBPASS_CONTENTS_INLINE)
         vk.vkCmdSetViewport(cmd, 0, 1, [vk.VkViewport(0, 0, w, h, 0.0, 1.0)])
         vk.vkCmdSetScissor(cmd, 0, 1, [vk.VkRect2D(vk.VkOffset2D(0, 0), vk.VkExtent2D(w, h))])
-        vp = self.camera.view_projection(w / h).T.astype(np.float32)  # column-major
-        push = np.ascontiguousarray(vp)
+        push = np.ascontiguousarray(self.camera.view_projection(w / h).T, dtype=np.float32)
         vk.vkCmdPushConstants(
-            cmd, self._layout.handle, _VERTEX, 0, push.nbytes, vk.ffi.from_buffer(push)
+            cmd, self._layout.handle, si.Stage.VERTEX, 0, push.nbytes, vk.ffi.from_buffer(push)
         )
+
+    def _record(self, cmd_buffer: CommandBuffer, frame: _Frame, image: int) -> None:
+        cmd = cmd_buffer.begin()
+        self._begin_pass(cmd, image)
+        graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
         bound = None
         for inst, ds in zip(self.instances, frame.sets, strict=True):
             if not inst.visible:
                 continue
             rm = inst.mesh
-            pipe = self._pipeline(
-                inst.variant, rm.mesh.slots, _bone_bucket(inst.bone_count), inst.mirrored
-            )
+            pipe = self._pipeline(inst)
             if pipe != bound:
-                vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, pipe)
+                vk.vkCmdBindPipeline(cmd, graphics, pipe)
                 bound = pipe
             buffers = [b.handle for b in rm.vertex_buffers]
             if inst.variant == "none":
-                buffers = buffers[:4]
+                buffers = buffers[: len(si.mesh_inputs(4))]
             vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
             vk.vkCmdBindIndexBuffer(cmd, rm.index_buffer.handle, 0, vk.VK_INDEX_TYPE_UINT32)
-            vk.vkCmdBindDescriptorSets(
-                cmd, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self._layout.handle, 0, 1, [ds], 0, None
-            )
+            vk.vkCmdBindDescriptorSets(cmd, graphics, self._layout.handle, 0, 1, [ds], 0, None)
             vk.vkCmdDrawIndexed(cmd, rm.index_count, 1, 0, 0, 0)
         vk.vkCmdEndRenderPass(cmd)
         self.target.record_after_pass(cmd, image)
         cmd_buffer.end()
 
-    def render(self) -> int | None:
-        """Draw one frame into the target. Returns the frame slot used, or None when the target
-        could not take a frame (a minimized window, or a swapchain being re-created)."""
-        self._check_open()
-        if self._layout_stale:
-            self._rebuild_frames()  # waits for the GPU: the old buffers may be in use
-        frame = self._frames[self._frame_counter % len(self._frames)]
-        vk_device = self.device.handle
-        with vk_errors(f"waiting for frame slot {frame.index}"):
-            vk.vkWaitForFences(vk_device, 1, [frame.fence], vk.VK_TRUE, FENCE_TIMEOUT_NS)
-        image = self.target.acquire(frame)
-        if image is None:
-            return None
-        in_flight = getattr(self.target, "images_in_flight", None)
-        if in_flight is not None:
-            other = in_flight[image]
-            if other is not None and other is not frame:
-                vk.vkWaitForFences(vk_device, 1, [other.fence], vk.VK_TRUE, FENCE_TIMEOUT_NS)
-            in_flight[image] = frame
-        self._write_uniforms(frame)
+    def _commands_for(self, frame: _Frame, image: int) -> CommandBuffer:
+        """The frame's command buffer for ``image``, re-recorded if the scene changed."""
         key = self._state_key()
         entry = self._commands.get((frame.index, image))
-        if entry is None or entry[1] != key:
-            cmd_buffer = (
-                entry[0]
-                if entry
-                else self._keep(
-                    CommandBuffer(
-                        self.device, label=f"frame {frame.index} image {image}", fence=False
-                    )
-                )
-            )
-            self._record(cmd_buffer, frame, image)
-            self._commands[(frame.index, image)] = (cmd_buffer, key)
-        cmd_buffer = self._commands[(frame.index, image)][0]
+        if entry is not None and entry[1] == key:
+            return entry[0]
+        if entry is None:
+            label = f"frame {frame.index} image {image}"
+            cmd_buffer = self._keep(CommandBuffer(self.device, label=label, fence=False))
+        else:
+            cmd_buffer = entry[0]
+        self._record(cmd_buffer, frame, image)
+        self._commands[(frame.index, image)] = (cmd_buffer, key)
+        return cmd_buffer
+
+    def _submit(self, cmd_buffer: CommandBuffer, frame: _Frame, image: int) -> None:
         waits = self.target.wait_semaphores(frame)
         signals = self.target.signal_semaphores(image)
         submit = vk.VkSubmitInfo(
@@ -619,26 +545,48 @@ class Renderer(ResourceOwner):
             signalSemaphoreCount=len(signals),
             pSignalSemaphores=signals or None,
         )
-        vk.vkResetFences(vk_device, 1, [frame.fence])
-        with vk_errors(f"submitting frame {self.frames_rendered}"):
-            vk.vkQueueSubmit(self.device.queue, 1, [submit], frame.fence)
-        self.target.present(frame, image)
-        self._frame_counter += 1
-        self.frames_rendered += 1
-        self._last = (frame, image)
-        return frame.index
+        frame.fence.reset()
+        self.device.submit([submit], frame.fence.handle, f"submitting frame {self.frames_rendered}")
+
+    def render(self) -> int | None:
+        """Draw one frame into the target. Returns the frame slot used, or None when the target
+        could not take a frame (a minimized window, or a swapchain being re-created)."""
+        with self._lock, self.target.lock:
+            self._check_open()
+            if self.target.closed:
+                raise ObjectDestroyedError(f"the renderer's {type(self.target).__name__} is closed")
+            if self._layout_stale:
+                self._rebuild_frames()
+            frame = self._frames[self._frame_counter % len(self._frames)]
+            frame.fence.wait(f"frame slot {frame.index}")
+            image = self.target.acquire(frame)
+            if image is None:
+                return None
+            other = self.target.frame_using(image, frame)
+            if other is not None:
+                other.fence.wait(f"frame slot {other.index}")  # type: ignore[attr-defined]
+            self._write_uniforms(frame)
+            self._submit(self._commands_for(frame, image), frame, image)
+            self.target.present(frame, image)
+            self._frame_counter += 1
+            self.frames_rendered += 1
+            self._last = frame
+            return frame.index
 
     def wait(self) -> None:
-        """Block until the last submitted frame has finished on the GPU."""
-        frame, _ = self._last
-        with vk_errors("waiting for the last frame"):
-            vk.vkWaitForFences(self.device.handle, 1, [frame.fence], vk.VK_TRUE, FENCE_TIMEOUT_NS)
+        """Block until the last submitted frame has finished on the GPU (no-op before the
+        first frame)."""
+        with self._lock:
+            self._check_open()
+            if self._last is not None:
+                self._last.fence.wait("the last frame")
 
     def render_image(self) -> np.ndarray:
         """Draw one frame into an offscreen target and return it as ``(H, W, 4)`` uint8 RGBA."""
-        if not hasattr(self.target, "read"):
-            raise InputError("render_image() needs an OffscreenTarget")
-        slot = self.render()
-        assert slot is not None
-        self.wait()
-        return self.target.read(slot)
+        with self._lock:
+            if not self.target.readable:
+                raise InputError("render_image() needs an OffscreenTarget")
+            slot = self.render()
+            assert slot is not None
+            self.wait()
+            return self.target.read(slot)

@@ -6,25 +6,35 @@
   swapchain, re-created on resize, ``VK_ERROR_OUT_OF_DATE_KHR``/``VK_SUBOPTIMAL_KHR``, and
   skipped while the window is minimized (0x0).
 
-The renderer talks to a target only through: ``render_pass``, ``extent``, ``samples``,
-``acquire(frame)``, ``framebuffer(index)``, ``record_after_pass(cmd, index)``,
-``wait_semaphores(frame)``, ``signal_semaphores(index)`` and ``present(frame, index)``. It does not
-know which kind it draws into.
+The renderer talks to a target only through :class:`RenderTarget`; it does not know which kind
+it draws into.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
 import vulkan as vk
 
-from .device import Device, DeviceObject, ResourceOwner
-from .errors import InputError, VkdqsError
-from .images import Image, create_view, pick_depth_format
-from .memory import Buffer
-from .vkcall import vk_errors
+from . import shader_interface as si
+from .errors import InputError
+from .gpu import (
+    Buffer,
+    Device,
+    Framebuffer,
+    Image,
+    RenderPass,
+    RenderPassDesc,
+    ResourceOwner,
+    Semaphore,
+    Surface,
+    Swapchain,
+    SwapchainDesc,
+    pick_depth_format,
+)
+from .gpu.swapchain import image_views
 
 
 class FrameSync(Protocol):
@@ -37,14 +47,21 @@ class FrameSync(Protocol):
 class RenderTarget(Protocol):
     """The interface the renderer draws through; Offscreen- and SwapchainTarget implement it."""
 
-    render_pass: DeviceObject
+    device: Device
+    render_pass: RenderPass
     extent: tuple[int, int]
     samples: int
+    #: ``read(index)`` returns the frame drawn into framebuffer ``index`` (offscreen targets).
+    readable: bool
 
     def acquire(self, frame: FrameSync) -> int | None:
         """Index of the framebuffer to draw into, or None when no frame can be drawn now."""
 
     def framebuffer(self, index: int) -> Any: ...
+
+    def frame_using(self, index: int, frame: FrameSync) -> FrameSync | None:
+        """Record that ``frame`` now draws into framebuffer ``index``; return the frame that
+        used it before (the renderer waits for that one), if another."""
 
     def wait_semaphores(self, frame: FrameSync) -> list: ...
 
@@ -55,128 +72,18 @@ class RenderTarget(Protocol):
 
     def present(self, frame: FrameSync, index: int) -> bool: ...
 
+    def state_key(self) -> tuple:
+        """What recorded command buffers depend on besides the scene (changes force a
+        re-record)."""
 
-_SAMPLE_BITS = {
-    1: vk.VK_SAMPLE_COUNT_1_BIT,
-    2: vk.VK_SAMPLE_COUNT_2_BIT,
-    4: vk.VK_SAMPLE_COUNT_4_BIT,
-    8: vk.VK_SAMPLE_COUNT_8_BIT,
-}
+    def read(self, index: int) -> np.ndarray: ...
 
+    @property
+    def closed(self) -> bool: ...
 
-def create_render_pass(
-    device: Device,
-    color_format: int,
-    depth_format: int,
-    samples: int,
-    final_layout: int,
-    label: str,
-) -> DeviceObject:
-    """Colour (+ resolve when ``samples > 1``) and depth; the colour ends in ``final_layout``."""
-    msaa = samples > 1
-    sample_bit = _SAMPLE_BITS[samples]
-    color = vk.VkAttachmentDescription(
-        format=color_format,
-        samples=sample_bit,
-        loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
-        storeOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE if msaa else vk.VK_ATTACHMENT_STORE_OP_STORE,
-        stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
-        stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE,
-        initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
-        finalLayout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL if msaa else final_layout,
-    )
-    depth = vk.VkAttachmentDescription(
-        format=depth_format,
-        samples=sample_bit,
-        loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
-        storeOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE,
-        stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
-        stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE,
-        initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
-        finalLayout=vk.VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
-    )
-    attachments = [color, depth]
-    color_ref = vk.VkAttachmentReference(0, vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
-    depth_ref = vk.VkAttachmentReference(1, vk.VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
-    resolve_refs = None
-    if msaa:
-        attachments.append(
-            vk.VkAttachmentDescription(
-                format=color_format,
-                samples=vk.VK_SAMPLE_COUNT_1_BIT,
-                loadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
-                storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE,
-                stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
-                stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE,
-                initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
-                finalLayout=final_layout,
-            )
-        )
-        resolve_refs = [vk.VkAttachmentReference(2, vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)]
-    subpass = vk.VkSubpassDescription(
-        pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS,
-        colorAttachmentCount=1,
-        pColorAttachments=[color_ref],
-        pResolveAttachments=resolve_refs,
-        pDepthStencilAttachment=depth_ref,
-    )
-    stages = (
-        vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT
-        | vk.VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT
-        | vk.VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT
-    )
-    access = (
-        vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT
-    )
-    # The attachments may still be written by the previous frame, or read by its copy/present.
-    into = vk.VkSubpassDependency(
-        srcSubpass=vk.VK_SUBPASS_EXTERNAL,
-        dstSubpass=0,
-        srcStageMask=stages | vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-        dstStageMask=stages,
-        srcAccessMask=access,
-        dstAccessMask=access,
-    )
-    out = vk.VkSubpassDependency(
-        srcSubpass=0,
-        dstSubpass=vk.VK_SUBPASS_EXTERNAL,
-        srcStageMask=vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
-        dstStageMask=vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-        srcAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
-        dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT,
-    )
-    info = vk.VkRenderPassCreateInfo(
-        attachmentCount=len(attachments),
-        pAttachments=attachments,
-        subpassCount=1,
-        pSubpasses=[subpass],
-        dependencyCount=2,
-        pDependencies=[into, out],
-    )
-    with vk_errors(f"creating render pass {label!r}"):
-        handle = vk.vkCreateRenderPass(device.handle, info, None)
-    return device.own("render pass", handle, label, vk.vkDestroyRenderPass)
-
-
-def create_framebuffer(
-    device: Device,
-    render_pass: DeviceObject,
-    views: Sequence[Any],
-    width: int,
-    height: int,
-    label: str,
-) -> DeviceObject:
-    info = vk.VkFramebufferCreateInfo(
-        renderPass=render_pass.handle,
-        attachmentCount=len(views),
-        pAttachments=views,
-        width=width,
-        height=height,
-        layers=1,
-    )
-    with vk_errors(f"creating framebuffer {label!r}"):
-        handle = vk.vkCreateFramebuffer(device.handle, info, None)
-    return device.own("framebuffer", handle, label, vk.vkDestroyFramebuffer)
+    @property
+    def lock(self) -> Any:
+        """Held while a frame is drawn into the target (one renderer at a time)."""
 
 
 def record_copy_to_host(cmd: Any, image: Any, buffer: Buffer, width: int, height: int) -> None:
@@ -199,54 +106,87 @@ def record_copy_to_host(cmd: Any, image: Any, buffer: Buffer, width: int, height
     vk.vkCmdPipelineBarrier(cmd, *stages, 0, 1, [barrier], 0, None, 0, None)
 
 
-def check_samples(device: Device, samples: int) -> None:
-    if samples not in _SAMPLE_BITS:
+def _record_layout_change(cmd: Any, image: Any, old: int, new: int, src: int, dst: int) -> None:
+    """A colour image's layout transition around a transfer."""
+    barrier = vk.VkImageMemoryBarrier(
+        srcAccessMask=src,
+        dstAccessMask=dst,
+        oldLayout=old,
+        newLayout=new,
+        srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+        dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+        image=image,
+        subresourceRange=vk.VkImageSubresourceRange(vk.VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1),
+    )
+    src_stages = (
+        vk.VK_PIPELINE_STAGE_TRANSFER_BIT | vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT
+    )
+    vk.vkCmdPipelineBarrier(
+        cmd, src_stages, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, None, 0, None, 1, [barrier]
+    )
+
+
+def check_samples(device: Device, samples: object) -> int:
+    """``samples`` as an int if the device renders with that many, else InputError."""
+    if isinstance(samples, bool) or samples not in si.SAMPLE_COUNTS:
         raise InputError(f"samples must be 1, 2, 4 or 8, got {samples!r}")
-    limits = vk.vkGetPhysicalDeviceProperties(device.physical_device).limits
-    supported = limits.framebufferColorSampleCounts & limits.framebufferDepthSampleCounts
-    if not supported & _SAMPLE_BITS[samples]:
+    assert isinstance(samples, int)
+    if not device.info.framebuffer_sample_counts & si.sample_bit(samples):
         raise InputError(f"{samples}x MSAA is not supported by {device.info.name!r}")
+    return samples
 
 
 class _TargetBase(ResourceOwner):
-    """Shared bookkeeping: the objects a target owns, destroyed together by ``close()``."""
+    """What both targets share: a render pass, depth (+ MSAA) attachments, framebuffers."""
 
-    def _release(self, objs: Sequence[DeviceObject]) -> None:
-        for obj in objs:
-            self._drop(obj)
+    color_format: int
+    readable = False
 
-    def _depth_and_msaa(
-        self, width: int, height: int, samples: int, label: str
-    ) -> tuple[Image, Image | None]:
-        """The depth attachment and, with MSAA, the multisampled colour attachment."""
-        sample_bit = _SAMPLE_BITS[samples]
+    def _make_render_pass(self, final_layout: int, label: str) -> None:
+        self.depth_format = pick_depth_format(self.device)
+        desc = RenderPassDesc(self.color_format, self.depth_format, self.samples, final_layout)
+        self.render_pass = self._keep(RenderPass(self.device, desc, label=label))
+
+    def _framebuffer_over(self, color_view: Any, w: int, h: int, label: str) -> Framebuffer:
+        """Depth (and MSAA colour) attachments of their own plus a framebuffer over them and
+        ``color_view`` (the single-sample image the frame ends in)."""
+        dev, samples = self.device, self.samples
         depth = self._keep(
             Image(
-                self.device,
-                width,
-                height,
+                dev,
+                w,
+                h,
                 self.depth_format,
                 vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
                 vk.VK_IMAGE_ASPECT_DEPTH_BIT,
-                samples=sample_bit,
+                samples=si.sample_bit(samples),
                 label=f"{label} depth",
             )
         )
-        if samples == 1:
-            return depth, None
-        msaa = self._keep(
-            Image(
-                self.device,
-                width,
-                height,
-                self.color_format,
-                vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSIENT_ATTACHMENT_BIT,
-                vk.VK_IMAGE_ASPECT_COLOR_BIT,
-                samples=sample_bit,
-                label=f"{label} msaa",
+        views = [color_view, depth.view]
+        if samples > 1:
+            usage = (
+                vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSIENT_ATTACHMENT_BIT
             )
+            msaa = self._keep(
+                Image(
+                    dev,
+                    w,
+                    h,
+                    self.color_format,
+                    usage,
+                    vk.VK_IMAGE_ASPECT_COLOR_BIT,
+                    samples=si.sample_bit(samples),
+                    label=f"{label} msaa",
+                )
+            )
+            views = [msaa.view, depth.view, color_view]
+        return self._keep(Framebuffer(dev, self.render_pass, views, w, h, label=label))
+
+    def read(self, index: int) -> np.ndarray:
+        raise InputError(
+            f"{type(self).__name__} cannot be read back; render into an OffscreenTarget"
         )
-        return depth, msaa
 
 
 class OffscreenTarget(_TargetBase):
@@ -256,7 +196,8 @@ class OffscreenTarget(_TargetBase):
     frame N is still being copied out.
     """
 
-    color_format = vk.VK_FORMAT_R8G8B8A8_SRGB
+    color_format = int(si.OFFSCREEN_COLOR_FORMAT)
+    readable = True
 
     def __init__(
         self,
@@ -269,51 +210,28 @@ class OffscreenTarget(_TargetBase):
     ) -> None:
         super().__init__(device)
         for name, value in (("width", width), ("height", height)):
-            if not isinstance(value, (int, np.integer)) or value < 1 or value > 16384:
+            ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            if not ok or value < 1 or value > 16384:
                 raise InputError(f"offscreen {name} must be an int in [1, 16384], got {value!r}")
-        check_samples(device, samples)
+        self.samples = check_samples(device, samples)
         self.extent = (int(width), int(height))
-        self.samples = samples
-        self.depth_format = pick_depth_format(device)
-        self.render_pass = self._keep(
-            create_render_pass(
-                device,
-                self.color_format,
-                self.depth_format,
-                samples,
-                vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
-                "offscreen",
-            )
-        )
+        self._make_render_pass(vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, "offscreen")
         w, h = self.extent
-        color_usage = vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT
+        usage = vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT
+        aspect = vk.VK_IMAGE_ASPECT_COLOR_BIT
         self._resolved: list[Image] = []
-        self._framebuffers: list[DeviceObject] = []
+        self._framebuffers: list[Framebuffer] = []
         self._readback: list[Buffer] = []
-        color_aspect = vk.VK_IMAGE_ASPECT_COLOR_BIT
         for i in range(frames_in_flight):
-            depth, msaa = self._depth_and_msaa(w, h, samples, f"offscreen {i}")
-            resolved = self._keep(
-                Image(
-                    device,
-                    w,
-                    h,
-                    self.color_format,
-                    color_usage,
-                    color_aspect,
-                    label=f"offscreen color {i}",
-                )
+            color = self._keep(
+                Image(device, w, h, self.color_format, usage, aspect, label=f"offscreen color {i}")
             )
-            views = [msaa.view, depth.view, resolved.view] if msaa else [resolved.view, depth.view]
-            self._resolved.append(resolved)
-            self._framebuffers.append(
-                self._keep(
-                    create_framebuffer(device, self.render_pass, views, w, h, f"offscreen {i}")
-                )
-            )
+            self._resolved.append(color)
+            self._framebuffers.append(self._framebuffer_over(color.view, w, h, f"offscreen {i}"))
             self._readback.append(
                 self._keep(
-                    device.create_buffer(
+                    Buffer(
+                        device,
                         w * h * 4,
                         vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                         label=f"offscreen readback {i}",
@@ -326,10 +244,18 @@ class OffscreenTarget(_TargetBase):
 
     def acquire(self, frame: FrameSync) -> int | None:
         self._check_open()
+        if frame.index >= len(self._framebuffers):
+            raise InputError(
+                f"the renderer has more frames in flight than this target has images "
+                f"({len(self._framebuffers)}); make both with the same frames_in_flight"
+            )
         return frame.index
 
     def framebuffer(self, index: int) -> Any:
         return self._framebuffers[index].handle
+
+    def frame_using(self, index: int, frame: FrameSync) -> FrameSync | None:
+        return None  # framebuffer i is only ever used by frame slot i
 
     def wait_semaphores(self, frame: FrameSync) -> list:
         return []
@@ -345,13 +271,21 @@ class OffscreenTarget(_TargetBase):
     def present(self, frame: FrameSync, index: int) -> bool:
         return True
 
-    # -- offscreen only ------------------------------------------------------------------
+    def state_key(self) -> tuple:
+        return ()
 
     def read(self, index: int) -> np.ndarray:
         """The pixels of the frame rendered into slot ``index`` (the caller waited for it)."""
         self._check_open()
         w, h = self.extent
         return self._readback[index].read(np.uint8, w * h * 4).reshape(h, w, 4)
+
+
+_PRESENT_MODES = {
+    "fifo": vk.VK_PRESENT_MODE_FIFO_KHR,
+    "mailbox": vk.VK_PRESENT_MODE_MAILBOX_KHR,
+    "immediate": vk.VK_PRESENT_MODE_IMMEDIATE_KHR,
+}
 
 
 class SwapchainTarget(_TargetBase):
@@ -380,171 +314,85 @@ class SwapchainTarget(_TargetBase):
         samples: int = 1,
     ) -> None:
         super().__init__(device)
-        modes = {
-            "fifo": vk.VK_PRESENT_MODE_FIFO_KHR,
-            "mailbox": vk.VK_PRESENT_MODE_MAILBOX_KHR,
-            "immediate": vk.VK_PRESENT_MODE_IMMEDIATE_KHR,
-        }
-        if present_mode not in modes:
-            raise InputError(f"present_mode must be one of {list(modes)}, got {present_mode!r}")
-        check_samples(device, samples)
-        instance = device.instance
-        destroy_surface = vk.vkGetInstanceProcAddr(instance, "vkDestroySurfaceKHR")
+        if present_mode not in _PRESENT_MODES:
+            raise InputError(
+                f"present_mode must be one of {list(_PRESENT_MODES)}, got {present_mode!r}"
+            )
+        self.samples = check_samples(device, samples)
         # The surface and each swapchain are Device children like everything else, so that
         # Device.close() destroys them in order (swapchain, then surface, before the instance).
-        self._surface = self._keep(
-            DeviceObject(
-                device, surface, "window surface", lambda: destroy_surface(instance, surface, None)
-            )
-        )
-        self._surface.kind = "surface"
+        self._surface = self._keep(Surface(device, surface))
         self.surface = surface
-        self._fn = {
-            name: vk.vkGetInstanceProcAddr(instance, name)
-            for name in (
-                "vkGetPhysicalDeviceSurfaceSupportKHR",
-                "vkGetPhysicalDeviceSurfaceCapabilitiesKHR",
-                "vkGetPhysicalDeviceSurfaceFormatsKHR",
-                "vkGetPhysicalDeviceSurfacePresentModesKHR",
-            )
-        }
-        self._fn.update(
-            {
-                name: vk.vkGetDeviceProcAddr(device.handle, name)
-                for name in (
-                    "vkCreateSwapchainKHR",
-                    "vkDestroySwapchainKHR",
-                    "vkGetSwapchainImagesKHR",
-                    "vkAcquireNextImageKHR",
-                    "vkQueuePresentKHR",
-                )
-            }
-        )
-        pd = device.physical_device
-        if not self._fn["vkGetPhysicalDeviceSurfaceSupportKHR"](pd, device.queue_family, surface):
-            self.close()
-            raise VkdqsError(f"{device.info.name!r} cannot present to this surface")
-        formats = self._fn["vkGetPhysicalDeviceSurfaceFormatsKHR"](pd, surface)
+        available = self._surface.formats()
         preferred = [
-            (vk.VK_FORMAT_B8G8R8A8_SRGB, vk.VK_COLOR_SPACE_SRGB_NONLINEAR_KHR),
-            (vk.VK_FORMAT_R8G8B8A8_SRGB, vk.VK_COLOR_SPACE_SRGB_NONLINEAR_KHR),
+            (int(f), vk.VK_COLOR_SPACE_SRGB_NONLINEAR_KHR) for f in si.SWAPCHAIN_COLOR_FORMATS
         ]
-        available = [(f.format, f.colorSpace) for f in formats]
-        chosen = next((f for f in preferred if f in available), available[0])
-        self.color_format, self._color_space = chosen
-        supported = self._fn["vkGetPhysicalDeviceSurfacePresentModesKHR"](pd, surface)
-        wanted = modes[present_mode]
-        self.present_mode = present_mode if wanted in supported else "fifo"
-        self._present_mode = wanted if wanted in supported else vk.VK_PRESENT_MODE_FIFO_KHR
-        self.samples = samples
-        self.depth_format = pick_depth_format(device)
-        self.render_pass = self._keep(
-            create_render_pass(
-                device,
-                self.color_format,
-                self.depth_format,
-                samples,
-                vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
-                "swapchain",
-            )
+        self.color_format, self._color_space = next(
+            (f for f in preferred if f in available), available[0]
         )
+        wanted = _PRESENT_MODES[present_mode]
+        supported = wanted in self._surface.present_modes()
+        self.present_mode = present_mode if supported else "fifo"
+        self._present_mode = wanted if supported else vk.VK_PRESENT_MODE_FIFO_KHR
+        self._make_render_pass(vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, "swapchain")
         self._framebuffer_size = framebuffer_size
-        self._swapchain = None
-        self._swapchain_obj: DeviceObject | None = None
-        self._images: list = []
-        self._per_image: list[DeviceObject] = []
-        self._render_finished: list = []
+        self._swapchain: Swapchain | None = None
+        self._per_image: list = []
+        self._framebuffers: list[Framebuffer] = []
+        self._render_finished: list[Semaphore] = []
+        self.images_in_flight: list[FrameSync | None] = []
         self.extent = (0, 0)
         self.recreations = 0
         self._capture = False
         self._capture_buffer: Buffer | None = None
         self._create_swapchain()
 
-    def _create_swapchain(self) -> bool:
-        """(Re)create the swapchain for the window's current size; False while minimized."""
-        device = self.device
-        vk_device = device.handle
-        caps = self._fn["vkGetPhysicalDeviceSurfaceCapabilitiesKHR"](
-            device.physical_device, self.surface
-        )
+    def _wanted_extent(self) -> tuple[int, int] | None:
+        """The swapchain size for the window now, or None while it is minimized."""
         width, height = self._framebuffer_size()
         if width == 0 or height == 0:
-            return False  # minimized
+            return None
+        caps = self._surface.capabilities()
         if caps.currentExtent.width != 0xFFFFFFFF:
             width, height = caps.currentExtent.width, caps.currentExtent.height
         width = max(caps.minImageExtent.width, min(caps.maxImageExtent.width, width))
         height = max(caps.minImageExtent.height, min(caps.maxImageExtent.height, height))
-        if width == 0 or height == 0:
+        return None if width == 0 or height == 0 else (width, height)
+
+    def _create_swapchain(self) -> bool:
+        """(Re)create the swapchain for the window's current size; False while minimized."""
+        extent = self._wanted_extent()
+        if extent is None:
             return False
+        device = self.device
         device.wait_idle()
-        self._destroy_swapchain_children()
-        count = caps.minImageCount + 1
-        if caps.maxImageCount:
-            count = min(count, caps.maxImageCount)
-        info = vk.VkSwapchainCreateInfoKHR(
-            surface=self.surface,
-            minImageCount=count,
-            imageFormat=self.color_format,
-            imageColorSpace=self._color_space,
-            imageExtent=vk.VkExtent2D(width, height),
-            imageArrayLayers=1,
-            imageUsage=vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
-            imageSharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
-            preTransform=caps.currentTransform,
-            compositeAlpha=vk.VK_COMPOSITE_ALPHA_OPAQUE_BIT_KHR,
-            presentMode=self._present_mode,
-            clipped=vk.VK_TRUE,
-            oldSwapchain=self._swapchain,
-        )
-        with vk_errors(f"creating a {width}x{height} swapchain"):
-            swapchain = self._fn["vkCreateSwapchainKHR"](vk_device, info, None)
-        if self._swapchain_obj is not None:
-            self._release([self._swapchain_obj])
-        self._swapchain = swapchain
-        self._swapchain_obj = self._keep(
-            device.own(
-                "swapchain",
-                swapchain,
-                f"swapchain {width}x{height}",
-                self._fn["vkDestroySwapchainKHR"],
-            )
-        )
-        self._images = list(self._fn["vkGetSwapchainImagesKHR"](vk_device, swapchain))
-        self.extent = (width, height)
-        color_aspect = vk.VK_IMAGE_ASPECT_COLOR_BIT
-        depth, msaa = self._depth_and_msaa(width, height, self.samples, "swapchain")
-        self._per_image = [depth] if msaa is None else [depth, msaa]
-        self._framebuffers = []
-        self._render_finished = []
-        for i, image in enumerate(self._images):
-            view = create_view(vk_device, image, self.color_format, color_aspect, "swapchain")
-            self._per_image.append(
-                self._keep(device.own("image view", view, f"swapchain {i}", vk.vkDestroyImageView))
-            )
-            views = [msaa.view, depth.view, view] if msaa else [view, depth.view]
-            fb = self._keep(
-                create_framebuffer(device, self.render_pass, views, width, height, f"swapchain {i}")
-            )
-            self._per_image.append(fb)
-            self._framebuffers.append(fb)
-            with vk_errors("creating a semaphore"):
-                sem = vk.vkCreateSemaphore(vk_device, vk.VkSemaphoreCreateInfo(), None)
-            self._per_image.append(
-                self._keep(
-                    device.own("semaphore", sem, f"render finished {i}", vk.vkDestroySemaphore)
-                )
-            )
-            self._render_finished.append(sem)
-        self.images_in_flight: list = [None] * len(self._images)
+        for obj in self._per_image:
+            self._drop(obj)
+        desc = SwapchainDesc(*extent, self.color_format, self._color_space, self._present_mode)
+        old = self._swapchain
+        self._swapchain = self._keep(Swapchain(device, self._surface, desc, old))
+        if old is not None:
+            self._drop(old)
+        self.extent = extent
+        self._create_per_image()
         self.recreations += 1
         return True
 
-    def _destroy_swapchain_children(self) -> None:
-        self._release(self._per_image)
-        self._per_image = []
-
-    def _recreate(self) -> bool:
-        return self._create_swapchain()
+    def _create_per_image(self) -> None:
+        """A view, framebuffer (with depth/MSAA) and render-finished semaphore per image."""
+        assert self._swapchain is not None
+        w, h = self.extent
+        first = len(self._objects)
+        views = [self._keep(v) for v in image_views(self.device, self._swapchain)]
+        self._framebuffers = [
+            self._framebuffer_over(v.handle, w, h, f"swapchain {i}") for i, v in enumerate(views)
+        ]
+        self._render_finished = [
+            self._keep(Semaphore(self.device, label=f"render finished {i}"))
+            for i in range(len(views))
+        ]
+        self._per_image = self._objects[first:]
+        self.images_in_flight = [None] * len(views)
 
     # -- the target protocol -------------------------------------------------------------
 
@@ -554,39 +402,53 @@ class SwapchainTarget(_TargetBase):
         size = tuple(self._framebuffer_size())
         if 0 in size:
             return None  # minimized: nothing to draw into
-        if size != self.extent and not self._recreate():
+        if size != self.extent and not self._create_swapchain():
             return None
+        assert self._swapchain is not None
         try:
-            index = self._fn["vkAcquireNextImageKHR"](
-                self.device.handle, self._swapchain, 2**64 - 1, frame.image_available, None
-            )
+            return self._swapchain.acquire(frame.image_available)
         except vk.VkErrorOutOfDateKhr:
-            self._recreate()
+            self._create_swapchain()
             return None
         except vk.VkSuboptimalKhr:
             # The binding raises on SUBOPTIMAL although an image was acquired and the semaphore
             # will be signalled; drain it with an empty submission, then rebuild.
             self._drain(frame.image_available)
-            self._recreate()
+            self._create_swapchain()
             return None
-        return index
 
     def _drain(self, semaphore: Any) -> None:
         stage = vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
         submit = vk.VkSubmitInfo(
             waitSemaphoreCount=1, pWaitSemaphores=[semaphore], pWaitDstStageMask=[stage]
         )
-        vk.vkQueueSubmit(self.device.queue, 1, [submit], None)
+        self.device.submit([submit], None, "draining a suboptimal acquire")
         self.device.wait_idle()
 
     def framebuffer(self, index: int) -> Any:
         return self._framebuffers[index].handle
 
+    def frame_using(self, index: int, frame: FrameSync) -> FrameSync | None:
+        other, self.images_in_flight[index] = self.images_in_flight[index], frame
+        return other if other is not frame else None
+
     def wait_semaphores(self, frame: FrameSync) -> list:
         return [frame.image_available]
 
     def signal_semaphores(self, index: int) -> list:
-        return [self._render_finished[index]]
+        return [self._render_finished[index].handle]
+
+    def present(self, frame: FrameSync, index: int) -> bool:
+        assert self._swapchain is not None
+        try:
+            self._swapchain.present(index, self._render_finished[index].handle)
+        except (vk.VkErrorOutOfDateKhr, vk.VkSuboptimalKhr):
+            self._create_swapchain()
+            return False
+        return True
+
+    def state_key(self) -> tuple:
+        return (self._capture, self.recreations)
 
     # -- screenshots of the window -------------------------------------------------------
 
@@ -596,66 +458,25 @@ class SwapchainTarget(_TargetBase):
         w, h = self.extent
         if self._capture_buffer is None or self._capture_buffer.size != w * h * 4:
             if self._capture_buffer is not None:
-                self._release([self._capture_buffer])
+                self._drop(self._capture_buffer)
+            usage = vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
             self._capture_buffer = self._keep(
-                self.device.create_buffer(
-                    w * h * 4,
-                    vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                    label="window capture",
-                    readback=True,
-                )
+                Buffer(self.device, w * h * 4, usage, label="window capture", readback=True)
             )
         self._capture = True
-
-    def state_key(self) -> tuple:
-        """What the renderer's recorded command buffers depend on besides the scene."""
-        return (self._capture, self.recreations)
 
     def record_after_pass(self, cmd: Any, index: int) -> None:
         if not self._capture:
             return
-        image = self._images[index]
-        w, h = self.extent
-        subresource = vk.VkImageSubresourceRange(vk.VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1)
-
-        def transition(old: int, new: int, src_access: int, dst_access: int) -> None:
-            barrier = vk.VkImageMemoryBarrier(
-                srcAccessMask=src_access,
-                dstAccessMask=dst_access,
-                oldLayout=old,
-                newLayout=new,
-                srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
-                dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
-                image=image,
-                subresourceRange=subresource,
-            )
-            vk.vkCmdPipelineBarrier(
-                cmd,
-                vk.VK_PIPELINE_STAGE_TRANSFER_BIT
-                | vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
-                vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                0,
-                0,
-                None,
-                0,
-                None,
-                1,
-                [barrier],
-            )
-
-        transition(
-            vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
-            vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
-            vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
-            vk.VK_ACCESS_TRANSFER_READ_BIT,
+        assert self._swapchain is not None and self._capture_buffer is not None
+        image = self._swapchain.images[index]
+        present, src = vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
+        read = vk.VK_ACCESS_TRANSFER_READ_BIT
+        _record_layout_change(
+            cmd, image, present, src, vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT, read
         )
-        record_copy_to_host(cmd, image, self._capture_buffer, w, h)
-        transition(
-            vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
-            vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
-            vk.VK_ACCESS_TRANSFER_READ_BIT,
-            0,
-        )
+        record_copy_to_host(cmd, image, self._capture_buffer, *self.extent)
+        _record_layout_change(cmd, image, src, present, read, 0)
         self._capture = False  # one frame only; the renderer re-records the next one
 
     def read_capture(self) -> np.ndarray:
@@ -668,18 +489,3 @@ class SwapchainTarget(_TargetBase):
         if self.color_format in (vk.VK_FORMAT_B8G8R8A8_SRGB, vk.VK_FORMAT_B8G8R8A8_UNORM):
             img = img[..., [2, 1, 0, 3]]
         return np.ascontiguousarray(img)
-
-    def present(self, frame: FrameSync, index: int) -> bool:
-        info = vk.VkPresentInfoKHR(
-            waitSemaphoreCount=1,
-            pWaitSemaphores=[self._render_finished[index]],
-            swapchainCount=1,
-            pSwapchains=[self._swapchain],
-            pImageIndices=[index],
-        )
-        try:
-            self._fn["vkQueuePresentKHR"](self.device.queue, info)
-        except (vk.VkErrorOutOfDateKhr, vk.VkSuboptimalKhr):
-            self._recreate()
-            return False
-        return True

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import vulkan as vk
 
-from .device import Device
 from .errors import InputError, VkdqsError, VulkanError
 from .gltf import GltfScene, load_gltf
+from .gpu import Device
 from .png import write_png
 from .renderer import Renderer
 from .scenes import CandyWrapperScene, GltfScenePlayer, ViewerScene
@@ -60,7 +60,7 @@ class Viewer:
     samples : int
         MSAA samples of the window's framebuffer.
     validation : bool, optional
-        As for :class:`~vkdqs.device.Device`.
+        As for :class:`~vkdqs.gpu.Device`.
     period : float
         Seconds for one back-and-forth of the twist animation.
 

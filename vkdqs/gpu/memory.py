@@ -16,19 +16,23 @@ from typing import Any
 import numpy as np
 import vulkan as vk
 
-from .device import Device, DeviceObject
-from .errors import InputError
-from .vkcall import vk_errors
+from ..errors import InputError
+from .calls import vk_errors
+from .device import Device
+from .objects import DeviceObject
 
 _HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 
 
 class Buffer(DeviceObject):
-    """A persistently mapped, host-visible buffer of ``size`` bytes."""
+    """A persistently mapped, host-visible buffer of ``size`` bytes for ``usage``
+    (``VkBufferUsageFlags``); ``readback=True`` prefers host-cached memory."""
 
     kind = "buffer"
 
-    def __init__(self, device: Device, size: int, usage: int, *, label: str, readback: bool):
+    def __init__(
+        self, device: Device, size: int, usage: int, *, label: str, readback: bool = False
+    ) -> None:
         if size <= 0:
             raise InputError(f"buffer {label!r}: size must be > 0, got {size}")
         vk_device = device.handle
@@ -56,17 +60,20 @@ class Buffer(DeviceObject):
             vk.vkDestroyBuffer(vk_device, buffer, None)
             raise
         self.size = size
-        self._memory = memory
-        # A uint8 view of the whole mapping; private, and dropped before vkUnmapMemory.
+        # A uint8 view of the whole mapping; private, and dropped by destroy(). Every access
+        # checks `handle` first, so no access reaches unmapped memory.
         self._bytes: np.ndarray | None = np.frombuffer(mapped, dtype=np.uint8)
 
         def destroyer() -> None:
-            self._bytes = None
             vk.vkUnmapMemory(vk_device, memory)
             vk.vkDestroyBuffer(vk_device, buffer, None)
             vk.vkFreeMemory(vk_device, memory, None)
 
         super().__init__(device, buffer, label, destroyer)
+
+    def destroy(self) -> None:
+        self._bytes = None
+        super().destroy()
 
     def _view(self, offset: int, nbytes: int) -> np.ndarray:
         _ = self.handle  # raises ObjectDestroyedError after destroy()
@@ -88,3 +95,20 @@ class Buffer(DeviceObject):
         dtype = np.dtype(dtype)
         raw = self._view(offset, dtype.itemsize * count)
         return raw.view(dtype).copy()
+
+
+class BufferView(DeviceObject):
+    """A texel view of a whole buffer in ``fmt`` (``VkFormat``)."""
+
+    kind = "buffer view"
+
+    def __init__(self, device: Device, buffer: Buffer, fmt: int, *, label: str) -> None:
+        vk_device = device.handle
+        info = vk.VkBufferViewCreateInfo(
+            buffer=buffer.handle, format=fmt, offset=0, range=buffer.size
+        )
+        with vk_errors(f"creating buffer view {label!r}"):
+            handle = vk.vkCreateBufferView(vk_device, info, None)
+        super().__init__(
+            device, handle, label, lambda: vk.vkDestroyBufferView(vk_device, handle, None)
+        )

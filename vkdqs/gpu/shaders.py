@@ -15,9 +15,12 @@ from typing import Any
 
 import vulkan as vk
 
-from .errors import ShaderError
+from ..errors import ShaderError
+from .calls import vk_errors
+from .device import Device
+from .objects import DeviceObject
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _CANDIDATES = (_PACKAGE_DIR / "spirv", _PACKAGE_DIR.parent / "shaders" / "spirv")
 
 
@@ -42,6 +45,22 @@ def spirv(name: str) -> bytes:
     return code
 
 
+class ShaderModule(DeviceObject):
+    """A ``VkShaderModule`` of the committed SPIR-V module ``name`` (e.g. ``"skin.frag"``)."""
+
+    kind = "shader module"
+
+    def __init__(self, device: Device, name: str) -> None:
+        code = spirv(name)
+        vk_device = device.handle
+        info = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
+        with vk_errors(f"creating shader module {name!r}"):
+            handle = vk.vkCreateShaderModule(vk_device, info, None)
+        super().__init__(
+            device, handle, name, lambda: vk.vkDestroyShaderModule(vk_device, handle, None)
+        )
+
+
 class SpecConstants:
     """Specialization constants by constant_id: ``SpecConstants({0: 64, 1: 256})``.
 
@@ -49,7 +68,7 @@ class SpecConstants:
     SpecConstants object alive until the pipeline creation that reads it has returned.
     """
 
-    def __init__(self, values: Mapping[int, int]):
+    def __init__(self, values: Mapping[int, int]) -> None:
         self.values = dict(sorted(values.items()))
         self._data = struct.pack(f"<{len(self.values)}i", *self.values.values())
         self._entries = [

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import vulkan as vk
 
-from .errors import VulkanError
+from ..errors import VulkanError
 
 
 @contextlib.contextmanager
@@ -31,3 +31,8 @@ def cstr(value: object) -> str:
     if isinstance(value, str):
         return value
     return vk.ffi.string(value).decode("utf-8", "replace")
+
+
+def align(n: int, alignment: int) -> int:
+    """``n`` rounded up to a multiple of ``alignment``."""
+    return (n + alignment - 1) // alignment * alignment

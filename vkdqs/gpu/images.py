@@ -1,4 +1,5 @@
-"""Images: a VkImage with its own memory and one view (colour or depth attachments)."""
+"""Images: a 2D VkImage with its own memory and one view (colour or depth attachments), and
+views of images owned elsewhere (a swapchain's)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ from typing import Any
 
 import vulkan as vk
 
-from .device import Device, DeviceObject
-from .errors import VkdqsError
-from .vkcall import vk_errors
+from ..errors import CapabilityError
+from .calls import vk_errors
+from .device import Device
+from .objects import DeviceObject
 
 
 class Image(DeviceObject):
-    """A 2D device-local image and a view of it, owned by the Device."""
+    """A 2D device-local image and a view of it (``.view``), owned by the Device."""
 
     kind = "image"
 
@@ -27,7 +29,7 @@ class Image(DeviceObject):
         *,
         samples: int = vk.VK_SAMPLE_COUNT_1_BIT,
         label: str,
-    ):
+    ) -> None:
         vk_device = device.handle
         info = vk.VkImageCreateInfo(
             imageType=vk.VK_IMAGE_TYPE_2D,
@@ -54,7 +56,7 @@ class Image(DeviceObject):
             with vk_errors(f"allocating memory for {doing}"):
                 memory = vk.vkAllocateMemory(vk_device, alloc, None)
                 vk.vkBindImageMemory(vk_device, image, memory, 0)
-            view = create_view(vk_device, image, fmt, aspect, label)
+            view = _create_view(vk_device, image, fmt, aspect, label)
         except BaseException:
             if memory is not None:
                 vk.vkFreeMemory(vk_device, memory, None)
@@ -72,8 +74,18 @@ class Image(DeviceObject):
         super().__init__(device, image, label, destroyer)
 
 
-def create_view(vk_device: Any, image: Any, fmt: int, aspect: int, label: str) -> Any:
-    """A 2D view of a whole single-level image (caller destroys it)."""
+class ImageView(DeviceObject):
+    """A 2D view of a whole single-level image that something else owns (a swapchain image)."""
+
+    kind = "image view"
+
+    def __init__(self, device: Device, image: Any, fmt: int, aspect: int, *, label: str) -> None:
+        vk_device = device.handle
+        view = _create_view(vk_device, image, fmt, aspect, label)
+        super().__init__(device, view, label, lambda: vk.vkDestroyImageView(vk_device, view, None))
+
+
+def _create_view(vk_device: Any, image: Any, fmt: int, aspect: int, label: str) -> Any:
     info = vk.VkImageViewCreateInfo(
         image=image,
         viewType=vk.VK_IMAGE_VIEW_TYPE_2D,
@@ -98,4 +110,6 @@ def pick_depth_format(device: Device) -> int:
         props = vk.vkGetPhysicalDeviceFormatProperties(device.physical_device, fmt)
         if props.optimalTilingFeatures & vk.VK_FORMAT_FEATURE_DEPTH_STENCIL_ATTACHMENT_BIT:
             return fmt
-    raise VkdqsError("no depth attachment format (D32, X8_D24, D16) on this device")
+    raise CapabilityError(
+        f"{device.info.name!r} has no depth attachment format (D32, X8_D24 or D16)"
+    )

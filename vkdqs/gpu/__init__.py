@@ -1,0 +1,80 @@
+"""The Vulkan plumbing: a thin layer over the ``vulkan`` binding that skinning and rendering
+build on.
+
+One convention: every Vulkan object is a :class:`DeviceObject` subclass made by its constructor,
+which takes the :class:`Device` first (``Buffer(device, size, usage, label=...)``); the Device
+owns it until ``destroy()``, its owner's ``close()`` or ``Device.close()``. Pipelines, render
+passes and framebuffers are built in :mod:`vkdqs.gpu.pipelines` from frozen descriptions that
+double as cache keys. Nothing here knows about skinning; the shader interface (bindings,
+formats, strides) comes from :mod:`vkdqs.shader_interface`.
+
+Modules: ``calls`` (errors of Vulkan calls), ``device``, ``objects`` (DeviceObject,
+ResourceOwner), ``memory`` (Buffer, BufferView), ``images``, ``commands`` (CommandBuffer, Fence,
+Semaphore), ``descriptors``, ``shaders`` (SPIR-V, ShaderModule), ``pipelines``, ``swapchain``.
+"""
+
+from .commands import FENCE_TIMEOUT_NS, CommandBuffer, Fence, Semaphore
+from .descriptors import (
+    BufferWrite,
+    DescriptorPool,
+    DescriptorSetLayout,
+    TexelWrite,
+    write_descriptors,
+)
+from .device import VALIDATION_LAYER, Device, DeviceInfo, ValidationMessage, available_layers
+from .images import Image, ImageView, pick_depth_format
+from .memory import Buffer, BufferView
+from .objects import DeviceObject, ResourceOwner
+from .pipelines import (
+    ComputePipeline,
+    ComputePipelineDesc,
+    Framebuffer,
+    GraphicsPipeline,
+    GraphicsPipelineDesc,
+    PipelineCache,
+    PipelineLayout,
+    RenderPass,
+    RenderPassDesc,
+)
+from .shaders import ShaderModule, SpecConstants, spirv, spirv_dir
+from .swapchain import Surface, Swapchain, SwapchainDesc
+
+__all__ = [
+    "FENCE_TIMEOUT_NS",
+    "VALIDATION_LAYER",
+    "Buffer",
+    "BufferView",
+    "BufferWrite",
+    "CommandBuffer",
+    "ComputePipeline",
+    "ComputePipelineDesc",
+    "DescriptorPool",
+    "DescriptorSetLayout",
+    "Device",
+    "DeviceInfo",
+    "DeviceObject",
+    "Fence",
+    "Framebuffer",
+    "GraphicsPipeline",
+    "GraphicsPipelineDesc",
+    "Image",
+    "ImageView",
+    "PipelineCache",
+    "PipelineLayout",
+    "RenderPass",
+    "RenderPassDesc",
+    "ResourceOwner",
+    "Semaphore",
+    "ShaderModule",
+    "SpecConstants",
+    "Surface",
+    "Swapchain",
+    "SwapchainDesc",
+    "TexelWrite",
+    "ValidationMessage",
+    "available_layers",
+    "pick_depth_format",
+    "spirv",
+    "spirv_dir",
+    "write_descriptors",
+]

@@ -1,0 +1,113 @@
+"""Command buffers, fences and semaphores, owned by the Device.
+
+Each :class:`CommandBuffer` has a command pool of its own: Vulkan requires a pool to be
+externally synchronized while any of its buffers is recorded, so one pool per buffer lets
+owners on different threads record at the same time with no shared lock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import vulkan as vk
+
+from .calls import vk_errors
+from .device import Device
+from .objects import DeviceObject
+
+# Long enough for a 1M-vertex batch on a software rasterizer; a wait that runs out is an error,
+# never a silent hang.
+FENCE_TIMEOUT_NS = 120 * 1_000_000_000
+
+
+class Fence(DeviceObject):
+    """A fence (``signaled=True`` starts it signalled, as frames in flight need)."""
+
+    kind = "fence"
+
+    def __init__(self, device: Device, *, label: str, signaled: bool = False) -> None:
+        vk_device = device.handle
+        flags = vk.VK_FENCE_CREATE_SIGNALED_BIT if signaled else 0
+        with vk_errors(f"creating fence {label!r}"):
+            fence = vk.vkCreateFence(vk_device, vk.VkFenceCreateInfo(flags=flags), None)
+        super().__init__(device, fence, label, lambda: vk.vkDestroyFence(vk_device, fence, None))
+
+    def wait(self, doing: str = "") -> None:
+        """Block until the fence is signalled (at most :data:`FENCE_TIMEOUT_NS`)."""
+        what = doing or f"fence {self.label!r}"
+        with vk_errors(f"waiting for {what} (timeout {FENCE_TIMEOUT_NS / 1e9:.0f} s)"):
+            vk.vkWaitForFences(self.device.handle, 1, [self.handle], vk.VK_TRUE, FENCE_TIMEOUT_NS)
+
+    def reset(self) -> None:
+        with vk_errors(f"resetting fence {self.label!r}"):
+            vk.vkResetFences(self.device.handle, 1, [self.handle])
+
+
+class Semaphore(DeviceObject):
+    """A binary semaphore."""
+
+    kind = "semaphore"
+
+    def __init__(self, device: Device, *, label: str) -> None:
+        vk_device = device.handle
+        with vk_errors(f"creating semaphore {label!r}"):
+            sem = vk.vkCreateSemaphore(vk_device, vk.VkSemaphoreCreateInfo(), None)
+        super().__init__(device, sem, label, lambda: vk.vkDestroySemaphore(vk_device, sem, None))
+
+
+class CommandBuffer(DeviceObject):
+    """A primary command buffer with its own pool and, unless ``fence=False``, its own fence
+    (the renderer's frames in flight own their fences)."""
+
+    kind = "command buffer"
+
+    def __init__(self, device: Device, *, label: str, fence: bool = True) -> None:
+        vk_device = device.handle
+        pool_info = vk.VkCommandPoolCreateInfo(
+            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+            queueFamilyIndex=device.queue_family,
+        )
+        with vk_errors(f"creating the command pool of {label!r}"):
+            pool = vk.vkCreateCommandPool(vk_device, pool_info, None)
+        handle = None
+        try:
+            info = vk.VkCommandBufferAllocateInfo(
+                commandPool=pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1
+            )
+            with vk_errors(f"allocating command buffer {label!r}"):
+                cmd = vk.vkAllocateCommandBuffers(vk_device, info)[0]
+            if fence:
+                with vk_errors(f"creating the fence of {label!r}"):
+                    handle = vk.vkCreateFence(vk_device, vk.VkFenceCreateInfo(), None)
+        except BaseException:
+            vk.vkDestroyCommandPool(vk_device, pool, None)  # frees its command buffers
+            raise
+
+        def destroyer() -> None:
+            if handle is not None:
+                vk.vkDestroyFence(vk_device, handle, None)
+            vk.vkDestroyCommandPool(vk_device, pool, None)
+
+        self.fence = handle
+        super().__init__(device, cmd, label, destroyer)
+
+    def begin(self, *, one_time: bool = False) -> Any:
+        cmd = self.handle
+        flags = vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT if one_time else 0
+        with vk_errors(f"beginning command buffer {self.label!r}"):
+            vk.vkResetCommandBuffer(cmd, 0)
+            vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(flags=flags))
+        return cmd
+
+    def end(self) -> None:
+        with vk_errors(f"ending command buffer {self.label!r}"):
+            vk.vkEndCommandBuffer(self.handle)
+
+    def submit_and_wait(self) -> None:
+        """Submit to the device's queue and block until the GPU has finished it."""
+        vk_device = self.device.handle
+        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[self.handle])
+        self.device.submit([submit], self.fence, f"submitting {self.label!r}")
+        with vk_errors(f"waiting for {self.label!r} (timeout {FENCE_TIMEOUT_NS / 1e9:.0f} s)"):
+            vk.vkWaitForFences(vk_device, 1, [self.fence], vk.VK_TRUE, FENCE_TIMEOUT_NS)
+            vk.vkResetFences(vk_device, 1, [self.fence])

@@ -1,0 +1,590 @@
+"""Device: the Vulkan instance, the chosen physical device, one queue, and every object made on it.
+
+The Device is the single owner of every Vulkan object vkdqs creates. Objects are made with their
+class's constructor, which takes the Device (``Buffer(device, size, usage, label=...)``,
+``PipelineLayout(device, ...)``; see :mod:`vkdqs.gpu`), and each registers how to destroy it.
+:meth:`Device.close` waits for the GPU, destroys the survivors in reverse creation order, then the
+device and the instance.
+
+The raw handles and the destroyers live in a :class:`_Handles` record that references no Python
+wrapper. That record is what a ``weakref.finalize`` safety net holds: a Device dropped without
+``close()`` is released when it is garbage-collected, children first, with a ``ResourceWarning``
+saying that ``close()`` was not called.
+
+Threads: any thread may use a Device. One lock guards the queue (every submission, present and
+``vkDeviceWaitIdle``) and the registry of children; each Skinner, Renderer and target adds a lock
+of its own (see the README's "Threads" section).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import warnings
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import vulkan as vk
+
+from ..errors import (
+    CapabilityError,
+    NoSuitableDeviceError,
+    ObjectDestroyedError,
+    ValidationLayerError,
+)
+from .calls import cstr, vk_errors
+
+log = logging.getLogger("vkdqs")
+validation_log = logging.getLogger("vkdqs.validation")
+
+VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
+API_VERSION = vk.VK_MAKE_VERSION(1, 1, 0)
+
+_TYPE_RANK = {
+    vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0,
+    vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: 1,
+    vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2,
+    vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3,
+    vk.VK_PHYSICAL_DEVICE_TYPE_OTHER: 4,
+}
+_TYPE_NAME = {
+    vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete GPU",
+    vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated GPU",
+    vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual GPU",
+    vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "CPU",
+    vk.VK_PHYSICAL_DEVICE_TYPE_OTHER: "other",
+}
+
+
+def _env_flag(name: str) -> bool | None:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return None
+    return value.strip().lower() not in ("0", "false", "no", "off")
+
+
+def available_layers() -> list[str]:
+    """Names of the instance layers the Vulkan loader can find."""
+    with vk_errors("enumerating instance layers"):
+        return [cstr(p.layerName) for p in vk.vkEnumerateInstanceLayerProperties()]
+
+
+@dataclass(frozen=True)
+class ValidationMessage:
+    """One message from the validation layer (or the loader) received by the debug messenger."""
+
+    severity: str  # "error", "warning", "info", "verbose"
+    message: str
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What vkdqs needs to know about the chosen physical device."""
+
+    name: str
+    device_type: str
+    index: int
+    api_version: str
+    driver_version: int
+    max_uniform_buffer_range: int
+    max_storage_buffer_range: int
+    max_texel_buffer_elements: int
+    min_uniform_buffer_offset_alignment: int
+    min_storage_buffer_offset_alignment: int
+    max_compute_work_group_count: tuple[int, int, int]
+    max_push_constants_size: int
+    framebuffer_sample_counts: int  # color & depth VkSampleCountFlags
+    vertex_pipeline_stores_and_atomics: bool
+    fill_mode_non_solid: bool
+
+
+class _Messages:
+    """Where the debug callback puts a Device's messages (no reference to the Device itself)."""
+
+    def __init__(self) -> None:
+        self.items: list[ValidationMessage] = []
+
+    def add(self, severity: int, message: str) -> None:
+        if severity & vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT:
+            name, level = "error", logging.ERROR
+        elif severity & vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT:
+            name, level = "warning", logging.WARNING
+        else:
+            name, level = "info", logging.INFO
+        self.items.append(ValidationMessage(name, message))
+        validation_log.log(level, "%s", message)
+
+
+class _Handles:
+    """A Device's raw handles and its children's destroyers; what close() and the finalizer free.
+
+    Holds no reference to the Device or to any wrapper object, so a ``weakref.finalize`` can own
+    it. ``lock`` guards the queue and ``children``.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.instance: Any = None
+        self.messenger: Any = None
+        self.device: Any = None
+        self.queue: Any = None
+        self.route_key: int | None = None
+        self.route_ptr: Any = None  # pUserData of the messenger: must outlive it
+        self.children: dict[int, tuple[str, Callable[[], None]]] = {}
+        self.released = False
+
+    def destroy_child(self, key: int) -> bool:
+        """Destroy one child now; False if it was already destroyed."""
+        with self.lock:
+            entry = self.children.pop(key, None)
+        if entry is None:
+            return False
+        entry[1]()
+        return True
+
+    def wait_idle(self) -> None:
+        with self.lock:
+            if self.device is not None:
+                vk.vkDeviceWaitIdle(self.device)
+
+    def release(self) -> None:
+        """Wait for the GPU, destroy every child (newest first), the device and the instance."""
+        with self.lock:
+            if self.released:
+                return
+            self.released = True
+            try:
+                if self.device is not None:
+                    vk.vkDeviceWaitIdle(self.device)
+                    for key in reversed(list(self.children)):
+                        self.destroy_child(key)
+                    vk.vkDestroyDevice(self.device, None)
+                if self.messenger is not None:
+                    destroy = vk.vkGetInstanceProcAddr(
+                        self.instance, "vkDestroyDebugUtilsMessengerEXT"
+                    )
+                    destroy(self.instance, self.messenger, None)
+                if self.instance is not None:
+                    vk.vkDestroyInstance(self.instance, None)
+            finally:
+                self.children.clear()
+                self.device = self.instance = self.messenger = self.queue = None
+                if self.route_key is not None:
+                    _ROUTES.pop(self.route_key, None)
+
+
+def _finalize(handles: _Handles, name: str) -> None:
+    """The garbage collector's safety net for a Device that was never closed."""
+    if handles.released:
+        return
+    warnings.warn(
+        f"vkdqs Device {name!r} was garbage-collected without close(); releasing it now "
+        "(use `with Device() as device:` or call close())",
+        ResourceWarning,
+        stacklevel=2,
+    )
+    handles.release()
+
+
+class Device:
+    """A Vulkan device for skinning and rendering; a context manager.
+
+    Parameters
+    ----------
+    device : str or int, optional
+        Which physical device: a substring of its name (case-insensitive) or its index in the
+        loader's list. Default: ``$VKDQS_DEVICE``, else the best one (discrete > integrated >
+        virtual > CPU).
+    validation : bool, optional
+        Enable the Khronos validation layer and route its messages to :mod:`logging`
+        (logger ``vkdqs.validation``). Default: ``$VKDQS_VALIDATION`` (off when unset).
+        Errors are also kept in :attr:`validation_errors` so tests can fail on them.
+        ``$VKDQS_SYNC_VALIDATION=1`` adds the layer's synchronization validation (hazards
+        between commands and submissions); the test suite turns it on.
+    instance_extensions : sequence of str
+        Extra instance extensions (e.g. those GLFW needs for a window surface).
+    device_extensions : sequence of str
+        Extra device extensions (e.g. ``VK_KHR_swapchain``).
+    """
+
+    def __init__(
+        self,
+        *,
+        device: str | int | None = None,
+        validation: bool | None = None,
+        instance_extensions: Sequence[str] = (),
+        device_extensions: Sequence[str] = (),
+        app_name: str = "vkdqs",
+    ) -> None:
+        self._h = _Handles()
+        self._messages = _Messages()
+        self._closed = False
+        self._finalizer = weakref.finalize(self, _finalize, self._h, app_name)
+        if validation is None:
+            validation = bool(_env_flag("VKDQS_VALIDATION"))
+        if device is None:
+            env = os.environ.get("VKDQS_DEVICE", "").strip()
+            device = (int(env) if env.isdigit() else env) if env else None
+        try:
+            self._create_instance(validation, list(instance_extensions), app_name)
+            self._choose_physical_device(device)
+            self._create_device(list(device_extensions))
+        except BaseException:
+            self.close()
+            raise
+
+    # -- creation ---------------------------------------------------------------------------
+
+    def _create_instance(self, validation: bool, extensions: list[str], app_name: str) -> None:
+        layers = []
+        if validation:
+            if VALIDATION_LAYER not in available_layers():
+                raise CapabilityError(
+                    f"validation requested but {VALIDATION_LAYER} is not installed "
+                    "(Debian/Ubuntu: apt-get install vulkan-validationlayers)"
+                )
+            layers.append(VALIDATION_LAYER)
+            extensions = [*extensions, vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME]
+        self.validation = validation
+        app = vk.VkApplicationInfo(
+            pApplicationName=app_name,
+            applicationVersion=1,
+            pEngineName="vkdqs",
+            engineVersion=1,
+            apiVersion=API_VERSION,
+        )
+        messenger_info = self._messenger_info() if validation else None
+        chain = messenger_info
+        if validation and _env_flag("VKDQS_SYNC_VALIDATION"):
+            # Synchronization validation (opt-in in the layer): reports missing barriers and
+            # hazards between submissions, which plain validation does not see.
+            extensions = [*extensions, vk.VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME]
+            self._validation_features = [
+                vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
+            ]
+            chain = vk.VkValidationFeaturesEXT(
+                pNext=messenger_info,
+                enabledValidationFeatureCount=1,
+                pEnabledValidationFeatures=self._validation_features,
+            )
+        info = vk.VkInstanceCreateInfo(
+            # Chained so that instance creation and destruction are validated too.
+            pNext=chain,
+            pApplicationInfo=app,
+            ppEnabledLayerNames=layers,
+            ppEnabledExtensionNames=extensions,
+        )
+        with vk_errors(f"creating the Vulkan instance (layers {layers}, extensions {extensions})"):
+            self._h.instance = vk.vkCreateInstance(info, None)
+        if validation:
+            create = vk.vkGetInstanceProcAddr(self._h.instance, "vkCreateDebugUtilsMessengerEXT")
+            with vk_errors("creating the debug messenger"):
+                self._h.messenger = create(self._h.instance, messenger_info, None)
+
+    def _messenger_info(self) -> Any:
+        key = next(_ROUTE_KEYS)
+        _ROUTES[key] = self._messages
+        self._h.route_key = key
+        self._h.route_ptr = vk.ffi.new("uintptr_t*", key)
+        sev = vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT
+        sev |= vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
+        types = vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
+        types |= vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
+        types |= vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT
+        return vk.VkDebugUtilsMessengerCreateInfoEXT(
+            messageSeverity=sev,
+            messageType=types,
+            pfnUserCallback=_debug_callback,
+            pUserData=self._h.route_ptr,
+        )
+
+    def _choose_physical_device(self, wanted: str | int | None) -> None:
+        with vk_errors("enumerating physical devices"):
+            physical = list(vk.vkEnumeratePhysicalDevices(self._h.instance) or [])
+        rejected: list[str] = []
+        candidates = []
+        for index, pd in enumerate(physical):
+            props = vk.vkGetPhysicalDeviceProperties(pd)
+            reason = _rejection(index, props, wanted)
+            family = None if reason else _pick_queue_family(pd)
+            if not reason and family is None:
+                reason = "no queue family with both graphics and compute"
+            if reason:
+                label = f"#{index} {cstr(props.deviceName)!r} ({_type_name(props)})"
+                rejected.append(f"{label}: {reason}")
+                continue
+            candidates.append((_TYPE_RANK.get(props.deviceType, 9), index, pd, props, family))
+        if not candidates:
+            if not physical:
+                reasons = "the Vulkan loader found no devices (is mesa-vulkan-drivers installed?)"
+            else:
+                reasons = "\n  ".join(rejected)
+            raise NoSuitableDeviceError(f"no suitable Vulkan device:\n  {reasons}")
+        _, index, pd, props, family = min(candidates, key=lambda c: (c[0], c[1]))
+        self._physical = pd
+        self._queue_family = family
+        self.info = _device_info(index, pd, props)
+        self._memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(pd)
+        log.info("vkdqs device: %s (%s)", self.info.name, self.info.device_type)
+
+    def _create_device(self, extensions: list[str]) -> None:
+        queue_info = vk.VkDeviceQueueCreateInfo(
+            queueFamilyIndex=self._queue_family, queueCount=1, pQueuePriorities=[1.0]
+        )
+        features = vk.VkPhysicalDeviceFeatures(
+            vertexPipelineStoresAndAtomics=self.info.vertex_pipeline_stores_and_atomics,
+            fillModeNonSolid=self.info.fill_mode_non_solid,
+        )
+        info = vk.VkDeviceCreateInfo(
+            queueCreateInfoCount=1,
+            pQueueCreateInfos=[queue_info],
+            pEnabledFeatures=features,
+            ppEnabledExtensionNames=extensions,
+        )
+        with vk_errors(f"creating the logical device on {self.info.name!r}"):
+            self._h.device = vk.vkCreateDevice(self._physical, info, None)
+        self._h.queue = vk.vkGetDeviceQueue(self._h.device, self._queue_family, 0)
+
+    # -- handles and state ------------------------------------------------------------------
+
+    @property
+    def handle(self) -> Any:
+        """The ``VkDevice``."""
+        self._check_open()
+        return self._h.device
+
+    @property
+    def instance(self) -> Any:
+        self._check_open()
+        return self._h.instance
+
+    @property
+    def physical_device(self) -> Any:
+        self._check_open()
+        return self._physical
+
+    @property
+    def queue_family(self) -> int:
+        return self._queue_family
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ObjectDestroyedError("Device used after close()")
+
+    # -- children ---------------------------------------------------------------------------
+
+    def _register(self, kind: str, label: str, destroyer: Callable[[], None]) -> int:
+        """Record a new child's destroyer (which must not reference its wrapper); its key."""
+        with self._h.lock:
+            self._check_open()
+            key = next(_CHILD_KEYS)
+            self._h.children[key] = (f"{kind} {label!r}", destroyer)
+            return key
+
+    def _is_live(self, key: int) -> bool:
+        return key in self._h.children
+
+    def _destroy_child(self, key: int) -> None:
+        self._h.destroy_child(key)
+
+    def _destroy_children(self, keys: Sequence[int]) -> None:
+        """Wait for the GPU, then destroy these children newest first (an owner's close)."""
+        with self._h.lock:
+            if self._h.released:
+                return
+            self._h.wait_idle()
+            for key in reversed(keys):
+                self._h.destroy_child(key)
+
+    def live_objects(self) -> int:
+        """How many Vulkan objects made on this device are not destroyed yet."""
+        return len(self._h.children)
+
+    def live_object_labels(self) -> list[str]:
+        return [label for label, _ in list(self._h.children.values())]
+
+    # -- the queue ---------------------------------------------------------------------------
+
+    @contextmanager
+    def queue(self) -> Iterator[Any]:
+        """Hold the queue lock and yield the ``VkQueue``: every use of the queue goes through
+        this (Vulkan requires host access to a queue to be externally synchronized)."""
+        with self._h.lock:
+            self._check_open()
+            yield self._h.queue
+
+    def submit(self, submits: list, fence: Any, doing: str) -> None:
+        """``vkQueueSubmit`` under the queue lock, errors naming ``doing``."""
+        with self.queue() as q, vk_errors(doing):
+            vk.vkQueueSubmit(q, len(submits), submits, fence)
+
+    def wait_idle(self) -> None:
+        self._check_open()
+        with vk_errors("waiting for the device to go idle"):
+            self._h.wait_idle()
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Wait for the GPU, destroy every surviving object (newest first), then the device.
+
+        Safe to call twice.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._finalizer.detach()
+        self._h.release()
+
+    def __enter__(self) -> Device:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self._closed:
+            return "<Device (closed)>"
+        return f"<Device {self.info.name!r} ({self.info.device_type})>"
+
+    # -- validation messages ----------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[ValidationMessage]:
+        """Messages received from the validation layer so far."""
+        return self._messages.items
+
+    @property
+    def validation_errors(self) -> list[ValidationMessage]:
+        return [m for m in self.messages if m.severity == "error"]
+
+    def take_messages(self) -> list[ValidationMessage]:
+        """Return and clear the messages received so far."""
+        out, self._messages.items = self._messages.items, []
+        return out
+
+    def check_validation(self) -> None:
+        """Raise :class:`ValidationLayerError` listing the validation errors received so far
+        (and clear them); for an application's own tests."""
+        errors = [m.message for m in self.take_messages() if m.severity == "error"]
+        if errors:
+            raise ValidationLayerError(
+                f"{len(errors)} validation error(s):\n" + "\n".join(f"  {e}" for e in errors)
+            )
+
+    # -- memory -----------------------------------------------------------------------------
+
+    def memory_type_index(self, type_bits: int, required: int, preferred: int = 0) -> int:
+        """Index of a memory type allowed by ``type_bits`` with ``required`` flags, preferring
+        one that also has ``preferred``."""
+        props = self._memory_properties
+        fallback = None
+        for i in range(props.memoryTypeCount):
+            if not type_bits & (1 << i):
+                continue
+            flags = props.memoryTypes[i].propertyFlags
+            if flags & required != required:
+                continue
+            if flags & preferred == preferred:
+                return i
+            if fallback is None:
+                fallback = i
+        if fallback is None:
+            raise CapabilityError(
+                f"{self.info.name!r} has no memory type with flags {required:#x} "
+                f"in bits {type_bits:#x}"
+            )
+        return fallback
+
+    def check_owns(self, obj: Any, what: str) -> None:
+        """Raise :class:`~vkdqs.errors.OwnershipError` unless ``obj`` was made on this Device."""
+        from ..errors import OwnershipError
+
+        other = getattr(obj, "device", None)
+        if other is not self:
+            raise OwnershipError(
+                f"{what} belongs to another Device ({other!r}); objects made on one Device "
+                f"cannot be used with another ({self!r})"
+            )
+        self._check_open()
+
+
+def _type_name(props: Any) -> str:
+    return _TYPE_NAME.get(props.deviceType, "unknown")
+
+
+def _rejection(index: int, props: Any, wanted: str | int | None) -> str | None:
+    """Why a physical device does not fit (None if it does, before queue families)."""
+    name = cstr(props.deviceName)
+    if isinstance(wanted, int) and index != wanted:
+        return f"not index {wanted} (VKDQS_DEVICE/device=)"
+    if isinstance(wanted, str) and wanted.lower() not in name.lower():
+        return f"name does not contain {wanted!r} (VKDQS_DEVICE/device=)"
+    if props.apiVersion < API_VERSION:
+        return f"supports Vulkan {_version(props.apiVersion)} < 1.1"
+    return None
+
+
+def _pick_queue_family(pd: Any) -> int | None:
+    want = vk.VK_QUEUE_GRAPHICS_BIT | vk.VK_QUEUE_COMPUTE_BIT
+    for i, fam in enumerate(vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)):
+        if fam.queueCount > 0 and (fam.queueFlags & want) == want:
+            return i
+    return None
+
+
+def _device_info(index: int, pd: Any, props: Any) -> DeviceInfo:
+    limits = props.limits
+    features = vk.vkGetPhysicalDeviceFeatures(pd)
+    return DeviceInfo(
+        name=cstr(props.deviceName),
+        device_type=_type_name(props),
+        index=index,
+        api_version=_version(props.apiVersion),
+        driver_version=props.driverVersion,
+        max_uniform_buffer_range=limits.maxUniformBufferRange,
+        max_storage_buffer_range=limits.maxStorageBufferRange,
+        max_texel_buffer_elements=limits.maxTexelBufferElements,
+        min_uniform_buffer_offset_alignment=limits.minUniformBufferOffsetAlignment,
+        min_storage_buffer_offset_alignment=limits.minStorageBufferOffsetAlignment,
+        max_compute_work_group_count=tuple(limits.maxComputeWorkGroupCount),
+        max_push_constants_size=limits.maxPushConstantsSize,
+        framebuffer_sample_counts=limits.framebufferColorSampleCounts
+        & limits.framebufferDepthSampleCounts,
+        vertex_pipeline_stores_and_atomics=bool(features.vertexPipelineStoresAndAtomics),
+        fill_mode_non_solid=bool(features.fillModeNonSolid),
+    )
+
+
+def _version(v: int) -> str:
+    return f"{vk.VK_VERSION_MAJOR(v)}.{vk.VK_VERSION_MINOR(v)}.{vk.VK_VERSION_PATCH(v)}"
+
+
+_CHILD_KEYS = itertools.count(1)
+_ROUTE_KEYS = itertools.count(1)
+# The binding supports one Python debug callback per process: it routes each message to the
+# message list whose key is in pUserData (keys are never reused, unlike id()).
+_ROUTES: dict[int, _Messages] = {}
+
+
+def _debug_callback(severity: int, types: int, data: Any, user_data: Any) -> int:
+    try:
+        key = vk.ffi.cast("uintptr_t*", user_data)[0]
+        message = vk.ffi.string(data.pMessage).decode("utf-8", "replace")
+        target = _ROUTES.get(key)
+        if target is not None:
+            target.add(severity, message)
+        else:
+            validation_log.warning("%s", message)
+    except Exception:  # an exception must never unwind into the driver
+        validation_log.exception("vkdqs debug callback failed")
+    return vk.VK_FALSE
