@@ -7,7 +7,7 @@ import logging
 import pytest
 import vulkan as vk
 
-from vkdqs import NoSuitableDeviceError, ObjectDestroyedError
+from vkdqs import NoSuitableDeviceError, ObjectDestroyedError, ValidationLayerError
 from vkdqs.gpu import Buffer, Device
 
 from . import conftest
@@ -43,8 +43,12 @@ def test_validation_errors_are_captured_and_logged(fresh_device, caplog):
     errors = fresh_device.validation_errors
     assert errors and "VUID-VkBufferCreateInfo-usage-requiredbitmask" in errors[0].message
     assert any("usage-requiredbitmask" in r.getMessage() for r in caplog.records)
+    # check_validation() raises them for an application's own tests, and clears them
+    with pytest.raises(ValidationLayerError, match="usage-requiredbitmask"):
+        fresh_device.check_validation()
+    fresh_device.check_validation()  # nothing left
+    assert fresh_device.take_messages() == []
     # the suite's own check would fail this test; the error was the point, so clear it
-    fresh_device.take_messages()
     conftest._VALIDATION_RECORDS.records.clear()
 
 

@@ -24,8 +24,6 @@ import numpy as np
 from . import dq
 from .errors import MAX_MAGNITUDE, InputError, LimitError
 
-DQ_FLOATS = 8
-LBS_FLOATS = 12
 _MIN_REAL_NORM = 1e-6
 
 

@@ -9,6 +9,7 @@ description that is also its cache key.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -394,8 +395,16 @@ class PipelineCache:
     kept (and destroyed) by the owner."""
 
     def __init__(self, owner: ResourceOwner) -> None:
-        self._owner = owner
+        # weak: the owner holds the cache, and a cycle would keep a dropped owner (and its
+        # Vulkan objects) alive until the next cycle collection
+        self._owner_ref = weakref.ref(owner)
         self._pipelines: dict[tuple, DeviceObject] = {}
+
+    @property
+    def _owner(self) -> ResourceOwner:
+        owner = self._owner_ref()
+        assert owner is not None
+        return owner
 
     def graphics(
         self, desc: GraphicsPipelineDesc, layout: PipelineLayout, render_pass: RenderPass
