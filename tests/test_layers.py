@@ -1,0 +1,170 @@
+"""The package's layers: each module imports only from its own layer or the ones below, and the
+import graph has no cycle (read from the source, CPU only)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "vkdqs"
+
+#: Layer of each module (dotted, without "vkdqs."); a prefix ending in "." covers a package.
+LAYERS = {
+    "errors": 0,
+    "dq": 1,
+    "mesh": 1,
+    "bones": 1,
+    "procedural": 1,
+    "camera": 1,
+    "png": 1,
+    "shader_interface": 1,
+    "gltf.": 1,
+    "gpu.": 2,
+    "skinner": 3,
+    "renderer": 3,
+    "targets": 3,
+    "scenes": 3,
+    "viewer": 4,
+    "cli": 4,
+    "__main__": 4,
+}
+NUMPY_ONLY = 1  # layers up to this one must not import vulkan or glfw
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1] or ["__init__"]
+        out[".".join(parts)] = path
+    return out
+
+
+def _layer(module: str) -> int:
+    for prefix, layer in LAYERS.items():
+        if module == prefix or (prefix.endswith(".") and module.startswith(prefix)):
+            return layer
+        if prefix.endswith(".") and module == prefix[:-1]:
+            return layer
+    raise AssertionError(f"vkdqs.{module} is in no layer: add it to LAYERS in {__file__}")
+
+
+def _imports(module: str, path: Path, known: set[str]) -> tuple[set[str], set[str]]:
+    """(vkdqs modules, third-party top-level names) imported at module level or in functions,
+    skipping `if TYPE_CHECKING:` blocks."""
+    tree = ast.parse(path.read_text())
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    internal, external = set(), set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    name = alias.name
+                    if name == "vkdqs" or name.startswith("vkdqs."):
+                        internal.add(name.removeprefix("vkdqs").lstrip(".") or "__init__")
+                    else:
+                        external.add(name.split(".")[0])
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package[: len(package) - child.level + 1]
+                    target = ".".join(base + ([child.module] if child.module else []))
+                elif child.module and child.module.split(".")[0] == "vkdqs":
+                    target = child.module.removeprefix("vkdqs").lstrip(".")
+                else:
+                    external.add((child.module or "").split(".")[0])
+                    continue
+                for alias in child.names:
+                    sub = f"{target}.{alias.name}" if target else alias.name
+                    internal.add(sub if sub in known else (target or "__init__"))
+            visit(child)
+
+    visit(tree)
+    internal.discard(module)
+    return internal, external
+
+
+def _graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    modules = _modules()
+    known = set(modules)
+    graph, externals = {}, {}
+    for name, path in modules.items():
+        graph[name], externals[name] = _imports(name, path, known)
+    return graph, externals
+
+
+def test_every_module_imports_only_its_layer_or_below():
+    graph, _ = _graph()
+    problems = []
+    for module, deps in graph.items():
+        if module == "__init__":
+            continue  # the package's lazy __getattr__ re-exports from every layer
+        for dep in deps:
+            if dep != "__init__" and _layer(dep) > _layer(module):
+                problems.append(f"vkdqs.{module} (layer {_layer(module)}) imports vkdqs.{dep}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_numpy_layers_do_not_import_vulkan_or_glfw():
+    _, externals = _graph()
+    bad = [
+        f"vkdqs.{m} imports {sorted(ext & {'vulkan', 'glfw'})}"
+        for m, ext in externals.items()
+        if m != "__init__" and _layer(m) <= NUMPY_ONLY and ext & {"vulkan", "glfw"}
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_cycles():
+    graph, _ = _graph()
+    state: dict[str, int] = {}
+    cycles = []
+
+    def walk(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph.get(node, ())):
+            if dep == "__init__" or dep not in graph:
+                continue
+            if state.get(dep) == 1:
+                cycles.append(" -> ".join([*stack[stack.index(dep) :], dep]))
+            elif dep not in state:
+                walk(dep, [*stack, dep])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            walk(module, [module])
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ("from .renderer import Renderer\n", "imports vkdqs.renderer"),
+        ("import vulkan as vk\n", "imports ['vulkan']"),
+    ],
+)
+def test_the_checks_catch_a_violation(tmp_path, monkeypatch, source, problem):
+    """A numpy-layer module that imports upward, or imports vulkan, is reported."""
+    fake = tmp_path / "vkdqs"
+    for path in PACKAGE.rglob("*.py"):
+        dst = fake / path.relative_to(PACKAGE)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text(path.read_text())
+    (fake / "dq.py").write_text(source + (PACKAGE / "dq.py").read_text())
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    check = (
+        test_every_module_imports_only_its_layer_or_below
+        if "renderer" in source
+        else test_the_numpy_layers_do_not_import_vulkan_or_glfw
+    )
+    with pytest.raises(AssertionError, match=re.escape(problem)):
+        check()
