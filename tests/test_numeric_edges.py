@@ -1,8 +1,9 @@
-"""Values at the edges of float64: huge normals and dual quaternions, ragged array-likes.
+"""Values at the edges: huge normals and dual quaternions, ragged array-likes, zero scale.
 
 Vectors whose components are too large to square (beyond ~1e154) must keep their direction
 instead of normalizing to zero; what the GPU then gets is checked against the float64 reference.
 Array-likes numpy cannot read (ragged nested lists) must raise InputError naming the argument.
+A glTF part scaled to 0 (how exporters hide parts) is not drawn, instead of failing the render.
 """
 
 from __future__ import annotations
@@ -10,10 +11,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vkdqs import InputError, LimitError, SkinnedMesh, bones, dq
+from vkdqs import InputError, LimitError, SkinnedMesh, bones, cli, dq
+from vkdqs.gltf import load_gltf
+from vkdqs.png import read_png
 from vkdqs.renderer import Renderer
+from vkdqs.scenes import GltfScenePlayer
 from vkdqs.skinner import Skinner
 from vkdqs.targets import OffscreenTarget
+
+from .gltf_fixtures import make_rig
+from .imaging import CLEAR, covered, pixel_box, projected_box
 
 
 def gpu_matches(mesh, got, want):
@@ -244,3 +251,113 @@ def test_skinner_and_instance_take_ragged_bones_as_input_errors(device, two_bone
             inst.set_pose(RAGGED_BONES)
         with pytest.raises(InputError, match=r"^bones could not be read as an array"):
             inst.set_pose(RAGGED_MATRICES)
+
+
+# -- glTF parts scaled to 0 -------------------------------------------------------------------
+
+PROP = 10  # make_rig's rigid prop node (mesh 1), a child of the last joint
+
+
+def _prop_rig(prop: str):
+    """make_rig with the prop placed normally ("shown"), scaled to 0 ("hidden"), or not placed at
+    all ("absent"). Each gets animation 3 "grow": the prop's scale steps 0 -> 1 at t = 0.5."""
+    rig = make_rig(scaled=False)
+    b = rig.builder
+    node = b.document["nodes"][PROP]
+    if prop == "hidden":
+        node["scale"] = [0.0, 0.0, 0.0]
+    elif prop == "absent":
+        del node["mesh"]
+    times = b.add_accessor(np.array([0.0, 0.5], np.float32), min_max=True)
+    values = b.add_accessor(np.array([[0, 0, 0], [1, 1, 1]], np.float32))
+    b.add(
+        "animations",
+        {
+            "name": "grow",
+            "samplers": [{"input": times, "output": values, "interpolation": "STEP"}],
+            "channels": [{"sampler": 0, "target": {"node": PROP, "path": "scale"}}],
+        },
+    )
+    return rig
+
+
+@pytest.fixture(scope="module")
+def prop_files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("zero_scale")
+    files = {}
+    for prop in ("shown", "hidden", "absent"):
+        files[prop] = root / f"prop_{prop}.glb"
+        _prop_rig(prop).save(files[prop])
+    return files
+
+
+def _render(device, path, setup=None, camera=None, animation="grow"):
+    """(image, player) of a model in a fresh 160x120 renderer (culling off: every face counts)."""
+    with (
+        OffscreenTarget(device, 160, 120) as target,
+        Renderer(device, target, clear_color=CLEAR, cull=False) as renderer,
+    ):
+        player = GltfScenePlayer(renderer, load_gltf(path), methods="lbs", animation=animation)
+        if camera is not None:
+            renderer.camera = camera
+        if setup is not None:
+            setup(player)
+        return renderer.render_image(), player
+
+
+def test_a_part_scaled_to_zero_is_not_drawn(device, prop_files):
+    absent, reference = _render(device, prop_files["absent"], animation=None)
+    camera = reference.renderer.camera
+    shown, _ = _render(device, prop_files["shown"], camera=camera, animation=None)
+    assert (shown != absent).any(axis=-1).sum() > 20  # the prop is there to hide
+
+    # Scaled to 0 by the file: the same frame as without the prop, framing included.
+    hidden, player = _render(device, prop_files["hidden"], animation=None)
+    np.testing.assert_array_equal(hidden, absent)
+    rigid = [i for draw in player.draws if draw.kind == "rigid" for i in draw.instances.values()]
+    assert rigid and not any(inst.visible for inst in rigid)
+
+
+def test_a_part_scaled_back_up_is_drawn_again(device, prop_files):
+    """Animation "grow" scales the hidden prop to 1 at t = 0.5: hidden, shown, hidden again."""
+    _, reference = _render(device, prop_files["absent"])
+    camera = reference.renderer.camera
+    frames = {}
+
+    def play(player):
+        (prop,) = [d.instances["lbs"] for d in player.draws if d.kind == "rigid"]
+        for time in (0.25, 0.75, 0.1):
+            player.set_time(time)
+            frames[time] = (player.renderer.render_image(), prop.visible)
+
+    _render(device, prop_files["hidden"], play, camera)
+    absent = {
+        t: _render(device, prop_files["absent"], lambda p, t=t: p.set_time(t), camera)[0]
+        for t in (0.1, 0.25, 0.75)
+    }
+    for time in (0.25, 0.1):
+        image, visible = frames[time]
+        assert not visible
+        np.testing.assert_array_equal(image, absent[time])
+    image, visible = frames[0.75]
+    assert visible
+    diff = np.abs(image.astype(int) - absent[0.75].astype(int)).max(axis=-1) > 0
+    assert diff.sum() > 20
+    # what changed is the prop, where the CPU puts it
+    scene = load_gltf(prop_files["hidden"])
+    (prop,) = scene.rigid_meshes("grow", 0.75)
+    pts = np.concatenate([p.positions for p in scene.meshes[prop.mesh].primitives])
+    box = projected_box(camera, (np.c_[pts, np.ones(len(pts))] @ prop.matrix.T)[:, :3], 160, 120)
+    got = pixel_box(diff)
+    assert np.all(got[:2] >= box[:2] - 2) and np.all(got[2:] <= box[2:] + 2), (got, box)
+
+
+def test_render_command_draws_nothing_for_a_part_scaled_to_zero(device, prop_files, tmp_path):
+    images = {}
+    for prop in ("hidden", "absent"):
+        out = tmp_path / f"{prop}.png"
+        args = ["render", str(prop_files[prop]), "--out", str(out), "--size", "160x120"]
+        assert cli.main([*args, "--samples", "1", "--animation", "rest"]) == 0
+        images[prop] = read_png(out)
+    np.testing.assert_array_equal(images["hidden"], images["absent"])
+    assert covered(images["hidden"]).sum() > 100
