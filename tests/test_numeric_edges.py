@@ -8,10 +8,12 @@ A glTF part scaled to 0 (how exporters hide parts) is not drawn, instead of fail
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
-from vkdqs import InputError, LimitError, SkinnedMesh, bones, cli, dq
+from vkdqs import InputError, LimitError, SkinnedMesh, bones, cli, dq, procedural
 from vkdqs.gltf import load_gltf
 from vkdqs.png import read_png
 from vkdqs.renderer import Renderer
@@ -178,6 +180,16 @@ def test_dual_parts_beyond_the_limit_after_normalizing_are_rejected(device, two_
         want = dq.skin_dqs(*args(two_bone_mesh), dq.normalize(fine))
         gpu_matches(two_bone_mesh, skinner.skin(fine), want)
         np.testing.assert_allclose(want[0], dq.skin_dqs(*args(two_bone_mesh), unit)[0], atol=1e-12)
+
+
+@pytest.mark.parametrize("angle", [np.inf, -np.inf, np.nan])
+def test_procedural_poses_reject_non_finite_angles(angle):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # np.cos(inf) used to warn, then return NaN matrices
+        with pytest.raises(InputError, match=r"angle_deg must be finite, got (-?inf|nan)"):
+            procedural.twist_pose(angle)
+        with pytest.raises(InputError, match=r"angle_deg must be finite"):
+            procedural.bone_chain_pose(4, angle)
 
 
 # -- ragged and unreadable array-likes --------------------------------------------------------
