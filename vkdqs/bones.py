@@ -25,6 +25,9 @@ from . import dq
 from .errors import MAX_MAGNITUDE, InputError, LimitError
 
 _MIN_REAL_NORM = 1e-6
+# |dual| / |real| below this cannot overflow float64 in dq.normalize (|d|_2 <= 2 |d|_max, and
+# the projection d - r (r . d) at most doubles that again).
+_OVERFLOW = float(np.finfo(np.float64).max) / 4.0
 
 
 def _where(index: tuple[int, ...], batched: bool) -> str:
@@ -34,7 +37,7 @@ def _where(index: tuple[int, ...], batched: bool) -> str:
 
 
 def _as_bones(bones: object, bone_count: int, batched: bool, shapes: tuple[tuple[int, int], ...]):
-    arr = np.asarray(bones)
+    arr = dq._as_array(bones, "bones")
     lead = 2 if batched else 1
     want = " or ".join(f"({'P, ' if batched else ''}{bone_count}, {a}, {b})" for a, b in shapes)
     if arr.dtype.kind not in "fiu":
@@ -80,13 +83,28 @@ def pack_dqs(bones: object, bone_count: int, *, batched: bool = False) -> np.nda
         except InputError as exc:
             raise InputError(f"DQS bones must be rigid matrices: {exc}") from None
     else:
-        norms = np.linalg.norm(arr[..., 0, :], axis=-1)
+        # Measured without squaring overflow: a real part of 1e200 is long, not infinite.
+        _, length, scale = dq._rescale(arr[..., 0, :])
+        norms = dq._true_length(length, scale)
         small = norms < _MIN_REAL_NORM
         if small.any():
             index = tuple(int(i) for i in np.argwhere(small)[0])
             raise InputError(
                 f"{_where(index, batched)}: dual quaternion real part has length "
                 f"{norms[index]:.3g}; it must be a (near-)unit rotation quaternion"
+            )
+        # Normalizing divides the dual part by |real|; where that overflows float64 (it would
+        # reach the magnitude check below as inf or NaN), reject it here.
+        dual = np.abs(arr[..., 1, :]).max(axis=-1)
+        with np.errstate(over="ignore"):
+            big = dual > _OVERFLOW * norms
+        if big.any():
+            index = tuple(int(i) for i in np.argwhere(big)[0])
+            raise LimitError(
+                f"{_where(index, batched)}: a dual part (half the translation) of magnitude "
+                f"{dual[index]:.3g} with a real part of length {norms[index]:.3g} is beyond "
+                f"float64's range after normalizing, far past +-{MAX_MAGNITUDE:g} (the GPU "
+                "computes in float32)"
             )
         out = dq.normalize(arr)
         _check_magnitude(out, batched, "a dual part (half the translation)")
@@ -121,8 +139,7 @@ def pack_pose(
         scales = np.zeros((*dqs.shape[:-2], 3, 4), np.float32)
         scales[..., [0, 1, 2], [0, 1, 2]] = 1.0
         return PackedPose("dqs_scale", dqs, scales)
-    rigid_only = method == "dqs" and (not allow_scale or not dq.has_scale(arr).any())
-    if arr.shape[-2] == 2 or rigid_only:
+    if arr.shape[-2] == 2 or (method == "dqs" and (not allow_scale or not dq.has_scale(arr).any())):
         return PackedPose("dqs", pack_dqs(arr, bone_count, batched=batched))
     _check_magnitude(arr, batched, "a matrix entry")
     try:

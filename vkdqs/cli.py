@@ -11,7 +11,8 @@ file holds (meshes, skins, influences, scale, animations).
 
 Errors about the input (a malformed glTF file, an animation that does not exist, a model DQS
 cannot skin, no Vulkan device) print one line, ``vkdqs: error: ...``, to stderr and exit with
-status 1.
+status 1. Options are checked when parsed: an unusable value (a size outside 1...16384, a non-finite
+or out-of-range number) is a usage error, exit status 2.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +29,8 @@ import numpy as np
 from .errors import VkdqsError
 
 _ANIMATION_HELP = "model: animation index or name, or 'rest' (default: the first animation)"
+#: Each side of --size, in pixels (Vulkan guarantees 4096 for images; desktop GPUs take 16384).
+MAX_SIZE = 16384
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -34,7 +38,7 @@ def demo(args: argparse.Namespace) -> int:
     from .gpu import Device
     from .skinner import Skinner
 
-    angles = np.arange(0.0, 171.0, args.step)
+    angles = args.step * np.arange(int(170.0 / args.step + 1e-9) + 1)  # 0...170, no further
     mesh = procedural.candy_wrapper()
     rest_radius = procedural.ring_radii(mesh.positions).min()
     rest_volume = procedural.mesh_volume(mesh.positions, mesh.indices)
@@ -80,27 +84,56 @@ def demo(args: argparse.Namespace) -> int:
         print("opening the viewer (H for help, Esc to quit)")
         try:
             return view(
-                argparse.Namespace(size="1280x720", present_mode="fifo", samples=4, model=None)
+                argparse.Namespace(size=(1280, 720), present_mode="fifo", samples=4, model=None)
             )
         except VkdqsError as exc:  # e.g. DISPLAY set but unreachable: fall back to a PNG
             print(f"the viewer could not open ({exc}); rendering a PNG instead")
     out = Path("vkdqs-demo.png")
     render(
         argparse.Namespace(
-            out=out, twist=170.0, method="both", size="960x540", samples=4, model=None
+            out=out, twist=170.0, method="both", size=(960, 540), samples=4, model=None
         )
     )
     return 0
 
 
 def _size(text: str) -> tuple[int, int]:
+    """``--size WxH``, each side 1...MAX_SIZE pixels."""
     try:
         w, h = (int(v) for v in text.lower().split("x"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"size must look like 640x480, got {text!r}") from None
-    if not (1 <= w <= 16384 and 1 <= h <= 16384):
-        raise argparse.ArgumentTypeError(f"size out of range: {text!r}")
+    if not (1 <= w <= MAX_SIZE and 1 <= h <= MAX_SIZE):
+        raise argparse.ArgumentTypeError(
+            f"each side of the size must be 1...{MAX_SIZE} pixels, got {text!r}"
+        )
     return w, h
+
+
+def _number(what: str, low: float, high: float, unit: str) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number within ``[low, high]`` (``what`` and ``unit`` name it
+    in the message)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a number, got {text!r}") from None
+        if not low <= value <= high:  # also NaN and inf
+            raise argparse.ArgumentTypeError(
+                f"{what} must be within {low:.10g}...{high:.10g} {unit}, got {text!r}"
+            )
+        return value
+
+    return parse
+
+
+#: --step: at least 0.1 degree keeps the demo's table (one row per angle in 0...170) bounded.
+_step = _number("the twist step", 0.1, 170.0, "degrees")
+#: --twist: ten turns either way.
+_twist = _number("the twist", -3600.0, 3600.0, "degrees")
+#: --time: about 11.6 days either way; the label shows it with 2 decimals.
+_time = _number("the time", -1e6, 1e6, "seconds")
 
 
 def _animation(text: str | None) -> int | str | None:
@@ -120,7 +153,7 @@ def render(args: argparse.Namespace) -> int:
     from .scenes import CandyWrapperScene, GltfScenePlayer
     from .targets import OffscreenTarget
 
-    w, h = _size(args.size) if isinstance(args.size, str) else args.size
+    w, h = args.size
     gltf = None
     if getattr(args, "model", None) is not None:
         from .gltf import load_gltf
@@ -149,7 +182,7 @@ def view(args: argparse.Namespace) -> int:
     """Open the viewer window on the embedded default scene or a glTF model."""
     from .viewer import HELP, Viewer
 
-    w, h = _size(args.size) if isinstance(args.size, str) else args.size
+    w, h = args.size
     model = getattr(args, "model", None)
     with Viewer(
         model,
@@ -180,7 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="vkdqs", description="Dual quaternion skinning on Vulkan")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("demo", help="candy-wrapper twist: DQS vs LBS on the GPU")
-    p.add_argument("--step", type=float, default=10.0, help="twist step in degrees (default 10)")
+    p.add_argument(
+        "--step", type=_step, default=10.0, help="twist step in degrees, 0.1...170 (default 10)"
+    )
     p.add_argument("--path", choices=("compute", "vertex"), default="compute")
     p.add_argument("--device", default=None, help="device name substring or index")
     p.add_argument("--no-window", action="store_true", help="only print the table")
@@ -190,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("model", nargs="?", type=Path, help="a glTF model (.gltf or .glb)")
     p.add_argument("--method", choices=("dqs", "lbs", "both"), default="both")
     p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
-    p.add_argument("--size", default="1280x720", help="window size WxH")
+    p.add_argument(
+        "--size", type=_size, default=(1280, 720), help=f"window size WxH, each 1...{MAX_SIZE}"
+    )
     p.add_argument("--present-mode", choices=("fifo", "mailbox", "immediate"), default="fifo")
     p.add_argument("--samples", type=int, choices=(1, 2, 4, 8), default=4, help="MSAA samples")
     p.set_defaults(func=view)
@@ -200,13 +237,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("model", nargs="?", type=Path, help="a glTF model (.gltf or .glb)")
     p.add_argument("--out", type=Path, default=Path("frame.png"))
-    p.add_argument("--twist", type=float, default=170.0, help="candy wrapper: twist in degrees")
     p.add_argument(
-        "--time", type=float, default=0.0, help="model: animation time in seconds (default 0)"
+        "--twist", type=_twist, default=170.0, help="candy wrapper: twist in degrees (+-3600)"
+    )
+    p.add_argument(
+        "--time", type=_time, default=0.0, help="model: animation time in seconds (default 0)"
     )
     p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
     p.add_argument("--method", choices=("dqs", "lbs", "both"), default="both")
-    p.add_argument("--size", type=_size, default=(960, 540), help="image size WxH")
+    p.add_argument(
+        "--size", type=_size, default=(960, 540), help=f"image size WxH, each 1...{MAX_SIZE}"
+    )
     p.add_argument("--samples", type=int, choices=(1, 2, 4, 8), default=4, help="MSAA samples")
     p.set_defaults(func=render)
 
@@ -217,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "device", None) is not None and args.device.isdigit():
         args.device = int(args.device)
+    _tolerate_unencodable_output()
     try:
         return args.func(args)
     except VkdqsError as exc:
@@ -228,6 +270,20 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"vkdqs: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
+    except MemoryError:
+        print("vkdqs: error: out of memory; try a smaller --size or model", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("vkdqs: interrupted", file=sys.stderr)
+        return 130
+
+
+def _tolerate_unencodable_output() -> None:
+    """Print file names that are not valid in the output encoding (e.g. a model named with the
+    bytes b"model\\xff.glb" under a UTF-8 locale) escaped, instead of failing with a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def _with_file(message: str, model: Path | None) -> str:

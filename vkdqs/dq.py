@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-from vkdqs.errors import InputError
+from vkdqs.errors import InputError, LimitError
 
 __all__ = [
     "DQS_EPS",
@@ -71,8 +71,19 @@ _NORMALIZE_EPS = 1e-8
 # --------------------------------------------------------------------------------------------
 
 
+def _as_array(x: ArrayLike, name: str) -> np.ndarray:
+    """``np.asarray(x)``, with numpy's failures (e.g. ragged nested lists) as an InputError."""
+    try:
+        return np.asarray(x)
+    except (ValueError, TypeError) as exc:
+        raise InputError(
+            f"{name} could not be read as an array ({exc}); pass a numpy array or nested lists "
+            "of numbers whose rows all have the same length"
+        ) from None
+
+
 def _as_float(x: ArrayLike, name: str) -> NDArray[np.float64]:
-    a = np.asarray(x)
+    a = _as_array(x, name)
     if a.dtype == bool or not (
         np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)
     ):
@@ -106,13 +117,52 @@ def _dot(a: NDArray, b: NDArray) -> NDArray:
     return np.einsum("...i,...i->...", a, b)
 
 
+def _rescale(v: NDArray, *, dot: bool = False) -> tuple[NDArray, NDArray, NDArray | None]:
+    """Lengths ``|v|`` over the last axis, guarded against overflow and underflow of the squares.
+
+    ``|v|`` is ``np.linalg.norm`` (or ``sqrt(v . v)`` with ``dot=True``, the arithmetic the
+    caller used before). Where it overflowed (components beyond ~1e154 in float64, ~1e19 in
+    float32), or is so small that the squares lost precision, those vectors are divided by their
+    largest ``|component|`` ``s`` and measured again.
+
+    Returns ``(v', |v'|, s)`` with ``v' = v / s``. ``s`` is None when no vector needed it (then
+    ``v'`` and ``|v'|`` are the inputs, unchanged), else 1 for the other vectors, so ordinary
+    vectors keep exactly the caller's arithmetic. The true length is ``|v'| * s``.
+    """
+    with np.errstate(over="ignore"):
+        length = np.asarray(np.sqrt(_dot(v, v)) if dot else np.linalg.norm(v, axis=-1))
+    info = np.finfo(length.dtype)
+    lowest = np.sqrt(info.tiny) / info.eps  # squares above tiny / eps^2: no precision lost
+    off = ~((length >= lowest) & (length <= info.max))  # also NaN, which stays NaN
+    if not off.any():
+        return v, length, None
+    top = np.abs(v[off]).max(axis=-1)
+    top = np.where(top > 0.0, top, 1.0)
+    v = v.copy()
+    v[off] = v[off] / top[..., None]
+    length = length.copy()
+    length[off] = np.sqrt(_dot(v[off], v[off]))
+    scale = np.ones_like(length)
+    scale[off] = top
+    return v, length, scale
+
+
+def _true_length(length: NDArray, scale: NDArray | None) -> NDArray:
+    """``|v'| * s`` from :func:`_rescale`: the length of the caller's ``v`` (inf past float max)."""
+    if scale is None:
+        return length
+    with np.errstate(over="ignore"):
+        return length * scale
+
+
 def _safe_normalize(v: NDArray, eps: float = 0.0) -> tuple[NDArray, NDArray]:
     """Normalize ``v [..., 3]``; returns (unit vectors, mask of vectors with length <= eps).
 
-    Vectors at or below ``eps`` are returned as zeros instead of NaN.
+    Vectors at or below ``eps`` are returned as zeros instead of NaN. Vectors too long or too
+    short to square (e.g. components of 1e200) are scaled first, so they keep their direction.
     """
-    length = np.sqrt(_dot(v, v))
-    small = length <= eps
+    v, length, scale = _rescale(v, dot=True)
+    small = _true_length(length, scale) <= eps
     out = v / np.where(small, 1.0, length)[..., None]
     out[small] = 0.0
     return out, small
@@ -301,7 +351,7 @@ def from_rotation_translation(q: ArrayLike, t: ArrayLike, /) -> NDArray[np.float
     Parameters
     ----------
     q : array_like, [..., 4]
-        Rotation quaternions; normalized here.
+        Rotation quaternions; normalized here, must be non-zero.
     t : array_like, [..., 3]
         Translations.
 
@@ -313,7 +363,14 @@ def from_rotation_translation(q: ArrayLike, t: ArrayLike, /) -> NDArray[np.float
     t = _as_float(t, "t")
     _check_last(q, "q", (4,), "[..., 4]")
     _check_last(t, "t", (3,), "[..., 3]")
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    q, length, _ = _rescale(q)
+    if not np.all(length > 0.0):
+        flat = int(np.argmax(~(length > 0.0).ravel()))
+        raise InputError(
+            f"{_label('quaternion', length.shape, flat)} has length {length.ravel()[flat]}; "
+            "a rotation quaternion must be non-zero and finite"
+        )
+    q = q / length[..., None]
     tq = np.concatenate([t, np.zeros((*t.shape[:-1], 1))], axis=-1)
     dual = 0.5 * quat_multiply(tq, q)
     real, dual = np.broadcast_arrays(q, dual)
@@ -390,7 +447,10 @@ def has_scale(m: ArrayLike, /, *, atol: float = 1e-5) -> NDArray[np.bool_]:
 
     True where ``max |A^T A - I| > atol`` for the linear part ``A``.
     """
-    a = _as_float(m, "m")[..., :3, :3]
+    a = _as_float(m, "m")
+    if a.ndim < 2 or a.shape[-2:] not in ((4, 4), (3, 4)):
+        raise InputError(f"m must have shape [..., 4, 4] or [..., 3, 4], got shape {a.shape}")
+    a = a[..., :3, :3]
     return np.abs(np.swapaxes(a, -1, -2) @ a - np.eye(3)).max(axis=(-2, -1)) > atol
 
 
@@ -529,20 +589,46 @@ def normalize(dq: ArrayLike, /) -> NDArray[np.float64]:
     Raises
     ------
     InputError
-        Naming the first DQ whose ``|real| < 1e-8``.
+        Naming the first DQ with a non-finite element or ``|real| < 1e-8``.
+    LimitError
+        Naming the first DQ whose normalized dual part does not fit in float64
+        (``|dual| / |real|`` beyond ~1e308).
+
+    Notes
+    -----
+    A real part too long to square in float64 (components beyond ~1e154) is divided by its
+    largest component first, so ``1e200 * dq`` normalizes like ``dq``.
     """
     dq = _check_dq(dq, "dq")
-    length = np.linalg.norm(dq[..., 0, :], axis=-1)
-    small = ~(length >= _NORMALIZE_EPS)  # also catches NaN
+    finite = np.isfinite(dq).all(axis=(-2, -1))
+    if not finite.all():
+        i = int(np.argmax(~finite.ravel()))
+        who = _label("dual quaternion", finite.shape, i)
+        bad = dq.reshape(-1, 8)[i]
+        raise InputError(f"{who} has a non-finite element ({bad[~np.isfinite(bad)][0]})")
+    real, length, scale = _rescale(dq[..., 0, :])
+    true_length = _true_length(length, scale)
+    small = ~(true_length >= _NORMALIZE_EPS)
     if np.any(small):
         i = int(np.argmax(small.ravel()))
         who = _label("dual quaternion", small.shape, i)
         raise InputError(
-            f"{who} has |real| = {length.ravel()[i]:.3g} < {_NORMALIZE_EPS:g}; cannot normalize"
+            f"{who} has |real| = {true_length.ravel()[i]:.3g} < {_NORMALIZE_EPS:g}; "
+            "cannot normalize"
         )
-    r = dq[..., 0, :] / length[..., None]
-    d = dq[..., 1, :] / length[..., None]
-    d = d - r * _dot(r, d)[..., None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        dual = dq[..., 1, :] if scale is None else dq[..., 1, :] / scale[..., None]
+        r = real / length[..., None]
+        d = dual / length[..., None]
+        d = d - r * _dot(r, d)[..., None]
+    overflow = ~np.isfinite(d).all(axis=-1)
+    if np.any(overflow):
+        i = int(np.argmax(overflow.ravel()))
+        who = _label("dual quaternion", overflow.shape, i)
+        raise LimitError(
+            f"{who}: its dual part is too large for its real part (|real| = "
+            f"{true_length.ravel()[i]:.3g}); the normalized dual part overflows float64"
+        )
     return np.stack([r, d], axis=-2)
 
 
@@ -609,6 +695,13 @@ def random_rigid(
     -------
     ndarray, [n, 2, 4]
     """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise InputError(f"n must be an int >= 0, got {n!r}")
+    if not isinstance(rng, np.random.Generator):
+        raise InputError(
+            f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
+            f"got {type(rng).__name__}"
+        )
     axis = rng.normal(size=(n, 3))
     # A zero Gaussian sample has probability zero, but guard it so the result is always valid.
     axis[np.linalg.norm(axis, axis=1) < 1e-12] = (1.0, 0.0, 0.0)
@@ -627,7 +720,7 @@ def _check_skin_inputs(
 ) -> tuple[NDArray, NDArray, NDArray, NDArray]:
     p = _as_float(positions, "positions")
     n = _as_float(normals, "normals")
-    j = np.asarray(joints)
+    j = _as_array(joints, "joints")
     w = _as_float(weights, "weights")
     if p.ndim != 2 or p.shape[1] != 3:
         raise InputError(f"positions must have shape (N, 3), got shape {p.shape} {p.dtype}")
@@ -702,11 +795,17 @@ def skin_dqs(
             w_k = np.where(_dot(dq_k[:, 0], ref) < 0.0, -w_k, w_k)
         blend += w_k[:, None, None] * dq_k
 
-    length = np.linalg.norm(blend[:, 0], axis=-1)
-    at_rest = ~(length >= DQS_EPS)
+    # Non-unit bones as long as 1e200 have a blend too long to square: _rescale measures those.
+    real, length, scale = _rescale(blend[:, 0])
+    at_rest = ~(_true_length(length, scale) >= DQS_EPS)
+    dual = blend[:, 1]
+    if scale is not None:
+        with np.errstate(over="ignore"):
+            dual = dual / scale[:, None]
+        dual[at_rest] = 0.0  # rescaled tiny blends stay at rest; keep their math finite
     inv = 1.0 / np.where(at_rest, 1.0, length)
-    r = blend[:, 0] * inv[:, None]
-    d = blend[:, 1] * inv[:, None]
+    r = real * inv[:, None]
+    d = dual * inv[:, None]
     out_p = _rotate(r, p) + _translation(r, d)
     out_n, _ = _safe_normalize(_rotate(r, n))
     rest_n, _ = _safe_normalize(n)

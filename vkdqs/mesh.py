@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from vkdqs.dq import _as_array, _rescale, _true_length
 from vkdqs.errors import MAX_MAGNITUDE, InputError, LimitError
 
 __all__ = ["MAX_INFLUENCES", "SkinnedMesh"]
@@ -27,7 +28,7 @@ def _describe(a: np.ndarray) -> str:
 
 
 def _real_array(x: ArrayLike, name: str) -> NDArray[np.float64]:
-    a = np.asarray(x)
+    a = _as_array(x, name)
     if a.dtype == bool or not (
         np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)
     ):
@@ -36,7 +37,7 @@ def _real_array(x: ArrayLike, name: str) -> NDArray[np.float64]:
 
 
 def _int_array(x: ArrayLike, name: str) -> np.ndarray:
-    a = np.asarray(x)
+    a = _as_array(x, name)
     # bool is not an np.integer subtype, so True/False joints are rejected here too.
     if not np.issubdtype(a.dtype, np.integer):
         raise InputError(f"{name} must be an integer array, got {a.dtype}")
@@ -168,11 +169,14 @@ class SkinnedMesh:
         if not np.isfinite(nrm).all():
             v, c = _first(~np.isfinite(nrm))
             raise InputError(f"normals[{v}, {c}] = {nrm[v, c]}: normals must be finite")
-        length = np.linalg.norm(nrm, axis=1)
-        if np.any(length < 1e-12):
-            v = int(np.argmax(length < 1e-12))
+        # Components beyond ~1e154 would overflow when squared (and normalize to zero): such
+        # normals are divided by their largest component first.
+        scaled, length, scale = _rescale(nrm)
+        short = _true_length(length, scale) < 1e-12
+        if np.any(short):
+            v = int(np.argmax(short))
             raise InputError(f"normals[{v}] = {nrm[v].tolist()} has zero length")
-        nrm = nrm / length[:, None]
+        nrm = scaled / length[:, None]
 
         jnt = _int_array(joints, "joints")
         if jnt.ndim != 2 or jnt.shape[1] < 1:

@@ -159,6 +159,7 @@ def twist_pose(angle_deg: float, *, bone_count: int = 2) -> NDArray[np.float64]:
         x axis through the origin (which contains the joint, so no translation is needed).
     """
     _require(int(bone_count) == bone_count and bone_count >= 1, f"bad bone_count {bone_count}")
+    _require(np.isfinite(angle_deg), f"angle_deg must be finite, got {angle_deg}")
     out = np.tile(np.eye(4), (int(bone_count), 1, 1))
     out[1:, :3, :3] = _rotation_x(np.radians(angle_deg))
     return out
@@ -324,6 +325,7 @@ def bone_chain_pose(
         Rigid matrices mapping rest space to posed space.
     """
     _require(int(bone_count) == bone_count and bone_count >= 1, f"bad bone_count {bone_count}")
+    _require(np.isfinite(angle_deg), f"angle_deg must be finite, got {angle_deg}")
     bones = int(bone_count)
     seg = length / bones
     step = np.radians(angle_deg) / max(bones - 1, 1)

@@ -176,6 +176,12 @@ class GltfDraw:
     instances: dict[str, Instance] = field(default_factory=dict)
 
 
+def _singular(model: np.ndarray) -> bool:
+    """A model matrix Instance.set_model rejects as singular, e.g. a node scaled to 0 (which is
+    how exporters hide parts): the player hides that instance instead."""
+    return bool(abs(np.linalg.det(model[:3, :3])) < 1e-12)
+
+
 def _translation(x: float) -> np.ndarray:
     m = np.eye(4)
     m[0, 3] = x
@@ -213,7 +219,8 @@ class GltfScenePlayer:
     Every skinned mesh (``GltfScene.meshes[i].skin`` set) is uploaded once and drawn by one LBS and
     one DQS instance, posed with its skin's joint matrices. Every unskinned mesh placed by a node
     (:meth:`GltfScene.rigid_meshes`) is drawn with the renderer's ``"none"`` method and that node's
-    global matrix as its model matrix, so parts parented to joints follow them. With
+    global matrix as its model matrix, so parts parented to joints follow them; while that matrix
+    is singular (a node scaled to 0, how exporters hide parts) the part is not drawn. With
     ``methods="both"`` the LBS copy is shifted along -x and the DQS copy along +x, half the model's
     width plus a gap each; one method alone is drawn where the file puts it.
 
@@ -292,8 +299,9 @@ class GltfScenePlayer:
             geometry, rm = rigid_meshes[ri.mesh]
             draw = GltfDraw("rigid", ri.mesh, None, ri.node, geometry)
             for method in ("lbs", "dqs"):
+                model = None if _singular(ri.matrix) else ri.matrix  # set_time hides it
                 draw.instances[method] = renderer.add_instance(
-                    rm, bone_count=1, method="none", model=ri.matrix, color=RIGID_COLORS[method]
+                    rm, bone_count=1, method="none", model=model, color=RIGID_COLORS[method]
                 )
             self.draws.append(draw)
         if not self.draws:
@@ -367,7 +375,10 @@ class GltfScenePlayer:
             for method in shown:
                 inst = draw.instances[method]
                 if draw.kind == "rigid":
-                    inst.set_model(self._offsets[method] @ glob[draw.node])
+                    model = self._offsets[method] @ glob[draw.node]
+                    inst.visible = not _singular(model)  # scaled to 0: draw nothing
+                    if inst.visible:
+                        inst.set_model(model)
                 elif method == "lbs":
                     inst.set_pose(joint_matrices[draw.skin])
                 else:
@@ -456,10 +467,14 @@ class GltfScenePlayer:
                     sk = scene.skins[draw.skin]
                     mats = glob[sk.joints] @ sk.inverse_bind_matrices
                     pts, _ = dq.skin_lbs(g.positions, g.normals, g.joints, g.weights, mats)
+                elif _singular(glob[draw.node]):
+                    continue  # hidden at this time
                 else:
                     pts = (_box_corners(*g.bounds) @ glob[draw.node].T)[:, :3]
                 lo = np.minimum(lo, pts.min(axis=0))
                 hi = np.maximum(hi, pts.max(axis=0))
+        if not np.isfinite(lo).all():  # every part hidden all the time
+            lo = hi = np.zeros(3)
         return lo, hi
 
     def label(self) -> str:

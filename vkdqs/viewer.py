@@ -40,6 +40,13 @@ def _glfw():
     return glfw
 
 
+def _utf8(text: str) -> str:
+    """``text`` encodable as UTF-8, which GLFW's titles need: lone surrogates (the escaped bytes
+    of a non-UTF-8 file name, ``os.fsdecode``'s surrogateescape, or ``"\\ud800"`` in a glTF
+    name) become U+FFFD."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 class Viewer:
     """A window showing a scene, driven by :meth:`step` or :meth:`run`.
 
@@ -89,11 +96,18 @@ class Viewer:
         gltf = model if isinstance(model, GltfScene) or model is None else load_gltf(model)
         if gltf is not None and title == "vkdqs":
             title = f"vkdqs: {gltf.path.name}"
+        title = _utf8(title)
         glfw = self.glfw = _glfw()
-        if not glfw.init():
-            raise VkdqsError(
-                "GLFW could not open the display (is DISPLAY set?); try `vkdqs render`"
-            )
+        # GLFW's reason goes into our one-line error, not into a warning printed before it.
+        reporting, glfw.ERROR_REPORTING = glfw.ERROR_REPORTING, "ignore"
+        try:
+            ok = glfw.init()
+        finally:
+            glfw.ERROR_REPORTING = reporting
+        if not ok:
+            _, why = glfw.get_error() if hasattr(glfw, "get_error") else (0, None)  # GLFW 3.3+
+            why = why.decode("utf-8", "replace") if why else "is DISPLAY set?"
+            raise VkdqsError(f"GLFW could not open the display ({why}); try `vkdqs render`")
         self.device = self.target = self.renderer = None
         self.window = None
         try:
@@ -262,10 +276,9 @@ class Viewer:
                 ms = 1e3 * float(np.median(self._frame_times))
                 self._frame_times.clear()
                 speed = "" if self.speed == 1.0 else f", x{self.speed:g}"
-                glfw.set_window_title(
-                    self.window,
-                    f"{self.title}: {self.scene.label()}{speed}: {1e3 / ms:.0f} fps, {ms:.1f} ms",
-                )
+                fps = f"{1e3 / ms:.0f} fps, {ms:.1f} ms"
+                title = f"{self.title}: {self.scene.label()}{speed}: {fps}"
+                glfw.set_window_title(self.window, _utf8(title))
         return True
 
     def run(self, max_frames: int | None = None) -> None:
