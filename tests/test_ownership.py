@@ -119,6 +119,8 @@ def test_non_finite_model_names_the_entry(two_renderers):
         inst.set_model([[1, 0, 0, 0], [0, 1, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
     with pytest.raises(InputError, match="singular"):
         inst.set_model(np.diag([0.0, 0.0, 0.0, 1.0]))
+    with pytest.raises(InputError, match="color must have 3 or 4 finite components"):
+        a.add_instance(inst.mesh, bone_count=2, color=[1.0, [0.5, 0.2], 0.1])
 
 
 def test_skin_many_memory_stays_bounded(device):

@@ -52,6 +52,8 @@ from .targets import RenderTarget
 #: "dqs" switches to two-phase DQS for poses with scale; "dqs_scale" always uses it; "none"
 #: draws the rest mesh without skinning (a baseline for measuring what skinning costs).
 METHODS = ("dqs", "dqs_scale", "lbs", "none")
+#: |det| of a model matrix's 3x3 below which it is singular (scaled to zero): not drawable.
+SINGULAR_DET = 1e-12
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
 
 
@@ -144,7 +146,7 @@ class Instance:
             r, c = (int(i) for i in np.argwhere(~np.isfinite(m))[0])
             raise InputError(f"model must be a finite (4, 4) matrix; entry [{r}, {c}] is {m[r, c]}")
         det = np.linalg.det(m[:3, :3])
-        if abs(det) < 1e-12:
+        if abs(det) < SINGULAR_DET:
             raise InputError(
                 f"model matrix is singular (det {det:.3g}); hide the instance "
                 "(instance.visible = False) instead of scaling it to zero"
@@ -331,7 +333,10 @@ class Renderer(ResourceOwner):
             inst = Instance(mesh, bone_count, method, np.eye(4), np.ones(4), pose=rest)
             inst.set_pose(identity if bones is None else bones)
             inst.set_model(np.eye(4) if model is None else model)
-            c = np.asarray(color, dtype=np.float64)
+            try:
+                c = np.asarray(color, dtype=np.float64)
+            except (ValueError, TypeError):
+                c = np.full(0, np.nan)  # reported below
             if c.shape not in ((3,), (4,)) or not np.isfinite(c).all():
                 raise InputError(f"color must have 3 or 4 finite components, got {color!r}")
             inst.color = np.r_[c, 1.0] if c.shape == (3,) else c

@@ -17,7 +17,7 @@ import numpy as np
 from . import dq, procedural
 from .errors import InputError
 from .mesh import SkinnedMesh
-from .renderer import Instance, Renderer
+from .renderer import SINGULAR_DET, Instance, Renderer
 
 if TYPE_CHECKING:
     from .gltf import GltfScene
@@ -179,7 +179,7 @@ class GltfDraw:
 def _singular(model: np.ndarray) -> bool:
     """A model matrix Instance.set_model rejects as singular, e.g. a node scaled to 0 (which is
     how exporters hide parts): the player hides that instance instead."""
-    return bool(abs(np.linalg.det(model[:3, :3])) < 1e-12)
+    return bool(abs(np.linalg.det(model[:3, :3])) < SINGULAR_DET)
 
 
 def _translation(x: float) -> np.ndarray:

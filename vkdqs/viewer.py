@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import vulkan as vk
 
-from .errors import InputError, VkdqsError, VulkanError
+from .errors import CapabilityError, InputError, VulkanError
 from .gltf import GltfScene, load_gltf
 from .gpu import Device
 from .png import write_png
@@ -36,7 +36,7 @@ def _glfw():
     try:
         import glfw
     except ImportError as exc:  # the optional `viewer` extra
-        raise VkdqsError("the viewer needs glfw: pip install 'vkdqs[viewer]'") from exc
+        raise CapabilityError("the viewer needs glfw: pip install 'vkdqs[viewer]'") from exc
     return glfw
 
 
@@ -107,16 +107,16 @@ class Viewer:
         if not ok:
             _, why = glfw.get_error() if hasattr(glfw, "get_error") else (0, None)  # GLFW 3.3+
             why = why.decode("utf-8", "replace") if why else "is DISPLAY set?"
-            raise VkdqsError(f"GLFW could not open the display ({why}); try `vkdqs render`")
+            raise CapabilityError(f"GLFW could not open the display ({why}); try `vkdqs render`")
         self.device = self.target = self.renderer = None
         self.window = None
         try:
             if not glfw.vulkan_supported():
-                raise VkdqsError("GLFW found no Vulkan loader")
+                raise CapabilityError("GLFW found no Vulkan loader")
             glfw.window_hint(glfw.CLIENT_API, glfw.NO_API)
             self.window = glfw.create_window(size[0], size[1], title, None, None)
             if not self.window:
-                raise VkdqsError("GLFW could not create a window")
+                raise CapabilityError("GLFW could not create a window")
             self.device = Device(
                 validation=validation,
                 instance_extensions=glfw.get_required_instance_extensions(),
