@@ -160,8 +160,7 @@ def pack_lbs(bones: object, bone_count: int, *, batched: bool = False) -> np.nda
         arr = dq.to_matrices(pack_dqs(arr, bone_count, batched=batched).astype(np.float64))
     _check_magnitude(arr[..., :3, :], batched, "a matrix entry")
     if arr.shape[-2] == 4:
-        bottom = np.abs(arr[..., 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=-1)
-        bad = bottom > 1e-6
+        bad = dq.bottom_row_error(arr) > dq.AFFINE_ATOL
         if bad.any():
             index = tuple(int(i) for i in np.argwhere(bad)[0])
             raise InputError(

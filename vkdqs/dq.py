@@ -377,8 +377,20 @@ def from_rotation_translation(q: ArrayLike, t: ArrayLike, /) -> NDArray[np.float
     return np.stack([real, dual], axis=-2)
 
 
+#: How far an affine matrix's bottom row may be from (0, 0, 0, 1): exact in any exporter's
+#: float32 output, so anything beyond rounding noise means a projective or garbled matrix.
+AFFINE_ATOL = 1e-4
+
+
+def bottom_row_error(m: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``max |m[..., 3, :] - (0, 0, 0, 1)|`` per matrix of ``m [..., 4, 4]``: the one check of
+    affinity (compare with :data:`AFFINE_ATOL`) that the pose packer, the glTF loader and this
+    module share."""
+    return np.abs(m[..., 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=-1)
+
+
 def _affine_batch(
-    m: ArrayLike, *, bottom_atol: float, kind: str
+    m: ArrayLike, *, bottom_atol: float = AFFINE_ATOL, kind: str
 ) -> tuple[NDArray[np.float64], tuple[int, ...]]:
     """``m [..., 4, 4]`` as ``(flat [M, 4, 4], batch shape)``, after checking that every matrix is
     finite and has the bottom row (0, 0, 0, 1); errors name the first offending matrix."""
@@ -392,7 +404,7 @@ def _affine_batch(
         r, c = np.argwhere(~np.isfinite(flat[i]))[0]
         who = _label("matrix", batch, i)
         raise InputError(f"{who} has a non-finite element: m[{r}, {c}] = {flat[i, r, c]}")
-    bottom_err = np.abs(flat[:, 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=1)
+    bottom_err = bottom_row_error(flat)
     if np.any(bottom_err > bottom_atol):
         i = int(np.argmax(bottom_err > bottom_atol))
         row = np.array2string(flat[i, 3], precision=4, separator=", ")
@@ -401,7 +413,7 @@ def _affine_batch(
     return flat, batch
 
 
-def from_matrices(m: ArrayLike, /, *, atol: float = 1e-4) -> NDArray[np.float64]:
+def from_matrices(m: ArrayLike, /, *, atol: float = AFFINE_ATOL) -> NDArray[np.float64]:
     """Unit DQs of rigid 4x4 matrices, after checking that they are rigid.
 
     Parameters
@@ -479,7 +491,7 @@ def decompose_skinning_matrices(m: ArrayLike, /) -> tuple[NDArray[np.float64], N
         Naming the first offending matrix: non-finite, not affine, or ``det A <= 0`` (a
         reflection or a collapse, which no rotation times a positive scale can represent).
     """
-    flat, batch = _affine_batch(m, bottom_atol=1e-6, kind="an affine matrix")
+    flat, batch = _affine_batch(m, kind="an affine matrix")
     det = np.linalg.det(flat[:, :3, :3]) if len(flat) else np.zeros(0)
     bad = ~(det > 1e-12)
     if np.any(bad):
