@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from vkdqs.errors import InputError
+from vkdqs.gltf import geometry
 from vkdqs.gltf.animation import Animation, Channel, _slerp
+from vkdqs.gltf.geometry import vertex_normals
 
 # ------------------------------------------------------------------------------------------------
 # unpadded animations sample exactly like the padded layout they replace
@@ -101,3 +103,15 @@ def test_animation_rejects_unsorted_keys():
     ch = Channel(0, "translation", "LINEAR", np.array([0.0, 2.0, 1.0]), np.zeros((3, 3)))
     with pytest.raises(InputError, match="channel 0: key times must be finite and strictly"):
         Animation("a", (ch,), duration=2.0)
+
+
+def test_vertex_normals_in_chunks_match_one_pass(monkeypatch):
+    """Big meshes are summed in chunks of triangles (bounded temporaries): same normals."""
+    rng = np.random.default_rng(5)
+    positions = rng.normal(size=(3000, 3))
+    indices = rng.integers(0, 3000, size=3 * 20_000)
+    whole = vertex_normals(positions, indices)
+    monkeypatch.setattr(geometry, "_CHUNK", 1000)
+    chunked = vertex_normals(positions, indices)
+    np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-12)
+    assert np.allclose(np.linalg.norm(chunked, axis=1), 1.0)
