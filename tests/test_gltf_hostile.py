@@ -3,13 +3,214 @@ to its size. Every file is written here, under tmp_path."""
 
 from __future__ import annotations
 
+import base64
+import json
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from tests.gltf_fixtures import make_rig
 from vkdqs.errors import InputError
-from vkdqs.gltf import geometry
+from vkdqs.gltf import GltfError, geometry, load_gltf
 from vkdqs.gltf.animation import Animation, Channel, _slerp
 from vkdqs.gltf.geometry import vertex_normals
+from vkdqs.gltf.uris import resolve_uri
+
+FLOAT, UNSIGNED_INT = 5126, 5125
+
+# Bytes of a file outside the model's folder: no message may show them, nor their value as an
+# index ("element 0 is 1953460082", which the loader printed before it refused such files).
+SECRET = b"root:x:0:0:hunter2-secret-token:/root:/bin/bash\n" + b"\0" * 15
+
+
+def _doc(**arrays) -> dict:
+    return {"asset": {"version": "2.0"}, **arrays}
+
+
+def _write(folder: Path, doc: dict, name: str = "model.gltf") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(json.dumps(doc, separators=(",", ":")))
+    return path
+
+
+def _triangle_reading(uri: str, byte_length: int = 12) -> dict:
+    """A triangle whose indices come from buffers[0] (``uri``): what it reads shows up in an
+    'element 0 is ...: out of range' message if the loader reads a file it must not."""
+    return _doc(
+        buffers=[{"uri": uri, "byteLength": byte_length}],
+        bufferViews=[{"buffer": 0, "byteLength": 12}],
+        accessors=[
+            {"bufferView": 0, "componentType": UNSIGNED_INT, "count": 3, "type": "SCALAR"},
+            {"componentType": FLOAT, "count": 3, "type": "VEC3"},
+        ],
+        meshes=[{"primitives": [{"attributes": {"POSITION": 1}, "indices": 0}]}],
+        nodes=[{"mesh": 0}],
+    )
+
+
+def _assert_no_secret(message: str) -> None:
+    assert "hunter2" not in message and "root:x" not in message
+    for value in np.frombuffer(SECRET[:12], "<u4").tolist():
+        assert str(value) not in message
+
+
+@pytest.fixture
+def folder(tmp_path) -> Path:
+    """The model's folder, with SECRET next to it (outside) and a valid model.bin inside."""
+    (tmp_path / "secret.bin").write_bytes(SECRET)
+    inside = tmp_path / "model"
+    inside.mkdir()
+    (inside / "model.bin").write_bytes(np.array([0, 1, 2], "<u4").tobytes())
+    return inside
+
+
+# ------------------------------------------------------------------------------------------------
+# a model file reads only its own data
+# ------------------------------------------------------------------------------------------------
+
+OUTSIDE_URIS = {
+    "dotdot": ("../secret.bin", r"has a '\.\.' segment"),
+    "dotdot_deep": ("sub/../../secret.bin", r"has a '\.\.' segment"),
+    "percent_dots": ("%2E%2E/secret.bin", r"has a '\.\.' segment"),
+    "percent_dots_lower": (".%2e/secret.bin", r"has a '\.\.' segment"),
+    "percent_slash": ("..%2Fsecret.bin", r"has a '\.\.' segment"),
+    "absolute": ("/{tmp}/secret.bin", r"is an absolute path"),
+    "percent_absolute": ("%2F{tmp}/secret.bin", r"is an absolute path"),
+    "proc_environ": ("/proc/self/environ", r"is an absolute path"),
+    "dev_zero": ("/dev/zero", r"is an absolute path"),
+    "dev_urandom": ("/dev/urandom", r"is an absolute path"),
+    "file_scheme": ("file:///{tmp}/secret.bin", r"only relative file URIs and data: URIs"),
+    "file_scheme_relative": ("file:secret.bin", r"only relative file URIs and data: URIs"),
+    "http": ("http://example.com/model.bin", r"only relative file URIs and data: URIs"),
+    "https": ("https://example.com/model.bin", r"only relative file URIs and data: URIs"),
+    "network_path": ("//example.com/model.bin", r"only relative file URIs and data: URIs"),
+    "nul_byte": ("model.bin%00.png", r"contains a NUL byte"),
+    "empty": ("", r"is empty"),
+    "folder_itself": (".", r"is not a regular file"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OUTSIDE_URIS))
+def test_buffer_uri_outside_the_folder_is_refused(folder, case):
+    uri, pattern = OUTSIDE_URIS[case]
+    uri = uri.format(tmp=folder.parent.as_posix().lstrip("/"))  # the secret's folder
+    path = _write(folder, _triangle_reading(uri))
+    with pytest.raises(GltfError, match=r"^model\.gltf: buffers\[0\]\.uri: .*" + pattern) as info:
+        load_gltf(path)
+    _assert_no_secret(str(info.value))
+
+
+def test_symlinks_resolving_outside_are_refused(folder):
+    (folder / "link.bin").symlink_to(folder.parent / "secret.bin")
+    (folder / "zero.bin").symlink_to("/dev/zero")
+    (folder / "up").symlink_to(folder.parent, target_is_directory=True)
+    for uri in ("link.bin", "zero.bin", "up/secret.bin", "link%2Ebin"):
+        path = _write(folder, _triangle_reading(uri))
+        with pytest.raises(GltfError, match=r"buffers\[0\]\.uri: .*resolves outside") as info:
+            load_gltf(path)
+        _assert_no_secret(str(info.value))
+
+
+def test_files_inside_the_folder_load(folder):
+    """Percent-decoding, subfolders and symlinks that stay inside keep working."""
+    data = (folder / "model.bin").read_bytes()
+    (folder / "my file.bin").write_bytes(data)
+    (folder / "sub").mkdir()
+    (folder / "sub" / "data.bin").write_bytes(data)
+    (folder / "alias.bin").symlink_to("sub/data.bin")
+    b64 = base64.b64encode(data).decode()
+    for uri in (
+        "model.bin",
+        "./model.bin",
+        "my%20file.bin",
+        "sub/data.bin",
+        "sub/./data.bin",
+        "alias.bin",
+        f"data:application/octet-stream;base64,{b64}",
+    ):
+        scene = load_gltf(_write(folder, _triangle_reading(uri)))
+        assert scene.meshes[0].primitives[0].indices.tolist() == [0, 1, 2], uri
+
+
+def test_a_buffer_file_is_read_up_to_byte_length_only(folder):
+    """A huge (sparse) file behind a 12-byte buffer: the loader reads 12 bytes of it."""
+    with open(folder / "huge.bin", "wb") as f:
+        f.write(np.array([0, 1, 2], "<u4").tobytes())
+        f.truncate(1 << 40)  # 1 TiB, no disk blocks
+    scene = load_gltf(_write(folder, _triangle_reading("huge.bin")))
+    assert scene.meshes[0].primitives[0].indices.tolist() == [0, 1, 2]
+    # A byteLength beyond the file is refused without allocating it.
+    path = _write(folder, _triangle_reading("model.bin", byte_length=10**15))
+    with pytest.raises(GltfError, match=r"buffers\[0\]\.byteLength: 10+ but the data has only 12"):
+        load_gltf(path)
+
+
+def test_fifo_and_directory_buffers_are_refused(folder):
+    os.mkfifo(folder / "pipe.bin")
+    (folder / "dir.bin").mkdir()
+    for uri in ("pipe.bin", "dir.bin"):
+        with pytest.raises(GltfError, match=rf"buffers\[0\]\.uri: '{uri}' is not a regular file"):
+            load_gltf(_write(folder, _triangle_reading(uri)))
+
+
+IMAGE_URIS = {
+    "../secret.png": r"has a '\.\.' segment",
+    "%2e%2e/secret.png": r"has a '\.\.' segment",
+    "/etc/passwd": r"is an absolute path",
+    "https://example.com/t.png": r"only relative file URIs",
+    "file:///etc/passwd": r"only relative file URIs",
+}
+
+
+@pytest.mark.parametrize("uri", sorted(IMAGE_URIS))
+def test_image_uris_follow_the_same_rules(folder, uri):
+    doc = _triangle_reading("model.bin")
+    doc["images"] = [{"uri": "textures/skin.png"}, {"uri": uri}]
+    with pytest.raises(GltfError, match=r"^model\.gltf: images\[1\]\.uri: .*" + IMAGE_URIS[uri]):
+        load_gltf(_write(folder, doc))
+
+
+def test_images_are_not_read_but_good_uris_load(folder):
+    (folder / "up").symlink_to(folder.parent, target_is_directory=True)
+    doc = _triangle_reading("model.bin")
+    doc["images"] = [
+        {"uri": "textures/missing%20file.png"},  # not read, so it may be missing
+        {"uri": "data:image/png;base64,iVBORw0KGgo="},
+        {"bufferView": 0, "mimeType": "image/png"},
+    ]
+    assert load_gltf(_write(folder, doc)).meshes[0].vertex_count == 3
+    doc["images"].append({"uri": "up/secret.bin"})
+    with pytest.raises(GltfError, match=r"images\[3\]\.uri: 'up/secret\.bin' resolves outside"):
+        load_gltf(_write(folder, doc))
+
+
+def test_resolve_uri_is_the_one_rule(tmp_path):
+    """The function a texture loader will share: inside paths resolve, others are refused."""
+    (tmp_path / "a b").mkdir()
+    assert resolve_uri(tmp_path, "a%20b/c.png", "images[0].uri") == (tmp_path / "a b" / "c.png")
+    with pytest.raises(GltfError, match=r"^m\.gltf: images\[2\]\.uri: '\.\./x' has a"):
+        resolve_uri(tmp_path, "../x", "images[2].uri", name="m.gltf")
+    with pytest.raises(GltfError, match=r"a data: URI does not name a file"):
+        resolve_uri(tmp_path, "data:image/png;base64,AAAA", "images[0].uri")
+
+
+def test_the_model_file_must_be_a_regular_file(tmp_path):
+    os.mkfifo(tmp_path / "pipe.gltf")
+    with pytest.raises(GltfError, match=r"pipe\.gltf: the file is not a regular file"):
+        load_gltf(tmp_path / "pipe.gltf")
+    with pytest.raises(GltfError, match=r"^zero: the file is not a regular file"):
+        load_gltf("/dev/zero")
+    with pytest.raises(GltfError, match=rf"^{tmp_path.name}: the file is not a regular file"):
+        load_gltf(tmp_path)  # a directory
+    # A model anywhere, reached through a symlink, is fine: the user chose it.
+    rig = make_rig()
+    rig.save(tmp_path / "real.glb")
+    (tmp_path / "link.glb").symlink_to(tmp_path / "real.glb")
+    assert load_gltf(tmp_path / "link.glb").meshes[0].vertex_count == 32
+
 
 # ------------------------------------------------------------------------------------------------
 # unpadded animations sample exactly like the padded layout they replace

@@ -3,9 +3,7 @@ points at, decoded with numpy with every byte range, alignment and component typ
 
 from __future__ import annotations
 
-import base64
-import binascii
-import urllib.parse
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -13,7 +11,14 @@ from typing import Any, NoReturn
 import numpy as np
 from numpy.typing import NDArray
 
-from vkdqs.gltf.errors import GltfError
+from vkdqs.gltf.errors import GltfError, _show
+from vkdqs.gltf.uris import (
+    decode_data_uri,
+    is_data_uri,
+    open_regular_file,
+    read_at_most,
+    resolve_uri,
+)
 
 _COMPONENTS: dict[int, tuple[str, np.dtype]] = {
     5120: ("BYTE", np.dtype("<i1")),
@@ -41,11 +46,6 @@ _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
 MAX_ZERO_FILL_BYTES = 256 * 2**20
 
 
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def _at(path: str, key: str) -> str:
     """JSON path of ``key`` inside ``path`` (the root's path is ``""``)."""
     return f"{path}.{key}" if path else key
@@ -57,7 +57,7 @@ def _align4(n: int) -> int:
 
 @dataclass(frozen=True)
 class _View:
-    data: bytes
+    data: bytes | bytearray
     offset: int  # absolute, in data
     length: int
     stride: int | None
@@ -90,9 +90,10 @@ class _AccessorReader:
     def __init__(self, path: Path, doc: dict, glb_bin: bytes | None) -> None:
         self.path = path
         self.name = path.name
+        self.base_dir = os.path.realpath(path.parent)
         self.doc = doc
         self.glb_bin = glb_bin
-        self._buffers: dict[int, bytes] = {}
+        self._buffers: dict[int, bytes | bytearray] = {}
         self._views: dict[int, _View] = {}
         self._accessors: dict[tuple[int, bool], _Accessor] = {}
 
@@ -212,7 +213,7 @@ class _AccessorReader:
 
     # -- binary data -------------------------------------------------------------------------
 
-    def buffer(self, i: int) -> bytes:
+    def buffer(self, i: int) -> bytes | bytearray:
         if i in self._buffers:
             return self._buffers[i]
         path = f"buffers[{i}]"
@@ -231,7 +232,11 @@ class _AccessorReader:
                 )
         else:
             uri = self.get_str(b, "uri", path)
-            data = self._read_uri(uri, f"{path}.uri")
+            upath = f"{path}.uri"
+            if is_data_uri(uri):
+                data = decode_data_uri(uri, upath, name=self.name)
+            else:
+                data = self._read_file(uri, upath, byte_length)
             if len(data) < byte_length:
                 self.fail(
                     f"{path}.byteLength", f"{byte_length} but the data has only {len(data)} bytes"
@@ -239,27 +244,16 @@ class _AccessorReader:
         self._buffers[i] = data
         return data
 
-    def _read_uri(self, uri: str, path: str) -> bytes:
-        if uri.startswith("data:"):
-            header, comma, payload = uri.partition(",")
-            if not comma or not header.endswith(";base64"):
-                self.fail(path, "only base64 data: URIs are supported")
-            try:
-                return base64.b64decode(payload, validate=True)
-            except (binascii.Error, ValueError) as exc:
-                self.fail(path, f"invalid base64 data: {exc}")
-        try:
-            scheme = urllib.parse.urlsplit(uri).scheme
-        except ValueError as exc:
-            self.fail(path, f"invalid URI {_show(uri)}: {exc}")
-        if len(scheme) > 1:  # one letter is a Windows drive, not a scheme
-            self.fail(path, f"{_show(uri)}: only relative file URIs and data: URIs are supported")
-        file = self.path.parent / urllib.parse.unquote(uri)
-        try:
-            return file.read_bytes()
-        except (OSError, ValueError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc)
-            self.fail(path, f"cannot read {_show(uri)}: {reason}")
+    def _read_file(self, uri: str, path: str, byte_length: int) -> bytearray:
+        """The first ``byte_length`` bytes (fewer if the file is shorter) of the file ``uri``
+        names in the model's folder."""
+        file = resolve_uri(self.base_dir, uri, path, name=self.name)
+        what = _show(uri)
+        with open_regular_file(file, path, name=self.name, inside=self.base_dir, what=what) as (
+            f,
+            size,
+        ):
+            return read_at_most(f, min(byte_length, size), path, name=self.name)
 
     def view(self, i: int) -> _View:
         if i in self._views:

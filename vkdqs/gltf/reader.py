@@ -15,10 +15,16 @@ What is loaded
 * Nodes: TRS or ``matrix`` local transforms and the hierarchy.
 * Animations: translation/rotation/scale channels with STEP, LINEAR and CUBICSPLINE samplers.
 
-What is ignored (the specification lets a loader ignore it): materials, textures, images,
-samplers, cameras, lights, ``extras``, unknown ``extensionsUsed``, other vertex attributes
-(TEXCOORD_n, COLOR_n, TANGENT, ...), morph targets and ``weights`` animation channels (logged once
-at INFO level on the ``vkdqs.gltf`` logger).
+What is ignored (the specification lets a loader ignore it): materials, textures, images (their
+``uri`` is checked, not read), samplers, cameras, lights, ``extras``, unknown ``extensionsUsed``,
+other vertex attributes (TEXCOORD_n, COLOR_n, TANGENT, ...), morph targets and ``weights``
+animation channels (logged once at INFO level on the ``vkdqs.gltf`` logger).
+
+Untrusted files
+---------------
+A model file reads only its own data: buffer (and image) URIs are base64 ``data:`` URIs or files
+inside the model's folder, regular files only, read up to their ``byteLength`` (see
+:mod:`vkdqs.gltf.uris`).
 
 Errors
 ------
@@ -48,13 +54,13 @@ from vkdqs.gltf.accessors import (
     UNSIGNED_SHORT,
     _Accessor,
     _AccessorReader,
-    _show,
 )
 from vkdqs.gltf.animation import Animation, Channel
 from vkdqs.gltf.container import _parse_glb, _parse_json
-from vkdqs.gltf.errors import GltfError
+from vkdqs.gltf.errors import GltfError, _show
 from vkdqs.gltf.geometry import _triangulate, vertex_normals
 from vkdqs.gltf.scene import GltfScene, Mesh, Node, Primitive, Skin
+from vkdqs.gltf.uris import is_data_uri, open_regular_file, read_at_most, resolve_uri
 
 _log = logging.getLogger("vkdqs.gltf")
 
@@ -113,6 +119,18 @@ class _Reader(_AccessorReader):
         for k, ext in enumerate(self.get_list(self.doc, "extensionsRequired", "")):
             if not _HARMLESS_REQUIRED.match(ext):
                 self.fail(f"extensionsRequired[{k}]", f"extension {ext!r} is not supported")
+
+    def check_images(self) -> None:
+        """Check each image ``uri`` as a buffer's is checked (images are not read).
+
+        A texture loader will read these files; the URI rules (its own folder only) hold now, so
+        a file that names ``../../secret.png`` is refused today rather than read later.
+        """
+        for i, image in enumerate(self.array("images")):  # over images, at load
+            if "uri" in image:
+                uri = self.get_str(image, "uri", f"images[{i}]")
+                if not is_data_uri(uri):
+                    resolve_uri(self.base_dir, uri, f"images[{i}].uri", name=self.name)
 
     def nodes(self) -> tuple[Node, ...]:
         raw = self.array("nodes")
@@ -557,6 +575,7 @@ def load_gltf(path: str | Path, *, flat_normals: bool = False) -> GltfScene:
     Parameters
     ----------
     path : str or Path
+        The model; it must be a regular file (not a FIFO or a device).
     flat_normals : bool, keyword-only
         For primitives without ``NORMAL``: False (default) computes smooth angle-weighted vertex
         normals on the shared vertices; True splits vertices per triangle and gives each its
@@ -569,15 +588,13 @@ def load_gltf(path: str | Path, *, flat_normals: bool = False) -> GltfScene:
     Raises
     ------
     GltfError
-        The file cannot be read, is malformed, or uses something vkdqs does not support; the
-        message names the file, the JSON path and the problem.
+        The file cannot be read, is malformed, uses something vkdqs does not support, or refers
+        to a file outside its folder; the message names the file, the JSON path and the problem.
     """
     path = Path(path)
     name = path.name
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise GltfError(f"{name}: cannot read the file: {exc.strerror or exc}") from exc
+    with open_regular_file(path, name=name, what="the file") as (f, size):
+        raw = bytes(read_at_most(f, size, name=name))
     glb_bin = None
     if raw[:4] == b"glTF":
         json_bytes, glb_bin = _parse_glb(raw, name)
@@ -588,6 +605,7 @@ def load_gltf(path: str | Path, *, flat_normals: bool = False) -> GltfScene:
     doc = _parse_json(json_bytes, name)
     r = _Reader(path, doc, glb_bin)
     r.check_asset()
+    r.check_images()
     nodes = r.nodes()
     roots = r.scene_roots(nodes)
     prims = r.meshes(nodes, flat_normals)
