@@ -1,11 +1,20 @@
 """Hostile glTF files: a model reads only its own data, and costs time and memory in proportion
-to its size. Every file is written here, under tmp_path."""
+to its size. Every file is written here, under tmp_path.
+
+The cost cases run one per subprocess, which reports the load's wall time and how far its peak
+resident memory rose above the baseline after imports; each must finish in under 2 s and 256 MB,
+or be refused with a GltfError. Their sizes are ones the loader before this test failed on (it
+was quadratic): minutes or gigabytes.
+"""
 
 from __future__ import annotations
 
 import base64
 import json
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +27,10 @@ from vkdqs.gltf.animation import Animation, Channel, _slerp
 from vkdqs.gltf.geometry import vertex_normals
 from vkdqs.gltf.uris import resolve_uri
 
-FLOAT, UNSIGNED_INT = 5126, 5125
+ROOT = Path(__file__).resolve().parents[1]
+FLOAT, UNSIGNED_BYTE, UNSIGNED_INT = 5126, 5121, 5125
+MAX_SECONDS = 2.0
+MAX_MB = 256.0
 
 # Bytes of a file outside the model's folder: no message may show them, nor their value as an
 # index ("element 0 is 1953460082", which the loader printed before it refused such files).
@@ -316,3 +328,117 @@ def test_vertex_normals_in_chunks_match_one_pass(monkeypatch):
     chunked = vertex_normals(positions, indices)
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-12)
     assert np.allclose(np.linalg.norm(chunked, axis=1), 1.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# cost in proportion to the file: each case in its own process, time and memory measured
+# ------------------------------------------------------------------------------------------------
+
+
+def _zero(count: int, type_: str = "VEC3", component: int = FLOAT) -> dict:
+    """An accessor without a bufferView: all zeros, no file bytes."""
+    return {"componentType": component, "count": count, "type": type_}
+
+
+def _many_children(folder: Path):
+    n = 20_000
+    nodes = [{"children": list(range(1, n))}] + [{"name": f"n{i}"} for i in range(1, n)]
+    return _write(folder, _doc(nodes=nodes, scenes=[{"nodes": [0]}], scene=0)), None
+
+
+def _chain(n: int) -> list[dict]:
+    return [{"children": [i + 1]} for i in range(n - 1)] + [{}]
+
+
+def _deep_skeleton(folder: Path):
+    n = 30_000
+    skin = {"joints": list(range(n)), "skeleton": 0}
+    return _write(folder, _doc(nodes=_chain(n), skins=[skin])), None
+
+
+def _duplicate_joint(folder: Path):
+    n = 30_000
+    skin = {"joints": [*range(n), n - 1]}
+    doc = _doc(nodes=_chain(n), skins=[skin])
+    return _write(folder, doc), rf"skins\[0\]\.joints: lists nodes\[{n - 1}\] twice"
+
+
+def _many_accessors(folder: Path):
+    return _write(folder, _doc(accessors=[_zero(1, "SCALAR")] * 100_000)), None
+
+
+def _nodes_skin_one_mesh(folder: Path):
+    """10000 nodes skin one 500k-vertex mesh: its joints are checked once, not per node."""
+    n, v = 10_000, 499_998
+    attrs = {"POSITION": 0, "NORMAL": 0, "JOINTS_0": 1, "WEIGHTS_0": 2}
+    doc = _doc(
+        accessors=[_zero(v), _zero(v, "VEC4", UNSIGNED_BYTE), _zero(v, "VEC4")],
+        meshes=[{"primitives": [{"attributes": attrs}]}],
+        skins=[{"joints": [0]}],
+        nodes=[{}] + [{"mesh": 0, "skin": 0} for _ in range(n)],
+    )
+    return _write(folder, doc), None
+
+
+COST_CASES = {
+    "many_children_20k": _many_children,
+    "skeleton_chain_30k": _deep_skeleton,
+    "duplicate_joint_30k": _duplicate_joint,
+    "accessors_100k": _many_accessors,
+    "nodes_10k_skin_one_mesh": _nodes_skin_one_mesh,
+}
+
+# Loads the file, then uses it as `vkdqs info` and a player do; prints what it cost.
+_MEASURE = """
+import json, resource, sys, time
+from vkdqs.gltf import GltfError, load_gltf
+scale = 1 if sys.platform != "darwin" else 1024
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+try:
+    scene = load_gltf(sys.argv[1])
+    scene.info()
+    for a in range(len(scene.animations)):
+        scene.node_global_matrices(a, 0.5)
+    outcome, message = "ok", repr(scene)
+except GltfError as exc:
+    outcome, message = "GltfError", str(exc)
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"outcome": outcome, "message": message, "seconds": seconds,
+                  "mb": (peak - before) * scale / 1024}))
+"""
+
+
+def measure(path: Path, timeout: float = 60.0) -> dict:
+    """Load ``path`` in a fresh process (its stdin a pipe kept open, so reading it would block)
+    and return its outcome, message, seconds and peak memory above baseline in MB."""
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _MEASURE, str(path)],
+            stdin=read_end,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=ROOT,
+            check=False,
+        )
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("case", list(COST_CASES))
+def test_hostile_file_costs_little(tmp_path, case):
+    path, refused = COST_CASES[case](tmp_path)
+    result = measure(path)
+    if refused is None:
+        assert result["outcome"] == "ok", result["message"]
+    else:
+        assert result["outcome"] == "GltfError"
+        assert re.search(refused, result["message"]), result["message"]
+    assert result["seconds"] < MAX_SECONDS, result
+    assert result["mb"] < MAX_MB, result

@@ -3,6 +3,7 @@ points at, decoded with numpy with every byte range, alignment and component typ
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ _TYPES = {
     "MAT3": (3, 3),
     "MAT4": (4, 4),
 }
+_NATIVE = {ct: dtype.newbyteorder("=") for ct, (_, dtype) in _COMPONENTS.items()}
 _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
 
 #: Largest accessor without a bufferView (all zeros, maybe sparse) we allocate, in bytes. Such an
@@ -93,6 +95,7 @@ class _AccessorReader:
         self.base_dir = os.path.realpath(path.parent)
         self.doc = doc
         self.glb_bin = glb_bin
+        self._arrays: dict[str, list[dict]] = {}
         self._buffers: dict[int, bytes | bytearray] = {}
         self._views: dict[int, _View] = {}
         self._accessors: dict[tuple[int, bool], _Accessor] = {}
@@ -104,13 +107,17 @@ class _AccessorReader:
     # -- typed JSON access -------------------------------------------------------------------
 
     def array(self, key: str) -> list[dict]:
-        """A top-level array of objects (``[]`` when absent)."""
+        """A top-level array of objects (``[]`` when absent), checked once and then cached."""
+        cached = self._arrays.get(key)
+        if cached is not None:
+            return cached
         value = self.doc.get(key, [])
         if not isinstance(value, list):
             self.fail(key, f"must be an array, got {_show(value)}")
         for i, item in enumerate(value):
             if not isinstance(item, dict):
                 self.fail(f"{key}[{i}]", f"must be an object, got {_show(item)}")
+        self._arrays[key] = value
         return value
 
     def get_obj(self, parent: dict, key: str, path: str, *, required: bool = False) -> dict | None:
@@ -147,11 +154,14 @@ class _AccessorReader:
             if required:
                 self.fail(path, f"required property {key!r} is missing")
             return default
-        return self.as_int(parent[key], _at(path, key), minimum=minimum)
+        value = parent[key]
+        if type(value) is int and (minimum is None or value >= minimum):
+            return value  # the common case, without building the JSON path
+        return self.as_int(value, _at(path, key), minimum=minimum)
 
     def as_int(self, value: Any, path: str, *, minimum: int | None = None) -> int:
         # JSON Schema integers may be written 3.0; booleans are not numbers.
-        if isinstance(value, float) and np.isfinite(value) and value.is_integer():
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(path, f"must be an integer, got {_show(value)}")
@@ -166,7 +176,11 @@ class _AccessorReader:
             if required:
                 self.fail(path, f"required property {key!r} is missing")
             return None
-        return self.as_index(parent[key], _at(path, key), target)
+        value = parent[key]
+        items = self._arrays.get(target)
+        if type(value) is int and items is not None and 0 <= value < len(items):
+            return value  # the common case, without building the JSON path
+        return self.as_index(value, _at(path, key), target)
 
     def as_index(self, value: Any, path: str, target: str) -> int:
         i = self.as_int(value, path)
@@ -196,7 +210,9 @@ class _AccessorReader:
     def get_numbers(
         self, parent: dict, key: str, path: str, count: int, default: list[float]
     ) -> NDArray[np.float64]:
-        value = parent.get(key, default)
+        if key not in parent:
+            return np.array(default, dtype=np.float64)
+        value = parent[key]
         where = _at(path, key)
         if not isinstance(value, list) or len(value) != count:
             self.fail(where, f"must be an array of {count} numbers, got {_show(value)}")
@@ -204,8 +220,8 @@ class _AccessorReader:
             if isinstance(x, bool) or not isinstance(x, (int, float)):
                 self.fail(f"{where}[{i}]", f"must be a number, got {_show(x)}")
             try:
-                finite = np.isfinite(float(x))
-            except OverflowError:
+                finite = math.isfinite(x)
+            except OverflowError:  # an int beyond float range
                 finite = False
             if not finite:
                 self.fail(f"{where}[{i}]", f"must be a finite float, got {_show(x)}")
@@ -367,7 +383,7 @@ class _AccessorReader:
                     f"{count} elements without a bufferView would need {nbytes} bytes "
                     f"(vkdqs allows {MAX_ZERO_FILL_BYTES})",
                 )
-            data = np.zeros((count, cols, rows), dtype=comp.newbyteorder("="))
+            data = np.zeros((count, cols, rows), dtype=_NATIVE[ct])
         else:
             data = self._strided(
                 view_index, byte_offset, count, comp, cols, rows, path, strided=vertex is not False
@@ -383,7 +399,9 @@ class _AccessorReader:
         sparse = self.get_obj(a, "sparse", path)
         if sparse is not None:
             self._apply_sparse(sparse, f"{path}.sparse", data, comp, cols, rows, count)
-        if ct == FLOAT and not np.isfinite(data).all():
+        # Zeros are finite: only data from the file (dense or sparse) needs the check.
+        from_file = view_index is not None or sparse is not None
+        if ct == FLOAT and from_file and not np.isfinite(data).all():
             e = int(np.argwhere(~np.isfinite(data))[0][0])
             self.fail(path, f"element {e} is not finite ({data[e].ravel().tolist()})")
         # [count, cols, rows] column-major storage -> [count, rows] or [count, rows, cols].

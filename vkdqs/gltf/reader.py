@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,9 @@ class _Reader(_AccessorReader):
         super().__init__(path, doc, glb_bin)
         self.weight_warnings: list[tuple[str, int, int, float]] = []
         self.ignored_morph = 0
+        # Preorder position and subtree size of each node, set by nodes().
+        self._first = np.zeros(0, dtype=np.int64)
+        self._size = np.zeros(0, dtype=np.int64)
 
     # -- document ----------------------------------------------------------------------------
 
@@ -157,12 +161,14 @@ class _Reader(_AccessorReader):
             t = self.get_numbers(nd, "translation", path, 3, [0.0, 0.0, 0.0])
             r = self.get_numbers(nd, "rotation", path, 4, [0.0, 0.0, 0.0, 1.0])
             s = self.get_numbers(nd, "scale", path, 3, [1.0, 1.0, 1.0])
-            # Divide by the largest component first so that 1e300 does not overflow the norm.
-            big = np.abs(r).max()
-            r = r / (big if big > 0 else 1.0)
-            length = np.linalg.norm(r)
-            if not (big > 1e-12 and length > 1e-6):
-                self.fail(f"{path}.rotation", f"{(r * big).tolist()} is not a unit quaternion")
+            if "rotation" in nd:  # the default is a unit quaternion already
+                # Divide by the largest component first so that 1e300 does not overflow the norm.
+                big = np.abs(r).max()
+                r = r / (big if big > 0 else 1.0)
+                length = np.linalg.norm(r)
+                if not (big > 1e-12 and length > 1e-6):
+                    self.fail(f"{path}.rotation", f"{(r * big).tolist()} is not a unit quaternion")
+                r = r / length
             matrix = None
             if "matrix" in nd:
                 trs = [k for k in ("translation", "rotation", "scale") if k in nd]
@@ -171,17 +177,28 @@ class _Reader(_AccessorReader):
                 flat = self.get_numbers(nd, "matrix", path, 16, [])
                 matrix = flat.reshape(4, 4).T  # glTF stores matrices column-major
             name = self.get_str(nd, "name", path)
-            out.append([i, name, children, mesh, skin, t, r / length, s, matrix])
-        # Every node must be reachable from a root: anything left over sits on a cycle.
-        reached = np.zeros(len(raw), dtype=bool)
-        stack = [i for i in range(len(raw)) if parent[i] is None]
+            out.append([i, name, children, mesh, skin, t, r, s, matrix])
+        # Every node must be reachable from a root: anything left over sits on a cycle. The walk
+        # (depth first, each node once) also gives each node's preorder position and subtree
+        # size: b is under a iff first[a] <= first[b] < first[a] + size[a].
+        order: list[int] = []
+        stack = [i for i in range(len(raw) - 1, -1, -1) if parent[i] is None]
         while stack:
             i = stack.pop()
-            reached[i] = True
-            stack.extend(out[i][2])
-        if not reached.all():
+            order.append(i)
+            stack.extend(reversed(out[i][2]))
+        if len(order) != len(raw):
+            reached = np.zeros(len(raw), dtype=bool)
+            reached[order] = True
             i = int(np.argmin(reached))
             self.fail(f"nodes[{i}]", "the node hierarchy has a cycle through this node")
+        first = np.zeros(len(raw), dtype=np.int64)
+        first[order] = np.arange(len(raw))
+        size = [1] * len(raw)
+        for i in reversed(order):  # over nodes, children before parents
+            if parent[i] is not None:
+                size[parent[i]] += size[i]
+        self._first, self._size = first, np.array(size, dtype=np.int64)
         return tuple(
             Node(i, name, parent[i], tuple(ch), mesh, skin, t, r, s, m)
             for i, name, ch, mesh, skin, t, r, s, m in out
@@ -377,7 +394,8 @@ class _Reader(_AccessorReader):
                 self.fail(f"{path}.joints", "must not be empty")
             joints = [self.as_index(j, f"{path}.joints[{k}]", "nodes") for k, j in enumerate(raw)]
             if len(set(joints)) != len(joints):
-                dup = next(j for j in joints if joints.count(j) > 1)
+                uses = Counter(joints)
+                dup = next(j for j in joints if uses[j] > 1)
                 self.fail(f"{path}.joints", f"lists nodes[{dup}] twice")
             count = len(joints)
             ibm_i = self.get_index(sk, "inverseBindMatrices", path, "accessors")
@@ -400,15 +418,16 @@ class _Reader(_AccessorReader):
                 ibm[:, 3, :] = (0.0, 0.0, 0.0, 1.0)
             skeleton = self.get_index(sk, "skeleton", path, "nodes")
             if skeleton is not None:
-                for k, j in enumerate(joints):  # over joints, at load
-                    a = j
-                    while a is not None and a != skeleton:
-                        a = nodes[a].parent
-                    if a is None:
-                        self.fail(
-                            f"{path}.skeleton",
-                            f"joints[{k}] (nodes[{j}]) is not under the skeleton nodes[{skeleton}]",
-                        )
+                # Under the skeleton: inside its preorder interval (one test per joint).
+                pos = self._first[np.array(joints, dtype=np.int64)] - self._first[skeleton]
+                outside = (pos < 0) | (pos >= self._size[skeleton])
+                if np.any(outside):
+                    k = int(np.argmax(outside))
+                    self.fail(
+                        f"{path}.skeleton",
+                        f"joints[{k}] (nodes[{joints[k]}]) is not under the skeleton "
+                        f"nodes[{skeleton}]",
+                    )
             names = tuple(nodes[j].name for j in joints)
             out.append(
                 Skin(
@@ -425,27 +444,45 @@ class _Reader(_AccessorReader):
     def check_skinned_nodes(
         self, nodes: tuple[Node, ...], prims: list[list[Primitive]], skins: tuple[Skin, ...]
     ) -> None:
-        for nd in nodes:
+        # Per mesh once: its first primitive without skin attributes, and the running maximum
+        # over its primitives of the largest joint used with a non-zero weight. Then each skinned
+        # node finds its first bad primitive with one binary search.
+        summary: dict[int, tuple[int, NDArray[np.int64]]] = {}
+        for nd in nodes:  # over nodes, at load
             if nd.skin is None:
                 continue
             count = skins[nd.skin].joint_count
-            for p, prim in enumerate(prims[nd.mesh]):
-                path = f"meshes[{nd.mesh}].primitives[{p}]"
-                if prim.joints is None:
-                    self.fail(
-                        path,
-                        f"has no JOINTS_0/WEIGHTS_0 but nodes[{nd.index}] skins it with "
-                        f"skins[{nd.skin}]",
-                    )
-                # Only weighted slots matter: exporters fill unused slots with joint 0.
-                bad = (prim.weights > 0) & (prim.joints >= count)
-                if np.any(bad):
-                    v, c = np.argwhere(bad)[0]
-                    self.fail(
-                        path,
-                        f"JOINTS_{c // 4} uses joint {prim.joints[v, c]} (vertex {v}) but "
-                        f"skins[{nd.skin}] has {count} joints",
-                    )
+            mesh_prims = prims[nd.mesh]
+            if nd.mesh not in summary:
+                tops = []
+                for prim in mesh_prims:  # over primitives (each mesh once)
+                    used = None if prim.joints is None else prim.joints[prim.weights > 0]
+                    tops.append(int(used.max()) if used is not None and used.size else -1)
+                rigid = [p for p, pr in enumerate(mesh_prims) if pr.joints is None]
+                summary[nd.mesh] = (
+                    rigid[0] if rigid else len(mesh_prims),
+                    np.maximum.accumulate(np.array(tops, dtype=np.int64)),
+                )
+            rigid, top = summary[nd.mesh]
+            p = min(rigid, int(np.searchsorted(top, count)))
+            if p == len(mesh_prims):
+                continue
+            path = f"meshes[{nd.mesh}].primitives[{p}]"
+            prim = mesh_prims[p]
+            if prim.joints is None:
+                self.fail(
+                    path,
+                    f"has no JOINTS_0/WEIGHTS_0 but nodes[{nd.index}] skins it with "
+                    f"skins[{nd.skin}]",
+                )
+            # Only weighted slots matter: exporters fill unused slots with joint 0.
+            bad = (prim.weights > 0) & (prim.joints >= count)
+            v, c = np.argwhere(bad)[0]
+            self.fail(
+                path,
+                f"JOINTS_{c // 4} uses joint {prim.joints[v, c]} (vertex {v}) but "
+                f"skins[{nd.skin}] has {count} joints",
+            )
 
     def animations(self, nodes: tuple[Node, ...]) -> tuple[Animation, ...]:
         out = []
@@ -614,12 +651,16 @@ def load_gltf(path: str | Path, *, flat_normals: bool = False) -> GltfScene:
     animations = r.animations(nodes)
     r.check_unused()
 
+    users: dict[int, list[int]] = {}
+    for nd in nodes:  # over nodes, at load
+        if nd.mesh is not None:
+            users.setdefault(nd.mesh, []).append(nd.index)
     meshes = []
-    for m, mesh_prims in enumerate(prims):
-        users = tuple(nd.index for nd in nodes if nd.mesh == m)
-        skin = next((nodes[u].skin for u in users if nodes[u].skin is not None), None)
+    for m, mesh_prims in enumerate(prims):  # over meshes, at load
+        mesh_users = tuple(users.get(m, ()))
+        skin = next((nodes[u].skin for u in mesh_users if nodes[u].skin is not None), None)
         name_m = r.get_str(r.array("meshes")[m], "name", f"meshes[{m}]")
-        meshes.append(Mesh(m, name_m, tuple(mesh_prims), users, skin))
+        meshes.append(Mesh(m, name_m, tuple(mesh_prims), mesh_users, skin))
 
     if r.weight_warnings:
         where, _, v, total = r.weight_warnings[0]
