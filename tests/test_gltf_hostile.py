@@ -4,7 +4,7 @@ to its size. Every file is written here, under tmp_path.
 The cost cases run one per subprocess, which reports the load's wall time and how far its peak
 resident memory rose above the baseline after imports; each must finish in under 2 s and 256 MB,
 or be refused with a GltfError. Their sizes are ones the loader before this test failed on (it
-was quadratic): minutes or gigabytes.
+was quadratic, padded animation channels and re-decoded shared data): minutes or gigabytes.
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ import pytest
 
 from tests.gltf_fixtures import make_rig
 from vkdqs.errors import InputError
-from vkdqs.gltf import GltfError, geometry, load_gltf
+from vkdqs.gltf import GltfError, load_gltf
 from vkdqs.gltf.animation import Animation, Channel, _slerp
-from vkdqs.gltf.geometry import vertex_normals
 from vkdqs.gltf.uris import resolve_uri
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,6 +224,59 @@ def test_the_model_file_must_be_a_regular_file(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------
+# max_bytes: what a file may expand to
+# ------------------------------------------------------------------------------------------------
+
+
+def test_max_bytes_bounds_the_model_file(tmp_path):
+    rig = make_rig()
+    rig.save(tmp_path / "model.glb")
+    size = (tmp_path / "model.glb").stat().st_size
+    with pytest.raises(
+        GltfError, match=rf"model\.glb: the file needs {size} more bytes, past max_bytes = 1000 "
+    ) as info:
+        load_gltf(tmp_path / "model.glb", max_bytes=1000)
+    assert "load_gltf(path, max_bytes=N) with a larger N loads it" in str(info.value)
+    assert load_gltf(tmp_path / "model.glb", max_bytes=size * 20).meshes[0].vertex_count == 32
+
+
+def test_max_bytes_bounds_json_objects(tmp_path):
+    """`{}` is 2 bytes of JSON and a 64-byte dict: the parse is charged before it runs."""
+    doc = _doc(extras=[{}] * 100_000)
+    path = _write(tmp_path, doc)
+    with pytest.raises(GltfError, match=r"parsing the JSON needs \d+ more bytes, past max_bytes"):
+        load_gltf(path, max_bytes=4 * 2**20)
+    assert load_gltf(path, max_bytes=64 * 2**20).nodes == ()
+
+
+def test_max_bytes_bounds_decoded_accessors(tmp_path):
+    doc = _doc(accessors=[{"componentType": FLOAT, "count": 10**6, "type": "VEC3"}])
+    path = _write(tmp_path, doc)
+    with pytest.raises(
+        GltfError,
+        match=r"accessors\[0\]\.count: 1000000 elements without a bufferView needs 12000000 more "
+        r"bytes, past max_bytes = 8000000",
+    ):
+        load_gltf(path, max_bytes=8_000_000)
+    load_gltf(path, max_bytes=64_000_000)
+
+
+def test_zero_filled_accessors_are_capped_per_file(tmp_path):
+    big = {"componentType": UNSIGNED_BYTE, "count": 150 * 2**20, "type": "SCALAR"}
+    path = _write(tmp_path, _doc(accessors=[big, big]))
+    with pytest.raises(
+        GltfError, match=r"accessors\[1\]\.count: .* for all such accessors of a file"
+    ):
+        load_gltf(path)
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "1"])
+def test_max_bytes_must_be_a_positive_int(tmp_path, bad):
+    with pytest.raises(InputError, match="max_bytes must be a positive int"):
+        load_gltf(tmp_path / "x.gltf", max_bytes=bad)
+
+
+# ------------------------------------------------------------------------------------------------
 # unpadded animations sample exactly like the padded layout they replace
 # ------------------------------------------------------------------------------------------------
 
@@ -318,18 +370,6 @@ def test_animation_rejects_unsorted_keys():
         Animation("a", (ch,), duration=2.0)
 
 
-def test_vertex_normals_in_chunks_match_one_pass(monkeypatch):
-    """Big meshes are summed in chunks of triangles (bounded temporaries): same normals."""
-    rng = np.random.default_rng(5)
-    positions = rng.normal(size=(3000, 3))
-    indices = rng.integers(0, 3000, size=3 * 20_000)
-    whole = vertex_normals(positions, indices)
-    monkeypatch.setattr(geometry, "_CHUNK", 1000)
-    chunked = vertex_normals(positions, indices)
-    np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-12)
-    assert np.allclose(np.linalg.norm(chunked, axis=1), 1.0)
-
-
 # ------------------------------------------------------------------------------------------------
 # cost in proportion to the file: each case in its own process, time and memory measured
 # ------------------------------------------------------------------------------------------------
@@ -338,6 +378,11 @@ def test_vertex_normals_in_chunks_match_one_pass(monkeypatch):
 def _zero(count: int, type_: str = "VEC3", component: int = FLOAT) -> dict:
     """An accessor without a bufferView: all zeros, no file bytes."""
     return {"componentType": component, "count": count, "type": type_}
+
+
+def _bin(folder: Path, data: bytes, name: str = "model.bin") -> dict:
+    (folder / name).write_bytes(data)
+    return {"uri": name, "byteLength": len(data)}
 
 
 def _many_children(folder: Path):
@@ -367,6 +412,48 @@ def _many_accessors(folder: Path):
     return _write(folder, _doc(accessors=[_zero(1, "SCALAR")] * 100_000)), None
 
 
+def _keyed_animation(folder: Path, keys: int, samplers: list[dict], channels: list[dict], nodes):
+    """An animation whose accessor 0 holds ``keys`` key times (in model.bin)."""
+    times = np.arange(keys, dtype="<f4") / 30
+    doc = _doc(
+        buffers=[_bin(folder, times.tobytes())],
+        bufferViews=[{"buffer": 0, "byteLength": times.nbytes}],
+        accessors=[
+            {"bufferView": 0, "componentType": FLOAT, "count": keys, "type": "SCALAR"},
+            _zero(keys),
+            {"bufferView": 0, "componentType": FLOAT, "count": 2, "type": "SCALAR"},
+            _zero(2),
+        ],
+        nodes=nodes,
+        animations=[{"samplers": samplers, "channels": channels}],
+    )
+    return _write(folder, doc)
+
+
+def _long_and_short_channels(folder: Path):
+    """One channel of 1e6 keys and 300 of 2 keys: padding them would take 300 x 1e6 keys."""
+    n = 301
+    samplers = [{"input": 0, "output": 1}] + [{"input": 2, "output": 3} for _ in range(n - 1)]
+    channels = [{"sampler": i, "target": {"node": i, "path": "translation"}} for i in range(n)]
+    nodes = [{} for _ in range(n)]
+    return _keyed_animation(folder, 10**6, samplers, channels, nodes), None
+
+
+def _shared_sampler(folder: Path):
+    """3000 channels of one 1e5-key sampler: decoded (and stored) once."""
+    n = 3000
+    channels = [{"sampler": 0, "target": {"node": i, "path": "translation"}} for i in range(n)]
+    nodes = [{} for _ in range(n)]
+    return _keyed_animation(folder, 10**5, [{"input": 0, "output": 1}], channels, nodes), None
+
+
+def _primitives_share_a_zero_accessor(folder: Path):
+    """Eight primitives on one 1.2M-vertex accessor without a bufferView (normals computed)."""
+    prims = [{"attributes": {"POSITION": 0}} for _ in range(8)]
+    doc = _doc(accessors=[_zero(1_200_000)], meshes=[{"primitives": prims}], nodes=[{"mesh": 0}])
+    return _write(folder, doc), None
+
+
 def _nodes_skin_one_mesh(folder: Path):
     """10000 nodes skin one 500k-vertex mesh: its joints are checked once, not per node."""
     n, v = 10_000, 499_998
@@ -380,12 +467,76 @@ def _nodes_skin_one_mesh(folder: Path):
     return _write(folder, doc), None
 
 
+def _many_meshes(folder: Path):
+    """10000 meshes and nodes: which nodes use a mesh is found in one pass."""
+    n = 10_000
+    doc = _doc(
+        accessors=[_zero(3)],
+        meshes=[{"primitives": [{"attributes": {"POSITION": 0}}]} for _ in range(n)],
+        nodes=[{"mesh": i} for i in range(n)],
+    )
+    return _write(folder, doc), None
+
+
+def _buffers_share_a_file(folder: Path):
+    """1000 buffers naming one 1 MB file: it is read once."""
+    entry = _bin(folder, bytes(2**20))
+    return _write(folder, _doc(buffers=[entry] * 1000)), None
+
+
+def _huge_sparse_buffer(folder: Path):
+    """A 12-byte buffer in a 1 TiB sparse file: 12 bytes are read."""
+    with open(folder / "huge.bin", "wb") as f:
+        f.write(np.array([0, 1, 2], "<u4").tobytes())
+        f.truncate(1 << 40)
+    return _write(folder, _triangle_reading("huge.bin")), None
+
+
+def _fifo_buffer(folder: Path):
+    os.mkfifo(folder / "pipe.bin")
+    return _write(folder, _triangle_reading("pipe.bin")), r"'pipe\.bin' is not a regular file"
+
+
+def _fifo_model(folder: Path):
+    os.mkfifo(folder / "model.gltf")
+    return folder / "model.gltf", r"model\.gltf: the file is not a regular file"
+
+
+def _dev_zero_model(folder: Path):
+    return Path("/dev/zero"), r"zero: the file is not a regular file"
+
+
+def _dev_zero_symlink(folder: Path):
+    (folder / "zero.bin").symlink_to("/dev/zero")
+    return _write(folder, _triangle_reading("zero.bin")), r"resolves outside the model's folder"
+
+
+def _dev_uri(uri: str):
+    def build(folder: Path):
+        return _write(folder, _triangle_reading(uri)), r"buffers\[0\]\.uri: .* absolute path"
+
+    return build
+
+
 COST_CASES = {
     "many_children_20k": _many_children,
     "skeleton_chain_30k": _deep_skeleton,
     "duplicate_joint_30k": _duplicate_joint,
     "accessors_100k": _many_accessors,
+    "channels_1e6_and_300x2_keys": _long_and_short_channels,
+    "channels_3000_share_a_sampler": _shared_sampler,
+    "primitives_8_share_a_zero_accessor": _primitives_share_a_zero_accessor,
     "nodes_10k_skin_one_mesh": _nodes_skin_one_mesh,
+    "meshes_10k": _many_meshes,
+    "buffers_1000_share_a_file": _buffers_share_a_file,
+    "buffer_in_1tib_sparse_file": _huge_sparse_buffer,
+    "fifo_buffer": _fifo_buffer,
+    "fifo_model": _fifo_model,
+    "dev_zero_model": _dev_zero_model,
+    "dev_zero_symlink": _dev_zero_symlink,
+    "dev_zero_uri": _dev_uri("/dev/zero"),
+    "dev_urandom_uri": _dev_uri("/dev/urandom"),
+    "dev_stdin_uri": _dev_uri("/dev/stdin"),
 }
 
 # Loads the file, then uses it as `vkdqs info` and a player do; prints what it cost.

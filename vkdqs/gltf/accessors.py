@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from vkdqs.gltf.errors import GltfError, _show
 from vkdqs.gltf.uris import (
+    data_uri_size,
     decode_data_uri,
     is_data_uri,
     open_regular_file,
@@ -43,9 +44,16 @@ _TYPES = {
 _NATIVE = {ct: dtype.newbyteorder("=") for ct, (_, dtype) in _COMPONENTS.items()}
 _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
 
-#: Largest accessor without a bufferView (all zeros, maybe sparse) we allocate, in bytes. Such an
-#: accessor costs no file bytes, so without a cap a tiny file could ask for terabytes.
+#: Most bytes of accessors without a bufferView (all zeros, maybe sparse) one file may ask for, in
+#: total. Such accessors cost no file bytes, so without a cap a tiny file could ask for terabytes.
 MAX_ZERO_FILL_BYTES = 256 * 2**20
+
+#: Default ``max_bytes`` of :func:`vkdqs.gltf.load_gltf`: 2 GiB. As counted, an indexed skinned
+#: mesh costs about 400 bytes per vertex (file data, decoded accessors, the primitive's arrays and
+#: the temporaries of decoding them), so this holds meshes of about five million vertices with
+#: their animations, well past what vkdqs skins interactively (the benchmarks stop at one
+#: million), while a small hostile file cannot make the loader allocate more than this.
+DEFAULT_MAX_BYTES = 2 * 2**30
 
 
 def _at(path: str, key: str) -> str:
@@ -59,7 +67,7 @@ def _align4(n: int) -> int:
 
 @dataclass(frozen=True)
 class _View:
-    data: bytes | bytearray
+    data: bytes | bytearray | memoryview
     offset: int  # absolute, in data
     length: int
     stride: int | None
@@ -89,20 +97,38 @@ class _AccessorReader:
     """Typed JSON access and the binary data (buffers, bufferViews, accessors) of one glTF
     document, every byte range checked. Each ``fail`` names the JSON path."""
 
-    def __init__(self, path: Path, doc: dict, glb_bin: bytes | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        doc: dict,
+        glb_bin: bytes | memoryview | None,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        spent: int = 0,
+    ) -> None:
         self.path = path
         self.name = path.name
         self.base_dir = os.path.realpath(path.parent)
         self.doc = doc
         self.glb_bin = glb_bin
+        self.max_bytes = max_bytes
+        self.spent = spent  # bytes charged so far against max_bytes
+        self.zero_filled = 0  # bytes of accessors without a bufferView
         self._arrays: dict[str, list[dict]] = {}
-        self._buffers: dict[int, bytes | bytearray] = {}
+        self._buffers: dict[int, bytes | bytearray | memoryview] = {}
+        self._files: dict[tuple[int, int], bytearray] = {}  # (st_dev, st_ino) -> bytes read
         self._views: dict[int, _View] = {}
         self._accessors: dict[tuple[int, bool], _Accessor] = {}
 
     def fail(self, path: str, msg: str) -> NoReturn:
         where = f"{path}: " if path else ""
         raise GltfError(f"{self.name}: {where}{msg}")
+
+    def charge(self, nbytes: int, path: str, what: str) -> None:
+        """Count ``nbytes`` the file makes us hold against ``max_bytes``, before allocating them."""
+        if self.spent + nbytes > self.max_bytes:
+            self.fail(path, over_budget(nbytes, what, self.spent, self.max_bytes))
+        self.spent += nbytes
 
     # -- typed JSON access -------------------------------------------------------------------
 
@@ -229,7 +255,7 @@ class _AccessorReader:
 
     # -- binary data -------------------------------------------------------------------------
 
-    def buffer(self, i: int) -> bytes | bytearray:
+    def buffer(self, i: int) -> bytes | bytearray | memoryview:
         if i in self._buffers:
             return self._buffers[i]
         path = f"buffers[{i}]"
@@ -250,6 +276,7 @@ class _AccessorReader:
             uri = self.get_str(b, "uri", path)
             upath = f"{path}.uri"
             if is_data_uri(uri):
+                self.charge(data_uri_size(uri), upath, "the decoded data: URI")
                 data = decode_data_uri(uri, upath, name=self.name)
             else:
                 data = self._read_file(uri, upath, byte_length)
@@ -260,16 +287,24 @@ class _AccessorReader:
         self._buffers[i] = data
         return data
 
-    def _read_file(self, uri: str, path: str, byte_length: int) -> bytearray:
+    def _read_file(self, uri: str, path: str, byte_length: int) -> memoryview:
         """The first ``byte_length`` bytes (fewer if the file is shorter) of the file ``uri``
-        names in the model's folder."""
+        names in the model's folder. Buffers naming the same file share one read."""
         file = resolve_uri(self.base_dir, uri, path, name=self.name)
         what = _show(uri)
         with open_regular_file(file, path, name=self.name, inside=self.base_dir, what=what) as (
             f,
             size,
         ):
-            return read_at_most(f, min(byte_length, size), path, name=self.name)
+            st = os.fstat(f.fileno())
+            key = (st.st_dev, st.st_ino)
+            want = min(byte_length, size)
+            have = self._files.get(key)
+            if have is None or len(have) < want:
+                self.charge(want, path, f"reading {what}")
+                have = read_at_most(f, want, path, name=self.name)
+                self._files[key] = have
+        return memoryview(have)[:byte_length]
 
     def view(self, i: int) -> _View:
         if i in self._views:
@@ -339,6 +374,7 @@ class _AccessorReader:
                 f"{count} elements of {elem} bytes from offset {byte_offset} exceed "
                 f"bufferViews[{view_index}] (byteLength {v.length})",
             )
+        self.charge(count * cols * rows * size, path, f"decoding {count} elements")
         arr = np.ndarray(
             (count, cols, rows),
             dtype=comp,
@@ -377,12 +413,15 @@ class _AccessorReader:
             if "byteOffset" in a:
                 self.fail(f"{path}.byteOffset", "must not be defined without a bufferView")
             nbytes = count * cols * rows * comp.itemsize
-            if nbytes > MAX_ZERO_FILL_BYTES:
+            if self.zero_filled + nbytes > MAX_ZERO_FILL_BYTES:
                 self.fail(
                     f"{path}.count",
                     f"{count} elements without a bufferView would need {nbytes} bytes "
-                    f"(vkdqs allows {MAX_ZERO_FILL_BYTES})",
+                    f"(vkdqs allows {MAX_ZERO_FILL_BYTES} for all such accessors of a file, "
+                    f"{self.zero_filled} already used)",
                 )
+            self.charge(nbytes, f"{path}.count", f"{count} elements without a bufferView")
+            self.zero_filled += nbytes
             data = np.zeros((count, cols, rows), dtype=_NATIVE[ct])
         else:
             data = self._strided(
@@ -405,6 +444,8 @@ class _AccessorReader:
             e = int(np.argwhere(~np.isfinite(data))[0][0])
             self.fail(path, f"element {e} is not finite ({data[e].ravel().tolist()})")
         # [count, cols, rows] column-major storage -> [count, rows] or [count, rows, cols].
+        if cols > 1:
+            self.charge(data.nbytes, path, "transposing matrices")
         data = data[:, 0, :] if cols == 1 else np.ascontiguousarray(data.transpose(0, 2, 1))
         acc = _Accessor(data, ct, type_, normalized)
         if vertex is not None:
@@ -446,6 +487,7 @@ class _AccessorReader:
         if ict not in (UNSIGNED_BYTE, UNSIGNED_SHORT, UNSIGNED_INT):
             self.fail(f"{ipath}.componentType", f"{ict} must be 5121, 5123 or 5125")
         idx = self._strided(ibv, ioff, n, _COMPONENTS[ict][1], 1, 1, ipath, strided=False)
+        self.charge(8 * n, ipath, "sparse indices")
         idx = idx.reshape(-1).astype(np.int64)
         if np.any(idx >= count):
             k = int(np.argmax(idx >= count))
@@ -479,3 +521,11 @@ class _AccessorReader:
             got = ("normalized " if acc.normalized else "") + _COMPONENTS[acc.component_type][0]
             self.fail(user, f"accessors[{i}] has {got} components; need {allowed}")
         return acc
+
+
+def over_budget(nbytes: int, what: str, spent: int, max_bytes: int) -> str:
+    """The message for a file that would need more than ``max_bytes``."""
+    return (
+        f"{what} needs {nbytes} more bytes, past max_bytes = {max_bytes} ({spent} already used "
+        "by this file); load_gltf(path, max_bytes=N) with a larger N loads it"
+    )

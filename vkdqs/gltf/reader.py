@@ -24,7 +24,10 @@ Untrusted files
 ---------------
 A model file reads only its own data: buffer (and image) URIs are base64 ``data:`` URIs or files
 inside the model's folder, regular files only, read up to their ``byteLength`` (see
-:mod:`vkdqs.gltf.uris`).
+:mod:`vkdqs.gltf.uris`). It costs time and memory in proportion to its size: each array of the
+document is checked once, hierarchies are walked once, accessors, primitives and animation keys
+that several users share are decoded once, and everything the file makes the loader hold is
+counted against ``max_bytes`` before it is allocated.
 
 Errors
 ------
@@ -37,6 +40,7 @@ JSON path and the problem, e.g.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections import Counter
@@ -46,8 +50,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from vkdqs.errors import InputError
 from vkdqs.gltf.accessors import (
     BYTE,
+    DEFAULT_MAX_BYTES,
     FLOAT,
     SHORT,
     UNSIGNED_BYTE,
@@ -55,6 +61,7 @@ from vkdqs.gltf.accessors import (
     UNSIGNED_SHORT,
     _Accessor,
     _AccessorReader,
+    over_budget,
 )
 from vkdqs.gltf.animation import Animation, Channel
 from vkdqs.gltf.container import _parse_glb, _parse_json
@@ -93,10 +100,22 @@ WEIGHT_SUM_TOL = 1e-3
 class _Reader(_AccessorReader):
     """Checks and decodes one glTF document. Each ``fail`` names the JSON path."""
 
-    def __init__(self, path: Path, doc: dict, glb_bin: bytes | None) -> None:
-        super().__init__(path, doc, glb_bin)
+    def __init__(
+        self,
+        path: Path,
+        doc: dict,
+        glb_bin: bytes | memoryview | None,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        spent: int = 0,
+    ) -> None:
+        super().__init__(path, doc, glb_bin, max_bytes=max_bytes, spent=spent)
         self.weight_warnings: list[tuple[str, int, int, float]] = []
         self.ignored_morph = 0
+        # Each decoded once however many users share it (see primitive() and _channel()).
+        self._primitives: dict[str, tuple[Primitive, tuple | None]] = {}
+        self._key_times: dict[int, tuple[NDArray[np.float64], float]] = {}
+        self._key_values: dict[tuple, tuple] = {}
         # Preorder position and subtree size of each node, set by nodes().
         self._first = np.zeros(0, dtype=np.int64)
         self._size = np.zeros(0, dtype=np.int64)
@@ -239,6 +258,23 @@ class _Reader(_AccessorReader):
             )
         if "targets" in prim:
             self.ignored_morph += 1
+        # Primitives with the same accessors decode to the same arrays: decode them once, so
+        # many primitives sharing one huge accessor cost what one does.
+        key = json.dumps([attrs, prim.get("indices"), mode, flat_normals], sort_keys=True)
+        if key in self._primitives:
+            decoded, warned = self._primitives[key]
+            if warned is not None:  # reported for each primitive, as if decoded again
+                self.weight_warnings.append((path, *warned[1:]))
+            return decoded
+        before = len(self.weight_warnings)
+        decoded = self._decode_primitive(path, prim, attrs, mode, flat_normals)
+        warned = self.weight_warnings[before] if len(self.weight_warnings) > before else None
+        self._primitives[key] = (decoded, warned)
+        return decoded
+
+    def _decode_primitive(
+        self, path: str, prim: dict, attrs: dict, mode: int, flat_normals: bool
+    ) -> Primitive:
         apath = f"{path}.attributes"
         if "POSITION" not in attrs:
             self.fail(apath, "POSITION is missing; vkdqs needs vertex positions")
@@ -246,6 +282,8 @@ class _Reader(_AccessorReader):
         float3 = ((FLOAT, False),)
         pos = self.typed_accessor(pos_i, f"{apath}.POSITION", ("VEC3",), float3, vertex=True)
         n = pos.count
+        # The primitive's own positions and normals (float32 and the float64 normals math).
+        self.charge(n * 48, path, f"{n} vertices")
         positions = pos.data.astype(np.float32)
 
         def same_count(acc: _Accessor, user: str) -> None:
@@ -275,6 +313,7 @@ class _Reader(_AccessorReader):
                 ("SCALAR",),
                 ((UNSIGNED_BYTE, False), (UNSIGNED_SHORT, False), (UNSIGNED_INT, False)),
             )
+            self.charge(ia.count * 9, user, f"{ia.count} indices")
             idx = ia.data[:, 0].astype(np.int64)
             restart = np.iinfo(ia.data.dtype).max
             bad = (idx >= n) | (idx == restart)
@@ -287,15 +326,21 @@ class _Reader(_AccessorReader):
                 )
                 self.fail(user, f"element {k} is {idx[k]}: {why}")
         else:
+            self.charge(n * 8, path, f"{n} indices")
             idx = np.arange(n, dtype=np.int64)
         if mode == 4 and len(idx) % 3:
             what = "indices" if "indices" in prim else "vertices"
             self.fail(path, f"TRIANGLES with {len(idx)} {what}, not a multiple of 3")
+        # Strips and fans become lists (int64), then the uint32 indices of the Primitive.
+        corners = len(idx) if mode == 4 else 3 * max(len(idx) - 2, 0)
+        self.charge(corners * 12, path, f"{corners // 3} triangles")
         tri = _triangulate(idx, mode)
 
         computed = normals is None
         if computed and flat_normals:
             # Flat shading needs a vertex per triangle corner.
+            width = 0 if joints is None else joints.shape[1]
+            self.charge(len(tri) * (48 + 6 * width), path, f"{len(tri)} flat-shaded corners")
             positions = positions[tri]
             joints = None if joints is None else joints[tri]
             weights = None if weights is None else weights[tri]
@@ -355,6 +400,8 @@ class _Reader(_AccessorReader):
             )
             same_count(ja, juser)
             same_count(wa, wuser)
+            # float64 weights, uint16 joints, then both concatenated and the float32 weights.
+            self.charge(n * 4 * (8 + 2 + 8 + 2 + 4), wuser, f"{n} vertex influences")
             w = wa.floats()
             if np.any(w < 0):
                 v, c = np.argwhere(w < 0)[0]
@@ -399,6 +446,7 @@ class _Reader(_AccessorReader):
                 self.fail(f"{path}.joints", f"lists nodes[{dup}] twice")
             count = len(joints)
             ibm_i = self.get_index(sk, "inverseBindMatrices", path, "accessors")
+            self.charge(count * 128, path, f"{count} joint matrices")
             if ibm_i is None:
                 ibm = np.broadcast_to(np.eye(4), (count, 4, 4)).copy()
             else:
@@ -534,6 +582,10 @@ class _Reader(_AccessorReader):
                     decoded.append(channel)
             if ignored:
                 self.ignored_morph += ignored
+            # Animation packs each distinct key array once (times, values, tangents; width 4).
+            distinct = {id(x): x for ch in decoded for x in (ch.times, ch.values, ch.in_tangents)}
+            rows = sum(len(x) for x in distinct.values() if x is not None)
+            self.charge(rows * 72, path, "packing the animation's keys")
             out.append(
                 Animation(
                     self.get_str(anim, "name", path),
@@ -555,20 +607,35 @@ class _Reader(_AccessorReader):
         in_user, out_user = f"{spath}.input", f"{spath}.output"
         ii = self.get_index(sampler, "input", spath, "accessors", required=True)
         oi = self.get_index(sampler, "output", spath, "accessors", required=True)
-        times = self.typed_accessor(ii, in_user, ("SCALAR",), ((FLOAT, False),)).data[:, 0]
-        times = times.astype(np.float64)
-        steps = np.diff(times)
-        if np.any(steps <= 0):
-            k = int(np.argmax(steps <= 0)) + 1
-            self.fail(
-                in_user,
-                f"key times must be strictly increasing: key {k} is {times[k]:g} after "
-                f"{times[k - 1]:g}",
-            )
-        end = float(times[-1])
+        # Samplers (and channels) sharing an accessor share its decoded keys: decoded once.
+        if ii not in self._key_times:
+            acc = self.typed_accessor(ii, in_user, ("SCALAR",), ((FLOAT, False),))
+            self.charge(acc.count * 16, in_user, f"{acc.count} key times")
+            times = acc.data[:, 0].astype(np.float64)
+            steps = np.diff(times)
+            if np.any(steps <= 0):
+                k = int(np.argmax(steps <= 0)) + 1
+                self.fail(
+                    in_user,
+                    f"key times must be strictly increasing: key {k} is {times[k]:g} after "
+                    f"{times[k - 1]:g}",
+                )
+            self._key_times[ii] = (times, float(times[-1]))
+        times, end = self._key_times[ii]
         if node is None or kind == "weights":
             # Morph target weights (and extension-defined targets) are not used by vkdqs.
             return None, end
+        k = len(times)
+        key = (oi, kind == "rotation", interp, k)
+        if key not in self._key_values:
+            self._key_values[key] = self._key_values_of(oi, out_user, kind, interp, k)
+        values, in_t, out_t = self._key_values[key]
+        return Channel(node, kind, interp, times, values, in_t, out_t), end
+
+    def _key_values_of(
+        self, oi: int, out_user: str, kind: str, interp: str, k: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, NDArray[np.float64] | None]:
+        """Decoded key values (rotations normalized) and CUBICSPLINE tangents of ``oi``."""
         if kind == "rotation":
             out = self.typed_accessor(
                 oi,
@@ -584,14 +651,14 @@ class _Reader(_AccessorReader):
             )
         else:
             out = self.typed_accessor(oi, out_user, ("VEC3",), ((FLOAT, False),))
-        values = out.floats()
-        k = len(times)
         need = 3 * k if interp == "CUBICSPLINE" else k
         if out.count != need:
             self.fail(
                 out_user,
                 f"accessors[{oi}] has {out.count} elements; {interp} with {k} keys needs {need}",
             )
+        self.charge(out.data.size * 24, out_user, f"{out.count} key values")
+        values = out.floats()
         in_t = out_t = None
         if interp == "CUBICSPLINE":
             # Each key stores (in-tangent, value, out-tangent).
@@ -603,11 +670,16 @@ class _Reader(_AccessorReader):
                 j = int(np.argmax(length < 1e-6))
                 self.fail(out_user, f"key {j} is a zero quaternion {values[j].tolist()}")
             values = values / length[:, None]
-        return Channel(node, kind, interp, times, values, in_t, out_t), end
+        return values, in_t, out_t
 
 
-def load_gltf(path: str | Path, *, flat_normals: bool = False) -> GltfScene:
+def load_gltf(
+    path: str | Path, *, flat_normals: bool = False, max_bytes: int = DEFAULT_MAX_BYTES
+) -> GltfScene:
     """Load a ``.gltf`` or ``.glb`` file.
+
+    The file is untrusted input: it reads only files in its own folder (see
+    :mod:`vkdqs.gltf.uris`), and what it may make the loader hold is bounded by ``max_bytes``.
 
     Parameters
     ----------
@@ -617,6 +689,14 @@ def load_gltf(path: str | Path, *, flat_normals: bool = False) -> GltfScene:
         For primitives without ``NORMAL``: False (default) computes smooth angle-weighted vertex
         normals on the shared vertices; True splits vertices per triangle and gives each its
         face normal, which is what the glTF spec asks viewers to do.
+    max_bytes : int, keyword-only
+        Most bytes the file may expand to: the file itself, the JSON objects parsed from it, the
+        buffers it reads, and every array decoded from it (accessors, primitives, animation
+        keys), counted before they are allocated. The default, :data:`DEFAULT_MAX_BYTES`
+        (2 GiB), holds an indexed skinned mesh of about five million vertices (about 400 bytes
+        each as counted) with its animations, so real models do not meet it, while a small
+        hostile file cannot make vkdqs allocate more. Raise it for bigger models; lower it to
+        bound what untrusted uploads may cost.
 
     Returns
     -------
@@ -625,22 +705,35 @@ def load_gltf(path: str | Path, *, flat_normals: bool = False) -> GltfScene:
     Raises
     ------
     GltfError
-        The file cannot be read, is malformed, uses something vkdqs does not support, or refers
-        to a file outside its folder; the message names the file, the JSON path and the problem.
+        The file cannot be read, is malformed, uses something vkdqs does not support, refers to
+        a file outside its folder, or needs more than ``max_bytes``; the message names the file,
+        the JSON path and the problem.
     """
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise InputError(f"max_bytes must be a positive int, got {max_bytes!r}")
     path = Path(path)
     name = path.name
     with open_regular_file(path, name=name, what="the file") as (f, size):
-        raw = bytes(read_at_most(f, size, name=name))
+        if size > max_bytes:
+            raise GltfError(f"{name}: {over_budget(size, 'the file', 0, max_bytes)}")
+        raw = read_at_most(f, size, name=name)
+    spent = len(raw)
+
+    def charge(nbytes: int) -> None:
+        nonlocal spent
+        if spent + nbytes > max_bytes:
+            raise GltfError(f"{name}: {over_budget(nbytes, 'parsing the JSON', spent, max_bytes)}")
+        spent += nbytes
+
     glb_bin = None
     if raw[:4] == b"glTF":
         json_bytes, glb_bin = _parse_glb(raw, name)
     elif path.suffix.lower() == ".glb":
-        raise GltfError(f"{name}: GLB header: magic {raw[:4]!r} is not b'glTF'")
+        raise GltfError(f"{name}: GLB header: magic {bytes(raw[:4])!r} is not b'glTF'")
     else:
         json_bytes = raw
-    doc = _parse_json(json_bytes, name)
-    r = _Reader(path, doc, glb_bin)
+    doc = _parse_json(json_bytes, name, charge)
+    r = _Reader(path, doc, glb_bin, max_bytes=max_bytes, spent=spent)
     r.check_asset()
     r.check_images()
     nodes = r.nodes()
