@@ -1,13 +1,15 @@
 """glTF 2.0 loading: skinned meshes, skins, the node hierarchy and animations as numpy arrays.
 
-:func:`load_gltf` (in :mod:`vkdqs.gltf.reader`, which documents what is loaded, what is ignored
-and the errors) returns a :class:`GltfScene`; :mod:`vkdqs.gltf.save` writes files it reads.
-Nothing here touches the GPU.
+:func:`load_gltf` (in :mod:`vkdqs.gltf.reader`, which documents what is loaded, what is ignored,
+the errors and the limits on untrusted files) returns a :class:`GltfScene`;
+:mod:`vkdqs.gltf.uris` decides which files a model may read; :mod:`vkdqs.gltf.save` writes files
+it reads. Nothing here touches the GPU.
 """
 
 from __future__ import annotations
 
 from vkdqs.gltf.accessors import BYTE as BYTE
+from vkdqs.gltf.accessors import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from vkdqs.gltf.accessors import FLOAT as FLOAT
 from vkdqs.gltf.accessors import MAX_ZERO_FILL_BYTES as MAX_ZERO_FILL_BYTES
 from vkdqs.gltf.accessors import SHORT as SHORT

@@ -3,9 +3,8 @@ points at, decoded with numpy with every byte range, alignment and component typ
 
 from __future__ import annotations
 
-import base64
-import binascii
-import urllib.parse
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -13,7 +12,15 @@ from typing import Any, NoReturn
 import numpy as np
 from numpy.typing import NDArray
 
-from vkdqs.gltf.errors import GltfError
+from vkdqs.gltf.errors import GltfError, _show
+from vkdqs.gltf.uris import (
+    data_uri_size,
+    decode_data_uri,
+    is_data_uri,
+    open_regular_file,
+    read_at_most,
+    resolve_uri,
+)
 
 _COMPONENTS: dict[int, tuple[str, np.dtype]] = {
     5120: ("BYTE", np.dtype("<i1")),
@@ -34,16 +41,19 @@ _TYPES = {
     "MAT3": (3, 3),
     "MAT4": (4, 4),
 }
+_NATIVE = {ct: dtype.newbyteorder("=") for ct, (_, dtype) in _COMPONENTS.items()}
 _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
 
-#: Largest accessor without a bufferView (all zeros, maybe sparse) we allocate, in bytes. Such an
-#: accessor costs no file bytes, so without a cap a tiny file could ask for terabytes.
+#: Most bytes of accessors without a bufferView (all zeros, maybe sparse) one file may ask for, in
+#: total. Such accessors cost no file bytes, so without a cap a tiny file could ask for terabytes.
 MAX_ZERO_FILL_BYTES = 256 * 2**20
 
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+#: Default ``max_bytes`` of :func:`vkdqs.gltf.load_gltf`: 2 GiB. As counted, an indexed skinned
+#: mesh costs about 400 bytes per vertex (file data, decoded accessors, the primitive's arrays and
+#: the temporaries of decoding them), so this holds meshes of about five million vertices with
+#: their animations, well past what vkdqs skins interactively (the benchmarks stop at one
+#: million), while a small hostile file cannot make the loader allocate more than this.
+DEFAULT_MAX_BYTES = 2 * 2**30
 
 
 def _at(path: str, key: str) -> str:
@@ -57,7 +67,7 @@ def _align4(n: int) -> int:
 
 @dataclass(frozen=True)
 class _View:
-    data: bytes
+    data: bytes | bytearray | memoryview
     offset: int  # absolute, in data
     length: int
     stride: int | None
@@ -87,12 +97,26 @@ class _AccessorReader:
     """Typed JSON access and the binary data (buffers, bufferViews, accessors) of one glTF
     document, every byte range checked. Each ``fail`` names the JSON path."""
 
-    def __init__(self, path: Path, doc: dict, glb_bin: bytes | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        doc: dict,
+        glb_bin: bytes | memoryview | None,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        spent: int = 0,
+    ) -> None:
         self.path = path
         self.name = path.name
+        self.base_dir = os.path.realpath(path.parent)
         self.doc = doc
         self.glb_bin = glb_bin
-        self._buffers: dict[int, bytes] = {}
+        self.max_bytes = max_bytes
+        self.spent = spent  # bytes charged so far against max_bytes
+        self.zero_filled = 0  # bytes of accessors without a bufferView
+        self._arrays: dict[str, list[dict]] = {}
+        self._buffers: dict[int, bytes | bytearray | memoryview] = {}
+        self._files: dict[tuple[int, int], bytearray] = {}  # (st_dev, st_ino) -> bytes read
         self._views: dict[int, _View] = {}
         self._accessors: dict[tuple[int, bool], _Accessor] = {}
 
@@ -100,16 +124,26 @@ class _AccessorReader:
         where = f"{path}: " if path else ""
         raise GltfError(f"{self.name}: {where}{msg}")
 
+    def charge(self, nbytes: int, path: str, what: str) -> None:
+        """Count ``nbytes`` the file makes us hold against ``max_bytes``, before allocating them."""
+        if self.spent + nbytes > self.max_bytes:
+            self.fail(path, over_budget(nbytes, what, self.spent, self.max_bytes))
+        self.spent += nbytes
+
     # -- typed JSON access -------------------------------------------------------------------
 
     def array(self, key: str) -> list[dict]:
-        """A top-level array of objects (``[]`` when absent)."""
+        """A top-level array of objects (``[]`` when absent), checked once and then cached."""
+        cached = self._arrays.get(key)
+        if cached is not None:
+            return cached
         value = self.doc.get(key, [])
         if not isinstance(value, list):
             self.fail(key, f"must be an array, got {_show(value)}")
         for i, item in enumerate(value):
             if not isinstance(item, dict):
                 self.fail(f"{key}[{i}]", f"must be an object, got {_show(item)}")
+        self._arrays[key] = value
         return value
 
     def get_obj(self, parent: dict, key: str, path: str, *, required: bool = False) -> dict | None:
@@ -146,11 +180,14 @@ class _AccessorReader:
             if required:
                 self.fail(path, f"required property {key!r} is missing")
             return default
-        return self.as_int(parent[key], _at(path, key), minimum=minimum)
+        value = parent[key]
+        if type(value) is int and (minimum is None or value >= minimum):
+            return value  # the common case, without building the JSON path
+        return self.as_int(value, _at(path, key), minimum=minimum)
 
     def as_int(self, value: Any, path: str, *, minimum: int | None = None) -> int:
         # JSON Schema integers may be written 3.0; booleans are not numbers.
-        if isinstance(value, float) and np.isfinite(value) and value.is_integer():
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(path, f"must be an integer, got {_show(value)}")
@@ -165,7 +202,11 @@ class _AccessorReader:
             if required:
                 self.fail(path, f"required property {key!r} is missing")
             return None
-        return self.as_index(parent[key], _at(path, key), target)
+        value = parent[key]
+        items = self._arrays.get(target)
+        if type(value) is int and items is not None and 0 <= value < len(items):
+            return value  # the common case, without building the JSON path
+        return self.as_index(value, _at(path, key), target)
 
     def as_index(self, value: Any, path: str, target: str) -> int:
         i = self.as_int(value, path)
@@ -195,7 +236,9 @@ class _AccessorReader:
     def get_numbers(
         self, parent: dict, key: str, path: str, count: int, default: list[float]
     ) -> NDArray[np.float64]:
-        value = parent.get(key, default)
+        if key not in parent:
+            return np.array(default, dtype=np.float64)
+        value = parent[key]
         where = _at(path, key)
         if not isinstance(value, list) or len(value) != count:
             self.fail(where, f"must be an array of {count} numbers, got {_show(value)}")
@@ -203,8 +246,8 @@ class _AccessorReader:
             if isinstance(x, bool) or not isinstance(x, (int, float)):
                 self.fail(f"{where}[{i}]", f"must be a number, got {_show(x)}")
             try:
-                finite = np.isfinite(float(x))
-            except OverflowError:
+                finite = math.isfinite(x)
+            except OverflowError:  # an int beyond float range
                 finite = False
             if not finite:
                 self.fail(f"{where}[{i}]", f"must be a finite float, got {_show(x)}")
@@ -212,7 +255,7 @@ class _AccessorReader:
 
     # -- binary data -------------------------------------------------------------------------
 
-    def buffer(self, i: int) -> bytes:
+    def buffer(self, i: int) -> bytes | bytearray | memoryview:
         if i in self._buffers:
             return self._buffers[i]
         path = f"buffers[{i}]"
@@ -231,7 +274,12 @@ class _AccessorReader:
                 )
         else:
             uri = self.get_str(b, "uri", path)
-            data = self._read_uri(uri, f"{path}.uri")
+            upath = f"{path}.uri"
+            if is_data_uri(uri):
+                self.charge(data_uri_size(uri), upath, "the decoded data: URI")
+                data = decode_data_uri(uri, upath, name=self.name)
+            else:
+                data = self._read_file(uri, upath, byte_length)
             if len(data) < byte_length:
                 self.fail(
                     f"{path}.byteLength", f"{byte_length} but the data has only {len(data)} bytes"
@@ -239,27 +287,24 @@ class _AccessorReader:
         self._buffers[i] = data
         return data
 
-    def _read_uri(self, uri: str, path: str) -> bytes:
-        if uri.startswith("data:"):
-            header, comma, payload = uri.partition(",")
-            if not comma or not header.endswith(";base64"):
-                self.fail(path, "only base64 data: URIs are supported")
-            try:
-                return base64.b64decode(payload, validate=True)
-            except (binascii.Error, ValueError) as exc:
-                self.fail(path, f"invalid base64 data: {exc}")
-        try:
-            scheme = urllib.parse.urlsplit(uri).scheme
-        except ValueError as exc:
-            self.fail(path, f"invalid URI {_show(uri)}: {exc}")
-        if len(scheme) > 1:  # one letter is a Windows drive, not a scheme
-            self.fail(path, f"{_show(uri)}: only relative file URIs and data: URIs are supported")
-        file = self.path.parent / urllib.parse.unquote(uri)
-        try:
-            return file.read_bytes()
-        except (OSError, ValueError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc)
-            self.fail(path, f"cannot read {_show(uri)}: {reason}")
+    def _read_file(self, uri: str, path: str, byte_length: int) -> memoryview:
+        """The first ``byte_length`` bytes (fewer if the file is shorter) of the file ``uri``
+        names in the model's folder. Buffers naming the same file share one read."""
+        file = resolve_uri(self.base_dir, uri, path, name=self.name)
+        what = _show(uri)
+        with open_regular_file(file, path, name=self.name, inside=self.base_dir, what=what) as (
+            f,
+            size,
+        ):
+            st = os.fstat(f.fileno())
+            key = (st.st_dev, st.st_ino)
+            want = min(byte_length, size)
+            have = self._files.get(key)
+            if have is None or len(have) < want:
+                self.charge(want, path, f"reading {what}")
+                have = read_at_most(f, want, path, name=self.name)
+                self._files[key] = have
+        return memoryview(have)[:byte_length]
 
     def view(self, i: int) -> _View:
         if i in self._views:
@@ -329,6 +374,7 @@ class _AccessorReader:
                 f"{count} elements of {elem} bytes from offset {byte_offset} exceed "
                 f"bufferViews[{view_index}] (byteLength {v.length})",
             )
+        self.charge(count * cols * rows * size, path, f"decoding {count} elements")
         arr = np.ndarray(
             (count, cols, rows),
             dtype=comp,
@@ -367,13 +413,16 @@ class _AccessorReader:
             if "byteOffset" in a:
                 self.fail(f"{path}.byteOffset", "must not be defined without a bufferView")
             nbytes = count * cols * rows * comp.itemsize
-            if nbytes > MAX_ZERO_FILL_BYTES:
+            if self.zero_filled + nbytes > MAX_ZERO_FILL_BYTES:
                 self.fail(
                     f"{path}.count",
                     f"{count} elements without a bufferView would need {nbytes} bytes "
-                    f"(vkdqs allows {MAX_ZERO_FILL_BYTES})",
+                    f"(vkdqs allows {MAX_ZERO_FILL_BYTES} for all such accessors of a file, "
+                    f"{self.zero_filled} already used)",
                 )
-            data = np.zeros((count, cols, rows), dtype=comp.newbyteorder("="))
+            self.charge(nbytes, f"{path}.count", f"{count} elements without a bufferView")
+            self.zero_filled += nbytes
+            data = np.zeros((count, cols, rows), dtype=_NATIVE[ct])
         else:
             data = self._strided(
                 view_index, byte_offset, count, comp, cols, rows, path, strided=vertex is not False
@@ -389,10 +438,14 @@ class _AccessorReader:
         sparse = self.get_obj(a, "sparse", path)
         if sparse is not None:
             self._apply_sparse(sparse, f"{path}.sparse", data, comp, cols, rows, count)
-        if ct == FLOAT and not np.isfinite(data).all():
+        # Zeros are finite: only data from the file (dense or sparse) needs the check.
+        from_file = view_index is not None or sparse is not None
+        if ct == FLOAT and from_file and not np.isfinite(data).all():
             e = int(np.argwhere(~np.isfinite(data))[0][0])
             self.fail(path, f"element {e} is not finite ({data[e].ravel().tolist()})")
         # [count, cols, rows] column-major storage -> [count, rows] or [count, rows, cols].
+        if cols > 1:
+            self.charge(data.nbytes, path, "transposing matrices")
         data = data[:, 0, :] if cols == 1 else np.ascontiguousarray(data.transpose(0, 2, 1))
         acc = _Accessor(data, ct, type_, normalized)
         if vertex is not None:
@@ -434,6 +487,7 @@ class _AccessorReader:
         if ict not in (UNSIGNED_BYTE, UNSIGNED_SHORT, UNSIGNED_INT):
             self.fail(f"{ipath}.componentType", f"{ict} must be 5121, 5123 or 5125")
         idx = self._strided(ibv, ioff, n, _COMPONENTS[ict][1], 1, 1, ipath, strided=False)
+        self.charge(8 * n, ipath, "sparse indices")
         idx = idx.reshape(-1).astype(np.int64)
         if np.any(idx >= count):
             k = int(np.argmax(idx >= count))
@@ -467,3 +521,11 @@ class _AccessorReader:
             got = ("normalized " if acc.normalized else "") + _COMPONENTS[acc.component_type][0]
             self.fail(user, f"accessors[{i}] has {got} components; need {allowed}")
         return acc
+
+
+def over_budget(nbytes: int, what: str, spent: int, max_bytes: int) -> str:
+    """The message for a file that would need more than ``max_bytes``."""
+    return (
+        f"{what} needs {nbytes} more bytes, past max_bytes = {max_bytes} ({spent} already used "
+        "by this file); load_gltf(path, max_bytes=N) with a larger N loads it"
+    )

@@ -42,11 +42,49 @@ class Channel:
 _STEP, _LINEAR, _CUBIC = 0, 1, 2
 
 
+def _pack(
+    groups: list[tuple[NDArray | None, ...]], count: NDArray[np.int64], width: int
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Key arrays end to end in one float64 array, each distinct group of arrays once.
+
+    ``groups[i]`` holds channel ``i``'s arrays (e.g. its in- and out-tangents), each stored in
+    its own block of ``width`` columns (zero-padded; None stores ``count[i]`` rows of zeros).
+    Channels whose groups are the same arrays share rows. Returns the packed ``[rows, width *
+    len(group)]`` array and each channel's first row.
+    """
+    starts = np.zeros(len(groups), dtype=np.int64)
+    seen: dict[tuple[int, ...], int] = {}
+    parts: list[tuple[int, tuple[NDArray | None, ...], int]] = []
+    total = 0
+    for i, group in enumerate(groups):  # over channels, once per animation
+        key = tuple(id(a) for a in group)
+        shareable = all(a is not None for a in group)
+        if shareable and key in seen:
+            starts[i] = seen[key]
+            continue
+        n = int(count[i])
+        starts[i] = total
+        if shareable:
+            seen[key] = total
+        parts.append((total, group, n))
+        total += n
+    packed = np.zeros((total, width * max((len(g) for g in groups), default=1)))
+    for row, group, n in parts:  # over distinct key arrays
+        for b, a in enumerate(group):
+            if a is not None:
+                a2 = np.asarray(a, dtype=np.float64).reshape(n, -1)
+                packed[row : row + n, b * width : b * width + a2.shape[1]] = a2
+    return packed, starts
+
+
 class Animation:
     """An animation: channels sampled together, vectorized over channels and times.
 
-    Channels are padded into one ``[C, K]`` key array (``K`` = the most keys of any channel), so a
-    sample is a handful of numpy operations whatever the number of channels.
+    The keys of all channels are stored end to end, unpadded, each distinct key array once
+    (channels of one sampler, or samplers sharing an input accessor, share their keys), so memory
+    follows the keys in the file however unequal the channels are. A sample finds each channel's
+    key interval with a binary search vectorized over channels and times: a handful of numpy
+    operations per halving, whatever the number of channels.
 
     Attributes
     ----------
@@ -56,6 +94,11 @@ class Animation:
         Last key time over all channels (including ignored morph-weight channels), in seconds.
     ignored_channels : int
         Morph-target ``weights`` channels (and channels without a target node), not sampled.
+
+    Raises
+    ------
+    InputError
+        A channel has no keys, or key times that are not finite and strictly increasing.
     """
 
     def __init__(
@@ -70,24 +113,35 @@ class Animation:
         self.channels = channels
         self.duration = float(duration)
         self.ignored_channels = ignored_channels
-        c = len(channels)
-        k = max((len(ch.times) for ch in channels), default=1)
-        # Padding times with +inf keeps `times <= t` false past a channel's last key.
-        self._times = np.full((c, k), np.inf)
+        checked: set[int] = set()
+        for i, ch in enumerate(channels):  # over channels (each distinct key array checked once)
+            if id(ch.times) in checked:
+                continue
+            times = np.asarray(ch.times, dtype=np.float64)
+            if times.ndim != 1 or len(times) == 0:
+                raise InputError(f"channel {i}: times must be a non-empty 1-D array")
+            if not np.isfinite(times).all() or np.any(np.diff(times) <= 0):
+                raise InputError(f"channel {i}: key times must be finite and strictly increasing")
+            checked.add(id(ch.times))
         self._count = np.array([len(ch.times) for ch in channels], dtype=np.int64)
-        self._values = np.zeros((c, k, 4))
-        self._in = np.zeros((c, k, 4))
-        self._out = np.zeros((c, k, 4))
-        for i, ch in enumerate(channels):  # once per load, over channels
-            n, w = ch.values.shape
-            self._times[i, :n] = ch.times
-            self._values[i, :n, :w] = ch.values
-            if ch.in_tangents is not None and ch.out_tangents is not None:
-                self._in[i, :n, :w] = ch.in_tangents
-                self._out[i, :n, :w] = ch.out_tangents
+        times, self._tstart = _pack([(ch.times,) for ch in channels], self._count, 1)
+        self._times = times[:, 0]
+        self._values, self._vstart = _pack([(ch.values,) for ch in channels], self._count, 4)
+        # Binary search halvings to find a key among the most keys of a channel.
+        self._steps = int(self._count.max(initial=0)).bit_length()
         codes = {"STEP": _STEP, "LINEAR": _LINEAR, "CUBICSPLINE": _CUBIC}
         self._interp = np.array([codes[ch.interpolation] for ch in channels], dtype=np.int64)
         self._is_rot = np.array([ch.path == "rotation" for ch in channels], dtype=bool)
+        # Tangents only for CUBICSPLINE channels (zeros for one without them).
+        self._cubic = np.flatnonzero(self._interp == _CUBIC)
+        tangents = []
+        for i in self._cubic:  # over cubic channels
+            ch = channels[i]
+            has = ch.in_tangents is not None and ch.out_tangents is not None
+            tangents.append((ch.in_tangents, ch.out_tangents) if has else (None, None))
+        both, self._gstart = _pack(tangents, self._count[self._cubic], 4)
+        self._in = np.ascontiguousarray(both[:, :4])
+        self._out = np.ascontiguousarray(both[:, 4:]) if both.shape[1] > 4 else self._in
         paths = np.array([ch.path for ch in channels], dtype=object)
         nodes = np.array([ch.node for ch in channels], dtype=np.int64)
         self._targets = {
@@ -100,6 +154,23 @@ class Animation:
             f"Animation({self.name!r}, {len(self.channels)} channels, "
             f"duration {self.duration:.4g} s)"
         )
+
+    def _keys_at_or_before(self, t: NDArray[np.float64]) -> NDArray[np.int64]:
+        """How many keys of each channel are at or before ``t [T, 1]``: ``[T, C]``.
+
+        A binary search over each channel's keys, vectorized over channels and times; the loop
+        is over halvings (log2 of the most keys), not over keys or channels.
+        """
+        lo = np.broadcast_to(self._tstart, (len(t), len(self._tstart))).copy()
+        hi = lo + self._count
+        top = len(self._times) - 1
+        for _ in range(self._steps):
+            mid = (lo + hi) >> 1
+            after = self._times[np.minimum(mid, top)] > t
+            open_ = lo < hi
+            lo = np.where(open_ & ~after, mid + 1, lo)
+            hi = np.where(open_ & after, mid, hi)
+        return lo - self._tstart
 
     def sample(self, time: ArrayLike, /) -> NDArray[np.float64]:
         """Sample every channel at ``time`` (clamped to each channel's first/last key).
@@ -123,38 +194,40 @@ class Animation:
         c = len(self.channels)
         if c == 0:
             return np.zeros((*shape, 0, 4))
-        rows = np.arange(c)
         last = self._count - 1
-        # Index of the last key at or before t, per channel: a count, not a per-channel search.
-        k0 = np.clip((self._times[None] <= t[..., None]).sum(axis=-1) - 1, 0, last)  # [T, C]
+        # Index of the last key at or before t, per channel.
+        k0 = np.clip(self._keys_at_or_before(t) - 1, 0, last)  # [T, C]
         k1 = np.minimum(k0 + 1, last)
-        t0 = self._times[rows, k0]
-        t1 = self._times[rows, k1]
+        t0 = self._times[self._tstart + k0]
+        t1 = self._times[self._tstart + k1]
         dt = np.where(k1 > k0, t1 - t0, 0.0)
         u = np.clip((t - t0) / np.where(dt > 0, dt, 1.0), 0.0, 1.0)
         u = np.where(dt > 0, u, 0.0)[..., None]  # [T, C, 1]
-        v0 = self._values[rows, k0]
-        v1 = self._values[rows, k1]
+        v0 = self._values[self._vstart + k0]
+        v1 = self._values[self._vstart + k1]
 
         lerp = v0 + u * (v1 - v0)
         slerp = _slerp(v0, v1, u)
         linear = np.where(self._is_rot[:, None], slerp, lerp)
+        out = np.where((self._interp == _STEP)[:, None], v0, linear)
 
-        # Hermite spline with tangents scaled by the key interval, as the spec writes it.
-        u2, u3 = u * u, u * u * u
-        d = dt[..., None]
-        cubic = (
-            (2 * u3 - 3 * u2 + 1) * v0
-            + d * (u3 - 2 * u2 + u) * self._out[rows, k0]
-            + (-2 * u3 + 3 * u2) * v1
-            + d * (u3 - u2) * self._in[rows, k1]
-        )
-        norm = np.linalg.norm(cubic, axis=-1, keepdims=True)
-        cubic_rot = cubic / np.where(norm > 0, norm, 1.0)
-        cubic = np.where(self._is_rot[:, None] & (norm > 0), cubic_rot, cubic)
-
-        mode = self._interp[:, None]
-        out = np.where(mode == _STEP, v0, np.where(mode == _LINEAR, linear, cubic))
+        cc = self._cubic
+        if len(cc):
+            # Hermite spline with tangents scaled by the key interval, as the spec writes it.
+            uc = u[:, cc]
+            u2, u3 = uc * uc, uc * uc * uc
+            d = dt[:, cc, None]
+            g0 = self._gstart + k0[:, cc]
+            g1 = self._gstart + k1[:, cc]
+            cubic = (
+                (2 * u3 - 3 * u2 + 1) * v0[:, cc]
+                + d * (u3 - 2 * u2 + uc) * self._out[g0]
+                + (-2 * u3 + 3 * u2) * v1[:, cc]
+                + d * (u3 - u2) * self._in[g1]
+            )
+            norm = np.linalg.norm(cubic, axis=-1, keepdims=True)
+            cubic_rot = cubic / np.where(norm > 0, norm, 1.0)
+            out[:, cc] = np.where(self._is_rot[cc, None] & (norm > 0), cubic_rot, cubic)
         return out.reshape(*shape, c, 4)
 
 

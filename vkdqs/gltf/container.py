@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import struct
+import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 from vkdqs.gltf.errors import GltfError
@@ -14,8 +16,9 @@ _CHUNK_JSON = 0x4E4F534A
 _CHUNK_BIN = 0x004E4942
 
 
-def _parse_glb(raw: bytes, name: str) -> tuple[bytes, bytes | None]:
-    """Split a GLB into its JSON chunk and optional BIN chunk, checking the container."""
+def _parse_glb(raw: bytes | bytearray, name: str) -> tuple[bytes, memoryview | None]:
+    """Split a GLB into its JSON chunk and optional BIN chunk (a view of ``raw``, not a copy),
+    checking the container."""
 
     def fail(msg: str) -> NoReturn:
         raise GltfError(f"{name}: {msg}")
@@ -31,7 +34,8 @@ def _parse_glb(raw: bytes, name: str) -> tuple[bytes, bytes | None]:
         fail(f"GLB header: length {length} but the file has only {len(raw)} bytes (truncated)")
     if length != len(raw):
         fail(f"GLB header: length {length} but the file has {len(raw)} bytes")
-    chunks: list[tuple[int, bytes]] = []
+    chunks: list[tuple[int, memoryview]] = []
+    whole = memoryview(raw)
     offset = 12
     while offset < length:
         where = f"GLB chunk {len(chunks)} at byte {offset}"
@@ -46,7 +50,7 @@ def _parse_glb(raw: bytes, name: str) -> tuple[bytes, bytes | None]:
                 f"{where}: truncated: chunkLength {chunk_length} but only "
                 f"{length - start} bytes follow"
             )
-        chunks.append((chunk_type, raw[start : start + chunk_length]))
+        chunks.append((chunk_type, whole[start : start + chunk_length]))
         offset = start + chunk_length
     if not chunks or chunks[0][0] != _CHUNK_JSON:
         fail("GLB: the first chunk must be the JSON chunk")
@@ -59,18 +63,36 @@ def _parse_glb(raw: bytes, name: str) -> tuple[bytes, bytes | None]:
                 fail(f"GLB chunk {i}: the BIN chunk must be the second chunk (and only one)")
             binary = data
         # Chunks of unknown types are skipped, as the spec requires.
-    return chunks[0][1], binary
+    return bytes(chunks[0][1]), binary
 
 
 def _reject_constant(token: str) -> NoReturn:
     raise ValueError(f"{token} is not valid JSON")
 
 
-def _parse_json(data: bytes, name: str) -> dict:
+def _json_cost(data: bytes | bytearray, text: str) -> int:
+    """Upper bound of the bytes ``json.loads(text)`` allocates.
+
+    Python objects are much bigger than their JSON text (``{},`` is 3 bytes of text and a 64-byte
+    dict), so the parse is charged per value: every value but the first follows a ``,``, ``:`` or
+    an opening bracket, and none of them costs more than about 100 bytes. Long strings (base64
+    data: URIs) have none of these characters and cost what their text costs.
+    """
+    tokens = sum(data.count(c) for c in (b",", b":", b"{", b"["))
+    return sys.getsizeof(text) + 128 * (tokens + 1)
+
+
+def _parse_json(
+    data: bytes | bytearray, name: str, charge: Callable[[int], None] | None = None
+) -> dict:
+    """Parse the JSON text of a glTF document; ``charge(bytes)`` is called before parsing with
+    an upper bound of what the parse allocates (it raises to refuse the file)."""
     try:
-        text = data.decode("utf-8")
+        text = str(data, "utf-8")
     except UnicodeDecodeError as exc:
         raise GltfError(f"{name}: JSON is not valid UTF-8 (byte {exc.start})") from None
+    if charge is not None:
+        charge(_json_cost(data, text))
     if text.startswith("\ufeff"):
         raise GltfError(f"{name}: JSON starts with a byte order mark, which glTF forbids")
     try:

@@ -3,6 +3,8 @@ of vkdqs.gltf finds the problem."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from vkdqs.errors import InputError
 
 
@@ -11,3 +13,9 @@ class GltfError(InputError):
 
     The message names the file, the JSON path (``meshes[0].primitives[1].indices``) and the problem.
     """
+
+
+def _show(value: Any) -> str:
+    """A JSON value for an error message, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

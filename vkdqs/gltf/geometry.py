@@ -28,7 +28,36 @@ def vertex_normals(positions: ArrayLike, indices: ArrayLike, /) -> NDArray[np.fl
     p = np.asarray(positions, dtype=np.float64)
     tri = np.asarray(indices, dtype=np.int64).reshape(-1, 3)
     n = len(p)
-    corners = p[tri]  # [T, 3, 3]
+    if len(tri) <= _CHUNK:
+        acc = _corner_sums(p, tri, n)
+    else:
+        # A pass's temporaries are about 400 bytes per triangle: take the triangles in chunks,
+        # each summed over the vertices it touches only, so memory stays bounded however many
+        # triangles a file has (a loop over chunks, not over vertices or triangles).
+        acc = np.zeros((n, 3))
+        for start in range(0, len(tri), _CHUNK):
+            part = tri[start : start + _CHUNK]
+            touched, local = np.unique(part, return_inverse=True)
+            acc[touched] += _corner_sums(p, local.reshape(-1, 3), len(touched), part)
+    norm = np.linalg.norm(acc, axis=1, keepdims=True)
+    out = acc / np.where(norm > 1e-12, norm, 1.0)
+    out[norm[:, 0] <= 1e-12] = (0.0, 0.0, 1.0)
+    return out
+
+
+#: Triangles per pass of :func:`vertex_normals` (bounds its temporaries to about 25 MB).
+_CHUNK = 1 << 16
+
+
+def _corner_sums(
+    p: NDArray[np.float64], tri: NDArray[np.int64], n: int, corners_of: NDArray | None = None
+) -> NDArray[np.float64]:
+    """Sum over triangles of unit face normal times corner angle, per vertex: ``[n, 3]``.
+
+    ``tri`` indexes the ``n`` output rows; the corners' positions are ``p[corners_of]``
+    (``p[tri]`` when None).
+    """
+    corners = p[tri if corners_of is None else corners_of]  # [T, 3, 3]
     # Edges leaving each corner towards the next and the previous corner.
     nxt = np.roll(corners, -1, axis=1) - corners
     prv = np.roll(corners, 1, axis=1) - corners
@@ -41,11 +70,7 @@ def vertex_normals(positions: ArrayLike, indices: ArrayLike, /) -> NDArray[np.fl
     contrib = unit[:, None, :] * angle[..., None]  # [T, 3, 3]
     flat_idx = tri.reshape(-1)
     flat = contrib.reshape(-1, 3)
-    acc = np.stack([np.bincount(flat_idx, weights=flat[:, c], minlength=n) for c in range(3)], 1)
-    norm = np.linalg.norm(acc, axis=1, keepdims=True)
-    out = acc / np.where(norm > 1e-12, norm, 1.0)
-    out[norm[:, 0] <= 1e-12] = (0.0, 0.0, 1.0)
-    return out
+    return np.stack([np.bincount(flat_idx, weights=flat[:, c], minlength=n) for c in range(3)], 1)
 
 
 def _triangulate(idx: NDArray[np.int64], mode: int) -> NDArray[np.int64]:

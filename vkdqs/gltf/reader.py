@@ -15,10 +15,19 @@ What is loaded
 * Nodes: TRS or ``matrix`` local transforms and the hierarchy.
 * Animations: translation/rotation/scale channels with STEP, LINEAR and CUBICSPLINE samplers.
 
-What is ignored (the specification lets a loader ignore it): materials, textures, images,
-samplers, cameras, lights, ``extras``, unknown ``extensionsUsed``, other vertex attributes
-(TEXCOORD_n, COLOR_n, TANGENT, ...), morph targets and ``weights`` animation channels (logged once
-at INFO level on the ``vkdqs.gltf`` logger).
+What is ignored (the specification lets a loader ignore it): materials, textures, images (their
+``uri`` is checked, not read), samplers, cameras, lights, ``extras``, unknown ``extensionsUsed``,
+other vertex attributes (TEXCOORD_n, COLOR_n, TANGENT, ...), morph targets and ``weights``
+animation channels (logged once at INFO level on the ``vkdqs.gltf`` logger).
+
+Untrusted files
+---------------
+A model file reads only its own data: buffer (and image) URIs are base64 ``data:`` URIs or files
+inside the model's folder, regular files only, read up to their ``byteLength`` (see
+:mod:`vkdqs.gltf.uris`). It costs time and memory in proportion to its size: each array of the
+document is checked once, hierarchies are walked once, accessors, primitives and animation keys
+that several users share are decoded once, and everything the file makes the loader hold is
+counted against ``max_bytes`` before it is allocated.
 
 Errors
 ------
@@ -31,16 +40,20 @@ JSON path and the problem, e.g.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from vkdqs.errors import InputError
 from vkdqs.gltf.accessors import (
     BYTE,
+    DEFAULT_MAX_BYTES,
     FLOAT,
     SHORT,
     UNSIGNED_BYTE,
@@ -48,13 +61,14 @@ from vkdqs.gltf.accessors import (
     UNSIGNED_SHORT,
     _Accessor,
     _AccessorReader,
-    _show,
+    over_budget,
 )
 from vkdqs.gltf.animation import Animation, Channel
 from vkdqs.gltf.container import _parse_glb, _parse_json
-from vkdqs.gltf.errors import GltfError
+from vkdqs.gltf.errors import GltfError, _show
 from vkdqs.gltf.geometry import _triangulate, vertex_normals
 from vkdqs.gltf.scene import GltfScene, Mesh, Node, Primitive, Skin
+from vkdqs.gltf.uris import is_data_uri, open_regular_file, read_at_most, resolve_uri
 
 _log = logging.getLogger("vkdqs.gltf")
 
@@ -86,10 +100,25 @@ WEIGHT_SUM_TOL = 1e-3
 class _Reader(_AccessorReader):
     """Checks and decodes one glTF document. Each ``fail`` names the JSON path."""
 
-    def __init__(self, path: Path, doc: dict, glb_bin: bytes | None) -> None:
-        super().__init__(path, doc, glb_bin)
+    def __init__(
+        self,
+        path: Path,
+        doc: dict,
+        glb_bin: bytes | memoryview | None,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        spent: int = 0,
+    ) -> None:
+        super().__init__(path, doc, glb_bin, max_bytes=max_bytes, spent=spent)
         self.weight_warnings: list[tuple[str, int, int, float]] = []
         self.ignored_morph = 0
+        # Each decoded once however many users share it (see primitive() and _channel()).
+        self._primitives: dict[str, tuple[Primitive, tuple | None]] = {}
+        self._key_times: dict[int, tuple[NDArray[np.float64], float]] = {}
+        self._key_values: dict[tuple, tuple] = {}
+        # Preorder position and subtree size of each node, set by nodes().
+        self._first = np.zeros(0, dtype=np.int64)
+        self._size = np.zeros(0, dtype=np.int64)
 
     # -- document ----------------------------------------------------------------------------
 
@@ -113,6 +142,18 @@ class _Reader(_AccessorReader):
         for k, ext in enumerate(self.get_list(self.doc, "extensionsRequired", "")):
             if not _HARMLESS_REQUIRED.match(ext):
                 self.fail(f"extensionsRequired[{k}]", f"extension {ext!r} is not supported")
+
+    def check_images(self) -> None:
+        """Check each image ``uri`` as a buffer's is checked (images are not read).
+
+        A texture loader will read these files; the URI rules (its own folder only) hold now, so
+        a file that names ``../../secret.png`` is refused today rather than read later.
+        """
+        for i, image in enumerate(self.array("images")):  # over images, at load
+            if "uri" in image:
+                uri = self.get_str(image, "uri", f"images[{i}]")
+                if not is_data_uri(uri):
+                    resolve_uri(self.base_dir, uri, f"images[{i}].uri", name=self.name)
 
     def nodes(self) -> tuple[Node, ...]:
         raw = self.array("nodes")
@@ -139,12 +180,14 @@ class _Reader(_AccessorReader):
             t = self.get_numbers(nd, "translation", path, 3, [0.0, 0.0, 0.0])
             r = self.get_numbers(nd, "rotation", path, 4, [0.0, 0.0, 0.0, 1.0])
             s = self.get_numbers(nd, "scale", path, 3, [1.0, 1.0, 1.0])
-            # Divide by the largest component first so that 1e300 does not overflow the norm.
-            big = np.abs(r).max()
-            r = r / (big if big > 0 else 1.0)
-            length = np.linalg.norm(r)
-            if not (big > 1e-12 and length > 1e-6):
-                self.fail(f"{path}.rotation", f"{(r * big).tolist()} is not a unit quaternion")
+            if "rotation" in nd:  # the default is a unit quaternion already
+                # Divide by the largest component first so that 1e300 does not overflow the norm.
+                big = np.abs(r).max()
+                r = r / (big if big > 0 else 1.0)
+                length = np.linalg.norm(r)
+                if not (big > 1e-12 and length > 1e-6):
+                    self.fail(f"{path}.rotation", f"{(r * big).tolist()} is not a unit quaternion")
+                r = r / length
             matrix = None
             if "matrix" in nd:
                 trs = [k for k in ("translation", "rotation", "scale") if k in nd]
@@ -153,17 +196,28 @@ class _Reader(_AccessorReader):
                 flat = self.get_numbers(nd, "matrix", path, 16, [])
                 matrix = flat.reshape(4, 4).T  # glTF stores matrices column-major
             name = self.get_str(nd, "name", path)
-            out.append([i, name, children, mesh, skin, t, r / length, s, matrix])
-        # Every node must be reachable from a root: anything left over sits on a cycle.
-        reached = np.zeros(len(raw), dtype=bool)
-        stack = [i for i in range(len(raw)) if parent[i] is None]
+            out.append([i, name, children, mesh, skin, t, r, s, matrix])
+        # Every node must be reachable from a root: anything left over sits on a cycle. The walk
+        # (depth first, each node once) also gives each node's preorder position and subtree
+        # size: b is under a iff first[a] <= first[b] < first[a] + size[a].
+        order: list[int] = []
+        stack = [i for i in range(len(raw) - 1, -1, -1) if parent[i] is None]
         while stack:
             i = stack.pop()
-            reached[i] = True
-            stack.extend(out[i][2])
-        if not reached.all():
+            order.append(i)
+            stack.extend(reversed(out[i][2]))
+        if len(order) != len(raw):
+            reached = np.zeros(len(raw), dtype=bool)
+            reached[order] = True
             i = int(np.argmin(reached))
             self.fail(f"nodes[{i}]", "the node hierarchy has a cycle through this node")
+        first = np.zeros(len(raw), dtype=np.int64)
+        first[order] = np.arange(len(raw))
+        size = [1] * len(raw)
+        for i in reversed(order):  # over nodes, children before parents
+            if parent[i] is not None:
+                size[parent[i]] += size[i]
+        self._first, self._size = first, np.array(size, dtype=np.int64)
         return tuple(
             Node(i, name, parent[i], tuple(ch), mesh, skin, t, r, s, m)
             for i, name, ch, mesh, skin, t, r, s, m in out
@@ -204,6 +258,23 @@ class _Reader(_AccessorReader):
             )
         if "targets" in prim:
             self.ignored_morph += 1
+        # Primitives with the same accessors decode to the same arrays: decode them once, so
+        # many primitives sharing one huge accessor cost what one does.
+        key = json.dumps([attrs, prim.get("indices"), mode, flat_normals], sort_keys=True)
+        if key in self._primitives:
+            decoded, warned = self._primitives[key]
+            if warned is not None:  # reported for each primitive, as if decoded again
+                self.weight_warnings.append((path, *warned[1:]))
+            return decoded
+        before = len(self.weight_warnings)
+        decoded = self._decode_primitive(path, prim, attrs, mode, flat_normals)
+        warned = self.weight_warnings[before] if len(self.weight_warnings) > before else None
+        self._primitives[key] = (decoded, warned)
+        return decoded
+
+    def _decode_primitive(
+        self, path: str, prim: dict, attrs: dict, mode: int, flat_normals: bool
+    ) -> Primitive:
         apath = f"{path}.attributes"
         if "POSITION" not in attrs:
             self.fail(apath, "POSITION is missing; vkdqs needs vertex positions")
@@ -211,6 +282,8 @@ class _Reader(_AccessorReader):
         float3 = ((FLOAT, False),)
         pos = self.typed_accessor(pos_i, f"{apath}.POSITION", ("VEC3",), float3, vertex=True)
         n = pos.count
+        # The primitive's own positions and normals (float32 and the float64 normals math).
+        self.charge(n * 48, path, f"{n} vertices")
         positions = pos.data.astype(np.float32)
 
         def same_count(acc: _Accessor, user: str) -> None:
@@ -240,6 +313,7 @@ class _Reader(_AccessorReader):
                 ("SCALAR",),
                 ((UNSIGNED_BYTE, False), (UNSIGNED_SHORT, False), (UNSIGNED_INT, False)),
             )
+            self.charge(ia.count * 9, user, f"{ia.count} indices")
             idx = ia.data[:, 0].astype(np.int64)
             restart = np.iinfo(ia.data.dtype).max
             bad = (idx >= n) | (idx == restart)
@@ -252,15 +326,21 @@ class _Reader(_AccessorReader):
                 )
                 self.fail(user, f"element {k} is {idx[k]}: {why}")
         else:
+            self.charge(n * 8, path, f"{n} indices")
             idx = np.arange(n, dtype=np.int64)
         if mode == 4 and len(idx) % 3:
             what = "indices" if "indices" in prim else "vertices"
             self.fail(path, f"TRIANGLES with {len(idx)} {what}, not a multiple of 3")
+        # Strips and fans become lists (int64), then the uint32 indices of the Primitive.
+        corners = len(idx) if mode == 4 else 3 * max(len(idx) - 2, 0)
+        self.charge(corners * 12, path, f"{corners // 3} triangles")
         tri = _triangulate(idx, mode)
 
         computed = normals is None
         if computed and flat_normals:
             # Flat shading needs a vertex per triangle corner.
+            width = 0 if joints is None else joints.shape[1]
+            self.charge(len(tri) * (48 + 6 * width), path, f"{len(tri)} flat-shaded corners")
             positions = positions[tri]
             joints = None if joints is None else joints[tri]
             weights = None if weights is None else weights[tri]
@@ -320,6 +400,8 @@ class _Reader(_AccessorReader):
             )
             same_count(ja, juser)
             same_count(wa, wuser)
+            # float64 weights, uint16 joints, then both concatenated and the float32 weights.
+            self.charge(n * 4 * (8 + 2 + 8 + 2 + 4), wuser, f"{n} vertex influences")
             w = wa.floats()
             if np.any(w < 0):
                 v, c = np.argwhere(w < 0)[0]
@@ -359,10 +441,12 @@ class _Reader(_AccessorReader):
                 self.fail(f"{path}.joints", "must not be empty")
             joints = [self.as_index(j, f"{path}.joints[{k}]", "nodes") for k, j in enumerate(raw)]
             if len(set(joints)) != len(joints):
-                dup = next(j for j in joints if joints.count(j) > 1)
+                uses = Counter(joints)
+                dup = next(j for j in joints if uses[j] > 1)
                 self.fail(f"{path}.joints", f"lists nodes[{dup}] twice")
             count = len(joints)
             ibm_i = self.get_index(sk, "inverseBindMatrices", path, "accessors")
+            self.charge(count * 128, path, f"{count} joint matrices")
             if ibm_i is None:
                 ibm = np.broadcast_to(np.eye(4), (count, 4, 4)).copy()
             else:
@@ -382,15 +466,16 @@ class _Reader(_AccessorReader):
                 ibm[:, 3, :] = (0.0, 0.0, 0.0, 1.0)
             skeleton = self.get_index(sk, "skeleton", path, "nodes")
             if skeleton is not None:
-                for k, j in enumerate(joints):  # over joints, at load
-                    a = j
-                    while a is not None and a != skeleton:
-                        a = nodes[a].parent
-                    if a is None:
-                        self.fail(
-                            f"{path}.skeleton",
-                            f"joints[{k}] (nodes[{j}]) is not under the skeleton nodes[{skeleton}]",
-                        )
+                # Under the skeleton: inside its preorder interval (one test per joint).
+                pos = self._first[np.array(joints, dtype=np.int64)] - self._first[skeleton]
+                outside = (pos < 0) | (pos >= self._size[skeleton])
+                if np.any(outside):
+                    k = int(np.argmax(outside))
+                    self.fail(
+                        f"{path}.skeleton",
+                        f"joints[{k}] (nodes[{joints[k]}]) is not under the skeleton "
+                        f"nodes[{skeleton}]",
+                    )
             names = tuple(nodes[j].name for j in joints)
             out.append(
                 Skin(
@@ -407,27 +492,45 @@ class _Reader(_AccessorReader):
     def check_skinned_nodes(
         self, nodes: tuple[Node, ...], prims: list[list[Primitive]], skins: tuple[Skin, ...]
     ) -> None:
-        for nd in nodes:
+        # Per mesh once: its first primitive without skin attributes, and the running maximum
+        # over its primitives of the largest joint used with a non-zero weight. Then each skinned
+        # node finds its first bad primitive with one binary search.
+        summary: dict[int, tuple[int, NDArray[np.int64]]] = {}
+        for nd in nodes:  # over nodes, at load
             if nd.skin is None:
                 continue
             count = skins[nd.skin].joint_count
-            for p, prim in enumerate(prims[nd.mesh]):
-                path = f"meshes[{nd.mesh}].primitives[{p}]"
-                if prim.joints is None:
-                    self.fail(
-                        path,
-                        f"has no JOINTS_0/WEIGHTS_0 but nodes[{nd.index}] skins it with "
-                        f"skins[{nd.skin}]",
-                    )
-                # Only weighted slots matter: exporters fill unused slots with joint 0.
-                bad = (prim.weights > 0) & (prim.joints >= count)
-                if np.any(bad):
-                    v, c = np.argwhere(bad)[0]
-                    self.fail(
-                        path,
-                        f"JOINTS_{c // 4} uses joint {prim.joints[v, c]} (vertex {v}) but "
-                        f"skins[{nd.skin}] has {count} joints",
-                    )
+            mesh_prims = prims[nd.mesh]
+            if nd.mesh not in summary:
+                tops = []
+                for prim in mesh_prims:  # over primitives (each mesh once)
+                    used = None if prim.joints is None else prim.joints[prim.weights > 0]
+                    tops.append(int(used.max()) if used is not None and used.size else -1)
+                rigid = [p for p, pr in enumerate(mesh_prims) if pr.joints is None]
+                summary[nd.mesh] = (
+                    rigid[0] if rigid else len(mesh_prims),
+                    np.maximum.accumulate(np.array(tops, dtype=np.int64)),
+                )
+            rigid, top = summary[nd.mesh]
+            p = min(rigid, int(np.searchsorted(top, count)))
+            if p == len(mesh_prims):
+                continue
+            path = f"meshes[{nd.mesh}].primitives[{p}]"
+            prim = mesh_prims[p]
+            if prim.joints is None:
+                self.fail(
+                    path,
+                    f"has no JOINTS_0/WEIGHTS_0 but nodes[{nd.index}] skins it with "
+                    f"skins[{nd.skin}]",
+                )
+            # Only weighted slots matter: exporters fill unused slots with joint 0.
+            bad = (prim.weights > 0) & (prim.joints >= count)
+            v, c = np.argwhere(bad)[0]
+            self.fail(
+                path,
+                f"JOINTS_{c // 4} uses joint {prim.joints[v, c]} (vertex {v}) but "
+                f"skins[{nd.skin}] has {count} joints",
+            )
 
     def animations(self, nodes: tuple[Node, ...]) -> tuple[Animation, ...]:
         out = []
@@ -479,6 +582,10 @@ class _Reader(_AccessorReader):
                     decoded.append(channel)
             if ignored:
                 self.ignored_morph += ignored
+            # Animation packs each distinct key array once (times, values, tangents; width 4).
+            distinct = {id(x): x for ch in decoded for x in (ch.times, ch.values, ch.in_tangents)}
+            rows = sum(len(x) for x in distinct.values() if x is not None)
+            self.charge(rows * 72, path, "packing the animation's keys")
             out.append(
                 Animation(
                     self.get_str(anim, "name", path),
@@ -500,20 +607,35 @@ class _Reader(_AccessorReader):
         in_user, out_user = f"{spath}.input", f"{spath}.output"
         ii = self.get_index(sampler, "input", spath, "accessors", required=True)
         oi = self.get_index(sampler, "output", spath, "accessors", required=True)
-        times = self.typed_accessor(ii, in_user, ("SCALAR",), ((FLOAT, False),)).data[:, 0]
-        times = times.astype(np.float64)
-        steps = np.diff(times)
-        if np.any(steps <= 0):
-            k = int(np.argmax(steps <= 0)) + 1
-            self.fail(
-                in_user,
-                f"key times must be strictly increasing: key {k} is {times[k]:g} after "
-                f"{times[k - 1]:g}",
-            )
-        end = float(times[-1])
+        # Samplers (and channels) sharing an accessor share its decoded keys: decoded once.
+        if ii not in self._key_times:
+            acc = self.typed_accessor(ii, in_user, ("SCALAR",), ((FLOAT, False),))
+            self.charge(acc.count * 16, in_user, f"{acc.count} key times")
+            times = acc.data[:, 0].astype(np.float64)
+            steps = np.diff(times)
+            if np.any(steps <= 0):
+                k = int(np.argmax(steps <= 0)) + 1
+                self.fail(
+                    in_user,
+                    f"key times must be strictly increasing: key {k} is {times[k]:g} after "
+                    f"{times[k - 1]:g}",
+                )
+            self._key_times[ii] = (times, float(times[-1]))
+        times, end = self._key_times[ii]
         if node is None or kind == "weights":
             # Morph target weights (and extension-defined targets) are not used by vkdqs.
             return None, end
+        k = len(times)
+        key = (oi, kind == "rotation", interp, k)
+        if key not in self._key_values:
+            self._key_values[key] = self._key_values_of(oi, out_user, kind, interp, k)
+        values, in_t, out_t = self._key_values[key]
+        return Channel(node, kind, interp, times, values, in_t, out_t), end
+
+    def _key_values_of(
+        self, oi: int, out_user: str, kind: str, interp: str, k: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, NDArray[np.float64] | None]:
+        """Decoded key values (rotations normalized) and CUBICSPLINE tangents of ``oi``."""
         if kind == "rotation":
             out = self.typed_accessor(
                 oi,
@@ -529,14 +651,14 @@ class _Reader(_AccessorReader):
             )
         else:
             out = self.typed_accessor(oi, out_user, ("VEC3",), ((FLOAT, False),))
-        values = out.floats()
-        k = len(times)
         need = 3 * k if interp == "CUBICSPLINE" else k
         if out.count != need:
             self.fail(
                 out_user,
                 f"accessors[{oi}] has {out.count} elements; {interp} with {k} keys needs {need}",
             )
+        self.charge(out.data.size * 24, out_user, f"{out.count} key values")
+        values = out.floats()
         in_t = out_t = None
         if interp == "CUBICSPLINE":
             # Each key stores (in-tangent, value, out-tangent).
@@ -548,19 +670,33 @@ class _Reader(_AccessorReader):
                 j = int(np.argmax(length < 1e-6))
                 self.fail(out_user, f"key {j} is a zero quaternion {values[j].tolist()}")
             values = values / length[:, None]
-        return Channel(node, kind, interp, times, values, in_t, out_t), end
+        return values, in_t, out_t
 
 
-def load_gltf(path: str | Path, *, flat_normals: bool = False) -> GltfScene:
+def load_gltf(
+    path: str | Path, *, flat_normals: bool = False, max_bytes: int = DEFAULT_MAX_BYTES
+) -> GltfScene:
     """Load a ``.gltf`` or ``.glb`` file.
+
+    The file is untrusted input: it reads only files in its own folder (see
+    :mod:`vkdqs.gltf.uris`), and what it may make the loader hold is bounded by ``max_bytes``.
 
     Parameters
     ----------
     path : str or Path
+        The model; it must be a regular file (not a FIFO or a device).
     flat_normals : bool, keyword-only
         For primitives without ``NORMAL``: False (default) computes smooth angle-weighted vertex
         normals on the shared vertices; True splits vertices per triangle and gives each its
         face normal, which is what the glTF spec asks viewers to do.
+    max_bytes : int, keyword-only
+        Most bytes the file may expand to: the file itself, the JSON objects parsed from it, the
+        buffers it reads, and every array decoded from it (accessors, primitives, animation
+        keys), counted before they are allocated. The default, :data:`DEFAULT_MAX_BYTES`
+        (2 GiB), holds an indexed skinned mesh of about five million vertices (about 400 bytes
+        each as counted) with its animations, so real models do not meet it, while a small
+        hostile file cannot make vkdqs allocate more. Raise it for bigger models; lower it to
+        bound what untrusted uploads may cost.
 
     Returns
     -------
@@ -569,25 +705,37 @@ def load_gltf(path: str | Path, *, flat_normals: bool = False) -> GltfScene:
     Raises
     ------
     GltfError
-        The file cannot be read, is malformed, or uses something vkdqs does not support; the
-        message names the file, the JSON path and the problem.
+        The file cannot be read, is malformed, uses something vkdqs does not support, refers to
+        a file outside its folder, or needs more than ``max_bytes``; the message names the file,
+        the JSON path and the problem.
     """
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise InputError(f"max_bytes must be a positive int, got {max_bytes!r}")
     path = Path(path)
     name = path.name
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise GltfError(f"{name}: cannot read the file: {exc.strerror or exc}") from exc
+    with open_regular_file(path, name=name, what="the file") as (f, size):
+        if size > max_bytes:
+            raise GltfError(f"{name}: {over_budget(size, 'the file', 0, max_bytes)}")
+        raw = read_at_most(f, size, name=name)
+    spent = len(raw)
+
+    def charge(nbytes: int) -> None:
+        nonlocal spent
+        if spent + nbytes > max_bytes:
+            raise GltfError(f"{name}: {over_budget(nbytes, 'parsing the JSON', spent, max_bytes)}")
+        spent += nbytes
+
     glb_bin = None
     if raw[:4] == b"glTF":
         json_bytes, glb_bin = _parse_glb(raw, name)
     elif path.suffix.lower() == ".glb":
-        raise GltfError(f"{name}: GLB header: magic {raw[:4]!r} is not b'glTF'")
+        raise GltfError(f"{name}: GLB header: magic {bytes(raw[:4])!r} is not b'glTF'")
     else:
         json_bytes = raw
-    doc = _parse_json(json_bytes, name)
-    r = _Reader(path, doc, glb_bin)
+    doc = _parse_json(json_bytes, name, charge)
+    r = _Reader(path, doc, glb_bin, max_bytes=max_bytes, spent=spent)
     r.check_asset()
+    r.check_images()
     nodes = r.nodes()
     roots = r.scene_roots(nodes)
     prims = r.meshes(nodes, flat_normals)
@@ -596,12 +744,16 @@ def load_gltf(path: str | Path, *, flat_normals: bool = False) -> GltfScene:
     animations = r.animations(nodes)
     r.check_unused()
 
+    users: dict[int, list[int]] = {}
+    for nd in nodes:  # over nodes, at load
+        if nd.mesh is not None:
+            users.setdefault(nd.mesh, []).append(nd.index)
     meshes = []
-    for m, mesh_prims in enumerate(prims):
-        users = tuple(nd.index for nd in nodes if nd.mesh == m)
-        skin = next((nodes[u].skin for u in users if nodes[u].skin is not None), None)
+    for m, mesh_prims in enumerate(prims):  # over meshes, at load
+        mesh_users = tuple(users.get(m, ()))
+        skin = next((nodes[u].skin for u in mesh_users if nodes[u].skin is not None), None)
         name_m = r.get_str(r.array("meshes")[m], "name", f"meshes[{m}]")
-        meshes.append(Mesh(m, name_m, tuple(mesh_prims), users, skin))
+        meshes.append(Mesh(m, name_m, tuple(mesh_prims), mesh_users, skin))
 
     if r.weight_warnings:
         where, _, v, total = r.weight_warnings[0]

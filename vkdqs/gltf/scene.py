@@ -11,6 +11,7 @@ their global matrices at a given animation time (parts parented to joint nodes f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,16 @@ class Primitive:
     def triangle_count(self) -> int:
         return int(self.indices.shape[0] // 3)
 
+    @cached_property
+    def max_influences(self) -> int:
+        """Largest number of non-zero weights on one vertex (0 without skin attributes).
+
+        Cached: meshes that share this primitive ask once.
+        """
+        if self.weights is None or len(self.weights) == 0:
+            return 0
+        return int((self.weights > 0).sum(axis=1).max())
+
 
 @dataclass(frozen=True, eq=False)
 class Mesh:
@@ -131,10 +142,7 @@ class Mesh:
     @property
     def max_influences(self) -> int:
         """Largest number of non-zero weights on one vertex (0 for a rigid mesh)."""
-        counts = [
-            int((p.weights > 0).sum(axis=1).max()) for p in self.primitives if p.weights is not None
-        ]
-        return max(counts, default=0)
+        return max((p.max_influences for p in self.primitives), default=0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -226,9 +234,12 @@ class GltfScene:
             if nd.parent is not None:
                 depth[nd.index] = depth[nd.parent] + 1
         parents = np.array([-1 if nd.parent is None else nd.parent for nd in nodes], np.int64)
+        # One stable sort, not one scan of all nodes per level (a deep chain has n levels).
+        by_depth = np.argsort(depth, kind="stable")
+        ends = np.cumsum(np.bincount(depth))
         self._levels = []
-        for level in range(1, int(depth.max(initial=0)) + 1):
-            members = np.flatnonzero(depth == level)
+        for level in range(1, len(ends)):  # over levels
+            members = by_depth[ends[level - 1] : ends[level]]
             self._levels.append((members, parents[members]))
 
     def __repr__(self) -> str:
@@ -429,8 +440,13 @@ class GltfScene:
         ]
         skins = []
         rest = self.node_global_matrices(None)
+        bound_of: dict[int, list[int]] = {}
+        for m in meshes:
+            if m["skin"] is not None:
+                bound_of.setdefault(m["skin"], []).append(m["max_influences"])
+        scaled_nodes = self._scale_animated()
         for sk in self.skins:
-            bound = [m.max_influences for m in self.meshes if m.skin == sk.index]
+            bound = bound_of.get(sk.index, [])
             # Column lengths of the rest skinning matrices: 1 for rigid ones. DQS needs rigid
             # matrices, so a file whose armature sits under a scaled node shows it here.
             cols = np.linalg.norm((rest[sk.joints] @ sk.inverse_bind_matrices)[:, :3, :3], axis=1)
@@ -441,7 +457,7 @@ class GltfScene:
                     "joints": sk.joint_count,
                     "joint_names": list(sk.joint_names),
                     "max_influences": max(bound, default=0),
-                    "scaled_joints": self._has_scale(sk),
+                    "scaled_joints": self._has_scale(sk, scaled_nodes),
                     "rest_skinning_scale": [float(cols.min()), float(cols.max())],
                 }
             )
@@ -491,22 +507,30 @@ class GltfScene:
             )
         return "\n".join(lines)
 
-    def _has_scale(self, skin: Skin, atol: float = 1e-4) -> bool:
-        joints = set(skin.joints.tolist())
-        for j in joints:
-            nd = self.nodes[j]
-            if nd.matrix is not None:
-                col = np.linalg.norm(nd.matrix[:3, :3], axis=0)
-                if np.any(np.abs(col - 1.0) > atol):
-                    return True
-            elif np.any(np.abs(nd.scale - 1.0) > atol):
-                return True
+    def _scale_animated(self, atol: float = 1e-4) -> set[int]:
+        """Nodes some animation scales away from 1 (computed once for all skins)."""
+        out: set[int] = set()
+        scaled: dict[int, bool] = {}  # per distinct key array: channels may share one
         for a in self.animations:
             for ch in a.channels:
-                if ch.path == "scale" and ch.node in joints:
-                    if np.any(np.abs(ch.values - 1.0) > atol):
-                        return True
-        return False
+                if ch.path == "scale" and ch.node not in out:
+                    key = id(ch.values)
+                    if key not in scaled:
+                        scaled[key] = bool(np.any(np.abs(ch.values - 1.0) > atol))
+                    if scaled[key]:
+                        out.add(ch.node)
+        return out
+
+    def _has_scale(self, skin: Skin, scaled_nodes: set[int], atol: float = 1e-4) -> bool:
+        joints = skin.joints
+        if not scaled_nodes.isdisjoint(joints.tolist()):
+            return True
+        # Rest scale of every node: its TRS scale, or the column lengths of its matrix.
+        rest = self._rest_s
+        if len(self._matrix_nodes):
+            rest = rest.copy()
+            rest[self._matrix_nodes] = np.linalg.norm(self._matrices[:, :3, :3], axis=1)
+        return bool(np.any(np.abs(rest[joints] - 1.0) > atol))
 
 
 def _trs_matrices(t: NDArray, r: NDArray, s: NDArray) -> NDArray[np.float64]:
