@@ -120,3 +120,22 @@ def test_exit_status_from_the_shell(rig_glb, tmp_path):
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("vkdqs: error: bad.gltf: ")
     assert result.stdout == ""
+
+
+def test_max_bytes_bounds_what_a_model_may_expand_to(rig_glb, capsys):
+    assert cli.main(["info", "--max-bytes", "64M", str(rig_glb)]) == 0
+    assert cli.main(["info", "--max-bytes", "2K", str(rig_glb)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "max_bytes" in err[0] and "rig.glb" in err[0], err
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "nan", "2E"])
+def test_bad_max_bytes_is_a_usage_error(rig_glb, value):
+    run = subprocess.run(
+        [sys.executable, "-m", "vkdqs", "info", f"--max-bytes={value}", str(rig_glb)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 2
+    assert "max-bytes must be a positive size" in run.stderr
+    assert "Traceback" not in run.stderr

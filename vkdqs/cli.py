@@ -23,8 +23,12 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .gltf import GltfScene
 
 from .errors import VkdqsError
 
@@ -97,6 +101,45 @@ def demo(args: argparse.Namespace) -> int:
     return 0
 
 
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def _max_bytes(text: str) -> int:
+    """``--max-bytes N[K|M|G|T]``: how much a model file may expand to when loaded."""
+    t = text.strip().lower().removesuffix("ib").removesuffix("b")
+    unit = t[-1:] if t[-1:] in _UNITS else ""
+    try:
+        value = float(t[: len(t) - len(unit)] if unit else t)
+    except ValueError:
+        value = float("nan")
+    if not (1 <= value <= 2**50 / _UNITS[unit]):
+        raise argparse.ArgumentTypeError(
+            f"max-bytes must be a positive size such as 4G or 500M, at most 1P; got {text!r}"
+        )
+    return int(value * _UNITS[unit])
+
+
+def _load(args: argparse.Namespace) -> GltfScene:
+    from .gltf import DEFAULT_MAX_BYTES, load_gltf
+
+    return load_gltf(args.model, max_bytes=getattr(args, "max_bytes", DEFAULT_MAX_BYTES))
+
+
+def _add_model(p: argparse.ArgumentParser, *, optional: bool) -> None:
+    from .gltf import DEFAULT_MAX_BYTES
+
+    p.add_argument(
+        "model", nargs="?" if optional else None, type=Path, help="a glTF model (.gltf or .glb)"
+    )
+    p.add_argument(
+        "--max-bytes",
+        type=_max_bytes,
+        default=DEFAULT_MAX_BYTES,
+        help="the most memory a model may expand to when loaded, e.g. 500M or 8G "
+        f"(default {DEFAULT_MAX_BYTES // 2**30}G); lower it for untrusted files",
+    )
+
+
 def _size(text: str) -> tuple[int, int]:
     """``--size WxH``, each side 1...MAX_SIZE pixels."""
     try:
@@ -156,9 +199,7 @@ def render(args: argparse.Namespace) -> int:
     w, h = args.size
     gltf = None
     if getattr(args, "model", None) is not None:
-        from .gltf import load_gltf
-
-        gltf = load_gltf(args.model)  # before the device: a bad file fails fast
+        gltf = _load(args)  # before the device: a bad file fails fast
     with Device() as device:
         with (
             OffscreenTarget(device, w, h, samples=args.samples) as target,
@@ -184,6 +225,8 @@ def view(args: argparse.Namespace) -> int:
 
     w, h = args.size
     model = getattr(args, "model", None)
+    if model is not None:
+        model = _load(args)  # a bad file fails before a window opens
     with Viewer(
         model,
         methods=getattr(args, "method", "both"),
@@ -199,9 +242,7 @@ def view(args: argparse.Namespace) -> int:
 
 def info(args: argparse.Namespace) -> int:
     """Print what a glTF file holds: meshes, skins, influences, scale, animations."""
-    from .gltf import load_gltf
-
-    scene = load_gltf(args.model)
+    scene = _load(args)
     if args.json:
         print(json.dumps(scene.info(), indent=2))
     else:
@@ -222,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=demo)
 
     p = sub.add_parser("view", help="the viewer: LBS and DQS side by side in a window")
-    p.add_argument("model", nargs="?", type=Path, help="a glTF model (.gltf or .glb)")
+    _add_model(p, optional=True)
     p.add_argument("--method", choices=("dqs", "lbs", "both"), default="both")
     p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
     p.add_argument(
@@ -235,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser(
         "render", help="render the candy-wrapper scene or a glTF model to a PNG, no display"
     )
-    p.add_argument("model", nargs="?", type=Path, help="a glTF model (.gltf or .glb)")
+    _add_model(p, optional=True)
     p.add_argument("--out", type=Path, default=Path("frame.png"))
     p.add_argument(
         "--twist", type=_twist, default=170.0, help="candy wrapper: twist in degrees (+-3600)"
@@ -252,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=render)
 
     p = sub.add_parser("info", help="what a glTF file holds: meshes, skins, animations")
-    p.add_argument("model", type=Path, help="a glTF model (.gltf or .glb)")
+    _add_model(p, optional=False)
     p.add_argument("--json", action="store_true", help="print the details as JSON")
     p.set_defaults(func=info)
     args = parser.parse_args(argv)

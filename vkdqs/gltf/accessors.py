@@ -384,7 +384,7 @@ class _AccessorReader:
         )
         return arr.astype(comp.newbyteorder("="))
 
-    def accessor(self, i: int, user: str, *, vertex: bool | None = False) -> _Accessor:
+    def accessor(self, i: int, *, vertex: bool | None = False) -> _Accessor:
         """Decode ``accessors[i]`` (dense part, then sparse substitution), fully checked.
 
         ``vertex``: True for vertex attributes (strided views allowed, 4-byte alignment),
@@ -464,7 +464,7 @@ class _AccessorReader:
             self.view(i)
         for i in range(len(self.array("accessors"))):
             if (i, True) not in self._accessors and (i, False) not in self._accessors:
-                self.accessor(i, f"accessors[{i}]", vertex=None)
+                self.accessor(i, vertex=None)
 
     def _apply_sparse(
         self,
@@ -511,7 +511,7 @@ class _AccessorReader:
         vertex: bool = False,
     ) -> _Accessor:
         """An accessor with a type in ``types``, (componentType, normalized) in ``components``."""
-        acc = self.accessor(i, user, vertex=vertex)
+        acc = self.accessor(i, vertex=vertex)
         if acc.type not in types:
             self.fail(user, f"accessors[{i}] has type {acc.type}; need {' or '.join(types)}")
         if (acc.component_type, acc.normalized) not in components:

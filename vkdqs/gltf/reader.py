@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from vkdqs import dq
 from vkdqs.errors import InputError
 from vkdqs.gltf.accessors import (
     BYTE,
@@ -417,7 +418,7 @@ class _Reader(_AccessorReader):
             self.weight_warnings.append((apath.rsplit(".", 1)[0], int(off.sum()), v, total[v]))
         return j, w.astype(np.float32)
 
-    def meshes(self, nodes: tuple[Node, ...], flat_normals: bool) -> list[list[Primitive]]:
+    def meshes(self, flat_normals: bool) -> list[list[Primitive]]:
         out = []
         for m, mesh in enumerate(self.array("meshes")):
             path = f"meshes[{m}]"
@@ -457,9 +458,9 @@ class _Reader(_AccessorReader):
                         user, f"accessors[{ibm_i}] has {acc.count} matrices for {count} joints"
                     )
                 ibm = acc.data[:count].astype(np.float64)
-                bottom = np.abs(ibm[:, 3, :] - (0.0, 0.0, 0.0, 1.0)).max(axis=1)
-                if np.any(bottom > 1e-3):
-                    k = int(np.argmax(bottom > 1e-3))
+                bad = dq.bottom_row_error(ibm) > dq.AFFINE_ATOL
+                if np.any(bad):
+                    k = int(np.argmax(bad))
                     self.fail(
                         user, f"matrix {k} has bottom row {ibm[k, 3].tolist()}, not (0, 0, 0, 1)"
                     )
@@ -738,7 +739,7 @@ def load_gltf(
     r.check_images()
     nodes = r.nodes()
     roots = r.scene_roots(nodes)
-    prims = r.meshes(nodes, flat_normals)
+    prims = r.meshes(flat_normals)
     skins = r.skins(nodes)
     r.check_skinned_nodes(nodes, prims, skins)
     animations = r.animations(nodes)
