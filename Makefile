@@ -5,13 +5,19 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEB_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslc spirv-tools xvfb
 
-.PHONY: demo test deps venv lint format shaders check-shaders bench clean
+.PHONY: demo test soak deps venv lint format shaders check-shaders bench clean
 
 demo: deps venv
 	$(PY) -m vkdqs demo
 
 test: deps venv
 	VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} $(PY) -m pytest $(PYTEST_ARGS)
+
+# Leak soak (not part of `make test`): the full cycle counts of tests/soak.py, validation layer
+# on as in the suite, the window under a private Xvfb (DISPLAY unset). SOAK_ARGS: e.g.
+# --render-cycles 500.
+soak: deps venv
+	env -u DISPLAY VKDQS_VALIDATION=1 VKDQS_SYNC_VALIDATION=1 $(PY) -m tests.soak $(SOAK_ARGS)
 
 # Debian/Ubuntu packages: apt-get as root, sudo otherwise, or a clear message.
 deps:
