@@ -30,7 +30,13 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def _git(root: Path, *args: str) -> str:
     out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
-    return out.stdout.strip()
+    return out.stdout.rstrip("\n")  # not strip(): porcelain lines start with a status column
+
+
+def _changed(root: Path, *paths: str) -> list[str]:
+    """Tracked files that differ from HEAD under ``paths`` (all of them without paths)."""
+    status = _git(root, "status", "--porcelain", "--untracked-files=no", "--", *paths)
+    return [line[3:] for line in status.splitlines()]
 
 
 def _run(root: Path, script: str, args: list[str], timeout: float) -> dict:
@@ -102,6 +108,7 @@ def main() -> None:
         render_args += ["--rounds", str(args.render_rounds), "--frames", str(args.render_frames)]
         benches.append(("bench_render.py", render_args, render_metrics))
 
+    changed = {side: _changed(root) for side, root in roots.items()}
     # values[metric][side] = one value per pair
     values: dict[str, dict[str, list[float]]] = {}
     t0 = time.perf_counter()
@@ -146,7 +153,14 @@ def main() -> None:
     report = {
         "pairs": args.pairs,
         "revisions": {
-            side: {"root": str(root), "commit": _git(root, "rev-parse", "HEAD")}
+            side: {
+                "root": str(root),
+                "commit": _git(root, "rev-parse", "HEAD"),
+                # tracked files changed from that commit when the benchmarks ran
+                "uncommitted": [
+                    p for p in changed[side] if not p.startswith("benchmarks/results/")
+                ],
+            }
             for side, root in roots.items()
         },
         "config": {script: bench_args for script, bench_args, _ in benches},
@@ -159,8 +173,7 @@ def main() -> None:
     # The benchmarks wrote to temporary files; their committed results must be untouched.
     out = args.out.resolve()
     for side, root in roots.items():
-        status = _git(root, "status", "--porcelain", "--", "benchmarks/results").splitlines()
-        dirty = [line for line in status if root / line[3:] != out]
+        dirty = [p for p in _changed(root, "benchmarks/results") if root / p != out]
         if dirty:
             print(f"warning: {side} has changed files under benchmarks/results: {dirty}")
 
