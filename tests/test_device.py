@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pytest
 import vulkan as vk
 
-from vkdqs import NoSuitableDeviceError, ObjectDestroyedError, ValidationLayerError
+from vkdqs import InputError, NoSuitableDeviceError, ObjectDestroyedError, ValidationLayerError
 from vkdqs.gpu import Buffer, Device
 
 from . import conftest
@@ -73,6 +74,22 @@ def test_live_objects_count_children(fresh_device):
     assert fresh_device.live_objects() == 1
     b.destroy()
     assert fresh_device.live_objects() == 0
+
+
+def test_buffer_read_into_matches_read_and_checks_range(fresh_device):
+    data = np.arange(2 * 3 * 4 * 3, dtype=np.float32)
+    with Buffer(fresh_device, data.nbytes, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label="r") as b:
+        b.write(data)
+        full = np.full((2, 5, 4, 3), -1.0, np.float32)
+        b.read_into(full[:, 1:4])  # a non-contiguous view, as Skinner passes for a chunk
+        np.testing.assert_array_equal(
+            full[:, 1:4], b.read(np.float32, data.size).reshape(2, 3, 4, 3)
+        )
+        assert (full[:, [0, 4]] == -1.0).all()
+        with pytest.raises(InputError, match="outside"):
+            b.read_into(np.empty(2, np.float32), offset=data.nbytes - 4)
+    with pytest.raises(ObjectDestroyedError):
+        b.read_into(np.empty(1, np.float32))
 
 
 def test_synchronization_validation_is_on_in_the_suite(fresh_device):

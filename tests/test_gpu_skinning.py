@@ -93,6 +93,21 @@ def test_skin_many_equals_repeated_skin(device, path, method):
 
 
 @pytest.mark.parametrize("path", PATHS)
+def test_skin_many_in_chunks_equals_one_batch(device, path):
+    """A batch over max_batch_bytes runs in chunks (here 2 + 2 + 1 poses), same result."""
+    rng = np.random.default_rng(22)
+    mesh = random_mesh(rng, 3001, 4, 24)
+    poses = np.stack([random_pose(rng, 24, "dqs") for _ in range(5)])
+    with Skinner(device, mesh, bone_count=24, method="dqs", path=path) as skinner:
+        whole_p, whole_n = skinner.skin_many(poses)
+        skinner.max_batch_bytes = 2 * (skinner._slot_bytes + 24 * mesh.vertex_count)
+        assert skinner._batch_limit() == 2
+        chunked_p, chunked_n = skinner.skin_many(poses)
+    np.testing.assert_array_equal(chunked_p, whole_p)
+    np.testing.assert_array_equal(chunked_n, whole_n)
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_antipodal_bones_give_the_same_result(device, path):
     rng = np.random.default_rng(31)
     bone_count = 12

@@ -374,7 +374,7 @@ class Skinner(ResourceOwner):
         if packed.variant == "dqs_scale" and not self._warned_scale:
             log.info("vkdqs: bones have scale/shear; using two-phase DQS")
             self._warned_scale = True
-        total, n = packed.bones.shape[0], self.vertex_count
+        total = packed.bones.shape[0]
         chunk = min(total, self._batch_limit())
         self._ensure_capacity(chunk)
         program = self._program(packed.variant)
@@ -392,8 +392,8 @@ class Skinner(ResourceOwner):
             assert self._bone_buffer is not None and self._out_buffer is not None
             self._bone_buffer.write(slots)
             self._cmd.submit_and_wait()
-            result = self._out_buffer.read(np.float32, poses * n * 6).reshape(2, poses, n, 3)
-            out[:, start : start + poses] = result
+            # straight from the mapping into the caller's array: no temporary (2, P, N, 3) copy
+            self._out_buffer.read_into(out[:, start : start + poses])
 
     def _pack(self, bones: object, batched: bool) -> bone_packing.PackedPose:
         return bone_packing.pack_pose(

@@ -96,6 +96,12 @@ class Buffer(DeviceObject):
         raw = self._view(offset, dtype.itemsize * count)
         return raw.view(dtype).copy()
 
+    def read_into(self, out: np.ndarray, offset: int = 0) -> None:
+        """Copy ``out.nbytes`` bytes starting at byte ``offset`` into ``out`` (any array,
+        contiguous or not), as items of its dtype in C order: no intermediate copy."""
+        raw = self._view(offset, out.nbytes)
+        out[...] = raw.view(out.dtype).reshape(out.shape)
+
 
 class BufferView(DeviceObject):
     """A texel view of a whole buffer in ``fmt`` (``VkFormat``)."""
