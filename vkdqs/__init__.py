@@ -22,6 +22,7 @@ from .errors import (
     VulkanError,
 )
 from .mesh import SkinnedMesh
+from .png import PngImage
 
 if TYPE_CHECKING:
     from .camera import Camera
@@ -44,6 +45,7 @@ __all__ = [
     "ObjectDestroyedError",
     "OffscreenTarget",
     "OwnershipError",
+    "PngImage",
     "Renderer",
     "ShaderError",
     "SkinnedMesh",
