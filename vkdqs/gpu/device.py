@@ -226,6 +226,14 @@ class Device:
         Extra instance extensions (e.g. those GLFW needs for a window surface).
     device_extensions : sequence of str
         Extra device extensions (e.g. ``VK_KHR_swapchain``).
+
+    Raises
+    ------
+    CapabilityError
+        No Vulkan driver (the message says what to install), or validation requested without
+        the layer installed.
+    NoSuitableDeviceError
+        No physical device fits; the message lists why each one was rejected.
     """
 
     def __init__(
