@@ -49,9 +49,11 @@ def _require_device() -> bool:
 
 def _open_device(**kwargs):
     """A validated Device, or a skip (fail when required) saying why there is none."""
+    from vkdqs.errors import CapabilityError
+
     try:
         from vkdqs.gpu.device import VALIDATION_LAYER, Device, available_layers
-    except OSError as exc:  # no Vulkan loader (libvulkan.so.1)
+    except (OSError, CapabilityError) as exc:  # no Vulkan loader (libvulkan.so.1)
         if _require_device():
             pytest.fail(f"VKDQS_REQUIRE_DEVICE=1 but the Vulkan loader is missing: {exc}")
         pytest.skip(f"no Vulkan loader: {exc}")

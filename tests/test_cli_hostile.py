@@ -150,7 +150,7 @@ def test_viewer_title_of_a_file_name_that_is_not_utf8(tmp_path, xvfb, monkeypatc
 
 
 def test_ctrl_c_exits_quietly(monkeypatch, capsys):
-    def interrupted(args):
+    def interrupted(**kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "render", interrupted)

@@ -21,6 +21,7 @@ LAYERS = {
     "procedural": 1,
     "camera": 1,
     "png": 1,
+    "geometry": 1,
     "shader_interface": 1,
     "gltf.": 1,
     "gpu.": 2,

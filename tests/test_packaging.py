@@ -1,9 +1,11 @@
-"""The wheel ships the SPIR-V, and an installed vkdqs finds it without the repository."""
+"""The wheel ships the SPIR-V, the licence and the typing marker, declares its metadata, and an
+installed vkdqs finds its SPIR-V without the repository."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,6 +48,21 @@ def test_wheel_contains_every_spirv_module_and_installs_standalone(tmp_path):
     # exactly the package's modules, every subpackage included
     modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "vkdqs").rglob("*.py")}
     assert {n for n in names if n.endswith(".py")} == modules
+    # PEP 561 marker, and the licence text (PEP 639: dist-info/licenses/)
+    assert "vkdqs/py.typed" in names
+    version = _version()
+    dist_info = f"vkdqs-{version}.dist-info"
+    assert f"{dist_info}/licenses/LICENSE" in names
+    with zipfile.ZipFile(wheel) as zf:
+        licence = zf.read(f"{dist_info}/licenses/LICENSE").decode()
+        metadata = zf.read(f"{dist_info}/METADATA").decode()
+    assert licence == (ROOT / "LICENSE").read_text()
+    assert "Copyright (c) 2026 the vkdqs authors" in licence
+    assert "\nLicense-Expression: MIT\n" in metadata
+    assert "\nLicense-File: LICENSE\n" in metadata
+    assert "\nRequires-Dist: pyglm>=2.8\n" in metadata
+    assert "\nClassifier: Typing :: Typed\n" in metadata
+    assert "Classifier: License ::" not in metadata  # PEP 639: the expression replaces them
 
     # Install the wheel into a folder and import it from elsewhere: it must find its own SPIR-V.
     site = tmp_path / "site"
@@ -66,10 +83,27 @@ def test_wheel_contains_every_spirv_module_and_installs_standalone(tmp_path):
         timeout=300,
     )
     assert install.returncode == 0, install.stderr
-    code = "import vkdqs.gpu.shaders as s; print(s.spirv_dir()); s.spirv('skin_dqs.comp')"
+    code = (
+        "import vkdqs, vkdqs.gpu.shaders as s; print(s.spirv_dir()); s.spirv('skin_dqs.comp'); "
+        f"assert vkdqs.__version__ == {version!r}"
+    )
     env = {**os.environ, "PYTHONPATH": str(site)}
     run = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert run.returncode == 0, run.stderr
     assert Path(run.stdout.strip()) == site / "vkdqs" / "spirv"
+
+
+def _version() -> str:
+    """``vkdqs.__version__`` read from the source (pyproject takes the version from it)."""
+    text = (ROOT / "vkdqs" / "__init__.py").read_text()
+    return re.search(r'^__version__ = "([^"]+)"$', text, re.M).group(1)
+
+
+def test_the_installed_version_is_the_package_version():
+    from importlib.metadata import version
+
+    import vkdqs
+
+    assert version("vkdqs") == vkdqs.__version__ == _version()

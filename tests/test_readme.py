@@ -31,3 +31,13 @@ def test_using_it_example_runs(device):
     np.testing.assert_allclose(namespace["positions"], namespace["ref_p"], atol=1e-4)
     assert namespace["many_p"].shape == (2, 2000, 3)
     assert np.allclose(namespace["bones"], dq.from_matrices(namespace["rigid_4x4_per_bone"]))
+
+
+def test_install_comes_before_the_developer_targets():
+    text = README.read_text()
+    install = text[text.index("## Install") : text.index("## Developing")]
+    assert text.index("## Install") < text.index("make demo")
+    assert "pip install ." in install and "vkdqs-*.whl" in install
+    assert "libvulkan1 mesa-vulkan-drivers" in install  # the runtime system requirement
+    for tool in ("glslc", "vulkan-validationlayers", "make"):
+        assert tool not in install.split("## Developing")[0].split("```")[1], tool

@@ -22,6 +22,7 @@ from .errors import (
     VulkanError,
 )
 from .mesh import SkinnedMesh
+from .png import PngImage
 
 if TYPE_CHECKING:
     from .camera import Camera
@@ -44,6 +45,7 @@ __all__ = [
     "ObjectDestroyedError",
     "OffscreenTarget",
     "OwnershipError",
+    "PngImage",
     "Renderer",
     "ShaderError",
     "SkinnedMesh",
@@ -70,12 +72,18 @@ _LAZY = {
     "GltfError": ".gltf",
 }
 
+_NEEDS_VULKAN = {".gpu.device", ".renderer", ".skinner", ".targets"}
+
 
 def __getattr__(name: str) -> Any:
     # Lazy so that `import vkdqs` (and vkdqs.dq) works on a machine without a Vulkan loader.
     if name in _LAZY:
         import importlib
 
+        if _LAZY[name] in _NEEDS_VULKAN:
+            # vkdqs.gpu first: without a Vulkan loader it raises a CapabilityError saying what
+            # to install (the modules below would fail importing the binding with an OSError).
+            importlib.import_module(".gpu", __name__)
         module = importlib.import_module(_LAZY[name], __name__)
         return module if name == _LAZY[name].lstrip(".") else getattr(module, name)
     raise AttributeError(f"module 'vkdqs' has no attribute {name!r}")

@@ -10,9 +10,15 @@ display is available, or renders the side-by-side PNG and says where it wrote it
 file holds (meshes, skins, influences, scale, animations).
 
 Errors about the input (a malformed glTF file, an animation that does not exist, a model DQS
-cannot skin, no Vulkan device) print one line, ``vkdqs: error: ...``, to stderr and exit with
+cannot skin) or the system (no Vulkan device, no Vulkan driver, no Vulkan loader library: the
+line says what to install) print one line, ``vkdqs: error: ...``, to stderr and exit with
 status 1. Options are checked when parsed: an unusable value (a size outside 1...16384, a non-finite
-or out-of-range number) is a usage error, exit status 2.
+or out-of-range number) is a usage error, exit status 2. ``vkdqs --version`` prints the version;
+every option's help shows its default.
+
+Each subcommand calls a plain function (:func:`demo`, :func:`view`, :func:`render`,
+:func:`info`) with the parsed options as keyword arguments; ``demo`` calls ``view`` and
+``render`` the same way.
 """
 
 from __future__ import annotations
@@ -30,32 +36,42 @@ import numpy as np
 if TYPE_CHECKING:
     from .gltf import GltfScene
 
-from .errors import VkdqsError
+from .errors import InputError, VkdqsError
 
 _ANIMATION_HELP = "model: animation index or name, or 'rest' (default: the first animation)"
+_METHODS = ("dqs", "lbs", "both")
+_METHOD_HELP = "skinning: DQS, LBS, or both side by side (LBS left, DQS right)"
 #: Each side of --size, in pixels (Vulkan guarantees 4096 for images; desktop GPUs take 16384).
 MAX_SIZE = 16384
 
 
-def demo(args: argparse.Namespace) -> int:
+def demo(
+    step: float = 10.0,
+    path: str = "compute",
+    device: str | int | None = None,
+    no_window: bool = False,
+) -> int:
+    """Print the candy-wrapper table (DQS vs LBS, twists 0...170 degrees every ``step``), then
+    open the viewer, or render ``vkdqs-demo.png`` without a display (not with ``no_window``)."""
+    _need_vulkan()
     from . import dq, procedural
     from .gpu import Device
     from .skinner import Skinner
 
-    angles = args.step * np.arange(int(170.0 / args.step + 1e-9) + 1)  # 0...170, no further
+    angles = step * np.arange(int(170.0 / step + 1e-9) + 1)  # 0...170, no further
     mesh = procedural.candy_wrapper()
     rest_radius = procedural.ring_radii(mesh.positions).min()
     rest_volume = procedural.mesh_volume(mesh.positions, mesh.indices)
     poses = np.stack([procedural.twist_pose(a) for a in angles])
     results = {}
-    with Device(device=args.device) as device:
-        print(f"device: {device.info.name} ({device.info.device_type})")
+    with Device(device=device) as dev:
+        print(f"device: {dev.info.name} ({dev.info.device_type})")
         print(
             f"mesh: candy-wrapper cylinder, {mesh.vertex_count} vertices, 2 bones, "
             f"rest radius {rest_radius:.3f}, rest volume {rest_volume:.3f}"
         )
         for method in ("dqs", "lbs"):
-            with Skinner(device, mesh, bone_count=2, method=method, path=args.path) as skinner:
+            with Skinner(dev, mesh, bone_count=2, method=method, path=path) as skinner:
                 positions, _ = skinner.skin_many(poses)
             results[method] = positions
     ref = np.stack(
@@ -82,23 +98,15 @@ def demo(args: argparse.Namespace) -> int:
     print(f"GPU DQS vs float64 reference: max |error| = {err:.2e} (mesh extent {mesh.extent:.2f})")
     print("LBS collapses the twisted middle (the candy-wrapper artifact); DQS keeps its radius.")
     print()
-    if args.no_window:
+    if no_window:
         return 0
     if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
         print("opening the viewer (H for help, Esc to quit)")
         try:
-            return view(
-                argparse.Namespace(size=(1280, 720), present_mode="fifo", samples=4, model=None)
-            )
+            return view()
         except VkdqsError as exc:  # e.g. DISPLAY set but unreachable: fall back to a PNG
             print(f"the viewer could not open ({exc}); rendering a PNG instead")
-    out = Path("vkdqs-demo.png")
-    render(
-        argparse.Namespace(
-            out=out, twist=170.0, method="both", size=(960, 540), samples=4, model=None
-        )
-    )
-    return 0
+    return render(Path("vkdqs-demo.png"), twist=170.0)
 
 
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
@@ -119,24 +127,36 @@ def _max_bytes(text: str) -> int:
     return int(value * _UNITS[unit])
 
 
-def _load(args: argparse.Namespace) -> GltfScene:
+def _load(model: Path, max_bytes: int | None) -> GltfScene:
     from .gltf import DEFAULT_MAX_BYTES, load_gltf
 
-    return load_gltf(args.model, max_bytes=getattr(args, "max_bytes", DEFAULT_MAX_BYTES))
+    return load_gltf(model, max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes)
+
+
+def _need_vulkan() -> None:
+    """Import the Vulkan plumbing first: without a Vulkan loader this raises a CapabilityError
+    naming the package to install (not the binding's OSError)."""
+    from . import gpu  # noqa: F401
 
 
 def _add_model(p: argparse.ArgumentParser, *, optional: bool) -> None:
     from .gltf import DEFAULT_MAX_BYTES
 
-    p.add_argument(
-        "model", nargs="?" if optional else None, type=Path, help="a glTF model (.gltf or .glb)"
-    )
+    if optional:
+        p.add_argument(
+            "model",
+            nargs="?",
+            type=Path,
+            help="a glTF model, .gltf or .glb (default: the candy-wrapper cylinder)",
+        )
+    else:
+        p.add_argument("model", type=Path, help="a glTF model (.gltf or .glb)")
     p.add_argument(
         "--max-bytes",
         type=_max_bytes,
-        default=DEFAULT_MAX_BYTES,
-        help="the most memory a model may expand to when loaded, e.g. 500M or 8G "
-        f"(default {DEFAULT_MAX_BYTES // 2**30}G); lower it for untrusted files",
+        default=f"{DEFAULT_MAX_BYTES // 2**30}G",
+        help="the most memory a model may expand to when loaded, e.g. 500M or 8G; lower it for "
+        "untrusted files",
     )
 
 
@@ -188,124 +208,189 @@ def _animation(text: str | None) -> int | str | None:
     return int(text) if text.lstrip("-").isdigit() else text
 
 
-def render(args: argparse.Namespace) -> int:
-    """Render the candy-wrapper scene, or a glTF model, offscreen to a PNG."""
-    from .gpu import Device
+def render(
+    out: str | Path = "frame.png",
+    model: str | Path | None = None,
+    *,
+    twist: float = 170.0,
+    time: float = 0.0,
+    animation: str | None = None,
+    method: str = "both",
+    size: tuple[int, int] = (960, 540),
+    samples: int = 4,
+    max_bytes: int | None = None,
+) -> int:
+    """Render the candy-wrapper scene (twisted ``twist`` degrees), or a glTF ``model`` at ``time``
+    of ``animation`` (an index, a name or "rest"; None: the first), offscreen to the PNG ``out``.
+    """
     from .png import write_png
+
+    w, h = size
+    gltf = None
+    if model is not None:
+        gltf = _load(Path(model), max_bytes)  # before the device: a bad file fails fast
+    _need_vulkan()
+    from .gpu import Device
     from .renderer import Renderer
     from .scenes import CandyWrapperScene, GltfScenePlayer
     from .targets import OffscreenTarget
 
-    w, h = args.size
-    gltf = None
-    if getattr(args, "model", None) is not None:
-        gltf = _load(args)  # before the device: a bad file fails fast
     with Device() as device:
         with (
-            OffscreenTarget(device, w, h, samples=args.samples) as target,
+            OffscreenTarget(device, w, h, samples=samples) as target,
             Renderer(device, target) as renderer,
         ):
             if gltf is None:
-                scene = CandyWrapperScene(renderer, methods=args.method)
-                scene.set_twist(args.twist)
+                scene = CandyWrapperScene(renderer, methods=method)
+                scene.set_twist(twist)
             else:
                 scene = GltfScenePlayer(
-                    renderer, gltf, methods=args.method, animation=_animation(args.animation)
+                    renderer, gltf, methods=method, animation=_animation(animation)
                 )
-                scene.set_time(args.time)
+                scene.set_time(time)
             image = renderer.render_image()
-    path = write_png(args.out, image)
+    path = write_png(out, image)
     print(f"wrote {path} ({w}x{h}, {scene.label()})")
     return 0
 
 
-def view(args: argparse.Namespace) -> int:
-    """Open the viewer window on the embedded default scene or a glTF model."""
+def view(
+    model: str | Path | None = None,
+    *,
+    animation: str | None = None,
+    method: str = "both",
+    size: tuple[int, int] = (1280, 720),
+    present_mode: str = "fifo",
+    samples: int = 4,
+    max_bytes: int | None = None,
+) -> int:
+    """Open the viewer window on the candy-wrapper scene or a glTF ``model``."""
+    gltf = None
+    if model is not None:
+        gltf = _load(Path(model), max_bytes)  # a bad file fails before a window opens
+    _need_vulkan()
     from .viewer import HELP, Viewer
 
-    w, h = args.size
-    model = getattr(args, "model", None)
-    if model is not None:
-        model = _load(args)  # a bad file fails before a window opens
     with Viewer(
-        model,
-        methods=getattr(args, "method", "both"),
-        animation=_animation(getattr(args, "animation", None)),
-        size=(w, h),
-        present_mode=args.present_mode,
-        samples=args.samples,
+        gltf,
+        methods=method,
+        animation=_animation(animation),
+        size=size,
+        present_mode=present_mode,
+        samples=samples,
     ) as viewer:
         print(HELP)
         viewer.run()
     return 0
 
 
-def info(args: argparse.Namespace) -> int:
+def info(model: str | Path, *, as_json: bool = False, max_bytes: int | None = None) -> int:
     """Print what a glTF file holds: meshes, skins, influences, scale, animations."""
-    scene = _load(args)
-    if args.json:
+    scene = _load(Path(model), max_bytes)
+    if as_json:
         print(json.dumps(scene.info(), indent=2))
     else:
         print(scene.summary())
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="vkdqs", description="Dual quaternion skinning on Vulkan")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("demo", help="candy-wrapper twist: DQS vs LBS on the GPU")
-    p.add_argument(
-        "--step", type=_step, default=10.0, help="twist step in degrees, 0.1...170 (default 10)"
-    )
-    p.add_argument("--path", choices=("compute", "vertex"), default="compute")
-    p.add_argument("--device", default=None, help="device name substring or index")
-    p.add_argument("--no-window", action="store_true", help="only print the table")
-    p.set_defaults(func=demo)
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends "(default: ...)" to each option's help, except flags (off unless given) and help
+    texts that already say their default (those whose default is None describe it in words)."""
 
-    p = sub.add_parser("view", help="the viewer: LBS and DQS side by side in a window")
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.nargs == 0 or "(default" in text or action.default is None:
+            return text
+        return super()._get_help_string(action)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``vkdqs`` argument parser; each subcommand sets ``func`` to the function it calls with
+    the other parsed values as keyword arguments."""
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="vkdqs",
+        description="Dual quaternion skinning on Vulkan",
+        formatter_class=_HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"vkdqs {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, func: Callable[..., int], help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help, formatter_class=_HelpFormatter)
+        p.set_defaults(func=func)
+        return p
+
+    p = command("demo", demo, "candy-wrapper twist: DQS vs LBS on the GPU")
+    p.add_argument("--step", type=_step, default=10.0, help="twist step in degrees, 0.1...170")
+    p.add_argument(
+        "--path",
+        choices=("compute", "vertex"),
+        default="compute",
+        help="skin with the compute shader or the rendering vertex shader",
+    )
+    p.add_argument(
+        "--device",
+        default=None,
+        help="device name substring or index (default: $VKDQS_DEVICE, else the first discrete "
+        "GPU, then integrated, then CPU)",
+    )
+    p.add_argument("--no-window", action="store_true", help="only print the table")
+
+    p = command("view", view, "the viewer: LBS and DQS side by side in a window")
     _add_model(p, optional=True)
-    p.add_argument("--method", choices=("dqs", "lbs", "both"), default="both")
+    p.add_argument("--method", choices=_METHODS, default="both", help=_METHOD_HELP)
     p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
     p.add_argument(
-        "--size", type=_size, default=(1280, 720), help=f"window size WxH, each 1...{MAX_SIZE}"
+        "--size", type=_size, default="1280x720", help=f"window size WxH, each 1...{MAX_SIZE}"
     )
-    p.add_argument("--present-mode", choices=("fifo", "mailbox", "immediate"), default="fifo")
+    p.add_argument(
+        "--present-mode",
+        choices=("fifo", "mailbox", "immediate"),
+        default="fifo",
+        help="swapchain present mode: fifo waits for vsync",
+    )
     p.add_argument("--samples", type=int, choices=(1, 2, 4, 8), default=4, help="MSAA samples")
-    p.set_defaults(func=view)
 
-    p = sub.add_parser(
-        "render", help="render the candy-wrapper scene or a glTF model to a PNG, no display"
+    p = command(
+        "render", render, "render the candy-wrapper scene or a glTF model to a PNG, no display"
     )
     _add_model(p, optional=True)
-    p.add_argument("--out", type=Path, default=Path("frame.png"))
+    p.add_argument("--out", type=Path, default="frame.png", help="the PNG file to write")
     p.add_argument(
         "--twist", type=_twist, default=170.0, help="candy wrapper: twist in degrees (+-3600)"
     )
-    p.add_argument(
-        "--time", type=_time, default=0.0, help="model: animation time in seconds (default 0)"
-    )
+    p.add_argument("--time", type=_time, default=0.0, help="model: animation time in seconds")
     p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
-    p.add_argument("--method", choices=("dqs", "lbs", "both"), default="both")
+    p.add_argument("--method", choices=_METHODS, default="both", help=_METHOD_HELP)
     p.add_argument(
-        "--size", type=_size, default=(960, 540), help=f"image size WxH, each 1...{MAX_SIZE}"
+        "--size", type=_size, default="960x540", help=f"image size WxH, each 1...{MAX_SIZE}"
     )
     p.add_argument("--samples", type=int, choices=(1, 2, 4, 8), default=4, help="MSAA samples")
-    p.set_defaults(func=render)
 
-    p = sub.add_parser("info", help="what a glTF file holds: meshes, skins, animations")
+    p = command("info", info, "what a glTF file holds: meshes, skins, animations")
     _add_model(p, optional=False)
-    p.add_argument("--json", action="store_true", help="print the details as JSON")
-    p.set_defaults(func=info)
-    args = parser.parse_args(argv)
-    if getattr(args, "device", None) is not None and args.device.isdigit():
-        args.device = int(args.device)
+    p.add_argument("--json", dest="as_json", action="store_true", help="print the details as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``vkdqs`` command line; returns the exit status."""
+    args = vars(build_parser().parse_args(argv))
+    func = args.pop("func")
+    del args["command"]
+    if isinstance(args.get("device"), str) and args["device"].isdigit():
+        args["device"] = int(args["device"])
     _tolerate_unencodable_output()
     try:
-        return args.func(args)
+        return func(**args)
     except VkdqsError as exc:
-        print(
-            f"vkdqs: error: {_with_file(str(exc), getattr(args, 'model', None))}", file=sys.stderr
-        )
+        message = str(exc)
+        if isinstance(exc, InputError):  # about the model file: name it
+            message = _with_file(message, args.get("model"))
+        print(f"vkdqs: error: {message}", file=sys.stderr)
         return 1
     except OSError as exc:  # e.g. the PNG cannot be written
         where = f"{exc.filename}: " if exc.filename else ""

@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from vkdqs.dq import _as_array, _rescale, _true_length
 from vkdqs.errors import MAX_MAGNITUDE, InputError, LimitError
+from vkdqs.geometry import vertex_normals
 
 __all__ = ["MAX_INFLUENCES", "SkinnedMesh"]
 
@@ -92,13 +93,16 @@ class SkinnedMesh:
     ----------
     positions : array_like, [N, 3]
         Rest positions; finite. ``N >= 1``.
-    normals : array_like, [N, 3]
-        Rest normals; finite and non-zero (normalized here).
-    joints : array_like of int, [N, K]
-        Bone index per influence slot, ``K >= 1``; any integer dtype, no negatives.
-    weights : array_like, [N, K]
-        Weight per slot; finite and ``>= 0``. Any ``K`` is accepted as long as no vertex has more
-        than 8 non-zero weights.
+    normals : array_like, [N, 3], or None
+        Rest normals; finite and non-zero (normalized here). None computes smooth, angle-weighted
+        normals from the triangles (:func:`vkdqs.geometry.vertex_normals`; a vertex on no
+        triangle of non-zero area gets ``(0, 0, 1)``), which needs ``indices``.
+    joints : array_like of int, [N, K] or [N]
+        Bone index per influence slot, ``K >= 1``; any integer dtype, no negatives. A 1-D array
+        is one influence per vertex (``[N, 1]``).
+    weights : array_like, [N, K] or [N]
+        Weight per slot, the shape of ``joints``; finite and ``>= 0``. Any ``K`` is accepted as
+        long as no vertex has more than 8 non-zero weights.
     indices : array_like of int, [M] or [M/3, 3], optional
         Triangle vertex indices in ``[0, N)``; a flat array needs ``M % 3 == 0``.
 
@@ -129,7 +133,8 @@ class SkinnedMesh:
     InputError
         A wrong shape or dtype (naming the argument, the expected and the received shape/dtype),
         mismatched vertex counts, a non-finite value, a zero normal, a negative joint or weight, an
-        out-of-range index (each naming vertex/slot or triangle and the value).
+        out-of-range index (each naming vertex/slot or triangle and the value), or no normals
+        and no indices to compute them from.
     LimitError
         A vertex with more than 8 non-zero weights, or a used joint index beyond uint32.
     """
@@ -137,7 +142,7 @@ class SkinnedMesh:
     def __init__(
         self,
         positions: ArrayLike,
-        normals: ArrayLike,
+        normals: ArrayLike | None,
         joints: ArrayLike,
         weights: ArrayLike,
         indices: ArrayLike | None = None,
@@ -157,6 +162,14 @@ class SkinnedMesh:
                 "computes in float32 and larger coordinates would overflow"
             )
 
+        tri = None if indices is None else self._check_indices(indices, n)
+        if normals is None:
+            if tri is None:
+                raise InputError(
+                    "normals is None and there are no indices: pass (N, 3) normals, or triangle "
+                    "indices to compute smooth normals from"
+                )
+            normals = vertex_normals(pos, tri)
         nrm = _real_array(normals, "normals")
         if nrm.ndim != 2 or nrm.shape[1] != 3:
             raise InputError(f"normals must have shape (N, 3), got {_describe(nrm)}")
@@ -179,6 +192,8 @@ class SkinnedMesh:
         nrm = scaled / length[:, None]
 
         jnt = _int_array(joints, "joints")
+        if jnt.ndim == 1:  # one influence per vertex: (N,) -> (N, 1)
+            jnt = jnt[:, None]
         if jnt.ndim != 2 or jnt.shape[1] < 1:
             raise InputError(f"joints must have shape (N, K) with K >= 1, got {_describe(jnt)}")
         if jnt.shape[0] != n:
@@ -187,6 +202,8 @@ class SkinnedMesh:
                 f"joints {jnt.shape} vs positions {pos.shape}"
             )
         wgt = _real_array(weights, "weights")
+        if wgt.ndim == 1:
+            wgt = wgt[:, None]
         if wgt.shape != jnt.shape:
             raise InputError(
                 f"weights must have the shape of joints {jnt.shape}, got {_describe(wgt)}"
@@ -230,9 +247,7 @@ class SkinnedMesh:
         self.normals: NDArray[np.float32] = _frozen(nrm.astype(np.float32))
         self.joints: NDArray[np.uint32] = _frozen(j4)
         self.weights: NDArray[np.float32] = _frozen(w4.astype(np.float32))
-        self.indices: NDArray[np.uint32] | None = (
-            None if indices is None else _frozen(self._check_indices(indices, n))
-        )
+        self.indices: NDArray[np.uint32] | None = None if tri is None else _frozen(tri)
 
     @staticmethod
     def _check_indices(indices: ArrayLike, n: int) -> NDArray[np.uint32]:

@@ -22,6 +22,7 @@ from vkdqs.gltf.errors import GltfError
 from vkdqs.gltf.geometry import vertex_normals
 from vkdqs.gltf.reader import WEIGHT_SUM_TOL as WEIGHT_SUM_TOL
 from vkdqs.gltf.reader import load_gltf
+from vkdqs.gltf.scene import FIRST_ANIMATION as FIRST_ANIMATION
 from vkdqs.gltf.scene import GltfScene, Mesh, Node, Primitive, RigidInstance, Skin
 
 __all__ = [

@@ -1,76 +1,12 @@
-"""Triangle geometry for loaded primitives: angle-weighted vertex normals and strips/fans turned
-into triangle lists."""
+"""Triangle geometry for loaded primitives: strips/fans turned into triangle lists, and the
+angle-weighted vertex normals (:func:`vkdqs.geometry.vertex_normals`, re-exported here)."""
 
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
-
-def vertex_normals(positions: ArrayLike, indices: ArrayLike, /) -> NDArray[np.float64]:
-    """Angle-weighted smooth vertex normals.
-
-    Each triangle adds its unit normal times its corner angle to each of its three vertices
-    (Thürmer & Wüthrich), which does not depend on how a surface is triangulated.
-
-    Parameters
-    ----------
-    positions : array_like, [N, 3]
-    indices : array_like of int, [3 T]
-        Triangle list, counter-clockwise front faces.
-
-    Returns
-    -------
-    ndarray, [N, 3]
-        Unit normals. Vertices used by no triangle of non-zero area get ``(0, 0, 1)`` (they
-        draw nothing, but SkinnedMesh needs a unit normal everywhere).
-    """
-    p = np.asarray(positions, dtype=np.float64)
-    tri = np.asarray(indices, dtype=np.int64).reshape(-1, 3)
-    n = len(p)
-    if len(tri) <= _CHUNK:
-        acc = _corner_sums(p, tri, n)
-    else:
-        # A pass's temporaries are about 400 bytes per triangle: take the triangles in chunks,
-        # each summed over the vertices it touches only, so memory stays bounded however many
-        # triangles a file has (a loop over chunks, not over vertices or triangles).
-        acc = np.zeros((n, 3))
-        for start in range(0, len(tri), _CHUNK):
-            part = tri[start : start + _CHUNK]
-            touched, local = np.unique(part, return_inverse=True)
-            acc[touched] += _corner_sums(p, local.reshape(-1, 3), len(touched), part)
-    norm = np.linalg.norm(acc, axis=1, keepdims=True)
-    out = acc / np.where(norm > 1e-12, norm, 1.0)
-    out[norm[:, 0] <= 1e-12] = (0.0, 0.0, 1.0)
-    return out
-
-
-#: Triangles per pass of :func:`vertex_normals` (bounds its temporaries to about 25 MB).
-_CHUNK = 1 << 16
-
-
-def _corner_sums(
-    p: NDArray[np.float64], tri: NDArray[np.int64], n: int, corners_of: NDArray | None = None
-) -> NDArray[np.float64]:
-    """Sum over triangles of unit face normal times corner angle, per vertex: ``[n, 3]``.
-
-    ``tri`` indexes the ``n`` output rows; the corners' positions are ``p[corners_of]``
-    (``p[tri]`` when None).
-    """
-    corners = p[tri if corners_of is None else corners_of]  # [T, 3, 3]
-    # Edges leaving each corner towards the next and the previous corner.
-    nxt = np.roll(corners, -1, axis=1) - corners
-    prv = np.roll(corners, 1, axis=1) - corners
-    face = np.cross(nxt[:, 0], prv[:, 0])
-    length = np.linalg.norm(face, axis=1, keepdims=True)
-    unit = face / np.where(length > 0, length, 1.0)
-    angle = np.arctan2(
-        np.linalg.norm(np.cross(nxt, prv), axis=-1), np.einsum("tci,tci->tc", nxt, prv)
-    )
-    contrib = unit[:, None, :] * angle[..., None]  # [T, 3, 3]
-    flat_idx = tri.reshape(-1)
-    flat = contrib.reshape(-1, 3)
-    return np.stack([np.bincount(flat_idx, weights=flat[:, c], minlength=n) for c in range(3)], 1)
+from vkdqs.geometry import vertex_normals as vertex_normals
 
 
 def _triangulate(idx: NDArray[np.int64], mode: int) -> NDArray[np.int64]:

@@ -10,6 +10,8 @@ their global matrices at a given animation time (parts parented to joint nodes f
 
 from __future__ import annotations
 
+import enum
+import html
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -23,6 +25,18 @@ from vkdqs.errors import InputError
 from vkdqs.gltf.animation import Animation
 from vkdqs.gltf.errors import GltfError
 from vkdqs.mesh import SkinnedMesh
+
+
+class _Default(enum.Enum):
+    FIRST_ANIMATION = "FIRST_ANIMATION"
+
+    def __repr__(self) -> str:
+        return self.value
+
+
+#: ``GltfScene.skinning_matrices``'s default animation: animation 0, or the rest pose when the
+#: file has none.
+FIRST_ANIMATION = _Default.FIRST_ANIMATION
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,6 +262,10 @@ class GltfScene:
             f"{len(self.animations)} animations, {len(self.nodes)} nodes)"
         )
 
+    def _repr_html_(self) -> str:
+        """Jupyter: :meth:`summary` as preformatted text (names from the file are escaped)."""
+        return f"<pre>{html.escape(self.summary())}</pre>"
+
     # -- lookups -----------------------------------------------------------------------------
 
     def _animation(self, animation: int | str) -> Animation:
@@ -311,7 +329,10 @@ class GltfScene:
         return glob
 
     def skinning_matrices(
-        self, skin: int = 0, animation: int | str | None = 0, time: float = 0.0
+        self,
+        skin: int = 0,
+        animation: int | str | _Default | None = FIRST_ANIMATION,
+        time: float = 0.0,
     ) -> NDArray[np.float64]:
         """Joint matrices of a skin: ``global(joint) @ inverse_bind_matrix``.
 
@@ -322,7 +343,9 @@ class GltfScene:
         ----------
         skin : int
         animation : int, str or None
-            None for the rest pose.
+            Animation index or name; None for the rest pose. The default,
+            :data:`FIRST_ANIMATION`, is animation 0, or the rest pose when the file has no
+            animations.
         time : float
 
         Returns
@@ -331,6 +354,8 @@ class GltfScene:
             In the skin's joint order (the order ``JOINTS_n`` indices refer to).
         """
         sk = self.skins[self._index(skin, self.skins, "skin")]
+        if animation is FIRST_ANIMATION:
+            animation = 0 if self.animations else None
         glob = self.node_global_matrices(animation, time)
         return glob[sk.joints] @ sk.inverse_bind_matrices
 
@@ -487,7 +512,7 @@ class GltfScene:
         for m in info["meshes"]:
             kind = f"skin {m['skin']}" if m["skin"] is not None else "rigid"
             lines.append(
-                f"  mesh {m['index']} {m['name']!r}: {m['primitives']} primitives, "
+                f"  mesh {m['index']}{_name(m['name'])}: {m['primitives']} primitives, "
                 f"{m['vertices']} vertices, {m['triangles']} triangles, {kind}, "
                 f"max {m['max_influences']} influences"
             )
@@ -497,12 +522,12 @@ class GltfScene:
             if max(abs(lo - 1.0), abs(hi - 1.0)) > 1e-4:
                 scaled += f", rest skinning scale {lo:.4g}..{hi:.4g}"
             lines.append(
-                f"  skin {s['index']} {s['name']!r}: {s['joints']} joints, "
+                f"  skin {s['index']}{_name(s['name'])}: {s['joints']} joints, "
                 f"max {s['max_influences']} influences{scaled}"
             )
         for a in info["animations"]:
             lines.append(
-                f"  animation {a['index']} {a['name']!r}: {a['duration']:.3f} s, "
+                f"  animation {a['index']}{_name(a['name'])}: {a['duration']:.3f} s, "
                 f"{a['channels']} channels ({'/'.join(a['interpolations'])})"
             )
         return "\n".join(lines)
@@ -531,6 +556,11 @@ class GltfScene:
             rest = rest.copy()
             rest[self._matrix_nodes] = np.linalg.norm(self._matrices[:, :3, :3], axis=1)
         return bool(np.any(np.abs(rest[joints] - 1.0) > atol))
+
+
+def _name(name: str) -> str:
+    """`` 'name'`` for a summary line, nothing for an unnamed item (shown by its index only)."""
+    return f" {name!r}" if name else ""
 
 
 def _trs_matrices(t: NDArray, r: NDArray, s: NDArray) -> NDArray[np.float64]:

@@ -13,6 +13,8 @@ ResourceOwner), ``memory`` (Buffer, BufferView), ``images``, ``commands`` (Comma
 Semaphore), ``descriptors``, ``shaders`` (SPIR-V, ShaderModule), ``pipelines``, ``swapchain``.
 """
 
+# calls first: it imports the `vulkan` binding and turns a missing loader into a CapabilityError.
+from . import calls as calls
 from .commands import FENCE_TIMEOUT_NS, CommandBuffer, Fence, Semaphore
 from .descriptors import (
     BufferWrite,

@@ -1,5 +1,8 @@
 """The one place where the ``vulkan`` binding's exceptions become vkdqs errors.
 
+Importing it here first (``vkdqs.gpu`` imports this module before any other) turns a missing
+Vulkan loader library into a :class:`~vkdqs.CapabilityError` that says what to install.
+
 The binding raises message-less exception classes (``VkErrorOutOfDeviceMemory()``); every call
 site wraps its Vulkan calls in :func:`vk_errors` with a sentence saying what was being done, so the
 error a user sees names the call's purpose and the Vulkan result.
@@ -10,9 +13,18 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-import vulkan as vk
+from ..errors import CapabilityError, VulkanError
 
-from ..errors import VulkanError
+#: What to say when the ``vulkan`` binding cannot load the Vulkan loader library.
+LOADER_MISSING = (
+    "the Vulkan loader (libvulkan.so.1) is not installed: install it and a Vulkan driver "
+    "(Debian/Ubuntu: apt-get install libvulkan1 mesa-vulkan-drivers)"
+)
+
+try:
+    import vulkan as vk
+except OSError as exc:  # the binding dlopens libvulkan.so.1 when imported
+    raise CapabilityError(LOADER_MISSING) from exc
 
 
 @contextlib.contextmanager

@@ -68,6 +68,22 @@ def _env_flag(name: str) -> bool | None:
     return value.strip().lower() not in ("0", "false", "no", "off")
 
 
+#: Environment variables that make the Vulkan loader look for drivers only where they say.
+_DRIVER_VARIABLES = ("VK_DRIVER_FILES", "VK_ICD_FILENAMES")
+
+
+def _no_driver_message() -> str:
+    """One line: no Vulkan driver, what to install, and the variable that hid them if one did."""
+    message = (
+        "no Vulkan driver found: install one (Debian/Ubuntu: apt-get install mesa-vulkan-drivers, "
+        "which runs on the CPU without a GPU, or your GPU vendor's Vulkan driver)"
+    )
+    hiding = [f"{v}={os.environ[v]!r}" for v in _DRIVER_VARIABLES if os.environ.get(v)]
+    if hiding:
+        message += f"; {' and '.join(hiding)} is set and names no usable driver"
+    return message
+
+
 def available_layers() -> list[str]:
     """Names of the instance layers the Vulkan loader can find."""
     with vk_errors("enumerating instance layers"):
@@ -210,6 +226,14 @@ class Device:
         Extra instance extensions (e.g. those GLFW needs for a window surface).
     device_extensions : sequence of str
         Extra device extensions (e.g. ``VK_KHR_swapchain``).
+
+    Raises
+    ------
+    CapabilityError
+        No Vulkan driver (the message says what to install), or validation requested without
+        the layer installed.
+    NoSuitableDeviceError
+        No physical device fits; the message lists why each one was rejected.
     """
 
     def __init__(
@@ -280,7 +304,10 @@ class Device:
             ppEnabledExtensionNames=extensions,
         )
         with vk_errors(f"creating the Vulkan instance (layers {layers}, extensions {extensions})"):
-            self._h.instance = vk.vkCreateInstance(info, None)
+            try:
+                self._h.instance = vk.vkCreateInstance(info, None)
+            except vk.VkErrorIncompatibleDriver as exc:  # the loader found no driver (ICD)
+                raise CapabilityError(_no_driver_message()) from exc
         if validation:
             create = vk.vkGetInstanceProcAddr(self._h.instance, "vkCreateDebugUtilsMessengerEXT")
             with vk_errors("creating the debug messenger"):
