@@ -30,7 +30,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .gltf import GltfScene
 
-from .errors import VkdqsError
+from .errors import InputError, VkdqsError
 
 _ANIMATION_HELP = "model: animation index or name, or 'rest' (default: the first animation)"
 #: Each side of --size, in pixels (Vulkan guarantees 4096 for images; desktop GPUs take 16384).
@@ -250,6 +250,53 @@ def info(args: argparse.Namespace) -> int:
     return 0
 
 
+#: --fps: a bake's frame rate.
+_fps = _number("the frame rate", 0.001, 1000.0, "frames per second")
+_BAKE_FORMATS = (".npz", ".glb", ".usd", ".usda", ".usdc")  # vkdqs.baking.FORMATS
+
+
+def _bake_out(text: str) -> Path:
+    """``bake --out``: a file name ending in one of the formats vkdqs bakes to."""
+    path = Path(text)
+    if path.suffix.lower() not in _BAKE_FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"the output must end in {', '.join(_BAKE_FORMATS)}, got {text!r}"
+        )
+    return path
+
+
+def bake(args: argparse.Namespace) -> int:
+    """Bake a glTF animation to one world-space mesh per frame (.npz, .glb or USD)."""
+    from .baking import _import_pxr, bake_to_file
+    from .gpu import Device
+    from .skinner import METHODS
+
+    if args.method not in METHODS:
+        raise InputError(f"unknown method {args.method!r}; use one of {', '.join(METHODS)}")
+    if args.out.suffix.lower() in (".usd", ".usda", ".usdc"):
+        _import_pxr()  # before loading and baking: say what to install
+    scene = _load(args)  # before the device: a bad file fails fast
+    with Device(device=args.device) as device:
+        info = bake_to_file(
+            scene,
+            args.out,
+            animation=_animation(args.animation),
+            fps=args.fps,
+            method=args.method,
+            start=args.start,
+            end=args.end,
+            device=device,
+            progress=not args.quiet and sys.stderr.isatty(),
+        )
+    if not args.quiet:
+        print(
+            f"wrote {info.path}: {info.frames} frames ({info.animation!r} at {info.fps:g} fps, "
+            f"{info.method}), {info.vertices} vertices, {info.triangles} triangles, "
+            f"{info.seconds:.2f} s ({info.frames / max(info.seconds, 1e-9):.0f} frames/s)"
+        )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="vkdqs", description="Dual quaternion skinning on Vulkan")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -296,6 +343,18 @@ def main(argv: list[str] | None = None) -> int:
     _add_model(p, optional=False)
     p.add_argument("--json", action="store_true", help="print the details as JSON")
     p.set_defaults(func=info)
+
+    p = sub.add_parser("bake", help="bake a glTF animation to a mesh per frame (.npz/.glb/.usd)")
+    _add_model(p, optional=False)
+    p.add_argument("--out", type=_bake_out, required=True, help=f"{'|'.join(_BAKE_FORMATS)}")
+    p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
+    p.add_argument("--fps", type=_fps, default=30.0, help="frames per second (default 30)")
+    p.add_argument("--method", default="dqs", help="dqs (default), dqs_scale, lbs, ...")
+    p.add_argument("--start", type=_time, default=None, help="first frame's time (default 0 s)")
+    p.add_argument("--end", type=_time, default=None, help="last time (default: the end)")
+    p.add_argument("--device", default=None, help="device name substring or index")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    p.set_defaults(func=bake)
     args = parser.parse_args(argv)
     if getattr(args, "device", None) is not None and args.device.isdigit():
         args.device = int(args.device)
