@@ -374,12 +374,20 @@ def bake(
     LimitError
         More than :data:`MAX_FRAMES` frames.
     """
-    batches: list[tuple[NDArray, NDArray]] = []
-    rest_out: list[tuple[NDArray, NDArray]] = []
+    out: dict[str, Any] = {}
 
     def sink(frames: _Frames, times: NDArray, rest: tuple[NDArray, NDArray]):
-        rest_out.append(rest)
-        return lambda p, n: batches.append((p, n))
+        shape = (len(times), frames.vertex_count, 3)
+        out.update(rest=rest, positions=np.empty(shape, np.float32), done=0)
+        out["normals"] = np.empty(shape, np.float32)
+
+        def put(p: NDArray, n: NDArray) -> None:  # filled in place: no copy of the whole bake
+            i = out["done"]
+            out["positions"][i : i + len(p)] = p
+            out["normals"][i : i + len(p)] = n
+            out["done"] = i + len(p)
+
+        return put
 
     frames, times, name = _run(
         scene,
@@ -392,9 +400,16 @@ def bake(
         progress=progress,
         sink=sink,
     )
-    positions = batches[0][0] if len(batches) == 1 else np.concatenate([b[0] for b in batches])
-    normals = batches[0][1] if len(batches) == 1 else np.concatenate([b[1] for b in batches])
-    return Bake(times, positions, normals, frames.faces, *rest_out[0], float(fps), method, name)
+    return Bake(
+        times,
+        out["positions"],
+        out["normals"],
+        frames.faces,
+        *out["rest"],
+        float(fps),
+        method,
+        name,
+    )
 
 
 def bake_to_file(
@@ -579,11 +594,13 @@ class _GlbWriter:
     def write(self, positions: NDArray, normals: NDArray) -> None:
         d_p = positions - self.rest_p
         d_n = normals - self.rest_n
-        k = len(d_p)
-        self.lo[self.done : self.done + k] = d_p.min(axis=1)
-        self.hi[self.done : self.done + k] = d_p.max(axis=1)
-        self.done += k
-        self.deltas.write(_bytes(np.stack([d_p, d_n], axis=1)))  # per frame: positions, normals
+        i = self.done
+        self.lo[i : i + len(d_p)] = d_p.min(axis=1)
+        self.hi[i : i + len(d_p)] = d_p.max(axis=1)
+        self.done += len(d_p)
+        for k in range(len(d_p)):  # over frames: position deltas, then normal deltas
+            self.deltas.write(_bytes(d_p[k]))
+            self.deltas.write(_bytes(d_n[k]))
 
     def _document(self) -> dict:
         f, v = len(self.times), len(self.rest_p)
