@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import builtins
 import json
+import re
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -352,3 +354,18 @@ def test_cli_bakes_a_file(rig_files, tmp_path, device):
     assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
     with np.load(tmp_path / "q.npz") as z:
         assert z["positions"].shape == (31, 43, 3)
+
+
+def test_readme_baking_example_runs(rig_files, tmp_path, monkeypatch):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Baking") :]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    code = code.replace('"model.glb"', repr(str(rig_files["rigid"]))).replace('"Walk"', '"step"')
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["bake"].positions.shape == (61, 43, 3)
+    assert (tmp_path / "walk.glb").is_file()
+    with np.load(tmp_path / "walk.npz") as z:
+        np.testing.assert_allclose(z["times"], 0.5 + np.arange(46) / 30)
+    assert namespace["info"].frames == 46
