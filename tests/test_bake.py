@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 import re
 import struct
 import subprocess
@@ -369,3 +370,61 @@ def test_readme_baking_example_runs(rig_files, tmp_path, monkeypatch):
     with np.load(tmp_path / "walk.npz") as z:
         np.testing.assert_allclose(z["times"], 0.5 + np.arange(46) / 30)
     assert namespace["info"].frames == 46
+
+
+def test_rest_pose_and_a_part_scaled_to_zero(tmp_path, device):
+    """A file without animations bakes its rest pose (one frame); a rigid part scaled to 0 (how
+    exporters hide parts) collapses to its node's origin with finite normals."""
+    rig = make_rig(scaled=False)
+    del rig.document["animations"]
+    rig.document["nodes"][10]["scale"] = [0.0, 0.0, 0.0]
+    path = tmp_path / "still.glb"
+    rig.save(path)
+    scene = load_gltf(path)
+    b = vkdqs.bake(scene, fps=24, device=device)
+    assert b.times.tolist() == [0.0] and b.animation == "rest"
+    np.testing.assert_array_equal(b.positions[0], b.rest_positions)
+    prop = slice(35, 43)  # skinned tube and hand first, then the prop
+    origin = scene.node_global_matrices(None)[10][:3, 3]
+    np.testing.assert_allclose(b.positions[0, prop], np.broadcast_to(origin, (8, 3)), atol=1e-6)
+    assert np.isfinite(b.normals).all()
+    np.testing.assert_allclose(np.linalg.norm(b.normals[0], axis=1), 1.0, atol=1e-6)
+    mesh = scene.skinned_mesh(0)
+    mats = dq.from_matrices(scene.skinning_matrices(0, None))
+    want_p, want_n = dq.skin_dqs(mesh.positions, mesh.normals, mesh.joints, mesh.weights, mats)
+    np.testing.assert_allclose(b.positions[0, :32], want_p, atol=1e-5)
+    np.testing.assert_allclose(b.normals[0, :32], want_n, atol=1e-5)
+
+
+def test_cli_progress_bar_on_a_terminal(rig_files, tmp_path, device):
+    import pty
+
+    main, child = pty.openpty()
+    try:
+        args = [str(rig_files["rigid"]), "--fps", "10", "--out", str(tmp_path / "t.npz")]
+        result = subprocess.run(
+            [sys.executable, "-m", "vkdqs", "bake", *args],
+            stdout=subprocess.PIPE,
+            stderr=child,
+            text=True,
+            timeout=120,
+        )
+        os.close(child)
+        child = -1
+        err = b""
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # the terminal's other side is closed: all read
+                break
+            if not chunk:
+                break
+            err += chunk
+    finally:
+        if child != -1:
+            os.close(child)
+        os.close(main)
+    assert result.returncode == 0
+    text = err.decode()
+    assert "11/11" in text and "frame/s" in text and "Traceback" not in text
+    assert result.stdout.startswith("wrote ")

@@ -168,8 +168,8 @@ def _batch_frames(vertices: int, frames: int) -> int:
 
 def _animation(scene: GltfScene, animation: int | str | None) -> tuple[int | None, str]:
     """(index or None, name) of ``animation``: an index, a name, or None / "rest"."""
-    if animation is None or animation == "rest":
-        return None, "rest"
+    if animation is None or animation == "rest" or (animation == 0 and not scene.animations):
+        return None, "rest"  # the first animation of a file without any: its rest pose
     names = [a.name for a in scene.animations]
     if isinstance(animation, str) and animation in names:
         index = names.index(animation)
@@ -278,7 +278,12 @@ def _progress(total: int, enabled: bool, label: str) -> Any:
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, unit="frame", desc=label, file=sys.stderr, leave=True)
+    try:  # a terminal that reports a size of 0 (e.g. a bare pty) would hide the bar
+        size = os.get_terminal_size(sys.stderr.fileno())
+        ncols, nrows = size.columns or 80, size.lines or 24
+    except (OSError, ValueError):
+        ncols, nrows = 80, 24
+    return tqdm(total=total, unit="frame", desc=label, file=sys.stderr, ncols=ncols, nrows=nrows)
 
 
 def _run(
