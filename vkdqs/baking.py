@@ -621,6 +621,8 @@ class _GlbWriter:
                 view["target"] = target
             views.append(view)
             offset += size
+        # every target's accessors share the last view: glTF then wants its stride spelled out
+        views[-1]["byteStride"] = 12
         accessors: list[dict[str, Any]] = [
             {
                 "bufferView": 0,
