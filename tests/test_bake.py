@@ -344,6 +344,9 @@ def test_cli_unknown_extension_and_missing_file(rig_files, tmp_path):
     assert "must end in .npz, .glb, .usd, .usda, .usdc" in result.stderr
     result = _cli(tmp_path / "nope.glb", "--out", tmp_path / "x.npz")
     assert result.returncode == 1 and "Traceback" not in result.stderr
+    result = _cli(rig_files["rigid"], "--out", tmp_path / "no" / "x.npz")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "does not exist; create it first" in result.stderr
     assert not list(tmp_path.iterdir())
 
 

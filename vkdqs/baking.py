@@ -437,6 +437,8 @@ def bake_to_file(
     without usd-core, :class:`~vkdqs.LimitError` for a ``.glb`` past 4 GiB.
     """
     path = _check_path(path)
+    if not path.parent.is_dir():
+        raise InputError(f"{path}: the folder {str(path.parent)!r} does not exist; create it first")
     if path.suffix.lower() != ".npz" and path.suffix.lower() != ".glb":
         _import_pxr()  # fail before baking
     t0 = _time.perf_counter()
