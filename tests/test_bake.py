@@ -266,6 +266,7 @@ def test_usd_without_usd_core_names_the_extra(rig_files, tmp_path, monkeypatch):
         ({"fps": 0}, vkdqs.InputError, "fps must be within"),
         ({"fps": float("nan")}, vkdqs.InputError, "fps must be within"),
         ({"fps": 1e9}, vkdqs.InputError, "fps must be within"),
+        ({"fps": "fast"}, vkdqs.InputError, "must be numbers"),
         ({"animation": "walk"}, vkdqs.InputError, r"no animation 'walk'.*'linear'"),
         ({"animation": 3}, vkdqs.InputError, "no animation 3"),
         ({"method": "slerp"}, vkdqs.InputError, "method must be one of dqs"),

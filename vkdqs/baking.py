@@ -306,11 +306,15 @@ def _run(
 
         gltf = load_gltf(scene)
     index, name = _animation(gltf, animation)
-    fps = float(fps)
-    start = 0.0 if start is None else float(start)
-    if end is None:
-        end = max(start, gltf.animations[index].duration if index is not None else start)
-    times = frame_times(start, float(end), fps)
+    try:
+        fps = float(fps)
+        start = 0.0 if start is None else float(start)
+        if end is None:
+            end = max(start, gltf.animations[index].duration if index is not None else start)
+        end = float(end)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"fps, start and end must be numbers: {exc}") from None
+    times = frame_times(start, end, fps)
     own = device is None
     dev = Device() if device is None else device
     try:
