@@ -38,3 +38,20 @@ def test_render_benchmark_smoke(tmp_path, device):
     results = json.loads(out.read_text())["results"]
     assert [r["instances"] for r in results] == [1, 2]
     assert set(results[0]["methods"]) == {"dqs", "lbs", "none"}
+
+
+def test_bake_benchmark_smoke(tmp_path, device):
+    out = tmp_path / "bake.json"
+    args = ["--frames", "6", "--rounds", "1", "--warmup", "0", "--numpy-frames", "2"]
+    text = _run("bench_bake.py", *args, "--tube-vertices", "2000", "--out", str(out))
+    assert "GPU speedup over numpy32" in text and "peak memory" in text
+    data = json.loads(out.read_text())
+    assert [(r["model"], r["vertices"], r["joints"]) for r in data["results"]] == [
+        ("rig", 1728, 24),
+        ("tube", 2000, 64),
+    ]
+    for res in data["results"]:
+        assert set(res["rows"]) == {"gpu/dqs", "gpu/lbs", "numpy32/dqs"}
+        assert res["rows"]["gpu/dqs"]["frames"] == 6
+        assert res["max |gpu - numpy32| (dqs positions)"] < 1e-4
+    assert set(data["memory"]) == {"bake_to_file .npz", "bake_to_file .glb", "bake() in memory"}

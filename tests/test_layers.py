@@ -29,6 +29,7 @@ LAYERS = {
     "renderer": 3,
     "targets": 3,
     "scenes": 3,
+    "baking": 3,
     "viewer": 4,
     "cli": 4,
     "__main__": 4,

@@ -25,6 +25,7 @@ from .mesh import SkinnedMesh
 from .png import PngImage
 
 if TYPE_CHECKING:
+    from .baking import Bake, bake, bake_to_file
     from .camera import Camera
     from .gltf import GltfError, load_gltf
     from .gpu.device import Device
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "Bake",
     "Camera",
     "CapabilityError",
     "Device",
@@ -55,12 +57,17 @@ __all__ = [
     "VkdqsError",
     "VulkanError",
     "__version__",
+    "bake",
+    "bake_to_file",
     "dq",
     "load_gltf",
     "procedural",
 ]
 
 _LAZY = {
+    "Bake": ".baking",
+    "bake": ".baking",
+    "bake_to_file": ".baking",
     "Camera": ".camera",
     "Device": ".gpu.device",
     "OffscreenTarget": ".targets",

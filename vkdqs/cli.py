@@ -294,6 +294,67 @@ def info(model: str | Path, *, as_json: bool = False, max_bytes: int | None = No
     return 0
 
 
+#: --fps: a bake's frame rate.
+_fps = _number("the frame rate", 0.001, 1000.0, "frames per second")
+_BAKE_FORMATS = (".npz", ".glb", ".usd", ".usda", ".usdc")  # vkdqs.baking.FORMATS
+
+
+def _bake_out(text: str) -> Path:
+    """``bake --out``: a file name ending in one of the formats vkdqs bakes to."""
+    path = Path(text)
+    if path.suffix.lower() not in _BAKE_FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"the output must end in {', '.join(_BAKE_FORMATS)}, got {text!r}"
+        )
+    return path
+
+
+def bake(
+    model: str | Path,
+    *,
+    out: str | Path,
+    animation: str | None = None,
+    fps: float = 30.0,
+    method: str = "dqs",
+    start: float | None = None,
+    end: float | None = None,
+    device: str | int | None = None,
+    quiet: bool = False,
+    max_bytes: int | None = None,
+) -> int:
+    """Bake a glTF animation to one world-space mesh per frame (.npz, .glb or USD)."""
+    out = Path(out)
+    _need_vulkan()
+    from .baking import _import_pxr, bake_to_file
+    from .gpu import Device
+    from .skinner import METHODS
+
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
+    if out.suffix.lower() in (".usd", ".usda", ".usdc"):
+        _import_pxr()  # before loading and baking: say what to install
+    scene = _load(Path(model), max_bytes)  # before the device: a bad file fails fast
+    with Device(device=device) as dev:
+        info = bake_to_file(
+            scene,
+            out,
+            animation=_animation(animation),
+            fps=fps,
+            method=method,
+            start=start,
+            end=end,
+            device=dev,
+            progress=not quiet and sys.stderr.isatty(),
+        )
+    if not quiet:
+        print(
+            f"wrote {info.path}: {info.frames} frames ({info.animation!r} at {info.fps:g} fps, "
+            f"{info.method}), {info.vertices} vertices, {info.triangles} triangles, "
+            f"{info.seconds:.2f} s ({info.frames / max(info.seconds, 1e-9):.0f} frames/s)"
+        )
+    return 0
+
+
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Appends "(default: ...)" to each option's help, except flags (off unless given) and help
     texts that already say their default (those whose default is None describe it in words)."""
@@ -373,6 +434,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("info", info, "what a glTF file holds: meshes, skins, animations")
     _add_model(p, optional=False)
     p.add_argument("--json", dest="as_json", action="store_true", help="print the details as JSON")
+
+    p = command("bake", bake, "bake a glTF animation to a mesh per frame (.npz/.glb/.usd)")
+    _add_model(p, optional=False)
+    p.add_argument(
+        "--out", type=_bake_out, required=True, help=f"the file to write: {'|'.join(_BAKE_FORMATS)}"
+    )
+    p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
+    p.add_argument("--fps", type=_fps, default=30.0, help="frames per second, 0.001...1000")
+    p.add_argument("--method", default="dqs", help="skinning method: dqs, dqs_scale, lbs, ...")
+    p.add_argument("--start", type=_time, default=None, help="first frame's time (default: 0 s)")
+    p.add_argument("--end", type=_time, default=None, help="last time (default: the end)")
+    p.add_argument(
+        "--device", default=None, help="device name substring or index (default: $VKDQS_DEVICE)"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     return parser
 
 

@@ -9,6 +9,7 @@ same twist or animation time.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -17,13 +18,20 @@ import numpy as np
 from . import dq, procedural
 from .errors import InputError
 from .mesh import SkinnedMesh
-from .renderer import SINGULAR_DET, Instance, Renderer
+from .renderer import SINGULAR_DET, Instance, Renderer, RenderMesh
 
 if TYPE_CHECKING:
     from .gltf import GltfScene
     from .gltf import Mesh as GltfMesh
 
-__all__ = ["METHOD_COLORS", "CandyWrapperScene", "GltfScenePlayer", "ViewerScene"]
+__all__ = [
+    "METHOD_COLORS",
+    "CandyWrapperScene",
+    "GltfScenePlayer",
+    "ViewerScene",
+    "gltf_parts",
+    "skin_matrices",
+]
 
 METHOD_COLORS = {"lbs": (0.62, 0.22, 0.12, 1.0), "dqs": (0.16, 0.36, 0.62, 1.0)}
 #: Unskinned (rigid) glTF parts: each side's colour, lightened toward grey.
@@ -207,6 +215,36 @@ def _rigid_geometry(mesh: GltfMesh) -> SkinnedMesh:
     )
 
 
+def gltf_parts(scene: GltfScene) -> list[GltfDraw]:
+    """What a glTF scene draws, in drawing order, without instances.
+
+    First every skinned mesh with triangles (mesh order), posed by its skin; then every mesh with
+    triangles placed by a node without a skin (node order, :meth:`GltfScene.rigid_meshes`),
+    placed by that node's global matrix. Rigid parts of one mesh share one geometry.
+    :class:`GltfScenePlayer` draws these and :mod:`vkdqs.baking` bakes them.
+    """
+    parts: list[GltfDraw] = []
+    for m in scene.meshes:
+        if m.skin is not None and m.triangle_count > 0:
+            parts.append(GltfDraw("skinned", m.index, m.skin, None, scene.skinned_mesh(m.index)))
+    rigid: dict[int, SkinnedMesh] = {}
+    for nd in scene.nodes:  # the nodes rigid_meshes() lists, without evaluating the hierarchy
+        if nd.mesh is None or nd.skin is not None or scene.meshes[nd.mesh].triangle_count == 0:
+            continue
+        if nd.mesh not in rigid:
+            rigid[nd.mesh] = _rigid_geometry(scene.meshes[nd.mesh])
+        parts.append(GltfDraw("rigid", nd.mesh, None, nd.index, rigid[nd.mesh]))
+    return parts
+
+
+def skin_matrices(
+    scene: GltfScene, skins: Iterable[int], glob: np.ndarray
+) -> dict[int, np.ndarray]:
+    """Joint matrices ``global[joints] @ inverse_bind_matrices`` of each skin, from the node
+    global matrices ``glob`` (:meth:`GltfScene.node_global_matrices`) of one time."""
+    return {s: glob[scene.skins[s].joints] @ scene.skins[s].inverse_bind_matrices for s in skins}
+
+
 def _box_corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """The 8 corners of ``[lo, hi]`` as homogeneous points, ``[8, 4]``."""
     bits = (np.arange(8)[:, None] >> np.arange(3)) & 1
@@ -271,43 +309,36 @@ class GltfScenePlayer:
         if animation == 0 and not scene.animations:
             animation = None
         self.animation: int | None = None if animation is None else self._animation_index(animation)
-        self.draws: list[GltfDraw] = []
+        self.draws = gltf_parts(scene)
         name = scene.path.name
-        skins_used = set()
-        for m in scene.meshes:
-            if m.skin is None or m.triangle_count == 0:
-                continue
-            geometry = scene.skinned_mesh(m.index)
-            rm = renderer.add_mesh(geometry, label=f"{name} mesh {m.index} {m.name}".strip())
-            draw = GltfDraw("skinned", m.index, m.skin, None, geometry)
-            bones = scene.skins[m.skin].joint_count
-            for method in ("lbs", "dqs"):
-                draw.instances[method] = renderer.add_instance(
-                    rm, bone_count=bones, method=method, color=METHOD_COLORS[method]
-                )
-            skins_used.add(m.skin)
-            self.draws.append(draw)
-        rigid_meshes = {}
-        for ri in scene.rigid_meshes():
-            m = scene.meshes[ri.mesh]
-            if m.triangle_count == 0:
-                continue
-            if ri.mesh not in rigid_meshes:
-                geometry = _rigid_geometry(m)
-                label = f"{name} mesh {m.index} {m.name} (rigid)"
-                rigid_meshes[ri.mesh] = (geometry, renderer.add_mesh(geometry, label=label))
-            geometry, rm = rigid_meshes[ri.mesh]
-            draw = GltfDraw("rigid", ri.mesh, None, ri.node, geometry)
-            for method in ("lbs", "dqs"):
-                model = None if _singular(ri.matrix) else ri.matrix  # set_time hides it
-                draw.instances[method] = renderer.add_instance(
-                    rm, bone_count=1, method="none", model=model, color=RIGID_COLORS[method]
-                )
-            self.draws.append(draw)
         if not self.draws:
             raise InputError(
                 f"{name}: nothing to draw (no mesh with triangles is placed by a node)"
             )
+        rest = scene.node_global_matrices(None)
+        uploaded: dict[int, RenderMesh] = {}  # geometry id -> RenderMesh (rigid parts share one)
+        for draw in self.draws:
+            m = scene.meshes[draw.mesh]
+            if id(draw.geometry) not in uploaded:
+                label = f"{name} mesh {m.index} {m.name}".strip()
+                label += " (rigid)" if draw.kind == "rigid" else ""
+                uploaded[id(draw.geometry)] = renderer.add_mesh(draw.geometry, label=label)
+            rm = uploaded[id(draw.geometry)]
+            for method in ("lbs", "dqs"):
+                if draw.kind == "skinned":
+                    draw.instances[method] = renderer.add_instance(
+                        rm,
+                        bone_count=scene.skins[draw.skin].joint_count,
+                        method=method,
+                        color=METHOD_COLORS[method],
+                    )
+                else:
+                    matrix = rest[draw.node]
+                    model = None if _singular(matrix) else matrix  # set_time hides it
+                    draw.instances[method] = renderer.add_instance(
+                        rm, bone_count=1, method="none", model=model, color=RIGID_COLORS[method]
+                    )
+        skins_used = {d.skin for d in self.draws if d.kind == "skinned"}
         self._skins = sorted(skins_used)
         self.bone_count = max((scene.skins[s].joint_count for s in self._skins), default=1)
         self._measure()
@@ -366,10 +397,7 @@ class GltfScenePlayer:
             raise InputError(f"time must be finite, got {time!r}")
         self.time = time
         glob = self.scene.node_global_matrices(self.animation, time)
-        joint_matrices = {
-            s: glob[self.scene.skins[s].joints] @ self.scene.skins[s].inverse_bind_matrices
-            for s in self._skins
-        }
+        joint_matrices = skin_matrices(self.scene, self._skins, glob)
         shown = self._shown()
         for draw in self.draws:  # over meshes; the work inside is whole arrays
             for method in shown:
@@ -464,8 +492,7 @@ class GltfScenePlayer:
             for draw in self.draws:
                 g = draw.geometry
                 if draw.kind == "skinned":
-                    sk = scene.skins[draw.skin]
-                    mats = glob[sk.joints] @ sk.inverse_bind_matrices
+                    mats = skin_matrices(scene, (draw.skin,), glob)[draw.skin]
                     pts, _ = dq.skin_lbs(g.positions, g.normals, g.joints, g.weights, mats)
                 elif _singular(glob[draw.node]):
                     continue  # hidden at this time

@@ -1,0 +1,793 @@
+"""Bake a glTF animation into one world-space mesh per frame: a vertex cache, training data, or a
+file any viewer plays.
+
+:func:`bake` returns a :class:`Bake` (every frame in memory); :func:`bake_to_file` streams the
+frames into a file batch by batch (``vkdqs bake`` uses it), so memory stays bounded by one batch
+for ``.npz`` and ``.glb``. Each frame is every part :class:`~vkdqs.scenes.GltfScenePlayer` draws
+(:func:`~vkdqs.scenes.gltf_parts`: skinned meshes in mesh order, then rigid parts in node order)
+merged into one mesh: skinned meshes posed by their skin's joint matrices on the GPU, a batch of
+frames per ``Skinner.skin_many`` submission, and rigid parts by their node's global matrix (in
+numpy, as :func:`vkdqs.dq.skin_lbs` with one bone).
+
+Formats (by the file's extension):
+
+* ``.npz``: ``times (F,)`` float64, ``positions (F, V, 3)`` and ``normals (F, V, 3)`` float32,
+  ``faces (T, 3)`` uint32. Written frame batch by frame batch (positions straight into the zip
+  entry, normals through a temporary file appended at the end).
+* ``.glb``: the rest mesh, one morph target (position and normal deltas) per frame and a LINEAR
+  ``weights`` animation that is one-hot at each baked time, so glTF players show exactly the
+  baked frames at those times. Deltas stream to a temporary file; the JSON (which holds each
+  target's min/max) is written once they are known.
+* ``.usd``, ``.usda``, ``.usdc``: a ``UsdGeom.Mesh`` with time-sampled points, normals and
+  extent, ``timeCodesPerSecond = fps`` (time code = seconds * fps). Needs ``usd-core``
+  (``pip install 'vkdqs[usd]'``); USD keeps the samples in memory until it saves.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import time as _time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import dq
+from .errors import CapabilityError, InputError, LimitError
+from .gpu import Device
+from .scenes import GltfDraw, gltf_parts, skin_matrices
+from .skinner import METHODS, Skinner
+
+if TYPE_CHECKING:
+    from .gltf import GltfScene
+
+__all__ = ["FORMATS", "MAX_FPS", "MAX_FRAMES", "Bake", "BakeInfo", "bake", "bake_to_file"]
+
+#: File extensions :meth:`Bake.save` and :func:`bake_to_file` write.
+FORMATS = (".npz", ".glb", ".usd", ".usda", ".usdc")
+MAX_FPS = 1000.0
+#: The most frames one bake may have.
+MAX_FRAMES = 1_000_000
+#: Output bytes (positions + normals) of one batch of frames: one skin_many submission.
+BATCH_BYTES = 64 * 2**20
+_COPY_CHUNK = 16 * 2**20
+_USD_HINT = "writing USD needs usd-core: pip install 'vkdqs[usd]' (or pip install usd-core)"
+
+
+# ------------------------------------------------------------------------------------------------
+# results
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Bake:
+    """Baked frames of one animation, world space, every drawn part merged into one mesh.
+
+    Attributes
+    ----------
+    times : ndarray of float64, (F,)
+        Seconds of each frame: ``start + i / fps``.
+    positions, normals : ndarray of float32, (F, V, 3)
+    faces : ndarray of uint32, (T, 3)
+    rest_positions, rest_normals : ndarray of float32, (V, 3)
+        The mesh at the rest pose (the ``.glb`` base mesh).
+    fps : float
+    method : str
+    animation : str
+        The animation's name (``"rest"`` for the rest pose).
+    """
+
+    times: NDArray[np.float64]
+    positions: NDArray[np.float32]
+    normals: NDArray[np.float32]
+    faces: NDArray[np.uint32]
+    rest_positions: NDArray[np.float32]
+    rest_normals: NDArray[np.float32]
+    fps: float
+    method: str
+    animation: str
+
+    def save(self, path: str | Path) -> Path:
+        """Write the bake as ``.npz``, ``.glb``, ``.usd``, ``.usda`` or ``.usdc``; returns the
+        path."""
+        path = _check_path(path)
+        writer = _open_writer(
+            path, self.times, self.faces, self.rest_positions, self.rest_normals, self.fps
+        )
+        try:
+            step = _batch_frames(self.positions.shape[1], len(self.times))
+            for i in range(0, len(self.times), step):  # over batches of frames
+                writer.write(self.positions[i : i + step], self.normals[i : i + step])
+            writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
+        return path
+
+
+@dataclass(frozen=True)
+class BakeInfo:
+    """What :func:`bake_to_file` wrote."""
+
+    path: Path
+    frames: int
+    vertices: int
+    triangles: int
+    fps: float
+    method: str
+    animation: str
+    seconds: float
+
+
+# ------------------------------------------------------------------------------------------------
+# frames
+# ------------------------------------------------------------------------------------------------
+
+
+def _check_path(path: str | Path) -> Path:
+    path = Path(path)
+    if path.suffix.lower() not in FORMATS:
+        raise InputError(
+            f"{path.name}: cannot bake to {path.suffix or 'a file without extension'!r}; "
+            f"use one of {', '.join(FORMATS)}"
+        )
+    return path
+
+
+def frame_times(start: float, end: float, fps: float) -> NDArray[np.float64]:
+    """``start, start + 1/fps, ...`` up to ``end`` (inclusive, within a millionth of a frame)."""
+    for name, value in (("start", start), ("end", end)):
+        if not math.isfinite(value) or value < 0.0:
+            raise InputError(f"{name} must be a finite time >= 0 seconds, got {value!r}")
+    if not (math.isfinite(fps) and 0.0 < fps <= MAX_FPS):
+        raise InputError(f"fps must be within (0, {MAX_FPS:g}], got {fps!r}")
+    if end < start:
+        raise InputError(f"end ({end:g} s) is before start ({start:g} s)")
+    count = math.floor((end - start) * fps + 1e-6) + 1
+    if count > MAX_FRAMES:
+        raise LimitError(
+            f"{count} frames ({end - start:g} s at {fps:g} fps) exceed {MAX_FRAMES}; "
+            "lower the fps or bake a shorter range (start, end)"
+        )
+    return start + np.arange(count) / fps
+
+
+def _batch_frames(vertices: int, frames: int) -> int:
+    return int(max(1, min(frames, BATCH_BYTES // max(24 * vertices, 1))))
+
+
+def _animation(scene: GltfScene, animation: int | str | None) -> tuple[int | None, str]:
+    """(index or None, name) of ``animation``: an index, a name, or None / "rest"."""
+    if animation is None or animation == "rest" or (animation == 0 and not scene.animations):
+        return None, "rest"  # the first animation of a file without any: its rest pose
+    names = [a.name for a in scene.animations]
+    if isinstance(animation, str) and animation in names:
+        index = names.index(animation)
+    elif (
+        isinstance(animation, (int, np.integer))
+        and not isinstance(animation, bool)
+        and 0 <= animation < len(names)
+    ):
+        index = int(animation)
+    else:
+        have = ", ".join(f"{i} {n!r}" for i, n in enumerate(names)) or "none"
+        raise InputError(
+            f"{scene.path.name}: no animation {animation!r} (animations: {have}; or 'rest')"
+        )
+    return index, names[index] or str(index)
+
+
+class _Frames:
+    """Poses the scene's parts at given times: skinned parts on the GPU, rigid ones in numpy."""
+
+    def __init__(self, scene: GltfScene, method: str, device: Device) -> None:
+        if method not in METHODS:
+            raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        self.scene = scene
+        self.method = method
+        self.parts: list[GltfDraw] = gltf_parts(scene)
+        if not self.parts:
+            raise InputError(
+                f"{scene.path.name}: nothing to bake (no mesh with triangles is placed by a node)"
+            )
+        counts = [p.geometry.vertex_count for p in self.parts]
+        self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.vertex_count = int(self.offsets[-1])
+        self.faces = np.concatenate(
+            [
+                p.geometry.indices.reshape(-1, 3).astype(np.int64) + off
+                for p, off in zip(self.parts, self.offsets, strict=False)
+            ]
+        ).astype(np.uint32)
+        self.skins = sorted({p.skin for p in self.parts if p.kind == "skinned"})
+        self.skinners: dict[int, Skinner] = {}
+        try:
+            for i, p in enumerate(self.parts):
+                if p.kind == "skinned":
+                    bones = scene.skins[p.skin].joint_count
+                    sk = Skinner(device, p.geometry, bone_count=bones, method=method)
+                    # a whole batch (plus its bones) in one submission
+                    sk.max_batch_bytes = max(sk.max_batch_bytes, 2 * BATCH_BYTES)
+                    self.skinners[i] = sk
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        for sk in self.skinners.values():
+            sk.close()
+
+    def pose(
+        self, animation: int | None, times: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        """(P, V, 3) float32 positions and normals at ``times`` (P of them)."""
+        scene = self.scene
+        globs = [scene.node_global_matrices(animation, t) for t in times]  # over frames
+        joints = [skin_matrices(scene, self.skins, g) for g in globs]
+        shape = (len(times), self.vertex_count, 3)
+        one = len(self.parts) == 1
+        pos = None if one else np.empty(shape, np.float32)
+        nrm = None if one else np.empty(shape, np.float32)
+        for i, part in enumerate(self.parts):  # over parts; whole arrays inside
+            g = part.geometry
+            if part.kind == "skinned":
+                mats = np.stack([j[part.skin] for j in joints])
+                try:
+                    p, n = self.skinners[i].skin_many(mats)
+                except InputError as exc:
+                    raise InputError(
+                        f"{scene.path.name}: skin {part.skin} "
+                        f"({scene.skins[part.skin].name!r}): {self.method} cannot take its joint "
+                        f"matrices between {times[0]:g} and {times[-1]:g} s: {exc} "
+                        "(try method 'lbs')"
+                    ) from exc
+            else:
+                zeros = np.zeros((g.vertex_count, 1), np.int64)
+                ones = np.ones((g.vertex_count, 1))
+                frames = [
+                    dq.skin_lbs(g.positions, g.normals, zeros, ones, gl[part.node][None])
+                    for gl in globs  # over frames
+                ]
+                p = np.array([f[0] for f in frames], np.float32)
+                n = np.array([f[1] for f in frames], np.float32)
+            if one:
+                return p, n
+            assert pos is not None and nrm is not None
+            a, b = self.offsets[i], self.offsets[i + 1]
+            pos[:, a:b] = p
+            nrm[:, a:b] = n
+        assert pos is not None and nrm is not None
+        return pos, nrm
+
+
+def _progress(total: int, enabled: bool, label: str) -> Any:
+    """A tqdm bar on stderr (frames done, frames/s), or None when off or tqdm is missing."""
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    try:  # a terminal that reports a size of 0 (e.g. a bare pty) would hide the bar
+        size = os.get_terminal_size(sys.stderr.fileno())
+        ncols, nrows = size.columns or 80, size.lines or 24
+    except (OSError, ValueError):
+        ncols, nrows = 80, 24
+    return tqdm(total=total, unit="frame", desc=label, file=sys.stderr, ncols=ncols, nrows=nrows)
+
+
+def _run(
+    scene: GltfScene | str | Path,
+    *,
+    animation: int | str | None,
+    fps: float,
+    method: str,
+    start: float | None,
+    end: float | None,
+    device: Device | None,
+    progress: bool,
+    sink: Callable[[_Frames, NDArray, tuple[NDArray, NDArray]], Callable[[NDArray, NDArray], None]],
+) -> tuple[_Frames, NDArray[np.float64], str]:
+    """Bake, handing each batch of frames to what ``sink(frames, times, rest)`` returns."""
+    if not isinstance(scene, (str, Path)):
+        gltf = scene
+    else:
+        from .gltf import load_gltf
+
+        gltf = load_gltf(scene)
+    index, name = _animation(gltf, animation)
+    try:
+        fps = float(fps)
+        start = 0.0 if start is None else float(start)
+        if end is None:
+            end = max(start, gltf.animations[index].duration if index is not None else start)
+        end = float(end)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"fps, start and end must be numbers: {exc}") from None
+    times = frame_times(start, end, fps)
+    own = device is None
+    dev = Device() if device is None else device
+    try:
+        frames = _Frames(gltf, method, dev)
+        try:
+            rest = frames.pose(None, np.zeros(1))
+            put = sink(frames, times, (rest[0][0], rest[1][0]))
+            step = _batch_frames(frames.vertex_count, len(times))
+            bar = _progress(len(times), progress, f"{gltf.path.name} {name}")
+            try:
+                for i in range(0, len(times), step):  # over batches of frames
+                    batch = times[i : i + step]
+                    put(*frames.pose(index, batch))
+                    if bar is not None:
+                        bar.update(len(batch))
+            finally:
+                if bar is not None:
+                    bar.close()
+        finally:
+            frames.close()
+    finally:
+        if own:
+            dev.close()
+    return frames, times, name
+
+
+def bake(
+    scene: GltfScene | str | Path,
+    *,
+    animation: int | str | None = 0,
+    fps: float = 30.0,
+    method: str = "dqs",
+    start: float | None = None,
+    end: float | None = None,
+    device: Device | None = None,
+    progress: bool = False,
+) -> Bake:
+    """Bake ``animation`` of ``scene`` at ``fps`` frames per second into memory.
+
+    Parameters
+    ----------
+    scene : GltfScene, or the path of a glTF file
+    animation : int, str or None
+        Index or name; None (or ``"rest"``) for the rest pose.
+    fps : float
+        Frames per second, within (0, 1000].
+    method : str
+        A :class:`~vkdqs.Skinner` method ("dqs", "dqs_scale", "lbs", ...).
+    start, end : float, optional
+        Seconds, >= 0; default the whole animation (0 to its duration). Frames are at
+        ``start + i / fps`` up to ``end``.
+    device : Device, optional
+        Default: a Device of its own, closed afterwards.
+    progress : bool
+        Show a progress bar on stderr (needs tqdm).
+
+    Returns
+    -------
+    Bake
+
+    Raises
+    ------
+    InputError
+        An unknown animation or method, a bad fps or range, joint matrices the method cannot
+        take (e.g. a mirroring joint for DQS).
+    LimitError
+        More than :data:`MAX_FRAMES` frames.
+    """
+    out: dict[str, Any] = {}
+
+    def sink(frames: _Frames, times: NDArray, rest: tuple[NDArray, NDArray]):
+        shape = (len(times), frames.vertex_count, 3)
+        out.update(rest=rest, positions=np.empty(shape, np.float32), done=0)
+        out["normals"] = np.empty(shape, np.float32)
+
+        def put(p: NDArray, n: NDArray) -> None:  # filled in place: no copy of the whole bake
+            i = out["done"]
+            out["positions"][i : i + len(p)] = p
+            out["normals"][i : i + len(p)] = n
+            out["done"] = i + len(p)
+
+        return put
+
+    frames, times, name = _run(
+        scene,
+        animation=animation,
+        fps=fps,
+        method=method,
+        start=start,
+        end=end,
+        device=device,
+        progress=progress,
+        sink=sink,
+    )
+    return Bake(
+        times,
+        out["positions"],
+        out["normals"],
+        frames.faces,
+        *out["rest"],
+        float(fps),
+        method,
+        name,
+    )
+
+
+def bake_to_file(
+    scene: GltfScene | str | Path,
+    path: str | Path,
+    *,
+    animation: int | str | None = 0,
+    fps: float = 30.0,
+    method: str = "dqs",
+    start: float | None = None,
+    end: float | None = None,
+    device: Device | None = None,
+    progress: bool = False,
+) -> BakeInfo:
+    """Bake like :func:`bake`, streaming the frames into ``path`` (``.npz``, ``.glb``,
+    ``.usd``, ``.usda``, ``.usdc``) one batch at a time.
+
+    The file appears only when complete (it is written under a temporary name next to it and
+    renamed). Raises what :func:`bake` raises, and :class:`~vkdqs.CapabilityError` for USD
+    without usd-core, :class:`~vkdqs.LimitError` for a ``.glb`` past 4 GiB.
+    """
+    path = _check_path(path)
+    if not path.parent.is_dir():
+        raise InputError(f"{path}: the folder {str(path.parent)!r} does not exist; create it first")
+    if path.suffix.lower() != ".npz" and path.suffix.lower() != ".glb":
+        _import_pxr()  # fail before baking
+    t0 = _time.perf_counter()
+    writers: list[_Writer] = []
+
+    def sink(frames: _Frames, times: NDArray, rest: tuple[NDArray, NDArray]):
+        writers.append(_open_writer(path, times, frames.faces, rest[0], rest[1], float(fps)))
+        return writers[0].write
+
+    try:
+        frames, times, name = _run(
+            scene,
+            animation=animation,
+            fps=fps,
+            method=method,
+            start=start,
+            end=end,
+            device=device,
+            progress=progress,
+            sink=sink,
+        )
+        writers[0].finish()
+    except BaseException:
+        for w in writers:
+            w.abort()
+        raise
+    return BakeInfo(
+        path,
+        len(times),
+        frames.vertex_count,
+        len(frames.faces),
+        float(fps),
+        method,
+        name,
+        _time.perf_counter() - t0,
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# writers
+# ------------------------------------------------------------------------------------------------
+
+
+class _Writer(Protocol):
+    def write(self, positions: NDArray, normals: NDArray) -> None: ...
+
+    def finish(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+def _partial(path: Path) -> Path:
+    """A temporary name next to ``path`` with the same extension (USD picks its format by it)."""
+    return path.with_name(f".{path.stem}.partial-{os.getpid()}{path.suffix}")
+
+
+def _bytes(a: NDArray, dtype: str = "<f4") -> memoryview:
+    return memoryview(np.ascontiguousarray(a, dtype=dtype)).cast("B")
+
+
+def _open_writer(
+    path: Path,
+    times: NDArray,
+    faces: NDArray,
+    rest_positions: NDArray,
+    rest_normals: NDArray,
+    fps: float,
+) -> _Writer:
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        return _NpzWriter(path, times, faces, len(rest_positions))
+    if suffix == ".glb":
+        return _GlbWriter(path, times, faces, rest_positions, rest_normals)
+    return _UsdWriter(path, times, faces, fps)
+
+
+def _npy_header(f: IO[bytes], shape: tuple[int, ...], descr: str = "<f4") -> None:
+    np.lib.format.write_array_header_2_0(
+        f, {"descr": descr, "fortran_order": False, "shape": shape}
+    )
+
+
+class _NpzWriter:
+    """An uncompressed .npz written frame batch by frame batch."""
+
+    def __init__(self, path: Path, times: NDArray, faces: NDArray, vertices: int) -> None:
+        self.path, self.tmp = path, _partial(path)
+        self.zip = zipfile.ZipFile(self.tmp, "w", zipfile.ZIP_STORED, allowZip64=True)
+        self.normals: IO[bytes] | None = None
+        try:
+            for name, arr in (("times", np.asarray(times, np.float64)), ("faces", faces)):
+                with self.zip.open(f"{name}.npy", "w", force_zip64=True) as f:
+                    np.lib.format.write_array(f, np.ascontiguousarray(arr))
+            shape = (len(times), vertices, 3)
+            self.positions = self.zip.open("positions.npy", "w", force_zip64=True)
+            _npy_header(self.positions, shape)
+            self.normals = tempfile.TemporaryFile(dir=path.parent)
+            _npy_header(self.normals, shape)
+        except BaseException:
+            self.abort()
+            raise
+
+    def write(self, positions: NDArray, normals: NDArray) -> None:
+        self.positions.write(_bytes(positions))
+        assert self.normals is not None
+        self.normals.write(_bytes(normals))
+
+    def finish(self) -> None:
+        self.positions.close()
+        assert self.normals is not None
+        self.normals.seek(0)
+        with self.zip.open("normals.npy", "w", force_zip64=True) as f:
+            shutil.copyfileobj(self.normals, f, _COPY_CHUNK)
+        self.normals.close()
+        self.zip.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        try:
+            if self.normals is not None:
+                self.normals.close()
+            self.zip.close()
+        except Exception:  # already broken: only clean up
+            pass
+        self.tmp.unlink(missing_ok=True)
+
+
+class _GlbWriter:
+    """The rest mesh, one morph target per frame, a one-hot LINEAR weights animation."""
+
+    def __init__(
+        self, path: Path, times: NDArray, faces: NDArray, rest_p: NDArray, rest_n: NDArray
+    ) -> None:
+        self.path, self.tmp = path, _partial(path)
+        self.times = np.asarray(times, np.float32)
+        if len(self.times) > 1 and not np.all(np.diff(self.times) > 0):
+            raise InputError(
+                "frame times are too close together for glTF's float32 times; "
+                "lower the fps or bake an earlier time range"
+            )
+        self.faces = np.ascontiguousarray(faces, np.uint32)
+        self.rest_p = np.ascontiguousarray(rest_p, np.float32)
+        self.rest_n = np.ascontiguousarray(rest_n, np.float32)
+        f, v = len(self.times), len(self.rest_p)
+        self.frame_bytes = 24 * v
+        self.head = [self.rest_p.nbytes, self.rest_n.nbytes, self.faces.nbytes, 4 * f, 4 * f * f]
+        self.bin_bytes = sum(self.head) + f * self.frame_bytes
+        json_estimate = 400 * f + 4096
+        if 28 + json_estimate + self.bin_bytes > 2**32 - 1:
+            raise LimitError(
+                f"{f} frames of {v} vertices make a .glb of about "
+                f"{(self.bin_bytes + json_estimate) / 2**30:.1f} GiB, past GLB's 4 GiB; "
+                "bake fewer frames or write .npz or .usdc"
+            )
+        self.lo = np.empty((f, 3), np.float32)
+        self.hi = np.empty((f, 3), np.float32)
+        self.done = 0
+        self.deltas = tempfile.TemporaryFile(dir=path.parent)
+
+    def write(self, positions: NDArray, normals: NDArray) -> None:
+        d_p = positions - self.rest_p
+        d_n = normals - self.rest_n
+        i = self.done
+        self.lo[i : i + len(d_p)] = d_p.min(axis=1)
+        self.hi[i : i + len(d_p)] = d_p.max(axis=1)
+        self.done += len(d_p)
+        for k in range(len(d_p)):  # over frames: position deltas, then normal deltas
+            self.deltas.write(_bytes(d_p[k]))
+            self.deltas.write(_bytes(d_n[k]))
+
+    def _document(self) -> dict:
+        f, v = len(self.times), len(self.rest_p)
+        views = []
+        offset = 0
+        for size, target in zip(
+            [*self.head, f * self.frame_bytes],
+            [34962, 34962, 34963, None, None, 34962],
+            strict=True,
+        ):
+            view = {"buffer": 0, "byteOffset": offset, "byteLength": size}
+            if target is not None:
+                view["target"] = target
+            views.append(view)
+            offset += size
+        # every target's accessors share the last view: glTF then wants its stride spelled out
+        views[-1]["byteStride"] = 12
+        accessors: list[dict[str, Any]] = [
+            {
+                "bufferView": 0,
+                "componentType": 5126,
+                "count": v,
+                "type": "VEC3",
+                "min": self.rest_p.min(axis=0).tolist(),
+                "max": self.rest_p.max(axis=0).tolist(),
+            },
+            {"bufferView": 1, "componentType": 5126, "count": v, "type": "VEC3"},
+            {"bufferView": 2, "componentType": 5125, "count": self.faces.size, "type": "SCALAR"},
+            {
+                "bufferView": 3,
+                "componentType": 5126,
+                "count": f,
+                "type": "SCALAR",
+                "min": [float(self.times[0])],
+                "max": [float(self.times[-1])],
+            },
+            {"bufferView": 4, "componentType": 5126, "count": f * f, "type": "SCALAR"},
+        ]
+        targets = []
+        for i in range(f):  # over frames: two accessors each
+            base = i * self.frame_bytes
+            targets.append({"POSITION": len(accessors), "NORMAL": len(accessors) + 1})
+            accessors.append(
+                {
+                    "bufferView": 5,
+                    "byteOffset": base,
+                    "componentType": 5126,
+                    "count": v,
+                    "type": "VEC3",
+                    "min": self.lo[i].tolist(),
+                    "max": self.hi[i].tolist(),
+                }
+            )
+            accessors.append(
+                {
+                    "bufferView": 5,
+                    "byteOffset": base + 12 * v,
+                    "componentType": 5126,
+                    "count": v,
+                    "type": "VEC3",
+                }
+            )
+        names = [f"frame {i} ({t:.6g} s)" for i, t in enumerate(self.times.tolist())]
+        return {
+            "asset": {"version": "2.0", "generator": "vkdqs bake"},
+            "scene": 0,
+            "scenes": [{"nodes": [0]}],
+            "nodes": [{"name": "bake", "mesh": 0}],
+            "meshes": [
+                {
+                    "name": "bake",
+                    "primitives": [
+                        {
+                            "attributes": {"POSITION": 0, "NORMAL": 1},
+                            "indices": 2,
+                            "mode": 4,
+                            "targets": targets,
+                        }
+                    ],
+                    "weights": [0.0] * f,
+                    "extras": {"targetNames": names},
+                }
+            ],
+            "animations": [
+                {
+                    "name": "bake",
+                    "channels": [{"sampler": 0, "target": {"node": 0, "path": "weights"}}],
+                    "samplers": [{"input": 3, "output": 4, "interpolation": "LINEAR"}],
+                }
+            ],
+            "buffers": [{"byteLength": self.bin_bytes}],
+            "bufferViews": views,
+            "accessors": accessors,
+        }
+
+    def finish(self) -> None:
+        f = len(self.times)
+        text = json.dumps(self._document(), separators=(",", ":")).encode()
+        text += b" " * (-len(text) % 4)
+        total = 12 + 8 + len(text) + 8 + self.bin_bytes
+        if total > 2**32 - 1:
+            raise LimitError(f"the .glb would be {total} bytes, past GLB's 4 GiB; write .npz")
+        with open(self.tmp, "wb") as out:
+            out.write(struct.pack("<III", 0x46546C67, 2, total))
+            out.write(struct.pack("<II", len(text), 0x4E4F534A) + text)
+            out.write(struct.pack("<II", self.bin_bytes, 0x004E4942))
+            for arr in (self.rest_p, self.rest_n, self.faces):
+                out.write(_bytes(arr, arr.dtype.newbyteorder("<").str))
+            out.write(_bytes(self.times))
+            rows = max(1, _COPY_CHUNK // (4 * f))
+            for r in range(0, f, rows):  # the one-hot weights, a block of rows at a time
+                block = np.zeros((min(rows, f - r), f), np.float32)
+                block[np.arange(len(block)), r + np.arange(len(block))] = 1.0
+                out.write(_bytes(block))
+            self.deltas.seek(0)
+            shutil.copyfileobj(self.deltas, out, _COPY_CHUNK)
+        self.deltas.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        self.deltas.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+def _import_pxr() -> Any:
+    try:
+        from pxr import Usd, UsdGeom, Vt
+    except ImportError as exc:
+        raise CapabilityError(f"{_USD_HINT} ({exc})") from None
+    return Usd, UsdGeom, Vt
+
+
+class _UsdWriter:
+    """A UsdGeom.Mesh at /Bake/Mesh with time-sampled points, normals and extent."""
+
+    def __init__(self, path: Path, times: NDArray, faces: NDArray, fps: float) -> None:
+        Usd, UsdGeom, Vt = _import_pxr()
+        self.Usd, self.Vt = Usd, Vt
+        self.path, self.tmp = path, _partial(path)
+        self.tmp.unlink(missing_ok=True)
+        self.codes = (np.asarray(times, np.float64) * fps).tolist()
+        self.done = 0
+        stage = self.stage = Usd.Stage.CreateNew(str(self.tmp))
+        stage.SetTimeCodesPerSecond(fps)
+        stage.SetFramesPerSecond(fps)
+        stage.SetStartTimeCode(self.codes[0])
+        stage.SetEndTimeCode(self.codes[-1])
+        UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.y)  # glTF is +y up, in metres
+        UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+        root = UsdGeom.Xform.Define(stage, "/Bake")
+        stage.SetDefaultPrim(root.GetPrim())
+        mesh = UsdGeom.Mesh.Define(stage, "/Bake/Mesh")
+        mesh.CreateSubdivisionSchemeAttr(UsdGeom.Tokens.none)
+        faces = np.ascontiguousarray(faces, np.int32)
+        mesh.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(faces), 3, np.int32)))
+        mesh.CreateFaceVertexIndicesAttr(Vt.IntArray.FromNumpy(faces.reshape(-1)))
+        mesh.SetNormalsInterpolation(UsdGeom.Tokens.vertex)
+        self.points = mesh.CreatePointsAttr()
+        self.normals = mesh.CreateNormalsAttr()
+        self.extent = mesh.CreateExtentAttr()
+
+    def write(self, positions: NDArray, normals: NDArray) -> None:
+        Vt, Usd = self.Vt, self.Usd
+        lo, hi = positions.min(axis=1), positions.max(axis=1)
+        for k in range(len(positions)):  # over frames: one time sample each
+            code = Usd.TimeCode(self.codes[self.done + k])
+            self.points.Set(Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(positions[k])), code)
+            self.normals.Set(Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(normals[k])), code)
+            self.extent.Set(Vt.Vec3fArray.FromNumpy(np.stack([lo[k], hi[k]])), code)
+        self.done += len(positions)
+
+    def finish(self) -> None:
+        self.stage.GetRootLayer().Save()
+        self.stage = None
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        self.stage = None
+        self.tmp.unlink(missing_ok=True)
