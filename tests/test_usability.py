@@ -55,7 +55,12 @@ def test_skinning_matrices_default_to_the_first_animation(tmp_path):
 def test_mesh_without_normals_computes_them_from_the_triangles():
     tube = procedural.tube(500, bone_count=4)
     mesh = vkdqs.SkinnedMesh(tube.positions, None, tube.joints, tube.weights, tube.indices)
-    expected = vertex_normals(tube.positions, tube.indices)
+    tri = tube.positions[tube.indices.reshape(-1, 3)]
+    face = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])  # length: twice the area
+    expected = np.zeros_like(tube.positions)
+    for corner in range(3):
+        np.add.at(expected, tube.indices.reshape(-1, 3)[:, corner], face)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
     np.testing.assert_allclose(mesh.normals, expected, atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(mesh.normals, axis=1), 1.0, atol=1e-6)
     # on a smooth tube they agree with the analytic normals away from the open ends
@@ -152,3 +157,17 @@ def test_cli_commands_are_plain_functions(tmp_path, device, capsys):
     assert cli.render(out, twist=45.0, size=(40, 30), samples=1) == 0
     assert read_png(out).shape == (30, 40, 4)
     assert f"wrote {out} (40x30, " in capsys.readouterr().out
+
+
+def test_computed_normals_are_area_weighted():
+    """A vertex shared by a big triangle facing +z and a small one facing -x: area weighting
+    leans to +z; angle weighting (the glTF loader's) would give both their right angles."""
+    p = np.array([[0, 0, 0], [10, 0, 0], [0, 10, 0], [0, 0, -1], [0, 1, 0]], dtype=np.float64)
+    idx = np.array([0, 1, 2, 0, 4, 3], dtype=np.uint32)
+    joints = np.zeros((5, 1), np.int32)
+    mesh = vkdqs.SkinnedMesh(p, None, joints, np.ones((5, 1)), idx)
+    n0 = mesh.normals[0]
+    want = np.array([-1.0, 0.0, 100.0]) / np.linalg.norm([-1.0, 0.0, 100.0])
+    np.testing.assert_allclose(n0, want, atol=1e-6)
+    angle = vertex_normals(p, idx)[0]
+    assert abs(abs(angle[0]) - angle[2]) < 1e-9  # equal right angles: equal weights

@@ -1,4 +1,5 @@
-"""Triangle-mesh geometry in numpy (no Vulkan, no glTF): angle-weighted smooth vertex normals.
+"""Triangle-mesh geometry in numpy (no Vulkan, no glTF): smooth vertex normals, angle- or
+area-weighted.
 
 Used by :class:`vkdqs.SkinnedMesh` when normals are omitted and by the glTF loader for primitives
 without ``NORMAL``.
@@ -12,11 +13,15 @@ from numpy.typing import ArrayLike, NDArray
 __all__ = ["vertex_normals"]
 
 
-def vertex_normals(positions: ArrayLike, indices: ArrayLike, /) -> NDArray[np.float64]:
-    """Angle-weighted smooth vertex normals.
+def vertex_normals(
+    positions: ArrayLike, indices: ArrayLike, /, *, weighting: str = "angle"
+) -> NDArray[np.float64]:
+    """Smooth vertex normals.
 
-    Each triangle adds its unit normal times its corner angle to each of its three vertices
-    (Thürmer & Wüthrich), which does not depend on how a surface is triangulated.
+    ``weighting="angle"``: each triangle adds its unit normal times its corner angle to each of
+    its three vertices (Thürmer & Wüthrich), which does not depend on how a surface is
+    triangulated (the glTF loader's choice). ``"area"``: each adds its normal times its area, the
+    classic choice of modelling tools (what :class:`vkdqs.SkinnedMesh` computes).
 
     Parameters
     ----------
@@ -30,11 +35,14 @@ def vertex_normals(positions: ArrayLike, indices: ArrayLike, /) -> NDArray[np.fl
         Unit normals. Vertices used by no triangle of non-zero area get ``(0, 0, 1)`` (they
         draw nothing, but SkinnedMesh needs a unit normal everywhere).
     """
+    if weighting not in ("angle", "area"):
+        raise ValueError(f"weighting must be 'angle' or 'area', got {weighting!r}")
+    area = weighting == "area"
     p = np.asarray(positions, dtype=np.float64)
     tri = np.asarray(indices, dtype=np.int64).reshape(-1, 3)
     n = len(p)
     if len(tri) <= _CHUNK:
-        acc = _corner_sums(p, tri, n)
+        acc = _corner_sums(p, tri, n, area=area)
     else:
         # A pass's temporaries are about 400 bytes per triangle: take the triangles in chunks,
         # each summed over the vertices it touches only, so memory stays bounded however many
@@ -43,7 +51,7 @@ def vertex_normals(positions: ArrayLike, indices: ArrayLike, /) -> NDArray[np.fl
         for start in range(0, len(tri), _CHUNK):
             part = tri[start : start + _CHUNK]
             touched, local = np.unique(part, return_inverse=True)
-            acc[touched] += _corner_sums(p, local.reshape(-1, 3), len(touched), part)
+            acc[touched] += _corner_sums(p, local.reshape(-1, 3), len(touched), part, area=area)
     norm = np.linalg.norm(acc, axis=1, keepdims=True)
     out = acc / np.where(norm > 1e-12, norm, 1.0)
     out[norm[:, 0] <= 1e-12] = (0.0, 0.0, 1.0)
@@ -55,9 +63,15 @@ _CHUNK = 1 << 16
 
 
 def _corner_sums(
-    p: NDArray[np.float64], tri: NDArray[np.int64], n: int, corners_of: NDArray | None = None
+    p: NDArray[np.float64],
+    tri: NDArray[np.int64],
+    n: int,
+    corners_of: NDArray | None = None,
+    *,
+    area: bool = False,
 ) -> NDArray[np.float64]:
-    """Sum over triangles of unit face normal times corner angle, per vertex: ``[n, 3]``.
+    """Sum over triangles of unit face normal times corner angle (or, with ``area``, of the face
+    normal scaled by twice the triangle's area), per vertex: ``[n, 3]``.
 
     ``tri`` indexes the ``n`` output rows; the corners' positions are ``p[corners_of]``
     (``p[tri]`` when None).
@@ -67,6 +81,11 @@ def _corner_sums(
     nxt = np.roll(corners, -1, axis=1) - corners
     prv = np.roll(corners, 1, axis=1) - corners
     face = np.cross(nxt[:, 0], prv[:, 0])
+    if area:
+        contrib = np.repeat(face[:, None, :], 3, axis=1)  # |face| = twice the area
+        flat = contrib.reshape(-1, 3)
+        idx = tri.reshape(-1)
+        return np.stack([np.bincount(idx, weights=flat[:, c], minlength=n) for c in range(3)], 1)
     length = np.linalg.norm(face, axis=1, keepdims=True)
     unit = face / np.where(length > 0, length, 1.0)
     angle = np.arctan2(

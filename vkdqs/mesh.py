@@ -94,7 +94,7 @@ class SkinnedMesh:
     positions : array_like, [N, 3]
         Rest positions; finite. ``N >= 1``.
     normals : array_like, [N, 3], or None
-        Rest normals; finite and non-zero (normalized here). None computes smooth, angle-weighted
+        Rest normals; finite and non-zero (normalized here). None computes smooth, area-weighted
         normals from the triangles (:func:`vkdqs.geometry.vertex_normals`; a vertex on no
         triangle of non-zero area gets ``(0, 0, 1)``), which needs ``indices``.
     joints : array_like of int, [N, K] or [N]
@@ -169,7 +169,7 @@ class SkinnedMesh:
                     "normals is None and there are no indices: pass (N, 3) normals, or triangle "
                     "indices to compute smooth normals from"
                 )
-            normals = vertex_normals(pos, tri)
+            normals = vertex_normals(pos, tri, weighting="area")
         nrm = _real_array(normals, "normals")
         if nrm.ndim != 2 or nrm.shape[1] != 3:
             raise InputError(f"normals must have shape (N, 3), got {_describe(nrm)}")
