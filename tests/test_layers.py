@@ -22,6 +22,7 @@ LAYERS = {
     "camera": 1,
     "png": 1,
     "shader_interface": 1,
+    "methods": 1,
     "gltf.": 1,
     "gpu.": 2,
     "skinner": 3,

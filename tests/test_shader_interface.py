@@ -54,6 +54,7 @@ from vkdqs.shader_interface import (
     RENDER_BINDINGS,
     SAMPLE_COUNTS,
     SCALE_STRIDE,
+    SECOND_BLOCK_METHODS,
     VARIANTS,
     DescriptorType,
     Format,
@@ -134,7 +135,7 @@ def check_texel_formats(v: Variant, mod: Module) -> list[str]:
     if v.kind != "compute":
         return []
     ds, problems = set0(mod), []
-    want = [(m.binding, m.texel_format) for m in mesh_inputs(v.slots)]
+    want = [(m.binding, m.texel_format) for m in mesh_inputs(v.slots, v.method)]
     for n, fmt in [*want, (COMPUTE_OUT, COMPUTE_OUT_FORMAT)]:
         if n not in ds:
             problems.append(f"texel buffer binding {n} is not in the module")
@@ -150,7 +151,7 @@ def check_bone_blocks(v: Variant, mod: Module) -> list[str]:
     if v.method == "none":
         return []
     want = {BONES: BONE_STRIDE[v.method]}
-    if v.method == "dqs_scale":
+    if v.method in SECOND_BLOCK_METHODS:
         want[BONE_SCALES] = SCALE_STRIDE
     ds, problems = set0(mod), []
     for n, stride in want.items():
@@ -173,7 +174,7 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
     """
     if v.kind not in ("render", "readback"):
         return []
-    host = {m.location: m for m in mesh_inputs(v.slots)}
+    host = {m.location: m for m in mesh_inputs(v.slots, v.method)}
     shader, problems = mod.inputs(), []
     for loc, got in sorted(shader.items()):
         m = host.get(loc)

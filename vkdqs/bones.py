@@ -8,6 +8,10 @@ Pure numpy (no Vulkan). One pose is ``(B, ...)``; a batch of poses is ``(P, B, .
   part and a scale/shear part (:func:`vkdqs.dq.decompose_skinning_matrices`) for two-phase DQS,
   unless ``allow_scale=False``, which rejects them naming the bone; reflections are always
   rejected.
+* "blend" bones: both of the above for the same rigid transforms: the DQs in the bone block and
+  the matrix rows in the second block (``PackedPose.scales``), from ``(B, 4, 4)`` or
+  ``(B, 3, 4)`` rigid matrices or ``(B, 2, 4)`` dual quaternions. Scale/shear is rejected,
+  naming the bone.
 * LBS bones (``mat3x4 bones[]``, 12 floats: the three rows of the affine matrix): ``(B, 3, 4)``
   or ``(B, 4, 4)`` affine matrices (bottom row must be 0, 0, 0, 1), or ``(B, 2, 4)`` dual
   quaternions, converted.
@@ -116,7 +120,8 @@ class PackedPose:
     """A validated pose in shader layout.
 
     ``variant`` is the skinning variant it needs: ``"dqs"``, ``"dqs_scale"`` (then ``scales``
-    holds ``([P,] B, 3, 4)`` float32 ``[S | 0]`` rows) or ``"lbs"``.
+    holds ``([P,] B, 3, 4)`` float32 ``[S | 0]`` rows), ``"lbs"``, or ``"blend"`` (then
+    ``scales`` holds the whole ``[A | t]`` rows: the shaders' second bone block).
     """
 
     variant: str
@@ -127,12 +132,15 @@ class PackedPose:
 def pack_pose(
     bones: object, bone_count: int, method: str, *, batched: bool = False, allow_scale: bool = True
 ) -> PackedPose:
-    """Validate and pack a pose for ``method`` ("dqs", "dqs_scale" or "lbs").
+    """Validate and pack a pose for ``method`` ("dqs", "dqs_scale", "lbs" or "blend").
 
     "dqs" uses two-phase DQS only when some matrix has scale/shear; "dqs_scale" always does.
     """
     if method == "lbs":
         return PackedPose("lbs", pack_lbs(bones, bone_count, batched=batched))
+    if method in RIGID_PAIR_METHODS:
+        dqs, rows = pack_rigid_pair(bones, bone_count, method, batched=batched)
+        return PackedPose(method, dqs, rows)
     arr = _as_bones(bones, bone_count, batched, ((2, 4), (4, 4)))
     if method == "dqs_scale" and arr.shape[-2] == 2:
         dqs = pack_dqs(arr, bone_count, batched=batched)
@@ -151,6 +159,46 @@ def pack_pose(
         np.ascontiguousarray(dqs, dtype=np.float32),
         np.ascontiguousarray(scales, dtype=np.float32),
     )
+
+
+#: Methods whose pose is a DQ block plus a block of the same bones' [A | t] rows.
+RIGID_PAIR_METHODS = ("blend",)
+
+
+def pack_rigid_pair(
+    bones: object, bone_count: int, method: str, *, batched: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rigid bones as float32 ``([P,] B, 2, 4)`` unit DQs and ``([P,] B, 3, 4)`` matrix rows."""
+    arr = _as_bones(bones, bone_count, batched, ((2, 4), (3, 4), (4, 4)))
+    if arr.shape[-2] == 2:
+        dqs = pack_dqs(arr, bone_count, batched=batched)
+        rows = dq.to_matrices(dqs.astype(np.float64))[..., :3, :]
+        return dqs, np.ascontiguousarray(rows, dtype=np.float32)
+    _check_magnitude(arr[..., :3, :], batched, "a matrix entry")
+    full = np.zeros((*arr.shape[:-2], 4, 4))
+    full[..., :3, :] = arr[..., :3, :]
+    full[..., 3, 3] = 1.0
+    if arr.shape[-2] == 4:
+        bad = dq.bottom_row_error(arr) > dq.AFFINE_ATOL
+        if bad.any():
+            index = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise InputError(
+                f"{_where(index, batched)}: not an affine matrix, bottom row is "
+                f"{arr[index][3].tolist()} (expected [0, 0, 0, 1])"
+            )
+    scaled = dq.has_scale(full, atol=dq.AFFINE_ATOL)
+    if scaled.any():
+        index = tuple(int(i) for i in np.argwhere(scaled)[0])
+        raise InputError(
+            f"{_where(index, batched)}: method {method!r} needs rigid bone matrices, this one has "
+            "scale or shear"
+        )
+    try:
+        dqs = dq.from_matrices(full)
+    except InputError as exc:
+        raise InputError(f"{method} bones: {exc}") from None
+    rows = np.ascontiguousarray(full[..., :3, :], dtype=np.float32)
+    return np.ascontiguousarray(dqs, dtype=np.float32), rows
 
 
 def pack_lbs(bones: object, bone_count: int, *, batched: bool = False) -> np.ndarray:

@@ -30,7 +30,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .gltf import GltfScene
 
-from .errors import VkdqsError
+from .errors import InputError, VkdqsError
 
 _ANIMATION_HELP = "model: animation index or name, or 'rest' (default: the first animation)"
 #: Each side of --size, in pixels (Vulkan guarantees 4096 for images; desktop GPUs take 16384).
@@ -250,6 +250,22 @@ def info(args: argparse.Namespace) -> int:
     return 0
 
 
+_METHOD_HELP = (
+    "what to draw side by side: lbs, dqs, blend (per-vertex LBS/DQS blend), several joined "
+    "by commas (lbs,dqs,blend), both (lbs,dqs; the default) or all"
+)
+
+
+def _methods(text: str) -> str:
+    from .methods import parse_methods
+
+    try:
+        parse_methods(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="vkdqs", description="Dual quaternion skinning on Vulkan")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -264,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("view", help="the viewer: LBS and DQS side by side in a window")
     _add_model(p, optional=True)
-    p.add_argument("--method", choices=("dqs", "lbs", "both"), default="both")
+    p.add_argument("--method", type=_methods, default="both", help=_METHOD_HELP)
     p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
     p.add_argument(
         "--size", type=_size, default=(1280, 720), help=f"window size WxH, each 1...{MAX_SIZE}"
@@ -285,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         "--time", type=_time, default=0.0, help="model: animation time in seconds (default 0)"
     )
     p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
-    p.add_argument("--method", choices=("dqs", "lbs", "both"), default="both")
+    p.add_argument("--method", type=_methods, default="both", help=_METHOD_HELP)
     p.add_argument(
         "--size", type=_size, default=(960, 540), help=f"image size WxH, each 1...{MAX_SIZE}"
     )

@@ -47,6 +47,7 @@ __all__ = [
     "quat_rotate",
     "quat_to_matrix",
     "random_rigid",
+    "skin_blend",
     "skin_dqs",
     "skin_dqs_scaled",
     "skin_lbs",
@@ -910,3 +911,64 @@ def skin_lbs(
     use_rest_n = at_rest | degenerate
     out_n[use_rest_n] = rest_n[use_rest_n]
     return out_p, out_n
+
+
+def _rigid_bone_inputs(bone_matrices: ArrayLike, name: str) -> tuple[NDArray, NDArray]:
+    """(B, 3, 4) affine rows and (B, 2, 4) dual quaternions of rigid skinning matrices (or DQs)."""
+    mats = _as_float(bone_matrices, name)
+    if mats.ndim != 3 or mats.shape[1:] not in ((2, 4), (3, 4), (4, 4)):
+        raise InputError(
+            f"{name} must have shape (B, 4, 4) or (B, 3, 4) rigid matrices or (B, 2, 4) dual "
+            f"quaternions, got shape {mats.shape}"
+        )
+    if mats.shape[1] == 2:
+        dqs = normalize(mats)
+        return to_matrices(dqs)[:, :3, :], dqs
+    full = np.zeros((mats.shape[0], 4, 4))
+    full[:, :3, :] = mats[:, :3, :]
+    full[:, 3, 3] = 1.0
+    return full[:, :3, :], from_matrices(full)
+
+
+def _blend_normals(a: NDArray, b: NDArray, t: NDArray) -> NDArray:
+    """normalize((1 - t) a + t b) for unit a, b; b where the blend is shorter than LBS_EPS."""
+    mixed = a + (b - a) * t[:, None]  # GLSL mix()
+    out, short = _safe_normalize(mixed, LBS_EPS)
+    out[short] = b[short]
+    return out
+
+
+def skin_blend(
+    positions: ArrayLike,
+    normals: ArrayLike,
+    joints: ArrayLike,
+    weights: ArrayLike,
+    bone_matrices: ArrayLike,
+    dqs_blend: ArrayLike,
+    /,
+    *,
+    dtype: DTypeLike = np.float64,
+) -> tuple[NDArray, NDArray]:
+    """Per-vertex blend of LBS and DQS ("weight blended" skinning), as the GPU computes it.
+
+    ``p' = (1 - b) p_LBS + b p_DQS`` with ``b = dqs_blend[i]`` in [0, 1]; the normal is
+    ``normalize((1 - b) n_LBS + b n_DQS)`` (the DQS normal where that blend is shorter than
+    1e-6). ``p_LBS`` is :func:`skin_lbs` of ``bone_matrices``, ``p_DQS`` :func:`skin_dqs` of
+    the same rigid matrices as dual quaternions.
+
+    Parameters
+    ----------
+    bone_matrices : array_like, [B, 4, 4] or [B, 3, 4] rigid matrices, or [B, 2, 4] unit DQs
+    dqs_blend : array_like, [N]
+        Each vertex's DQS fraction.
+    """
+    p, n, j, w = _check_skin_inputs(positions, normals, joints, weights)
+    mats, dqs = _rigid_bone_inputs(bone_matrices, "bone_matrices")
+    b = _as_float(dqs_blend, "dqs_blend")
+    if b.shape != (p.shape[0],):
+        raise InputError(f"dqs_blend must have shape ({p.shape[0]},), got shape {b.shape}")
+    lp, ln = skin_lbs(p, n, j, w, mats, dtype=dtype)
+    qp, qn = skin_dqs(p, n, j, w, dqs, dtype=dtype)
+    b = b.astype(dtype, copy=False)
+    out_p = lp + (qp - lp) * b[:, None]
+    return out_p, _blend_normals(ln, qn, b)

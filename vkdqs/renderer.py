@@ -50,8 +50,9 @@ from .mesh import SkinnedMesh
 from .targets import RenderTarget
 
 #: "dqs" switches to two-phase DQS for poses with scale; "dqs_scale" always uses it; "none"
-#: draws the rest mesh without skinning (a baseline for measuring what skinning costs).
-METHODS = ("dqs", "dqs_scale", "lbs", "none")
+#: draws the rest mesh without skinning (a baseline for measuring what skinning costs); "blend"
+#: mixes LBS and DQS per vertex by the mesh's ``dqs_blend``.
+METHODS = ("dqs", "dqs_scale", "lbs", "blend", "none")
 #: |det| of a model matrix's 3x3 below which it is singular (scaled to zero): not drawable.
 SINGULAR_DET = 1e-12
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
@@ -96,6 +97,19 @@ class RenderMesh:
         self.label = label
         self.index_count = int(mesh.indices.size)
         self._renderer = weakref.ref(renderer)
+        #: the per-vertex ``aux`` rows (DQS blend values), made for the first "blend" instance
+        self.aux_buffer: Buffer | None = None
+
+    def _ensure_aux(self, renderer: Renderer) -> Buffer:
+        if self.aux_buffer is None:
+            arr = si.aux_array(self.mesh.vertex_count, dqs_blend=self.mesh.dqs_blend)
+            usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
+            buf = renderer._keep(
+                Buffer(renderer.device, arr.nbytes, usage, label=f"{self.label} aux")
+            )
+            buf.write(arr)
+            self.aux_buffer = buf
+        return self.aux_buffer
 
     @property
     def renderer(self) -> Renderer | None:
@@ -320,6 +334,11 @@ class Renderer(ResourceOwner):
             if isinstance(bone_count, bool) or not isinstance(bone_count, (int, np.integer)):
                 raise InputError(f"bone_count must be an int, got {bone_count!r}")
             mesh.mesh.check_joints(bone_count)
+            if method == "blend" and mesh.mesh.dqs_blend is None:
+                raise InputError(
+                    f"method='blend' needs per-vertex DQS blend values; mesh {mesh.label!r} has "
+                    "none (SkinnedMesh(..., dqs_blend=b))"
+                )
             stride = si.BONE_STRIDE.get(method, si.BONE_STRIDE["dqs"])
             max_bones = self.device.info.max_uniform_buffer_range // stride
             if _bone_bucket(bone_count) > max_bones:
@@ -340,6 +359,8 @@ class Renderer(ResourceOwner):
             if c.shape not in ((3,), (4,)) or not np.isfinite(c).all():
                 raise InputError(f"color must have 3 or 4 finite components, got {color!r}")
             inst.color = np.r_[c, 1.0] if c.shape == (3,) else c
+            if method in si.AUX_METHODS:
+                mesh._ensure_aux(self)
             self.instances.append(inst)
             self._layout_stale = True
             return inst
@@ -408,7 +429,7 @@ class Renderer(ResourceOwner):
         variant = inst.variant
         slots = inst.mesh.mesh.slots if variant != "none" else 4
         wire = self.wireframe and self.device.info.fill_mode_non_solid
-        inputs = si.mesh_inputs(slots)
+        inputs = si.mesh_inputs(slots, variant)
         desc = GraphicsPipelineDesc(
             vertex_shader=si.variant_name("render", variant, slots),
             fragment_shader=si.variant_name("fragment", "none"),
@@ -514,6 +535,9 @@ class Renderer(ResourceOwner):
             buffers = [b.handle for b in rm.vertex_buffers]
             if inst.variant == "none":
                 buffers = buffers[: len(si.mesh_inputs(4))]
+            elif inst.variant in si.AUX_METHODS:
+                assert rm.aux_buffer is not None
+                buffers.append(rm.aux_buffer.handle)
             vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
             vk.vkCmdBindIndexBuffer(cmd, rm.index_buffer.handle, 0, vk.VK_INDEX_TYPE_UINT32)
             vk.vkCmdBindDescriptorSets(cmd, graphics, self._layout.handle, 0, 1, [ds], 0, None)

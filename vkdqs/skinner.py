@@ -58,8 +58,9 @@ from .mesh import SkinnedMesh
 
 log = logging.getLogger("vkdqs")
 
-#: "dqs" switches to two-phase DQS when a pose has scale; "dqs_scale" always uses it.
-METHODS = ("dqs", "dqs_scale", "lbs")
+#: "dqs" switches to two-phase DQS when a pose has scale; "dqs_scale" always uses it; "blend"
+#: mixes LBS and DQS per vertex by the mesh's ``dqs_blend``.
+METHODS = ("dqs", "dqs_scale", "lbs", "blend")
 PATHS = ("compute", "vertex")
 LOCAL_SIZE = si.LOCAL_SIZE
 #: Default bound on the bone and output buffers of one ``skin_many`` submission.
@@ -86,13 +87,18 @@ class _Program:
         if kind == "compute":
             desc = ComputePipelineDesc(self.name, spec)
             self.pipeline = s._pipelines.compute(desc, self.layout)
-            texels = [TexelWrite(self.bindings[m.binding], s._views[m.name]) for m in s.inputs]
+            texels = [
+                TexelWrite(self.bindings[m.binding], s._views[m.name])
+                for m in si.mesh_inputs(s.mesh.slots, method)
+            ]
             write_descriptors(dev, self.set, texels)
         else:
             gdesc = GraphicsPipelineDesc(
                 vertex_shader=self.name,
                 fragment_shader=None,
-                vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in s.inputs),
+                vertex_inputs=tuple(
+                    (m.location, int(m.vertex_format)) for m in si.mesh_inputs(s.mesh.slots, method)
+                ),
                 spec=spec[:1],
                 topology=vk.VK_PRIMITIVE_TOPOLOGY_POINT_LIST,
                 rasterizer_discard=True,
@@ -112,9 +118,11 @@ class Skinner(ResourceOwner):
         Up to 8 influences per vertex.
     bone_count : int
         Bones in a pose. Every joint index the mesh uses must be below it.
-    method : {"dqs", "dqs_scale", "lbs"}
+    method : {"dqs", "dqs_scale", "lbs", "blend"}
         ``"dqs"`` uses two-phase DQS for poses with scale/shear (see ``allow_scale``);
         ``"dqs_scale"`` always does (for a rigid pose it equals plain DQS up to rounding).
+        ``"blend"`` computes ``(1 - b) LBS + b DQS`` per vertex with ``b = mesh.dqs_blend``
+        (the mesh must have it); it takes rigid ``(B, 4, 4)`` matrices or ``(B, 2, 4)`` DQs.
     path : {"compute", "vertex"}
     allow_scale : bool
         With DQS, accept matrices with scale/shear (two-phase DQS). False rejects them, naming
@@ -149,7 +157,7 @@ class Skinner(ResourceOwner):
         # One slot per pose: the bone block, then (two-phase DQS) the scale block.
         self._bones_bytes = bone_count * si.BONE_STRIDE[method]
         self._scale_offset = align(self._bones_bytes, alignment)
-        two_phase = method == "dqs_scale" or (method == "dqs" and allow_scale)
+        two_phase = method in si.SECOND_BLOCK_METHODS or (method == "dqs" and allow_scale)
         scale_bytes = bone_count * si.SCALE_STRIDE if two_phase else 0
         self._slot_bytes = align(self._scale_offset + scale_bytes, alignment)
         self._programs: dict[str, _Program] = {}
@@ -176,6 +184,11 @@ class Skinner(ResourceOwner):
         if bone_count < 1:
             raise InputError(f"bone_count must be >= 1, got {bone_count}")
         mesh.check_joints(int(bone_count))
+        if method == "blend" and mesh.dqs_blend is None:
+            raise InputError(
+                "method='blend' needs per-vertex DQS blend values: "
+                "SkinnedMesh(..., dqs_blend=b) with b of shape (N,) in [0, 1]"
+            )
 
     # -- construction -----------------------------------------------------------------------
 
@@ -183,8 +196,10 @@ class Skinner(ResourceOwner):
         dev = self.device
         label = f"skinner {self.method}/{self.path}"
         usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-        self.inputs = si.mesh_inputs(self.mesh.slots)
+        self.inputs = si.mesh_inputs(self.mesh.slots, self.method)
         self.arrays = si.mesh_arrays(self.mesh)
+        if self.method in si.AUX_METHODS:
+            self.arrays["aux"] = si.aux_array(self.vertex_count, dqs_blend=self.mesh.dqs_blend)
         self._mesh_buffers: dict[str, Buffer] = {}
         self._views: dict[str, BufferView] = {}
         for m in self.inputs:

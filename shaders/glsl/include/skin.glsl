@@ -6,6 +6,9 @@
 //   SKIN_DQS_SCALE    two-phase DQS for bones with scale/shear (Kavan et al. 2008): each bone's
 //                     skinning matrix is split into a scale/shear part S (blended linearly and
 //                     applied to the rest vertex first) and a rigid part (blended with DQS);
+//   SKIN_BLEND        LBS and DQS blended per vertex ("weight blended" skinning): the bone
+//                     block holds the DQs, a second block the 3x4 matrices, and the per-vertex
+//                     aux input's w the vertex's DQS fraction b: (1 - b) LBS + b DQS;
 //   SKIN_INFLUENCES_8 eight influences per vertex (two ivec4/vec4 pairs) instead of four.
 
 #include "dqs.glsl"
@@ -31,11 +34,23 @@ layout(std140, set = 0, binding = 6) uniform BoneScaleBlock {
 };
 #endif
 
+#if defined(SKIN_BLEND)
+// Per-vertex aux input (xyz: center of rotation, w: DQS blend weight) in skin_vertex().
+#define SKIN_AUX
+// Per bone, the three rows of its whole skinning matrix [A | t] (same layout as LBS bones).
+layout(std140, set = 0, binding = 6) uniform BoneMatrixBlock {
+    mat3x4 bone_matrices[MAX_BONES];
+};
+#endif
+
 // Skins one vertex with four influences (j1/w1 add four more in the 8-influence variant).
 // Weights are normalized, or all zero: then the vertex stays at rest.
 void skin_vertex(ivec4 j, vec4 w,
 #ifdef SKIN_INFLUENCES_8
                  ivec4 j1, vec4 w1,
+#endif
+#ifdef SKIN_AUX
+                 vec4 aux,
 #endif
                  vec3 p, vec3 n, out vec3 skinned_p, out vec3 skinned_n) {
 #ifdef SKIN_INFLUENCES_8
@@ -48,7 +63,32 @@ void skin_vertex(ivec4 j, vec4 w,
         skinned_n = normalize(n);
         return;
     }
-#ifdef SKIN_LBS
+#if defined(SKIN_BLEND)
+    mat3x4 m = lbs_blend(bone_matrices[j.x], bone_matrices[j.y], bone_matrices[j.z],
+                         bone_matrices[j.w], w);
+#ifdef SKIN_INFLUENCES_8
+    m += lbs_blend(bone_matrices[j1.x], bone_matrices[j1.y], bone_matrices[j1.z],
+                   bone_matrices[j1.w], w1);
+#endif
+    vec3 lbs_p = lbs_transform_point(m, p);
+    vec3 lbs_n = lbs_transform_normal(m, n);
+    mat2x4 dq = dq_blend(bones[j.x], bones[j.y], bones[j.z], bones[j.w], w);
+#ifdef SKIN_INFLUENCES_8
+    dq += dq_blend_more(bones[j.x][0], bones[j1.x], bones[j1.y], bones[j1.z], bones[j1.w], w1);
+#endif
+    vec3 dqs_p = p;
+    vec3 dqs_n = normalize(n);
+    if (dq_normalize(dq)) {
+        dqs_p = dq_transform_point(dq, p);
+        dqs_n = dq_transform_normal(dq, n);
+    }
+    float b = aux.w;
+    skinned_p = mix(lbs_p, dqs_p, b);
+    vec3 blended_n = mix(lbs_n, dqs_n, b);
+    float len = length(blended_n);
+    // opposite LBS and DQS normals blend to ~0: take the DQS normal there
+    skinned_n = len < LBS_EPS ? dqs_n : blended_n / len;
+#elif defined(SKIN_LBS)
     mat3x4 m = lbs_blend(bones[j.x], bones[j.y], bones[j.z], bones[j.w], w);
 #ifdef SKIN_INFLUENCES_8
     m += lbs_blend(bones[j1.x], bones[j1.y], bones[j1.z], bones[j1.w], w1);
