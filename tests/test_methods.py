@@ -224,11 +224,11 @@ def test_cli_render_all_methods(tmp_path, device, capsys):
     out = tmp_path / "all.png"
     args = ["render", "--out", str(out), "--size", "240x120", "--samples", "1", "--method", "all"]
     assert cli.main(args) == 0
-    assert "LBS | DQS | LBS/DQS blend (left to right), twist 170" in capsys.readouterr().out
+    assert "LBS | DQS | LBS/DQS blend | CoR (left to right), twist 170" in capsys.readouterr().out
     img = read_png(out)
-    # three cylinders: the image has three separate runs of covered columns
+    # four cylinders: the image has four separate runs of covered columns
     cols = covered(img).any(axis=0).astype(int)
-    assert np.count_nonzero(np.diff(cols) == 1) + cols[0] == 3
+    assert np.count_nonzero(np.diff(cols) == 1) + cols[0] == 4
     with pytest.raises(SystemExit):
         cli.main(["render", "--method", "lbs,nope"])
     assert "unknown 'nope'" in capsys.readouterr().err

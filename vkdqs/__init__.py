@@ -25,6 +25,7 @@ from .mesh import SkinnedMesh
 
 if TYPE_CHECKING:
     from .camera import Camera
+    from .centers import centers_of_rotation
     from .gltf import GltfError, load_gltf
     from .gpu.device import Device
     from .renderer import Renderer
@@ -53,6 +54,7 @@ __all__ = [
     "VkdqsError",
     "VulkanError",
     "__version__",
+    "centers_of_rotation",
     "dq",
     "load_gltf",
     "procedural",
@@ -60,6 +62,7 @@ __all__ = [
 
 _LAZY = {
     "Camera": ".camera",
+    "centers_of_rotation": ".centers",
     "Device": ".gpu.device",
     "OffscreenTarget": ".targets",
     "Renderer": ".renderer",

@@ -12,6 +12,7 @@ Pure numpy (no Vulkan). One pose is ``(B, ...)``; a batch of poses is ``(P, B, .
   the matrix rows in the second block (``PackedPose.scales``), from ``(B, 4, 4)`` or
   ``(B, 3, 4)`` rigid matrices or ``(B, 2, 4)`` dual quaternions. Scale/shear is rejected,
   naming the bone.
+* "cor" bones: the DQ block alone, from the same inputs as "blend" (rigid only).
 * LBS bones (``mat3x4 bones[]``, 12 floats: the three rows of the affine matrix): ``(B, 3, 4)``
   or ``(B, 4, 4)`` affine matrices (bottom row must be 0, 0, 0, 1), or ``(B, 2, 4)`` dual
   quaternions, converted.
@@ -132,7 +133,7 @@ class PackedPose:
 def pack_pose(
     bones: object, bone_count: int, method: str, *, batched: bool = False, allow_scale: bool = True
 ) -> PackedPose:
-    """Validate and pack a pose for ``method`` ("dqs", "dqs_scale", "lbs" or "blend").
+    """Validate and pack a pose for ``method`` ("dqs", "dqs_scale", "lbs", "blend" or "cor").
 
     "dqs" uses two-phase DQS only when some matrix has scale/shear; "dqs_scale" always does.
     """
@@ -141,6 +142,9 @@ def pack_pose(
     if method in RIGID_PAIR_METHODS:
         dqs, rows = pack_rigid_pair(bones, bone_count, method, batched=batched)
         return PackedPose(method, dqs, rows)
+    if method == "cor":  # the DQ block alone, from rigid bones
+        dqs, _ = pack_rigid_pair(bones, bone_count, method, batched=batched)
+        return PackedPose(method, dqs)
     arr = _as_bones(bones, bone_count, batched, ((2, 4), (4, 4)))
     if method == "dqs_scale" and arr.shape[-2] == 2:
         dqs = pack_dqs(arr, bone_count, batched=batched)

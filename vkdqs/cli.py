@@ -251,8 +251,9 @@ def info(args: argparse.Namespace) -> int:
 
 
 _METHOD_HELP = (
-    "what to draw side by side: lbs, dqs, blend (per-vertex LBS/DQS blend), several joined "
-    "by commas (lbs,dqs,blend), both (lbs,dqs; the default) or all"
+    "what to draw side by side: lbs, dqs, blend (per-vertex LBS/DQS blend), cor (optimized "
+    "centers of rotation), several joined by commas (lbs,dqs,cor), both (lbs,dqs; the "
+    "default) or all"
 )
 
 

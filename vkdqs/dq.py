@@ -48,6 +48,7 @@ __all__ = [
     "quat_to_matrix",
     "random_rigid",
     "skin_blend",
+    "skin_cor",
     "skin_dqs",
     "skin_dqs_scaled",
     "skin_lbs",
@@ -972,3 +973,55 @@ def skin_blend(
     b = b.astype(dtype, copy=False)
     out_p = lp + (qp - lp) * b[:, None]
     return out_p, _blend_normals(ln, qn, b)
+
+
+def skin_cor(
+    positions: ArrayLike,
+    normals: ArrayLike,
+    joints: ArrayLike,
+    weights: ArrayLike,
+    bone_matrices: ArrayLike,
+    centers: ArrayLike,
+    /,
+    *,
+    dtype: DTypeLike = np.float64,
+) -> tuple[NDArray, NDArray]:
+    """Skinning with optimized centers of rotation (Le & Hodgins 2016), as the GPU computes it.
+
+    ``q`` = the weighted blend of the bones' rotation quaternions with DQS's signs (flipped
+    against slot 0), normalized; ``p' = R(q) (p - c) + Σ_k w_k M_k c`` with ``c = centers[i]``
+    and ``M_k`` the rigid bone transforms; ``n' = normalize(R(q) n)``. A vertex whose weights
+    sum to 0, or whose blended rotation is shorter than ``DQS_EPS``, stays at rest. Where
+    ``c = p`` this is LBS's position.
+
+    Parameters
+    ----------
+    bone_matrices : array_like, [B, 4, 4] or [B, 3, 4] rigid matrices, or [B, 2, 4] unit DQs
+    centers : array_like, [N, 3]
+        From :func:`vkdqs.centers_of_rotation` (or the float64
+        :func:`vkdqs.cor.centers_of_rotation_reference`).
+    """
+    p, n, j, w = _check_skin_inputs(positions, normals, joints, weights)
+    _, dqs = _rigid_bone_inputs(bone_matrices, "bone_matrices")
+    c = _as_float(centers, "centers")
+    if c.shape != p.shape:
+        raise InputError(f"centers must have shape {p.shape}, got shape {c.shape}")
+    p, n, w, c, dqs = (a.astype(dtype, copy=False) for a in (p, n, w, c, dqs))
+    ref = dqs[j[:, 0], 0]
+    q = np.zeros((p.shape[0], 4), dtype)
+    pc = np.zeros_like(p)
+    for k in range(j.shape[1]):  # loop over the <= 8 influence slots, not over vertices
+        dq_k = dqs[j[:, k]]
+        w_k = w[:, k]
+        q += np.where(_dot(dq_k[:, 0], ref) < 0.0, -w_k, w_k)[:, None] * dq_k[:, 0]
+        moved = _rotate(dq_k[:, 0], c) + _translation(dq_k[:, 0], dq_k[:, 1])
+        pc += w_k[:, None] * moved
+    q, length, scale = _rescale(q)
+    at_rest = ~(_true_length(length, scale) >= DQS_EPS) | ~(w.sum(axis=1) >= LBS_EPS)
+    q = q / np.where(at_rest, 1.0, length)[:, None]
+    out_p = _rotate(q, p - c) + pc
+    out_n, _ = _safe_normalize(_rotate(q, n))
+    rest_n, _ = _safe_normalize(n)
+    out_p[at_rest] = p[at_rest]
+    out_n[at_rest] = rest_n[at_rest]
+    return out_p, out_n

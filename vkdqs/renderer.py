@@ -47,12 +47,14 @@ from .gpu import (
 )
 from .gpu.calls import align
 from .mesh import SkinnedMesh
+from .skinner import check_centers
 from .targets import RenderTarget
 
 #: "dqs" switches to two-phase DQS for poses with scale; "dqs_scale" always uses it; "none"
 #: draws the rest mesh without skinning (a baseline for measuring what skinning costs); "blend"
-#: mixes LBS and DQS per vertex by the mesh's ``dqs_blend``.
-METHODS = ("dqs", "dqs_scale", "lbs", "blend", "none")
+#: mixes LBS and DQS per vertex by the mesh's ``dqs_blend``; "cor" skins about the mesh's
+#: centers of rotation (computed on the first "cor" instance unless given).
+METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor", "none")
 #: |det| of a model matrix's 3x3 below which it is singular (scaled to zero): not drawable.
 SINGULAR_DET = 1e-12
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
@@ -97,18 +99,26 @@ class RenderMesh:
         self.label = label
         self.index_count = int(mesh.indices.size)
         self._renderer = weakref.ref(renderer)
-        #: the per-vertex ``aux`` rows (DQS blend values), made for the first "blend" instance
+        #: the per-vertex ``aux`` rows (centers of rotation, DQS blend values), made for the
+        #: first "blend" or "cor" instance
         self.aux_buffer: Buffer | None = None
+        #: (N, 3) float32 centers of rotation, once a "cor" instance needed them
+        self.centers: np.ndarray | None = None
 
-    def _ensure_aux(self, renderer: Renderer) -> Buffer:
+    def _ensure_aux(self, renderer: Renderer, centers: np.ndarray | None = None) -> Buffer:
+        if self.aux_buffer is not None and centers is None:
+            return self.aux_buffer
+        if centers is not None:
+            self.centers = centers
+        arr = si.aux_array(self.mesh.vertex_count, self.centers, self.mesh.dqs_blend)
         if self.aux_buffer is None:
-            arr = si.aux_array(self.mesh.vertex_count, dqs_blend=self.mesh.dqs_blend)
             usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
-            buf = renderer._keep(
+            self.aux_buffer = renderer._keep(
                 Buffer(renderer.device, arr.nbytes, usage, label=f"{self.label} aux")
             )
-            buf.write(arr)
-            self.aux_buffer = buf
+        else:
+            renderer.device.wait_idle()  # frames in flight may read the old centers
+        self.aux_buffer.write(arr)
         return self.aux_buffer
 
     @property
@@ -324,8 +334,14 @@ class Renderer(ResourceOwner):
         model: ArrayLike | None = None,
         color: ArrayLike = (0.62, 0.34, 0.16, 1.0),
         bones: ArrayLike | None = None,
+        centers: ArrayLike | None = None,
     ) -> Instance:
-        """A new instance of ``mesh`` (rest pose unless ``bones`` is given)."""
+        """A new instance of ``mesh`` (rest pose unless ``bones`` is given).
+
+        ``method="cor"`` skins about the mesh's centers of rotation: ``centers`` ((N, 3)), or
+        those of an earlier "cor" instance of the mesh, or computed now on the renderer's device
+        (:func:`vkdqs.centers_of_rotation`).
+        """
         with self._lock:
             self._check_open()
             mesh = self._check_mesh(mesh)
@@ -359,6 +375,18 @@ class Renderer(ResourceOwner):
             if c.shape not in ((3,), (4,)) or not np.isfinite(c).all():
                 raise InputError(f"color must have 3 or 4 finite components, got {color!r}")
             inst.color = np.r_[c, 1.0] if c.shape == (3,) else c
+            if method == "cor" and (centers is not None or mesh.centers is None):
+                if centers is None:
+                    from .centers import centers_of_rotation
+
+                    given = centers_of_rotation(
+                        mesh.mesh, bone_count=bone_count, device=self.device
+                    )
+                else:
+                    given = check_centers(mesh.mesh, centers)
+                mesh._ensure_aux(self, given)
+            elif centers is not None:
+                raise InputError(f"centers are for method='cor', not {method!r}")
             if method in si.AUX_METHODS:
                 mesh._ensure_aux(self)
             self.instances.append(inst)

@@ -37,6 +37,7 @@ METHOD_COLORS = {
     "lbs": (0.62, 0.22, 0.12, 1.0),
     "dqs": (0.16, 0.36, 0.62, 1.0),
     "blend": (0.45, 0.22, 0.52, 1.0),
+    "cor": (0.18, 0.5, 0.3, 1.0),
 }
 assert tuple(METHOD_COLORS) == SCENE_METHODS
 #: DQS fraction of meshes without their own (the candy wrapper, a glTF mesh without
@@ -47,7 +48,7 @@ RIGID_COLORS = {
     m: tuple(0.5 * c + 0.5 * g for c, g in zip(rgba, (0.6, 0.6, 0.6, 1.0), strict=True))
     for m, rgba in METHOD_COLORS.items()
 }
-_METHOD_NAMES = {"dqs": "DQS", "lbs": "LBS", "blend": "LBS/DQS blend"}
+_METHOD_NAMES = {"dqs": "DQS", "lbs": "LBS", "blend": "LBS/DQS blend", "cor": "CoR"}
 
 
 def _check_methods(methods: str) -> str:
@@ -137,13 +138,8 @@ class CandyWrapperScene:
         self.mesh = _with_dqs_blend(procedural.candy_wrapper())
         self._render_mesh = renderer.add_mesh(self.mesh, label="candy wrapper")
         self.instances: dict[str, Instance] = {}
-        for method in SCENE_METHODS:
-            self.instances[method] = renderer.add_instance(
-                self._render_mesh,
-                bone_count=2,
-                method=method,
-                color=METHOD_COLORS[method],
-            )
+        for method in ("lbs", "dqs"):  # the others when first shown
+            self._add_instance(method)
         self.twist = 0.0
         self.period = float(period)
         self.phase = 0.0  # seconds into the back-and-forth
@@ -153,9 +149,23 @@ class CandyWrapperScene:
         renderer.camera.zoom(0.85)
         renderer.camera.set_home()
 
+    def _add_instance(self, method: str) -> None:
+        self.instances[method] = inst = self.renderer.add_instance(
+            self._render_mesh, bone_count=2, method=method, color=METHOD_COLORS[method]
+        )
+        if getattr(self, "twist", 0.0):
+            self._pose(method, inst, procedural.twist_pose(self.twist))
+
+    @staticmethod
+    def _pose(method: str, inst: Instance, pose: np.ndarray) -> None:
+        inst.set_pose(dq.from_matrices(pose) if method == "dqs" else pose)
+
     def show(self, methods: str) -> None:
         """The methods of ``methods`` (see :func:`parse_methods`) side by side."""
         shown = parse_methods(methods)
+        for method in shown:
+            if method not in self.instances:
+                self._add_instance(method)
         self.methods = methods
         xs = _offsets(shown, 1.8)
         for method, inst in self.instances.items():
@@ -167,7 +177,7 @@ class CandyWrapperScene:
         self.twist = float(degrees)
         pose = procedural.twist_pose(self.twist)
         for method, inst in self.instances.items():
-            inst.set_pose(dq.from_matrices(pose) if method == "dqs" else pose)
+            self._pose(method, inst, pose)
 
     def update(self, dt: float) -> None:
         """Twist back and forth, 0...180 degrees, one cycle per ``period`` seconds."""

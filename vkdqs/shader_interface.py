@@ -65,14 +65,14 @@ LOCAL_SIZE = 64  #: compute workgroup size vkdqs uses
 #: Shader methods: the layout of the bone block (``mat2x4`` dual quaternions, or the three rows
 #: of an affine ``mat3x4``) and, for the :data:`SECOND_BLOCK_METHODS`, a second block of
 #: ``mat3x4`` rows: ``[S | 0]`` for two-phase DQS, the whole ``[A | t]`` for "blend" (LBS/DQS
-#: blended per vertex) and "cor" (optimized centers of rotation).
-SHADER_METHODS = ("dqs", "dqs_scale", "lbs", "blend")
+#: blended per vertex). "cor" (optimized centers of rotation) reads only the DQ block.
+SHADER_METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor")
 #: std140 array stride of one bone in the bone block (binding :data:`BONES`), in bytes.
-BONE_STRIDE = {"dqs": 32, "dqs_scale": 32, "lbs": 48, "blend": 32}
+BONE_STRIDE = {"dqs": 32, "dqs_scale": 32, "lbs": 48, "blend": 32, "cor": 32}
 #: Methods that also read the ``mat3x4`` block at binding :data:`BONE_SCALES`.
 SECOND_BLOCK_METHODS = ("dqs_scale", "blend")
 #: Methods that read the per-vertex ``aux`` input (xyz: center of rotation, w: DQS blend).
-AUX_METHODS = ("blend",)
+AUX_METHODS = ("blend", "cor")
 #: std140 array stride of one bone's ``mat3x4`` rows in the second block (:data:`BONE_SCALES`).
 SCALE_STRIDE = 48
 #: floats per bone as packed by :mod:`vkdqs.bones` (the stride over 4 bytes).
@@ -201,11 +201,28 @@ RENDER_BINDINGS = (
     Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
 )
 
+#: ``cor_centers.comp``, the centers-of-rotation precomputation (:mod:`vkdqs.centers`): its
+#: texel buffers (binding, format) and output.
+CENTERS_TEXELS = (
+    (1, Format.R32G32B32A32_SINT),  # joints, slots 0..3
+    (2, Format.R32G32B32A32_SFLOAT),  # weights, slots 0..3
+    (3, Format.R32G32B32A32_SINT),  # joints, slots 4..7
+    (4, Format.R32G32B32A32_SFLOAT),  # weights, slots 4..7
+    (5, Format.R32G32B32A32_SINT),  # pair ranges: first entry, entry count
+    (6, Format.R32G32B32A32_SFLOAT),  # pair bins: (b_j, b_k, A, 0), (A c, 0)
+)
+CENTERS_OUT = 7  #: r32f storage texel buffer: numerator xyz, denominator, per vertex
+CENTERS_BINDINGS = (
+    *(Binding(b, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE) for b, _ in CENTERS_TEXELS),
+    Binding(CENTERS_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+)
+
 # -- push constants ---------------------------------------------------------------------------
 
 COMPUTE_PUSH_BYTES = 12  #: uint vertex_count, position_base, normal_base
 RENDER_PUSH_BYTES = 64  #: mat4 view_projection
 READBACK_PUSH_BYTES = 72  #: mat4 view_projection, uint position_base, normal_base
+CENTERS_PUSH_BYTES = 16  #: uint first_vertex, vertex_count; int bone_count; float inv_sigma2
 
 # -- the renderer's instance block ------------------------------------------------------------
 
@@ -248,7 +265,8 @@ class Variant:
     """One SPIR-V module: a GLSL source compiled with a set of defines.
 
     ``kind`` is "render" (skin.vert), "readback" (skin.vert drawn as points, writing a storage
-    buffer), "compute" (skin.comp) or "fragment" (skin.frag); ``method`` is a shader method or
+    buffer), "compute" (skin.comp), "fragment" (skin.frag) or "centers" (cor_centers.comp, the
+    centers-of-rotation precomputation); ``method`` is a shader method or
     "none" (the unskinned rendering baseline); ``slots`` the influence slots (4 or 8).
     """
 
@@ -265,6 +283,7 @@ _METHOD_DEFINES = {
     "lbs": ("SKIN_LBS",),
     "dqs_scale": ("SKIN_DQS_SCALE",),
     "blend": ("SKIN_BLEND",),
+    "cor": ("SKIN_COR",),
 }
 _KINDS = {  # kind: (name suffix, stage, defines)
     "render": ("", "vert", ()),
@@ -301,6 +320,7 @@ VARIANTS: tuple[Variant, ...] = (
     *_skinning_variants(),
     Variant("skin_none.vert", "skin.vert", ("SKIN_NONE",), "render", "none", 4),
     Variant("skin.frag", "skin.frag", (), "fragment", "none", 4),
+    Variant("cor_centers.comp", "cor_centers.comp", (), "centers", "none", 8),
 )
 
 
@@ -319,6 +339,8 @@ def bindings_of(v: Variant) -> tuple[Binding, ...]:
         return compute_bindings(v.method, v.slots)
     if v.kind == "readback":
         return readback_bindings(v.method)
+    if v.kind == "centers":
+        return CENTERS_BINDINGS
     return RENDER_BINDINGS
 
 
@@ -329,4 +351,5 @@ def push_bytes_of(v: Variant) -> int:
         "readback": READBACK_PUSH_BYTES,
         "render": RENDER_PUSH_BYTES,
         "fragment": RENDER_PUSH_BYTES,
+        "centers": CENTERS_PUSH_BYTES,
     }[v.kind]

@@ -59,8 +59,9 @@ from .mesh import SkinnedMesh
 log = logging.getLogger("vkdqs")
 
 #: "dqs" switches to two-phase DQS when a pose has scale; "dqs_scale" always uses it; "blend"
-#: mixes LBS and DQS per vertex by the mesh's ``dqs_blend``.
-METHODS = ("dqs", "dqs_scale", "lbs", "blend")
+#: mixes LBS and DQS per vertex by the mesh's ``dqs_blend``; "cor" skins about precomputed
+#: centers of rotation (Le & Hodgins 2016).
+METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor")
 PATHS = ("compute", "vertex")
 LOCAL_SIZE = si.LOCAL_SIZE
 #: Default bound on the bone and output buffers of one ``skin_many`` submission.
@@ -123,10 +124,14 @@ class Skinner(ResourceOwner):
         ``"dqs_scale"`` always does (for a rigid pose it equals plain DQS up to rounding).
         ``"blend"`` computes ``(1 - b) LBS + b DQS`` per vertex with ``b = mesh.dqs_blend``
         (the mesh must have it); it takes rigid ``(B, 4, 4)`` matrices or ``(B, 2, 4)`` DQs.
+        ``"cor"``: optimized centers of rotation, the same rigid poses as ``"blend"``.
     path : {"compute", "vertex"}
     allow_scale : bool
         With DQS, accept matrices with scale/shear (two-phase DQS). False rejects them, naming
         the bone. Reflections are always rejected.
+    centers : array_like, [N, 3], optional
+        For ``"cor"``: each vertex's center of rotation; computed on this device with
+        :func:`vkdqs.centers_of_rotation` (the mesh needs triangles) when not given.
 
     ``max_batch_bytes`` (default 64 MiB) bounds the buffers of one submission: a larger
     ``skin_many`` batch runs in several, so the Skinner's memory does not grow with P.
@@ -141,10 +146,12 @@ class Skinner(ResourceOwner):
         method: str = "dqs",
         path: str = "compute",
         allow_scale: bool = True,
+        centers: object = None,
     ) -> None:
         super().__init__(device)
         self._check_args(mesh, bone_count, method, path)
         bone_count = int(bone_count)
+        self.centers = _check_centers(device, mesh, bone_count, method, centers)
         _check_limits(device, mesh, bone_count, method, path)
         self.mesh = mesh
         self.method = method
@@ -199,7 +206,9 @@ class Skinner(ResourceOwner):
         self.inputs = si.mesh_inputs(self.mesh.slots, self.method)
         self.arrays = si.mesh_arrays(self.mesh)
         if self.method in si.AUX_METHODS:
-            self.arrays["aux"] = si.aux_array(self.vertex_count, dqs_blend=self.mesh.dqs_blend)
+            self.arrays["aux"] = si.aux_array(
+                self.vertex_count, centers=self.centers, dqs_blend=self.mesh.dqs_blend
+            )
         self._mesh_buffers: dict[str, Buffer] = {}
         self._views: dict[str, BufferView] = {}
         for m in self.inputs:
@@ -466,6 +475,36 @@ class Skinner(ResourceOwner):
             f"<Skinner {self.method}/{self.path} {self.vertex_count} vertices, "
             f"{self.mesh.slots} influence slots, {self.bone_count} bones ({state})>"
         )
+
+
+def _check_centers(
+    device: Device, mesh: SkinnedMesh, bone_count: int, method: str, centers: object
+) -> np.ndarray | None:
+    """The (N, 3) float32 centers of rotation "cor" needs (computed when None)."""
+    if method != "cor":
+        if centers is not None:
+            raise InputError(f"centers are for method='cor', not {method!r}")
+        return None
+    if centers is None:
+        from .centers import centers_of_rotation
+
+        return centers_of_rotation(mesh, bone_count=bone_count, device=device)
+    return check_centers(mesh, centers)
+
+
+def check_centers(mesh: SkinnedMesh, centers: object) -> np.ndarray:
+    """``centers`` as a validated (N, 3) float32 array for ``mesh``."""
+    try:
+        c = np.asarray(centers, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"centers must be a (N, 3) array of numbers: {exc}") from None
+    if c.shape != (mesh.vertex_count, 3):
+        raise InputError(f"centers must have shape ({mesh.vertex_count}, 3), got {c.shape}")
+    bad = ~np.isfinite(c)
+    if bad.any():
+        v, k = (int(i) for i in np.argwhere(bad)[0])
+        raise InputError(f"centers[{v}, {k}] = {c[v, k]}: centers must be finite")
+    return c.astype(np.float32)
 
 
 def _check_limits(

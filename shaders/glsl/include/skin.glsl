@@ -9,6 +9,9 @@
 //   SKIN_BLEND        LBS and DQS blended per vertex ("weight blended" skinning): the bone
 //                     block holds the DQs, a second block the 3x4 matrices, and the per-vertex
 //                     aux input's w the vertex's DQS fraction b: (1 - b) LBS + b DQS;
+//   SKIN_COR          optimized centers of rotation (Le & Hodgins 2016): the bone block holds
+//                     the DQs and the aux input's xyz the vertex's precomputed center c:
+//                     p' = R(q) (p - c) + sum_k w_k M_k c, q the blended rotations;
 //   SKIN_INFLUENCES_8 eight influences per vertex (two ivec4/vec4 pairs) instead of four.
 
 #include "dqs.glsl"
@@ -34,9 +37,12 @@ layout(std140, set = 0, binding = 6) uniform BoneScaleBlock {
 };
 #endif
 
-#if defined(SKIN_BLEND)
+#if defined(SKIN_BLEND) || defined(SKIN_COR)
 // Per-vertex aux input (xyz: center of rotation, w: DQS blend weight) in skin_vertex().
 #define SKIN_AUX
+#endif
+
+#if defined(SKIN_BLEND)
 // Per bone, the three rows of its whole skinning matrix [A | t] (same layout as LBS bones).
 layout(std140, set = 0, binding = 6) uniform BoneMatrixBlock {
     mat3x4 bone_matrices[MAX_BONES];
@@ -88,6 +94,33 @@ void skin_vertex(ivec4 j, vec4 w,
     float len = length(blended_n);
     // opposite LBS and DQS normals blend to ~0: take the DQS normal there
     skinned_n = len < LBS_EPS ? dqs_n : blended_n / len;
+#elif defined(SKIN_COR)
+    // The rotation: DQS's blend of the real parts (same signs), normalized. The center's
+    // position: LBS of c, each bone's rigid transform applied to c, from its DQ.
+    vec3 c = aux.xyz;
+    vec4 r0 = bones[j.x][0];
+    vec4 s = vec4(1.0, dq_sign(r0, bones[j.y][0]), dq_sign(r0, bones[j.z][0]),
+                  dq_sign(r0, bones[j.w][0])) * w;
+    vec4 q = r0 * s.x + bones[j.y][0] * s.y + bones[j.z][0] * s.z + bones[j.w][0] * s.w;
+    vec3 pc = w.x * dq_transform_point(bones[j.x], c) + w.y * dq_transform_point(bones[j.y], c) +
+              w.z * dq_transform_point(bones[j.z], c) + w.w * dq_transform_point(bones[j.w], c);
+#ifdef SKIN_INFLUENCES_8
+    vec4 s1 = vec4(dq_sign(r0, bones[j1.x][0]), dq_sign(r0, bones[j1.y][0]),
+                   dq_sign(r0, bones[j1.z][0]), dq_sign(r0, bones[j1.w][0])) * w1;
+    q += bones[j1.x][0] * s1.x + bones[j1.y][0] * s1.y + bones[j1.z][0] * s1.z +
+         bones[j1.w][0] * s1.w;
+    pc += w1.x * dq_transform_point(bones[j1.x], c) + w1.y * dq_transform_point(bones[j1.y], c) +
+          w1.z * dq_transform_point(bones[j1.z], c) + w1.w * dq_transform_point(bones[j1.w], c);
+#endif
+    float len = length(q);
+    if (len < DQS_EPS) {
+        skinned_p = p;
+        skinned_n = normalize(n);
+        return;
+    }
+    q /= len;
+    skinned_p = rotate_vector(q, p - c) + pc;
+    skinned_n = normalize(rotate_vector(q, n));
 #elif defined(SKIN_LBS)
     mat3x4 m = lbs_blend(bones[j.x], bones[j.y], bones[j.z], bones[j.w], w);
 #ifdef SKIN_INFLUENCES_8
