@@ -74,7 +74,7 @@ def test_pair_bins_without_merging_are_exact():
 
 
 @pytest.mark.parametrize(
-    ("extra", "resolution", "tol"), [(0, None, 1e-5), (0, 2048, 1e-4), (3, 2048, 1e-4)]
+    ("extra", "resolution", "tol"), [(0, None, 1e-5), (0, 4096, 2e-5), (3, 4096, 2e-5)]
 )
 def test_gpu_centers_match_the_reference(device, extra, resolution, tol):
     mesh = noisy_tube(3000, 8, 3, 3, extra=extra)

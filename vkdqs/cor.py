@@ -44,7 +44,7 @@ __all__ = [
 
 DEFAULT_SIGMA = 0.1
 #: Grid cells per unit weight when merging a pair's triangles (see :func:`pair_bins`).
-DEFAULT_RESOLUTION = 2048
+DEFAULT_RESOLUTION = 4096
 #: A vertex whose total similarity ``sum_t s A_t`` is at most this fraction of the mesh's area
 #: keeps itself as its center (zero similarity; the GPU's float32 exp() underflows sooner).
 SIMILARITY_EPS = 1e-12
@@ -93,15 +93,21 @@ def _triangle_weights_dense(mesh: SkinnedMesh, tri: NDArray, bone_count: int) ->
 
 
 def finish_centers(
-    mesh: SkinnedMesh, numerator: NDArray, denominator: NDArray, total_area: float
+    mesh: SkinnedMesh,
+    numerator: NDArray,
+    denominator: NDArray,
+    total_area: float,
+    rows: NDArray | None = None,
 ) -> NDArray[np.float32]:
-    """``numerator / denominator``, or the vertex itself where the similarity is ~0."""
+    """``numerator / denominator``, or the vertex itself where the similarity is ~0 (for the
+    vertices ``rows``, default all)."""
     num = np.asarray(numerator, np.float64)
     den = np.asarray(denominator, np.float64)
     keep = ~(den > SIMILARITY_EPS * max(total_area, np.finfo(np.float64).tiny))
     safe = np.where(keep, 1.0, den)
     out = num / safe[:, None]
-    out[keep] = mesh.positions[keep]
+    positions = mesh.positions if rows is None else mesh.positions[rows]
+    out[keep] = positions[keep]
     return out.astype(np.float32)
 
 
@@ -111,22 +117,25 @@ def centers_of_rotation_reference(
     bone_count: int,
     sigma: float = DEFAULT_SIGMA,
     chunk: int = 256,
+    vertices: NDArray | None = None,
 ) -> NDArray[np.float32]:
     """Eq. 4 of Le & Hodgins 2016 in float64, every vertex against every triangle.
 
     O(vertices x triangles x bone pairs of a vertex): a reference for tests and benchmarks,
-    not for large meshes (use :func:`vkdqs.centers_of_rotation`).
+    not for large meshes (use :func:`vkdqs.centers_of_rotation`). ``vertices`` (indices)
+    computes only those vertices' centers (each costs the same).
 
     Returns
     -------
-    ndarray of float32, [N, 3]
+    ndarray of float32, [N, 3] (or [len(vertices), 3])
     """
     bone_count, sigma = check_cor_mesh(mesh, bone_count, sigma)
     tri, area, centroid = _triangles(mesh)
     wt = _triangle_weights_dense(mesh, tri, bone_count)  # (T, B)
     inv_s2 = 1.0 / (sigma * sigma)
-    j = mesh.joints.astype(np.int64)
-    a = mesh.weights.astype(np.float64)
+    rows = np.arange(mesh.vertex_count) if vertices is None else np.asarray(vertices, np.int64)
+    j = mesh.joints.astype(np.int64)[rows]
+    a = mesh.weights.astype(np.float64)[rows]
     n, slots = j.shape
     num = np.zeros((n, 3))
     den = np.zeros(n)
@@ -148,7 +157,7 @@ def centers_of_rotation_reference(
                 sim += np.where(both[:, None], term, 0.0)
         num[sl] = sim @ ac
         den[sl] = sim @ area
-    return finish_centers(mesh, num, den, float(area.sum()))
+    return finish_centers(mesh, num, den, float(area.sum()), rows)
 
 
 @dataclass(frozen=True)

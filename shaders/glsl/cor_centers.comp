@@ -34,8 +34,13 @@ void main() {
     vec4 w1 = texelFetch(in_weights_1, v);
     int js[8] = int[8](j0.x, j0.y, j0.z, j0.w, j1.x, j1.y, j1.z, j1.w);
     float ws[8] = float[8](w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w);
-    vec3 num = vec3(0.0);
-    float den = 0.0;
+    // Compensated (Kahan) sums: a vertex can add up ~1e5 terms, and plain float32 sums of the
+    // A c terms drift by ~1e-4 of the extent there. `precise` keeps the compiler from
+    // simplifying (t - s) - y away.
+    precise vec3 num = vec3(0.0);
+    precise vec3 num_c = vec3(0.0);
+    precise float den = 0.0;
+    precise float den_c = 0.0;
     for (int s = 0; s < 8; ++s) {
         if (ws[s] <= 0.0) {
             continue;
@@ -61,8 +66,14 @@ void main() {
                 vec4 e1 = texelFetch(pair_bins, 2 * e + 1);  // A c
                 float d = aj * e0.y - ak * e0.x;
                 float term = scale * e0.x * e0.y * exp(-d * d * pc.inv_sigma2);
-                num += term * e1.xyz;
-                den += term * e0.z;
+                precise vec3 yn = term * e1.xyz - num_c;
+                precise vec3 tn = num + yn;
+                num_c = (tn - num) - yn;
+                num = tn;
+                precise float yd = term * e0.z - den_c;
+                precise float td = den + yd;
+                den_c = (td - den) - yd;
+                den = td;
             }
         }
     }
