@@ -224,11 +224,12 @@ def test_cli_render_all_methods(tmp_path, device, capsys):
     out = tmp_path / "all.png"
     args = ["render", "--out", str(out), "--size", "240x120", "--samples", "1", "--method", "all"]
     assert cli.main(args) == 0
-    assert "LBS | DQS | LBS/DQS blend | CoR (left to right), twist 170" in capsys.readouterr().out
+    label = "LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) (left to right), twist 170"
+    assert label in capsys.readouterr().out
     img = read_png(out)
-    # four cylinders: the image has four separate runs of covered columns
+    # five cylinders: the image has five separate runs of covered columns
     cols = covered(img).any(axis=0).astype(int)
-    assert np.count_nonzero(np.diff(cols) == 1) + cols[0] == 4
+    assert np.count_nonzero(np.diff(cols) == 1) + cols[0] == 5
     with pytest.raises(SystemExit):
         cli.main(["render", "--method", "lbs,nope"])
     assert "unknown 'nope'" in capsys.readouterr().err
@@ -252,3 +253,4 @@ def test_gltf_player_shows_blend(tmp_path, device):
         assert blend and all(i.visible and i.mesh.mesh.dqs_blend is not None for i in blend)
         player.show("all")
         r.render_image()
+        assert all(len(d.instances) == 5 for d in player.draws)

@@ -130,8 +130,73 @@ class PackedPose:
     scales: np.ndarray | None = None
 
 
+def check_rest_matrices(rest: object, bone_count: int) -> np.ndarray:
+    """``rest_matrices`` for "dqs_blender" as a validated (B, 4, 4) float64 array: finite,
+    affine and invertible (each bone's rest frame)."""
+    if rest is None:
+        raise InputError(
+            "method='dqs_blender' needs rest_matrices: (B, 4, 4), each bone's rest frame in "
+            "the space the skinning matrices map from (the inverse of a glTF inverse bind matrix)"
+        )
+    arr = dq._as_array(rest, "rest_matrices")
+    if arr.dtype.kind not in "fiu" or arr.shape != (bone_count, 4, 4):
+        raise InputError(
+            f"rest_matrices must be a float array of shape ({bone_count}, 4, 4), got shape "
+            f"{arr.shape} {arr.dtype}"
+        )
+    arr = arr.astype(np.float64)
+    finite = np.isfinite(arr).all(axis=(1, 2))
+    if not finite.all():
+        b = int(np.argmin(finite))
+        raise InputError(f"rest_matrices[{b}] has a non-finite value")
+    _check_magnitude(arr, False, "a rest matrix entry")
+    bad = dq.bottom_row_error(arr) > dq.AFFINE_ATOL
+    if bad.any():
+        b = int(np.argmax(bad))
+        raise InputError(f"rest_matrices[{b}] is not affine: bottom row {arr[b, 3].tolist()}")
+    det = np.linalg.det(arr[:, :3, :3])
+    singular = np.abs(det) < 1e-12
+    if singular.any():
+        b = int(np.argmax(singular))
+        raise InputError(f"rest_matrices[{b}] is singular (det {det[b]:.3g})")
+    return arr
+
+
+def pack_blender(
+    bones: object, bone_count: int, rest: np.ndarray, *, batched: bool = False
+) -> PackedPose:
+    """(B, 4, 4) skinning matrices split as Blender's ``mat4_to_dquat`` does (any scale, shear
+    or mirroring): the DQs and each bone's ``[S | s]`` scale rows."""
+    arr = _as_bones(bones, bone_count, batched, ((4, 4),))
+    _check_magnitude(arr, batched, "a matrix entry")
+    bad = dq.bottom_row_error(arr) > dq.AFFINE_ATOL
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InputError(
+            f"{_where(index, batched)}: not an affine matrix, bottom row is "
+            f"{arr[index][3].tolist()} (expected [0, 0, 0, 1])"
+        )
+    det = np.linalg.det(arr[..., :3, :3])
+    singular = np.abs(det) < 1e-12
+    if singular.any():
+        index = tuple(int(i) for i in np.argwhere(singular)[0])
+        raise InputError(f"{_where(index, batched)}: singular matrix (det {det[index]:.3g})")
+    dqs, scales = dq.blender_bone_dqs(arr, rest)
+    return PackedPose(
+        "dqs_blender",
+        np.ascontiguousarray(dqs, dtype=np.float32),
+        np.ascontiguousarray(scales, dtype=np.float32),
+    )
+
+
 def pack_pose(
-    bones: object, bone_count: int, method: str, *, batched: bool = False, allow_scale: bool = True
+    bones: object,
+    bone_count: int,
+    method: str,
+    *,
+    batched: bool = False,
+    allow_scale: bool = True,
+    rest_matrices: np.ndarray | None = None,
 ) -> PackedPose:
     """Validate and pack a pose for ``method`` ("dqs", "dqs_scale", "lbs", "blend" or "cor").
 
@@ -139,6 +204,9 @@ def pack_pose(
     """
     if method == "lbs":
         return PackedPose("lbs", pack_lbs(bones, bone_count, batched=batched))
+    if method == "dqs_blender":
+        rest = check_rest_matrices(rest_matrices, bone_count)
+        return pack_blender(bones, bone_count, rest, batched=batched)
     if method in RIGID_PAIR_METHODS:
         dqs, rows = pack_rigid_pair(bones, bone_count, method, batched=batched)
         return PackedPose(method, dqs, rows)

@@ -252,8 +252,8 @@ def info(args: argparse.Namespace) -> int:
 
 _METHOD_HELP = (
     "what to draw side by side: lbs, dqs, blend (per-vertex LBS/DQS blend), cor (optimized "
-    "centers of rotation), several joined by commas (lbs,dqs,cor), both (lbs,dqs; the "
-    "default) or all"
+    "centers of rotation), dqs_blender (Blender's Preserve Volume), several joined by commas "
+    "(lbs,dqs,cor), both (lbs,dqs; the default) or all"
 )
 
 

@@ -33,6 +33,7 @@ from vkdqs.errors import InputError, LimitError
 __all__ = [
     "DQS_EPS",
     "LBS_EPS",
+    "blender_bone_dqs",
     "conjugate",
     "decompose_skinning_matrices",
     "from_matrices",
@@ -50,6 +51,7 @@ __all__ = [
     "skin_blend",
     "skin_cor",
     "skin_dqs",
+    "skin_dqs_blender",
     "skin_dqs_scaled",
     "skin_lbs",
     "to_matrices",
@@ -1024,4 +1026,134 @@ def skin_cor(
     rest_n, _ = _safe_normalize(n)
     out_p[at_rest] = p[at_rest]
     out_n[at_rest] = rest_n[at_rest]
+    return out_p, out_n
+
+
+# --------------------------------------------------------------------------------------------
+# Blender's "Preserve Volume" (armature_deform.cc, math_rotation_c.cc)
+# --------------------------------------------------------------------------------------------
+
+
+def _orthogonalize_keep_y(m: NDArray) -> NDArray:
+    """Blender's ``orthogonalize_m4(R, 1)`` on the 3x3 parts ``[..., 3, 3]`` (columns are axes):
+    Y normalized, Z = normalize(X x Y), X = Y x Z (a right-handed frame even for det < 0)."""
+    x, y = m[..., :, 0], m[..., :, 1]
+    y = y / np.linalg.norm(y, axis=-1, keepdims=True)
+    z = _cross(x, y)
+    z = z / np.linalg.norm(z, axis=-1, keepdims=True)
+    x = _cross(y, z)
+    return np.stack([x, y, z], axis=-1)
+
+
+def blender_bone_dqs(
+    matrices: ArrayLike, rest_matrices: ArrayLike, /
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Blender's ``mat4_to_dquat(dq, basemat=rest, mat=matrix)`` for every bone.
+
+    Returns ``([..., B, 2, 4] unit DQs of the rigid parts, [..., B, 3, 4] scale matrices)``:
+    where ``matrix @ rest`` has scale, shear or a reflection (the bone's axis lengths differ
+    from 1 by more than 1e-4 in norm, or the 3x3 part is not orthonormal within 1e-5, or
+    det < 0), it is split in the bone's rest frame: ``baseRS = matrix @ rest``, ``baseR`` its
+    rotation with the Y axis kept (Gram-Schmidt) and baseRS's translation,
+    ``R = baseR @ rest^-1``, ``scale = rest @ (baseR^-1 @ baseRS) @ rest^-1``; otherwise
+    ``R = matrix`` and ``scale = I``. The DQ holds ``R``; ``matrix = R @ scale``.
+    """
+    m = _as_float(matrices, "matrices")
+    base = _as_float(rest_matrices, "rest_matrices")
+    if m.ndim < 3 or m.shape[-2:] != (4, 4):
+        raise InputError(f"matrices must have shape [..., B, 4, 4], got shape {m.shape}")
+    if base.ndim != 3 or base.shape[1:] != (4, 4) or base.shape[0] != m.shape[-3]:
+        raise InputError(
+            f"rest_matrices must have shape ({m.shape[-3]}, 4, 4), got shape {base.shape}"
+        )
+    base_rs = m @ base
+    size = np.linalg.norm(base_rs[..., :3, :3], axis=-2)  # axis (column) lengths
+    a = m[..., :3, :3]
+    gram = np.swapaxes(a, -1, -2) @ a
+    ortho = (np.abs(gram - np.eye(3)) <= 1e-5).all(axis=(-2, -1))
+    has_scale = ~ortho | (np.linalg.det(m) < 0.0) | (((size - 1.0) ** 2).sum(axis=-1) > 1e-8)
+    base_r = np.zeros_like(base_rs)
+    base_r[..., :3, :3] = quat_to_matrix(
+        quat_from_matrix(_orthogonalize_keep_y(base_rs[..., :3, :3]))
+    )
+    base_r[..., :3, 3] = base_rs[..., :3, 3]
+    base_r[..., 3, 3] = 1.0
+    base_inv = np.linalg.inv(base)
+    split_r = base_r @ base_inv
+    s = np.linalg.inv(base_r) @ base_rs
+    scale = base @ s @ base_inv
+    r = np.where(has_scale[..., None, None], split_r, m)
+    scale = np.where(has_scale[..., None, None], scale, np.eye(4))
+    rot = r[..., :3, :3]
+    rot = rot / np.linalg.norm(rot, axis=-2, keepdims=True)  # mat4_to_quat normalizes axes
+    q = quat_from_matrix(rot)
+    return from_rotation_translation(q, r[..., :3, 3]), scale[..., :3, :]
+
+
+def skin_dqs_blender(
+    positions: ArrayLike,
+    normals: ArrayLike,
+    joints: ArrayLike,
+    weights: ArrayLike,
+    bone_matrices: ArrayLike,
+    rest_matrices: ArrayLike,
+    /,
+    *,
+    dtype: DTypeLike = np.float64,
+) -> tuple[NDArray, NDArray]:
+    """Blender's armature deform with "Preserve Volume" (DQS), as the GPU computes it.
+
+    Per vertex ``p`` and influence ``k`` in slot order (SkinnedMesh: descending weight), with
+    each bone split by :func:`blender_bone_dqs` into a DQ ``(q_k, d_k)`` and a scale matrix
+    ``S_k``: the scale's translation at the vertex, ``e_k = S_k p - p``, moves into the DQ,
+    ``d_k' = d_k + 0.5 q_k (e_k, 0)`` (``add_weighted_dq_dq_pivot``); the weight's sign flips
+    where ``q_k`` points away from the running sum ``Σ_{l<k} ±w_l q_l`` (Blender's order,
+    not slot 0's); the sums are divided by ``Σ w_k`` (``normalize_dq``) and the position is
+    ``p' = R(q) p + t(q, d)`` of the normalized blend (``mul_v3m3_dq``: the scale matrix,
+    neutral at the pivot, leaves ``p`` alone). The normal is transformed by the cofactor of
+    ``R(q) (Σ w_k S_k) / Σ w_k`` (Blender's deform matrix; Blender itself recomputes normals
+    from the deformed faces). Vertices with ``Σ w <= 1e-4`` (Blender's ``contrib``) or a
+    blended rotation shorter than ``DQS_EPS`` stay at rest.
+    """
+    p, n, j, w = _check_skin_inputs(positions, normals, joints, weights)
+    mats = _as_float(bone_matrices, "bone_matrices")
+    if mats.ndim != 3 or mats.shape[1:] != (4, 4):
+        raise InputError(f"bone_matrices must have shape (B, 4, 4), got shape {mats.shape}")
+    dqs, scales = blender_bone_dqs(mats, rest_matrices)
+    p, n, w, dqs, scales = (a.astype(dtype, copy=False) for a in (p, n, w, dqs, scales))
+    count = p.shape[0]
+    q_sum = np.zeros((count, 4), dtype)
+    d_sum = np.zeros((count, 4), dtype)
+    s_sum = np.zeros((count, 3, 3), dtype)
+    for k in range(j.shape[1]):  # influence slots in order: Blender's running sum
+        q_k = dqs[j[:, k], 0]
+        d_k = dqs[j[:, k], 1]
+        s_k = scales[j[:, k]]
+        e = np.einsum("nij,nj->ni", s_k[:, :, :3], p) + s_k[:, :, 3] - p
+        d_k = d_k + 0.5 * quat_multiply(q_k, np.concatenate([e, np.zeros((count, 1))], axis=1))
+        w_k = w[:, k]
+        signed = np.where(_dot(q_k, q_sum) < 0.0, -w_k, w_k)
+        q_sum += signed[:, None] * q_k
+        d_sum += signed[:, None] * d_k
+        s_sum += w_k[:, None, None] * s_k[:, :, :3]
+    total = w.sum(axis=1)
+    at_rest = ~(total > 1e-4)
+    inv_total = 1.0 / np.where(at_rest, 1.0, total)
+    q_sum *= inv_total[:, None]
+    d_sum *= inv_total[:, None]
+    s_sum *= inv_total[:, None, None]
+    length = np.linalg.norm(q_sum, axis=1)
+    at_rest |= ~(length >= DQS_EPS)
+    inv = 1.0 / np.where(at_rest, 1.0, length)
+    r = q_sum * inv[:, None]
+    d = d_sum * inv[:, None]
+    out_p = _rotate(r, p) + _translation(r, d)
+    rs = quat_to_matrix(r) @ s_sum
+    c0, c1, c2 = rs[:, :, 0], rs[:, :, 1], rs[:, :, 2]
+    cof = np.stack([_cross(c1, c2), _cross(c2, c0), _cross(c0, c1)], axis=-1)
+    out_n, degenerate = _safe_normalize(np.einsum("nij,nj->ni", cof, n), _NORMAL_EPS)
+    rest_n, _ = _safe_normalize(n)
+    out_p[at_rest] = p[at_rest]
+    use_rest_n = at_rest | degenerate
+    out_n[use_rest_n] = rest_n[use_rest_n]
     return out_p, out_n

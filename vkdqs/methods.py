@@ -11,7 +11,7 @@ from .errors import InputError
 __all__ = ["SCENE_METHODS", "parse_methods"]
 
 #: The methods a scene draws side by side, left to right, in this order.
-SCENE_METHODS = ("lbs", "dqs", "blend", "cor")
+SCENE_METHODS = ("lbs", "dqs", "blend", "cor", "dqs_blender")
 
 
 def parse_methods(methods: str) -> tuple[str, ...]:

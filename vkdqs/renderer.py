@@ -54,7 +54,7 @@ from .targets import RenderTarget
 #: draws the rest mesh without skinning (a baseline for measuring what skinning costs); "blend"
 #: mixes LBS and DQS per vertex by the mesh's ``dqs_blend``; "cor" skins about the mesh's
 #: centers of rotation (computed on the first "cor" instance unless given).
-METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor", "none")
+METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor", "dqs_blender", "none")
 #: |det| of a model matrix's 3x3 below which it is singular (scaled to zero): not drawable.
 SINGULAR_DET = 1e-12
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
@@ -144,6 +144,8 @@ class Instance:
     visible: bool = True
     #: The model matrix mirrors the mesh (det < 0), which flips its winding; set by set_model.
     mirrored: bool = False
+    #: "dqs_blender": each bone's rest frame (B, 4, 4)
+    rest_matrices: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def variant(self) -> str:
@@ -156,7 +158,9 @@ class Instance:
         For "dqs", matrices with scale/shear switch the instance to two-phase DQS.
         """
         method = "dqs" if self.method == "none" else self.method
-        self.pose = bone_packing.pack_pose(bones, self.bone_count, method)
+        self.pose = bone_packing.pack_pose(
+            bones, self.bone_count, method, rest_matrices=self.rest_matrices
+        )
 
     def set_model(self, model: ArrayLike) -> None:
         """Place the instance with a (4, 4) affine model matrix (mesh space to world space)."""
@@ -335,12 +339,14 @@ class Renderer(ResourceOwner):
         color: ArrayLike = (0.62, 0.34, 0.16, 1.0),
         bones: ArrayLike | None = None,
         centers: ArrayLike | None = None,
+        rest_matrices: ArrayLike | None = None,
     ) -> Instance:
         """A new instance of ``mesh`` (rest pose unless ``bones`` is given).
 
         ``method="cor"`` skins about the mesh's centers of rotation: ``centers`` ((N, 3)), or
         those of an earlier "cor" instance of the mesh, or computed now on the renderer's device
-        (:func:`vkdqs.centers_of_rotation`).
+        (:func:`vkdqs.centers_of_rotation`). ``method="dqs_blender"`` needs ``rest_matrices``
+        ((B, 4, 4), see :class:`vkdqs.Skinner`) and poses of (B, 4, 4) matrices.
         """
         with self._lock:
             self._check_open()
@@ -366,6 +372,11 @@ class Renderer(ResourceOwner):
             identity[:, 0, 3] = 1.0
             rest = bone_packing.PackedPose("dqs", identity.astype(np.float32))
             inst = Instance(mesh, bone_count, method, np.eye(4), np.ones(4), pose=rest)
+            if method == "dqs_blender":
+                inst.rest_matrices = bone_packing.check_rest_matrices(rest_matrices, bone_count)
+                identity = np.tile(np.eye(4), (bone_count, 1, 1))
+            elif rest_matrices is not None:
+                raise InputError(f"rest_matrices are for method='dqs_blender', not {method!r}")
             inst.set_pose(identity if bones is None else bones)
             inst.set_model(np.eye(4) if model is None else model)
             try:

@@ -38,6 +38,7 @@ METHOD_COLORS = {
     "dqs": (0.16, 0.36, 0.62, 1.0),
     "blend": (0.45, 0.22, 0.52, 1.0),
     "cor": (0.18, 0.5, 0.3, 1.0),
+    "dqs_blender": (0.15, 0.5, 0.6, 1.0),
 }
 assert tuple(METHOD_COLORS) == SCENE_METHODS
 #: DQS fraction of meshes without their own (the candy wrapper, a glTF mesh without
@@ -48,7 +49,13 @@ RIGID_COLORS = {
     m: tuple(0.5 * c + 0.5 * g for c, g in zip(rgba, (0.6, 0.6, 0.6, 1.0), strict=True))
     for m, rgba in METHOD_COLORS.items()
 }
-_METHOD_NAMES = {"dqs": "DQS", "lbs": "LBS", "blend": "LBS/DQS blend", "cor": "CoR"}
+_METHOD_NAMES = {
+    "dqs": "DQS",
+    "lbs": "LBS",
+    "blend": "LBS/DQS blend",
+    "cor": "CoR",
+    "dqs_blender": "DQS (Blender)",
+}
 
 
 def _check_methods(methods: str) -> str:
@@ -150,8 +157,13 @@ class CandyWrapperScene:
         renderer.camera.set_home()
 
     def _add_instance(self, method: str) -> None:
+        rest = np.tile(np.eye(4), (2, 1, 1)) if method == "dqs_blender" else None
         self.instances[method] = inst = self.renderer.add_instance(
-            self._render_mesh, bone_count=2, method=method, color=METHOD_COLORS[method]
+            self._render_mesh,
+            bone_count=2,
+            method=method,
+            color=METHOD_COLORS[method],
+            rest_matrices=rest,
         )
         if getattr(self, "twist", 0.0):
             self._pose(method, inst, procedural.twist_pose(self.twist))
@@ -469,8 +481,16 @@ class GltfScenePlayer:
             else:
                 if method == "blend" and rm.mesh.dqs_blend is None:
                     rm = renderer.add_mesh(_with_dqs_blend(rm.mesh), label=f"{rm.label} (blend)")
+                rest = None
+                if method == "dqs_blender":  # bind frames: the inverse bind matrices' inverses
+                    ibm = self.scene.skins[draw.skin].inverse_bind_matrices
+                    rest = np.linalg.inv(ibm)
                 inst = renderer.add_instance(
-                    rm, bone_count=draw.bone_count, method=method, color=METHOD_COLORS[method]
+                    rm,
+                    bone_count=draw.bone_count,
+                    method=method,
+                    color=METHOD_COLORS[method],
+                    rest_matrices=rest,
                 )
             inst.visible = False
             draw.instances[method] = inst

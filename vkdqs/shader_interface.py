@@ -65,12 +65,20 @@ LOCAL_SIZE = 64  #: compute workgroup size vkdqs uses
 #: Shader methods: the layout of the bone block (``mat2x4`` dual quaternions, or the three rows
 #: of an affine ``mat3x4``) and, for the :data:`SECOND_BLOCK_METHODS`, a second block of
 #: ``mat3x4`` rows: ``[S | 0]`` for two-phase DQS, the whole ``[A | t]`` for "blend" (LBS/DQS
-#: blended per vertex). "cor" (optimized centers of rotation) reads only the DQ block.
-SHADER_METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor")
+#: blended per vertex), Blender's per-bone scale matrices for "dqs_blender". "cor" (optimized
+#: centers of rotation) reads only the DQ block.
+SHADER_METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor", "dqs_blender")
 #: std140 array stride of one bone in the bone block (binding :data:`BONES`), in bytes.
-BONE_STRIDE = {"dqs": 32, "dqs_scale": 32, "lbs": 48, "blend": 32, "cor": 32}
+BONE_STRIDE = {
+    "dqs": 32,
+    "dqs_scale": 32,
+    "lbs": 48,
+    "blend": 32,
+    "cor": 32,
+    "dqs_blender": 32,
+}
 #: Methods that also read the ``mat3x4`` block at binding :data:`BONE_SCALES`.
-SECOND_BLOCK_METHODS = ("dqs_scale", "blend")
+SECOND_BLOCK_METHODS = ("dqs_scale", "blend", "dqs_blender")
 #: Methods that read the per-vertex ``aux`` input (xyz: center of rotation, w: DQS blend).
 AUX_METHODS = ("blend", "cor")
 #: std140 array stride of one bone's ``mat3x4`` rows in the second block (:data:`BONE_SCALES`).
@@ -284,6 +292,7 @@ _METHOD_DEFINES = {
     "dqs_scale": ("SKIN_DQS_SCALE",),
     "blend": ("SKIN_BLEND",),
     "cor": ("SKIN_COR",),
+    "dqs_blender": ("SKIN_DQS_BLENDER",),
 }
 _KINDS = {  # kind: (name suffix, stage, defines)
     "render": ("", "vert", ()),

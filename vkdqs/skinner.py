@@ -61,7 +61,7 @@ log = logging.getLogger("vkdqs")
 #: "dqs" switches to two-phase DQS when a pose has scale; "dqs_scale" always uses it; "blend"
 #: mixes LBS and DQS per vertex by the mesh's ``dqs_blend``; "cor" skins about precomputed
 #: centers of rotation (Le & Hodgins 2016).
-METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor")
+METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor", "dqs_blender")
 PATHS = ("compute", "vertex")
 LOCAL_SIZE = si.LOCAL_SIZE
 #: Default bound on the bone and output buffers of one ``skin_many`` submission.
@@ -125,10 +125,15 @@ class Skinner(ResourceOwner):
         ``"blend"`` computes ``(1 - b) LBS + b DQS`` per vertex with ``b = mesh.dqs_blend``
         (the mesh must have it); it takes rigid ``(B, 4, 4)`` matrices or ``(B, 2, 4)`` DQs.
         ``"cor"``: optimized centers of rotation, the same rigid poses as ``"blend"``.
+        ``"dqs_blender"``: Blender's "Preserve Volume" exactly (needs ``rest_matrices``); takes
+        ``(B, 4, 4)`` matrices with any scale, shear or mirroring.
     path : {"compute", "vertex"}
     allow_scale : bool
         With DQS, accept matrices with scale/shear (two-phase DQS). False rejects them, naming
         the bone. Reflections are always rejected.
+    rest_matrices : array_like, [B, 4, 4], optional
+        For ``"dqs_blender"``: each bone's rest (bind) frame in the space the skinning matrices
+        map from (the inverse of the glTF inverse bind matrix; Blender's ``bone.matrix_local``).
     centers : array_like, [N, 3], optional
         For ``"cor"``: each vertex's center of rotation; computed on this device with
         :func:`vkdqs.centers_of_rotation` (the mesh needs triangles) when not given.
@@ -147,10 +152,16 @@ class Skinner(ResourceOwner):
         path: str = "compute",
         allow_scale: bool = True,
         centers: object = None,
+        rest_matrices: object = None,
     ) -> None:
         super().__init__(device)
         self._check_args(mesh, bone_count, method, path)
         bone_count = int(bone_count)
+        self.rest_matrices = None
+        if method == "dqs_blender":
+            self.rest_matrices = bone_packing.check_rest_matrices(rest_matrices, bone_count)
+        elif rest_matrices is not None:
+            raise InputError(f"rest_matrices are for method='dqs_blender', not {method!r}")
         self.centers = _check_centers(device, mesh, bone_count, method, centers)
         _check_limits(device, mesh, bone_count, method, path)
         self.mesh = mesh
@@ -421,7 +432,12 @@ class Skinner(ResourceOwner):
 
     def _pack(self, bones: object, batched: bool) -> bone_packing.PackedPose:
         return bone_packing.pack_pose(
-            bones, self.bone_count, self.method, batched=batched, allow_scale=self.allow_scale
+            bones,
+            self.bone_count,
+            self.method,
+            batched=batched,
+            allow_scale=self.allow_scale,
+            rest_matrices=self.rest_matrices,
         )
 
     def skin(self, bones: object) -> tuple[np.ndarray, np.ndarray]:

@@ -12,6 +12,10 @@
 //   SKIN_COR          optimized centers of rotation (Le & Hodgins 2016): the bone block holds
 //                     the DQs and the aux input's xyz the vertex's precomputed center c:
 //                     p' = R(q) (p - c) + sum_k w_k M_k c, q the blended rotations;
+//   SKIN_DQS_BLENDER  Blender's "Preserve Volume" (armature_deform.cc): per influence, the
+//                     bone's scale matrix S (split in its rest frame, second block) moves
+//                     its translation at the vertex into the DQ; signs flip against the
+//                     running sum, in slot order;
 //   SKIN_INFLUENCES_8 eight influences per vertex (two ivec4/vec4 pairs) instead of four.
 
 #include "dqs.glsl"
@@ -30,8 +34,8 @@ layout(std140, set = 0, binding = 0) uniform BoneBlock {
 };
 #endif
 
-#ifdef SKIN_DQS_SCALE
-// Per bone, the three rows of [S | 0]: its scale/shear in rest space (same layout as LBS bones).
+#if defined(SKIN_DQS_SCALE) || defined(SKIN_DQS_BLENDER)
+// Per bone, the three rows of [S | 0] (dqs_blender: [S | s], Blender's scale matrix): its scale/shear in rest space (same layout as LBS bones).
 layout(std140, set = 0, binding = 6) uniform BoneScaleBlock {
     mat3x4 bone_scales[MAX_BONES];
 };
@@ -47,6 +51,26 @@ layout(std140, set = 0, binding = 6) uniform BoneScaleBlock {
 layout(std140, set = 0, binding = 6) uniform BoneMatrixBlock {
     mat3x4 bone_matrices[MAX_BONES];
 };
+#endif
+
+#ifdef SKIN_DQS_BLENDER
+vec4 quat_mul(vec4 a, vec4 b) {
+    return vec4(a.w * b.xyz + b.w * a.xyz + cross(a.xyz, b.xyz), a.w * b.w - dot(a.xyz, b.xyz));
+}
+
+// Blender's add_weighted_dq_dq_pivot(sum, bone, pivot = p, w): the translation the bone's scale
+// matrix gives the vertex goes into the DQ (applied before its rotation), and the weight's sign
+// follows the running sum of the rotations.
+void blender_add(mat2x4 bone, mat3x4 scale, float wk, vec3 p, inout mat2x4 sum,
+                 inout mat3x4 scale_sum) {
+    if (wk == 0.0) {
+        return;
+    }
+    vec3 e = lbs_transform_point(scale, p) - p;
+    mat2x4 d = mat2x4(bone[0], bone[1] + 0.5 * quat_mul(bone[0], vec4(e, 0.0)));
+    sum += d * (dot(bone[0], sum[0]) < 0.0 ? -wk : wk);
+    scale_sum += scale * wk;
+}
 #endif
 
 // Skins one vertex with four influences (j1/w1 add four more in the 8-influence variant).
@@ -121,6 +145,36 @@ void skin_vertex(ivec4 j, vec4 w,
     q /= len;
     skinned_p = rotate_vector(q, p - c) + pc;
     skinned_n = normalize(rotate_vector(q, n));
+#elif defined(SKIN_DQS_BLENDER)
+    mat2x4 dq = mat2x4(0.0);
+    mat3x4 s = mat3x4(0.0);
+    blender_add(bones[j.x], bone_scales[j.x], w.x, p, dq, s);
+    blender_add(bones[j.y], bone_scales[j.y], w.y, p, dq, s);
+    blender_add(bones[j.z], bone_scales[j.z], w.z, p, dq, s);
+    blender_add(bones[j.w], bone_scales[j.w], w.w, p, dq, s);
+#ifdef SKIN_INFLUENCES_8
+    blender_add(bones[j1.x], bone_scales[j1.x], w1.x, p, dq, s);
+    blender_add(bones[j1.y], bone_scales[j1.y], w1.y, p, dq, s);
+    blender_add(bones[j1.z], bone_scales[j1.z], w1.z, p, dq, s);
+    blender_add(bones[j1.w], bone_scales[j1.w], w1.w, p, dq, s);
+#endif
+    // normalize_dq (divide by the weight sum), then mul_v3m3_dq, whose scale matrix is neutral
+    // at the pivot: the position needs only the normalized DQ.
+    dq *= 1.0 / weight_sum;
+    s *= 1.0 / weight_sum;
+    if (weight_sum <= 1e-4 || !dq_normalize(dq)) {
+        skinned_p = p;
+        skinned_n = normalize(n);
+        return;
+    }
+    skinned_p = dq_transform_point(dq, p);
+    // the normal: cofactor of Blender's deform matrix R(q) S_blend, i.e. R(q) cof(S_blend) n
+    vec3 a0 = s[0].xyz;
+    vec3 a1 = s[1].xyz;
+    vec3 a2 = s[2].xyz;
+    vec3 c = vec3(dot(cross(a1, a2), n), dot(cross(a2, a0), n), dot(cross(a0, a1), n));
+    float len = length(c);
+    skinned_n = len < LBS_EPS ? normalize(n) : normalize(rotate_vector(dq[0], c / len));
 #elif defined(SKIN_LBS)
     mat3x4 m = lbs_blend(bones[j.x], bones[j.y], bones[j.z], bones[j.w], w);
 #ifdef SKIN_INFLUENCES_8
