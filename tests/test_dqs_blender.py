@@ -138,3 +138,25 @@ def test_dqs_blender_renders_where_the_skinner_puts_it(device):
     assert got[2] <= want[2] + 2 and got[3] <= want[3] + 2
     assert got[2] - got[0] >= 0.9 * (want[2] - want[0])
     assert got[3] - got[1] >= 0.9 * (want[3] - want[1])
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_eight_influences_with_scale_shear_and_mirroring_match_the_reference(device, path):
+    rng = np.random.default_rng(11)
+    n, bones = 3000, 12
+    joints = np.stack([rng.permutation(bones)[:7] for _ in range(n)])
+    weights = rng.uniform(0.05, 1.0, (n, 7))
+    mesh = SkinnedMesh(rng.uniform(-1, 1, (n, 3)), rng.normal(size=(n, 3)), joints, weights)
+    assert mesh.slots == 8
+    rest = dq.to_matrices(dq.random_rigid(bones, rng, max_translation=1.0))
+    mats = dq.to_matrices(dq.random_rigid(bones, rng, max_angle=np.pi, max_translation=1.0))
+    mats[:, :3, :3] = mats[:, :3, :3] @ (np.eye(3) + rng.uniform(-0.3, 0.3, (bones, 3, 3)))
+    mats[5, :3, 0] *= -1.0  # a mirroring bone
+    args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
+    with Skinner(
+        device, mesh, bone_count=bones, method="dqs_blender", rest_matrices=rest, path=path
+    ) as skinner:
+        got = skinner.skin(mats)
+    want = dq.skin_dqs_blender(*args, mats, rest)
+    np.testing.assert_allclose(got[0], want[0], atol=1e-5 * max(mesh.extent, 1.0))
+    np.testing.assert_allclose(got[1], want[1], atol=1e-5)
