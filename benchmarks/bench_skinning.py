@@ -1,8 +1,10 @@
 """Skinning throughput: skinned vertices per second, end to end, the way a user calls it.
 
 For a tube of N vertices (64 bones, 4 influences) and for each of: the GPU compute path, the GPU
-vertex (storage-buffer readback) path, and the numpy float32 CPU path, DQS and LBS: the time of one
-``skin(bones)`` call, bones in (a new pose every call) and (N, 3) positions + normals out.
+vertex (storage-buffer readback) path, and the numpy float32 CPU path, DQS, LBS and CoR (and on
+the GPU the per-vertex LBS/DQS blend): the time of one ``skin(bones)`` call, bones in (a new
+pose every call) and (N, 3) positions + normals out. CoR's centers are computed once per mesh,
+before timing (``--no-cor`` skips CoR and blend).
 
 Every configuration runs once per round, in the same process, after warm-up; the table reports
 the median over rounds, and the ratios (DQS/LBS, compute vs numpy) are medians of per-round
@@ -26,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vkdqs import dq, procedural
+from vkdqs import SkinnedMesh, dq, procedural
+from vkdqs.centers import centers_of_rotation
 from vkdqs.gpu.device import Device
 from vkdqs.skinner import Skinner
 
@@ -40,25 +43,43 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-def bench_size(device: Device, n: int, rounds: int, warmup: int, numpy_rounds: int) -> dict:
+def bench_size(
+    device: Device, n: int, rounds: int, warmup: int, numpy_rounds: int, cor: bool = True
+) -> dict:
     mesh = procedural.tube(n, bone_count=BONES, influences=4)
     poses = [procedural.bone_chain_pose(BONES, a) for a in np.linspace(-60.0, 60.0, 16)]
     dq_poses = [dq.from_matrices(p) for p in poses]
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
+    methods = ("dqs", "lbs", "cor", "blend") if cor else ("dqs", "lbs")
+    centers_s = None
+    if cor:
+        blend = np.linspace(0.0, 1.0, n)
+        blend_mesh = SkinnedMesh(*args, mesh.indices, dqs_blend=blend)
+        t0 = time.perf_counter()
+        centers = centers_of_rotation(mesh, bone_count=BONES, device=device, progress=False)
+        centers_s = time.perf_counter() - t0
+
+    def make(path: str, method: str) -> Skinner:
+        if method == "cor":
+            return Skinner(device, mesh, bone_count=BONES, method="cor", path=path, centers=centers)
+        m = blend_mesh if method == "blend" else mesh
+        return Skinner(device, m, bone_count=BONES, method=method, path=path)
 
     skinners = {
-        (path, method): Skinner(device, mesh, bone_count=BONES, method=method, path=path)
-        for path in ("compute", "vertex")
-        for method in ("dqs", "lbs")
+        (path, method): make(path, method) for path in ("compute", "vertex") for method in methods
     }
     # A new pose every call, as an animated app would give.
     dq_cycle, mat_cycle = itertools.cycle(dq_poses), itertools.cycle(poses)
     calls = {}
     for (path, method), skinner in skinners.items():
-        cycle = dq_cycle if method == "dqs" else mat_cycle
+        cycle = dq_cycle if method in ("dqs", "cor") else mat_cycle
         calls[(path, method)] = lambda s=skinner, c=cycle: s.skin(next(c))
     calls[("numpy32", "dqs")] = lambda: dq.skin_dqs(*args, next(dq_cycle), dtype=np.float32)
     calls[("numpy32", "lbs")] = lambda: dq.skin_lbs(*args, next(mat_cycle), dtype=np.float32)
+    if cor:
+        calls[("numpy32", "cor")] = lambda: dq.skin_cor(
+            *args, next(dq_cycle), centers, dtype=np.float32
+        )
 
     times: dict[tuple[str, str], list[float]] = {k: [] for k in calls}
     for _ in range(warmup):
@@ -72,9 +93,9 @@ def bench_size(device: Device, n: int, rounds: int, warmup: int, numpy_rounds: i
 
     # Where a compute-path call spends its time.
     parts = {}
-    for method in ("dqs", "lbs"):
+    for method in methods:
         s = skinners[("compute", method)]
-        src = dq_poses if method == "dqs" else poses
+        src = dq_poses if method in ("dqs", "cor") else poses
         s.skin(src[0])
         pose = src[1]
         pack = [_timed(lambda s=s, p=pose: s._pack(p, batched=False)) for _ in range(rounds)]
@@ -102,10 +123,20 @@ def bench_size(device: Device, n: int, rounds: int, warmup: int, numpy_rounds: i
             "mvertices_per_s": n / med(key) / 1e6,
             "runs": len(times[key]),
         }
+    extra = {}
+    if cor:
+        extra = {
+            "compute cor/dqs time": ratio(("compute", "cor"), ("compute", "dqs")),
+            "compute blend/dqs time": ratio(("compute", "blend"), ("compute", "dqs")),
+            "vertex cor/dqs time": ratio(("vertex", "cor"), ("vertex", "dqs")),
+            "compute speedup over numpy32 (cor)": ratio(("numpy32", "cor"), ("compute", "cor")),
+        }
     return {
         "n": n,
+        "centers_s": centers_s,
         "rows": rows,
         "ratios": {
+            **extra,
             "compute dqs/lbs time": ratio(("compute", "dqs"), ("compute", "lbs")),
             "vertex dqs/lbs time": ratio(("vertex", "dqs"), ("vertex", "lbs")),
             "numpy32 dqs/lbs time": ratio(("numpy32", "dqs"), ("numpy32", "lbs")),
@@ -123,6 +154,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--numpy-rounds", type=int, default=5)
     parser.add_argument("--out", type=Path, default=RESULTS / "skinning.json")
+    parser.add_argument("--no-cor", action="store_true", help="only DQS and LBS")
     args = parser.parse_args()
 
     with Device() as device:
@@ -134,7 +166,8 @@ def main() -> None:
             "numpy": np.__version__,
         }
         results = [
-            bench_size(device, n, args.rounds, args.warmup, args.numpy_rounds) for n in args.sizes
+            bench_size(device, n, args.rounds, args.warmup, args.numpy_rounds, not args.no_cor)
+            for n in args.sizes
         ]
 
     print(f"device: {machine['device']}, {machine['cpu_count']} CPUs; {BONES} bones, 4 influences")

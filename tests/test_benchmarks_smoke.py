@@ -26,8 +26,18 @@ def test_skinning_benchmark_smoke(tmp_path, device):
     (res,) = json.loads(out.read_text())["results"]
     assert res["n"] == 2000
     assert set(res["rows"]) == {
-        f"{p}/{m}" for p in ("compute", "vertex", "numpy32") for m in ("dqs", "lbs")
-    }
+        f"{p}/{m}" for p in ("compute", "vertex", "numpy32") for m in ("dqs", "lbs", "cor")
+    } | {"compute/blend", "vertex/blend"}
+    assert "compute cor/dqs time" in res["ratios"]
+
+
+def test_centers_benchmark_smoke(tmp_path, device):
+    out = tmp_path / "centers.json"
+    args = ["--sizes", "1500", "--rounds", "1", "--reference-vertices", "50"]
+    text = _run("bench_centers.py", *args, "--out", str(out))
+    assert "speedup" in text
+    (res,) = json.loads(out.read_text())["results"]
+    assert res["n"] == 1500 and res["max_error_over_extent"] < 1e-4
 
 
 def test_render_benchmark_smoke(tmp_path, device):

@@ -45,6 +45,8 @@ from vkdqs.shader_interface import (
     BONE_SCALES,
     BONE_STRIDE,
     BONES,
+    CENTERS_OUT,
+    CENTERS_TEXELS,
     COMPUTE_OUT,
     COMPUTE_OUT_FORMAT,
     INSTANCE,
@@ -54,6 +56,7 @@ from vkdqs.shader_interface import (
     RENDER_BINDINGS,
     SAMPLE_COUNTS,
     SCALE_STRIDE,
+    SECOND_BLOCK_METHODS,
     VARIANTS,
     DescriptorType,
     Format,
@@ -72,9 +75,10 @@ STAGE_OF_KIND = {
     "readback": Stage.VERTEX,
     "compute": Stage.COMPUTE,
     "fragment": Stage.FRAGMENT,
+    "centers": Stage.COMPUTE,
 }
 #: Kinds whose pipeline layout serves that one module, which keeps every binding of it.
-EXACT_KINDS = ("compute", "readback")
+EXACT_KINDS = ("compute", "readback", "centers")
 #: The descriptor type a shader sees for a host descriptor type.
 SHADER_TYPE = {DescriptorType.UNIFORM_BUFFER_DYNAMIC: DescriptorType.UNIFORM_BUFFER}
 #: Vertex format -> (scalar, components, bits) of the GLSL input reading it.
@@ -131,11 +135,15 @@ def check_bindings(v: Variant, mod: Module) -> list[str]:
 
 def check_texel_formats(v: Variant, mod: Module) -> list[str]:
     """The compute shader's texel buffers read and write what the host's buffer views hold."""
-    if v.kind != "compute":
+    if v.kind == "centers":
+        want = [*CENTERS_TEXELS, (CENTERS_OUT, COMPUTE_OUT_FORMAT)]
+    elif v.kind == "compute":
+        want = [(m.binding, m.texel_format) for m in mesh_inputs(v.slots, v.method)]
+        want.append((COMPUTE_OUT, COMPUTE_OUT_FORMAT))
+    else:
         return []
     ds, problems = set0(mod), []
-    want = [(m.binding, m.texel_format) for m in mesh_inputs(v.slots)]
-    for n, fmt in [*want, (COMPUTE_OUT, COMPUTE_OUT_FORMAT)]:
+    for n, fmt in want:
         if n not in ds:
             problems.append(f"texel buffer binding {n} is not in the module")
             continue
@@ -150,7 +158,7 @@ def check_bone_blocks(v: Variant, mod: Module) -> list[str]:
     if v.method == "none":
         return []
     want = {BONES: BONE_STRIDE[v.method]}
-    if v.method == "dqs_scale":
+    if v.method in SECOND_BLOCK_METHODS:
         want[BONE_SCALES] = SCALE_STRIDE
     ds, problems = set0(mod), []
     for n, stride in want.items():
@@ -173,7 +181,7 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
     """
     if v.kind not in ("render", "readback"):
         return []
-    host = {m.location: m for m in mesh_inputs(v.slots)}
+    host = {m.location: m for m in mesh_inputs(v.slots, v.method)}
     shader, problems = mod.inputs(), []
     for loc, got in sorted(shader.items()):
         m = host.get(loc)
@@ -189,10 +197,14 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
 def check_specialization(v: Variant, mod: Module) -> list[str]:
     """Exactly the SpecIds the host sets; the compute local_size_x is LOCAL_SIZE_ID."""
     want = ({MAX_BONES_ID} if v.method != "none" else set()) | (
-        {LOCAL_SIZE_ID} if v.kind == "compute" else set()
+        {LOCAL_SIZE_ID} if v.kind in ("compute", "centers") else set()
     )
     problems = [] if set(mod.spec_ids()) == want else [f"SpecIds {set(mod.spec_ids())} != {want}"]
-    if v.kind == "compute" and mod.workgroup_size_spec_ids() != (LOCAL_SIZE_ID, None, None):
+    if v.kind in ("compute", "centers") and mod.workgroup_size_spec_ids() != (
+        LOCAL_SIZE_ID,
+        None,
+        None,
+    ):
         problems.append(f"workgroup size SpecIds are {mod.workgroup_size_spec_ids()}")
     return problems
 

@@ -27,6 +27,7 @@ from .png import PngImage
 if TYPE_CHECKING:
     from .baking import Bake, bake, bake_to_file
     from .camera import Camera
+    from .centers import centers_of_rotation
     from .gltf import GltfError, load_gltf
     from .gpu.device import Device
     from .renderer import Renderer
@@ -59,6 +60,7 @@ __all__ = [
     "__version__",
     "bake",
     "bake_to_file",
+    "centers_of_rotation",
     "dq",
     "load_gltf",
     "procedural",
@@ -69,6 +71,7 @@ _LAZY = {
     "bake": ".baking",
     "bake_to_file": ".baking",
     "Camera": ".camera",
+    "centers_of_rotation": ".centers",
     "Device": ".gpu.device",
     "OffscreenTarget": ".targets",
     "Renderer": ".renderer",

@@ -8,6 +8,11 @@ Pure numpy (no Vulkan). One pose is ``(B, ...)``; a batch of poses is ``(P, B, .
   part and a scale/shear part (:func:`vkdqs.dq.decompose_skinning_matrices`) for two-phase DQS,
   unless ``allow_scale=False``, which rejects them naming the bone; reflections are always
   rejected.
+* "blend" bones: both of the above for the same rigid transforms: the DQs in the bone block and
+  the matrix rows in the second block (``PackedPose.scales``), from ``(B, 4, 4)`` or
+  ``(B, 3, 4)`` rigid matrices or ``(B, 2, 4)`` dual quaternions. Scale/shear is rejected,
+  naming the bone.
+* "cor" bones: the DQ block alone, from the same inputs as "blend" (rigid only).
 * LBS bones (``mat3x4 bones[]``, 12 floats: the three rows of the affine matrix): ``(B, 3, 4)``
   or ``(B, 4, 4)`` affine matrices (bottom row must be 0, 0, 0, 1), or ``(B, 2, 4)`` dual
   quaternions, converted.
@@ -116,7 +121,8 @@ class PackedPose:
     """A validated pose in shader layout.
 
     ``variant`` is the skinning variant it needs: ``"dqs"``, ``"dqs_scale"`` (then ``scales``
-    holds ``([P,] B, 3, 4)`` float32 ``[S | 0]`` rows) or ``"lbs"``.
+    holds ``([P,] B, 3, 4)`` float32 ``[S | 0]`` rows), ``"lbs"``, or ``"blend"`` (then
+    ``scales`` holds the whole ``[A | t]`` rows: the shaders' second bone block).
     """
 
     variant: str
@@ -124,15 +130,89 @@ class PackedPose:
     scales: np.ndarray | None = None
 
 
-def pack_pose(
-    bones: object, bone_count: int, method: str, *, batched: bool = False, allow_scale: bool = True
+def check_rest_matrices(rest: object, bone_count: int) -> np.ndarray:
+    """``rest_matrices`` for "dqs_blender" as a validated (B, 4, 4) float64 array: finite,
+    affine and invertible (each bone's rest frame)."""
+    if rest is None:
+        raise InputError(
+            "method='dqs_blender' needs rest_matrices: (B, 4, 4), each bone's rest frame in "
+            "the space the skinning matrices map from (the inverse of a glTF inverse bind matrix)"
+        )
+    arr = dq._as_array(rest, "rest_matrices")
+    if arr.dtype.kind not in "fiu" or arr.shape != (bone_count, 4, 4):
+        raise InputError(
+            f"rest_matrices must be a float array of shape ({bone_count}, 4, 4), got shape "
+            f"{arr.shape} {arr.dtype}"
+        )
+    arr = arr.astype(np.float64)
+    finite = np.isfinite(arr).all(axis=(1, 2))
+    if not finite.all():
+        b = int(np.argmin(finite))
+        raise InputError(f"rest_matrices[{b}] has a non-finite value")
+    _check_magnitude(arr, False, "a rest matrix entry")
+    bad = dq.bottom_row_error(arr) > dq.AFFINE_ATOL
+    if bad.any():
+        b = int(np.argmax(bad))
+        raise InputError(f"rest_matrices[{b}] is not affine: bottom row {arr[b, 3].tolist()}")
+    det = np.linalg.det(arr[:, :3, :3])
+    singular = np.abs(det) < 1e-12
+    if singular.any():
+        b = int(np.argmax(singular))
+        raise InputError(f"rest_matrices[{b}] is singular (det {det[b]:.3g})")
+    return arr
+
+
+def pack_blender(
+    bones: object, bone_count: int, rest: np.ndarray, *, batched: bool = False
 ) -> PackedPose:
-    """Validate and pack a pose for ``method`` ("dqs", "dqs_scale" or "lbs").
+    """(B, 4, 4) skinning matrices split as Blender's ``mat4_to_dquat`` does (any scale, shear
+    or mirroring): the DQs and each bone's ``[S | s]`` scale rows."""
+    arr = _as_bones(bones, bone_count, batched, ((4, 4),))
+    _check_magnitude(arr, batched, "a matrix entry")
+    bad = dq.bottom_row_error(arr) > dq.AFFINE_ATOL
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InputError(
+            f"{_where(index, batched)}: not an affine matrix, bottom row is "
+            f"{arr[index][3].tolist()} (expected [0, 0, 0, 1])"
+        )
+    det = np.linalg.det(arr[..., :3, :3])
+    singular = np.abs(det) < 1e-12
+    if singular.any():
+        index = tuple(int(i) for i in np.argwhere(singular)[0])
+        raise InputError(f"{_where(index, batched)}: singular matrix (det {det[index]:.3g})")
+    dqs, scales = dq.blender_bone_dqs(arr, rest)
+    return PackedPose(
+        "dqs_blender",
+        np.ascontiguousarray(dqs, dtype=np.float32),
+        np.ascontiguousarray(scales, dtype=np.float32),
+    )
+
+
+def pack_pose(
+    bones: object,
+    bone_count: int,
+    method: str,
+    *,
+    batched: bool = False,
+    allow_scale: bool = True,
+    rest_matrices: np.ndarray | None = None,
+) -> PackedPose:
+    """Validate and pack a pose for ``method`` ("dqs", "dqs_scale", "lbs", "blend" or "cor").
 
     "dqs" uses two-phase DQS only when some matrix has scale/shear; "dqs_scale" always does.
     """
     if method == "lbs":
         return PackedPose("lbs", pack_lbs(bones, bone_count, batched=batched))
+    if method == "dqs_blender":
+        rest = check_rest_matrices(rest_matrices, bone_count)
+        return pack_blender(bones, bone_count, rest, batched=batched)
+    if method in RIGID_PAIR_METHODS:
+        dqs, rows = pack_rigid_pair(bones, bone_count, method, batched=batched)
+        return PackedPose(method, dqs, rows)
+    if method == "cor":  # the DQ block alone, from rigid bones
+        dqs, _ = pack_rigid_pair(bones, bone_count, method, batched=batched)
+        return PackedPose(method, dqs)
     arr = _as_bones(bones, bone_count, batched, ((2, 4), (4, 4)))
     if method == "dqs_scale" and arr.shape[-2] == 2:
         dqs = pack_dqs(arr, bone_count, batched=batched)
@@ -151,6 +231,46 @@ def pack_pose(
         np.ascontiguousarray(dqs, dtype=np.float32),
         np.ascontiguousarray(scales, dtype=np.float32),
     )
+
+
+#: Methods whose pose is a DQ block plus a block of the same bones' [A | t] rows.
+RIGID_PAIR_METHODS = ("blend",)
+
+
+def pack_rigid_pair(
+    bones: object, bone_count: int, method: str, *, batched: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rigid bones as float32 ``([P,] B, 2, 4)`` unit DQs and ``([P,] B, 3, 4)`` matrix rows."""
+    arr = _as_bones(bones, bone_count, batched, ((2, 4), (3, 4), (4, 4)))
+    if arr.shape[-2] == 2:
+        dqs = pack_dqs(arr, bone_count, batched=batched)
+        rows = dq.to_matrices(dqs.astype(np.float64))[..., :3, :]
+        return dqs, np.ascontiguousarray(rows, dtype=np.float32)
+    _check_magnitude(arr[..., :3, :], batched, "a matrix entry")
+    full = np.zeros((*arr.shape[:-2], 4, 4))
+    full[..., :3, :] = arr[..., :3, :]
+    full[..., 3, 3] = 1.0
+    if arr.shape[-2] == 4:
+        bad = dq.bottom_row_error(arr) > dq.AFFINE_ATOL
+        if bad.any():
+            index = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise InputError(
+                f"{_where(index, batched)}: not an affine matrix, bottom row is "
+                f"{arr[index][3].tolist()} (expected [0, 0, 0, 1])"
+            )
+    scaled = dq.has_scale(full, atol=dq.AFFINE_ATOL)
+    if scaled.any():
+        index = tuple(int(i) for i in np.argwhere(scaled)[0])
+        raise InputError(
+            f"{_where(index, batched)}: method {method!r} needs rigid bone matrices, this one has "
+            "scale or shear"
+        )
+    try:
+        dqs = dq.from_matrices(full)
+    except InputError as exc:
+        raise InputError(f"{method} bones: {exc}") from None
+    rows = np.ascontiguousarray(full[..., :3, :], dtype=np.float32)
+    return np.ascontiguousarray(dqs, dtype=np.float32), rows
 
 
 def pack_lbs(bones: object, bone_count: int, *, batched: bool = False) -> np.ndarray:

@@ -39,8 +39,11 @@ if TYPE_CHECKING:
 from .errors import InputError, VkdqsError
 
 _ANIMATION_HELP = "model: animation index or name, or 'rest' (default: the first animation)"
-_METHODS = ("dqs", "lbs", "both")
-_METHOD_HELP = "skinning: DQS, LBS, or both side by side (LBS left, DQS right)"
+_METHOD_HELP = (
+    "what to draw side by side: lbs, dqs, blend (per-vertex LBS/DQS blend), cor (optimized "
+    "centers of rotation), dqs_blender (Blender's Preserve Volume), several joined by commas "
+    "(lbs,dqs,cor), both (lbs,dqs: LBS left, DQS right) or all"
+)
 #: Each side of --size, in pixels (Vulkan guarantees 4096 for images; desktop GPUs take 16384).
 MAX_SIZE = 16384
 
@@ -299,6 +302,17 @@ _fps = _number("the frame rate", 0.001, 1000.0, "frames per second")
 _BAKE_FORMATS = (".npz", ".glb", ".usd", ".usda", ".usdc")  # vkdqs.baking.FORMATS
 
 
+def _methods(text: str) -> str:
+    """``--method``: one method, several joined by commas, ``both`` or ``all``."""
+    from .methods import parse_methods
+
+    try:
+        parse_methods(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _bake_out(text: str) -> Path:
     """``bake --out``: a file name ending in one of the formats vkdqs bakes to."""
     path = Path(text)
@@ -402,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("view", view, "the viewer: LBS and DQS side by side in a window")
     _add_model(p, optional=True)
-    p.add_argument("--method", choices=_METHODS, default="both", help=_METHOD_HELP)
+    p.add_argument("--method", type=_methods, default="both", help=_METHOD_HELP)
     p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
     p.add_argument(
         "--size", type=_size, default="1280x720", help=f"window size WxH, each 1...{MAX_SIZE}"
@@ -425,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--time", type=_time, default=0.0, help="model: animation time in seconds")
     p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
-    p.add_argument("--method", choices=_METHODS, default="both", help=_METHOD_HELP)
+    p.add_argument("--method", type=_methods, default="both", help=_METHOD_HELP)
     p.add_argument(
         "--size", type=_size, default="960x540", help=f"image size WxH, each 1...{MAX_SIZE}"
     )

@@ -33,6 +33,7 @@ from vkdqs.errors import InputError, LimitError
 __all__ = [
     "DQS_EPS",
     "LBS_EPS",
+    "blender_bone_dqs",
     "conjugate",
     "decompose_skinning_matrices",
     "from_matrices",
@@ -47,7 +48,10 @@ __all__ = [
     "quat_rotate",
     "quat_to_matrix",
     "random_rigid",
+    "skin_blend",
+    "skin_cor",
     "skin_dqs",
+    "skin_dqs_blender",
     "skin_dqs_scaled",
     "skin_lbs",
     "to_matrices",
@@ -903,6 +907,249 @@ def skin_lbs(
     # (a1 x a2, a2 x a0, a0 x a1) for columns a_i of A, needs no inverse, and keeps the
     # orientation for det > 0. Its scale is irrelevant after normalizing.
     c0, c1, c2 = lin[:, :, 0], lin[:, :, 1], lin[:, :, 2]
+    cof = np.stack([_cross(c1, c2), _cross(c2, c0), _cross(c0, c1)], axis=-1)
+    out_n, degenerate = _safe_normalize(np.einsum("nij,nj->ni", cof, n), _NORMAL_EPS)
+    rest_n, _ = _safe_normalize(n)
+    out_p[at_rest] = p[at_rest]
+    use_rest_n = at_rest | degenerate
+    out_n[use_rest_n] = rest_n[use_rest_n]
+    return out_p, out_n
+
+
+def _rigid_bone_inputs(bone_matrices: ArrayLike, name: str) -> tuple[NDArray, NDArray]:
+    """(B, 3, 4) affine rows and (B, 2, 4) dual quaternions of rigid skinning matrices (or DQs)."""
+    mats = _as_float(bone_matrices, name)
+    if mats.ndim != 3 or mats.shape[1:] not in ((2, 4), (3, 4), (4, 4)):
+        raise InputError(
+            f"{name} must have shape (B, 4, 4) or (B, 3, 4) rigid matrices or (B, 2, 4) dual "
+            f"quaternions, got shape {mats.shape}"
+        )
+    if mats.shape[1] == 2:
+        dqs = normalize(mats)
+        return to_matrices(dqs)[:, :3, :], dqs
+    full = np.zeros((mats.shape[0], 4, 4))
+    full[:, :3, :] = mats[:, :3, :]
+    full[:, 3, 3] = 1.0
+    return full[:, :3, :], from_matrices(full)
+
+
+def _blend_normals(a: NDArray, b: NDArray, t: NDArray) -> NDArray:
+    """normalize((1 - t) a + t b) for unit a, b; b where the blend is shorter than LBS_EPS."""
+    mixed = a + (b - a) * t[:, None]  # GLSL mix()
+    out, short = _safe_normalize(mixed, LBS_EPS)
+    out[short] = b[short]
+    return out
+
+
+def skin_blend(
+    positions: ArrayLike,
+    normals: ArrayLike,
+    joints: ArrayLike,
+    weights: ArrayLike,
+    bone_matrices: ArrayLike,
+    dqs_blend: ArrayLike,
+    /,
+    *,
+    dtype: DTypeLike = np.float64,
+) -> tuple[NDArray, NDArray]:
+    """Per-vertex blend of LBS and DQS ("weight blended" skinning), as the GPU computes it.
+
+    ``p' = (1 - b) p_LBS + b p_DQS`` with ``b = dqs_blend[i]`` in [0, 1]; the normal is
+    ``normalize((1 - b) n_LBS + b n_DQS)`` (the DQS normal where that blend is shorter than
+    1e-6). ``p_LBS`` is :func:`skin_lbs` of ``bone_matrices``, ``p_DQS`` :func:`skin_dqs` of
+    the same rigid matrices as dual quaternions.
+
+    Parameters
+    ----------
+    bone_matrices : array_like, [B, 4, 4] or [B, 3, 4] rigid matrices, or [B, 2, 4] unit DQs
+    dqs_blend : array_like, [N]
+        Each vertex's DQS fraction.
+    """
+    p, n, j, w = _check_skin_inputs(positions, normals, joints, weights)
+    mats, dqs = _rigid_bone_inputs(bone_matrices, "bone_matrices")
+    b = _as_float(dqs_blend, "dqs_blend")
+    if b.shape != (p.shape[0],):
+        raise InputError(f"dqs_blend must have shape ({p.shape[0]},), got shape {b.shape}")
+    lp, ln = skin_lbs(p, n, j, w, mats, dtype=dtype)
+    qp, qn = skin_dqs(p, n, j, w, dqs, dtype=dtype)
+    b = b.astype(dtype, copy=False)
+    out_p = lp + (qp - lp) * b[:, None]
+    return out_p, _blend_normals(ln, qn, b)
+
+
+def skin_cor(
+    positions: ArrayLike,
+    normals: ArrayLike,
+    joints: ArrayLike,
+    weights: ArrayLike,
+    bone_matrices: ArrayLike,
+    centers: ArrayLike,
+    /,
+    *,
+    dtype: DTypeLike = np.float64,
+) -> tuple[NDArray, NDArray]:
+    """Skinning with optimized centers of rotation (Le & Hodgins 2016), as the GPU computes it.
+
+    ``q`` = the weighted blend of the bones' rotation quaternions with DQS's signs (flipped
+    against slot 0), normalized; ``p' = R(q) (p - c) + Σ_k w_k M_k c`` with ``c = centers[i]``
+    and ``M_k`` the rigid bone transforms; ``n' = normalize(R(q) n)``. A vertex whose weights
+    sum to 0, or whose blended rotation is shorter than ``DQS_EPS``, stays at rest. Where
+    ``c = p`` this is LBS's position.
+
+    Parameters
+    ----------
+    bone_matrices : array_like, [B, 4, 4] or [B, 3, 4] rigid matrices, or [B, 2, 4] unit DQs
+    centers : array_like, [N, 3]
+        From :func:`vkdqs.centers_of_rotation` (or the float64
+        :func:`vkdqs.cor.centers_of_rotation_reference`).
+    """
+    p, n, j, w = _check_skin_inputs(positions, normals, joints, weights)
+    _, dqs = _rigid_bone_inputs(bone_matrices, "bone_matrices")
+    c = _as_float(centers, "centers")
+    if c.shape != p.shape:
+        raise InputError(f"centers must have shape {p.shape}, got shape {c.shape}")
+    p, n, w, c, dqs = (a.astype(dtype, copy=False) for a in (p, n, w, c, dqs))
+    ref = dqs[j[:, 0], 0]
+    q = np.zeros((p.shape[0], 4), dtype)
+    pc = np.zeros_like(p)
+    for k in range(j.shape[1]):  # loop over the <= 8 influence slots, not over vertices
+        dq_k = dqs[j[:, k]]
+        w_k = w[:, k]
+        q += np.where(_dot(dq_k[:, 0], ref) < 0.0, -w_k, w_k)[:, None] * dq_k[:, 0]
+        moved = _rotate(dq_k[:, 0], c) + _translation(dq_k[:, 0], dq_k[:, 1])
+        pc += w_k[:, None] * moved
+    q, length, scale = _rescale(q)
+    at_rest = ~(_true_length(length, scale) >= DQS_EPS) | ~(w.sum(axis=1) >= LBS_EPS)
+    q = q / np.where(at_rest, 1.0, length)[:, None]
+    out_p = _rotate(q, p - c) + pc
+    out_n, _ = _safe_normalize(_rotate(q, n))
+    rest_n, _ = _safe_normalize(n)
+    out_p[at_rest] = p[at_rest]
+    out_n[at_rest] = rest_n[at_rest]
+    return out_p, out_n
+
+
+# --------------------------------------------------------------------------------------------
+# Blender's "Preserve Volume" (armature_deform.cc, math_rotation_c.cc)
+# --------------------------------------------------------------------------------------------
+
+
+def _orthogonalize_keep_y(m: NDArray) -> NDArray:
+    """Blender's ``orthogonalize_m4(R, 1)`` on the 3x3 parts ``[..., 3, 3]`` (columns are axes):
+    Y normalized, Z = normalize(X x Y), X = Y x Z (a right-handed frame even for det < 0)."""
+    x, y = m[..., :, 0], m[..., :, 1]
+    y = y / np.linalg.norm(y, axis=-1, keepdims=True)
+    z = _cross(x, y)
+    z = z / np.linalg.norm(z, axis=-1, keepdims=True)
+    x = _cross(y, z)
+    return np.stack([x, y, z], axis=-1)
+
+
+def blender_bone_dqs(
+    matrices: ArrayLike, rest_matrices: ArrayLike, /
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Blender's ``mat4_to_dquat(dq, basemat=rest, mat=matrix)`` for every bone.
+
+    Returns ``([..., B, 2, 4] unit DQs of the rigid parts, [..., B, 3, 4] scale matrices)``:
+    where ``matrix @ rest`` has scale, shear or a reflection (the bone's axis lengths differ
+    from 1 by more than 1e-4 in norm, or the 3x3 part is not orthonormal within 1e-5, or
+    det < 0), it is split in the bone's rest frame: ``baseRS = matrix @ rest``, ``baseR`` its
+    rotation with the Y axis kept (Gram-Schmidt) and baseRS's translation,
+    ``R = baseR @ rest^-1``, ``scale = rest @ (baseR^-1 @ baseRS) @ rest^-1``; otherwise
+    ``R = matrix`` and ``scale = I``. The DQ holds ``R``; ``matrix = R @ scale``.
+    """
+    m = _as_float(matrices, "matrices")
+    base = _as_float(rest_matrices, "rest_matrices")
+    if m.ndim < 3 or m.shape[-2:] != (4, 4):
+        raise InputError(f"matrices must have shape [..., B, 4, 4], got shape {m.shape}")
+    if base.ndim != 3 or base.shape[1:] != (4, 4) or base.shape[0] != m.shape[-3]:
+        raise InputError(
+            f"rest_matrices must have shape ({m.shape[-3]}, 4, 4), got shape {base.shape}"
+        )
+    base_rs = m @ base
+    size = np.linalg.norm(base_rs[..., :3, :3], axis=-2)  # axis (column) lengths
+    a = m[..., :3, :3]
+    gram = np.swapaxes(a, -1, -2) @ a
+    ortho = (np.abs(gram - np.eye(3)) <= 1e-5).all(axis=(-2, -1))
+    has_scale = ~ortho | (np.linalg.det(m) < 0.0) | (((size - 1.0) ** 2).sum(axis=-1) > 1e-8)
+    base_r = np.zeros_like(base_rs)
+    base_r[..., :3, :3] = quat_to_matrix(
+        quat_from_matrix(_orthogonalize_keep_y(base_rs[..., :3, :3]))
+    )
+    base_r[..., :3, 3] = base_rs[..., :3, 3]
+    base_r[..., 3, 3] = 1.0
+    base_inv = np.linalg.inv(base)
+    split_r = base_r @ base_inv
+    s = np.linalg.inv(base_r) @ base_rs
+    scale = base @ s @ base_inv
+    r = np.where(has_scale[..., None, None], split_r, m)
+    scale = np.where(has_scale[..., None, None], scale, np.eye(4))
+    rot = r[..., :3, :3]
+    rot = rot / np.linalg.norm(rot, axis=-2, keepdims=True)  # mat4_to_quat normalizes axes
+    q = quat_from_matrix(rot)
+    return from_rotation_translation(q, r[..., :3, 3]), scale[..., :3, :]
+
+
+def skin_dqs_blender(
+    positions: ArrayLike,
+    normals: ArrayLike,
+    joints: ArrayLike,
+    weights: ArrayLike,
+    bone_matrices: ArrayLike,
+    rest_matrices: ArrayLike,
+    /,
+    *,
+    dtype: DTypeLike = np.float64,
+) -> tuple[NDArray, NDArray]:
+    """Blender's armature deform with "Preserve Volume" (DQS), as the GPU computes it.
+
+    Per vertex ``p`` and influence ``k`` in slot order (SkinnedMesh: descending weight), with
+    each bone split by :func:`blender_bone_dqs` into a DQ ``(q_k, d_k)`` and a scale matrix
+    ``S_k``: the scale's translation at the vertex, ``e_k = S_k p - p``, moves into the DQ,
+    ``d_k' = d_k + 0.5 q_k (e_k, 0)`` (``add_weighted_dq_dq_pivot``); the weight's sign flips
+    where ``q_k`` points away from the running sum ``Σ_{l<k} ±w_l q_l`` (Blender's order,
+    not slot 0's); the sums are divided by ``Σ w_k`` (``normalize_dq``) and the position is
+    ``p' = R(q) p + t(q, d)`` of the normalized blend (``mul_v3m3_dq``: the scale matrix,
+    neutral at the pivot, leaves ``p`` alone). The normal is transformed by the cofactor of
+    ``R(q) (Σ w_k S_k) / Σ w_k`` (Blender's deform matrix; Blender itself recomputes normals
+    from the deformed faces). Vertices with ``Σ w <= 1e-4`` (Blender's ``contrib``) or a
+    blended rotation shorter than ``DQS_EPS`` stay at rest.
+    """
+    p, n, j, w = _check_skin_inputs(positions, normals, joints, weights)
+    mats = _as_float(bone_matrices, "bone_matrices")
+    if mats.ndim != 3 or mats.shape[1:] != (4, 4):
+        raise InputError(f"bone_matrices must have shape (B, 4, 4), got shape {mats.shape}")
+    dqs, scales = blender_bone_dqs(mats, rest_matrices)
+    p, n, w, dqs, scales = (a.astype(dtype, copy=False) for a in (p, n, w, dqs, scales))
+    count = p.shape[0]
+    q_sum = np.zeros((count, 4), dtype)
+    d_sum = np.zeros((count, 4), dtype)
+    s_sum = np.zeros((count, 3, 3), dtype)
+    for k in range(j.shape[1]):  # influence slots in order: Blender's running sum
+        q_k = dqs[j[:, k], 0]
+        d_k = dqs[j[:, k], 1]
+        s_k = scales[j[:, k]]
+        e = np.einsum("nij,nj->ni", s_k[:, :, :3], p) + s_k[:, :, 3] - p
+        d_k = d_k + 0.5 * quat_multiply(q_k, np.concatenate([e, np.zeros((count, 1))], axis=1))
+        w_k = w[:, k]
+        signed = np.where(_dot(q_k, q_sum) < 0.0, -w_k, w_k)
+        q_sum += signed[:, None] * q_k
+        d_sum += signed[:, None] * d_k
+        s_sum += w_k[:, None, None] * s_k[:, :, :3]
+    total = w.sum(axis=1)
+    at_rest = ~(total > 1e-4)
+    inv_total = 1.0 / np.where(at_rest, 1.0, total)
+    q_sum *= inv_total[:, None]
+    d_sum *= inv_total[:, None]
+    s_sum *= inv_total[:, None, None]
+    length = np.linalg.norm(q_sum, axis=1)
+    at_rest |= ~(length >= DQS_EPS)
+    inv = 1.0 / np.where(at_rest, 1.0, length)
+    r = q_sum * inv[:, None]
+    d = d_sum * inv[:, None]
+    out_p = _rotate(r, p) + _translation(r, d)
+    rs = quat_to_matrix(r) @ s_sum
+    c0, c1, c2 = rs[:, :, 0], rs[:, :, 1], rs[:, :, 2]
     cof = np.stack([_cross(c1, c2), _cross(c2, c0), _cross(c0, c1)], axis=-1)
     out_n, degenerate = _safe_normalize(np.einsum("nij,nj->ni", cof, n), _NORMAL_EPS)
     rest_n, _ = _safe_normalize(n)

@@ -105,6 +105,9 @@ class SkinnedMesh:
         long as no vertex has more than 8 non-zero weights.
     indices : array_like of int, [M] or [M/3, 3], optional
         Triangle vertex indices in ``[0, N)``; a flat array needs ``M % 3 == 0``.
+    dqs_blend : array_like, [N], optional, keyword-only
+        Per-vertex DQS fraction in ``[0, 1]`` for ``method="blend"``: positions
+        ``(1 - b) LBS + b DQS`` (Maya's "weight blended" skinning).
 
     Attributes
     ----------
@@ -115,6 +118,7 @@ class SkinnedMesh:
         ``S = 4``, or 8 when some vertex has more than 4 non-zero weights.
     weights : ndarray of float32, [N, S]
     indices : ndarray of uint32, [M] or None
+    dqs_blend : ndarray of float32, [N] or None
 
     Notes
     -----
@@ -146,6 +150,8 @@ class SkinnedMesh:
         joints: ArrayLike,
         weights: ArrayLike,
         indices: ArrayLike | None = None,
+        *,
+        dqs_blend: ArrayLike | None = None,
     ) -> None:
         pos = _real_array(positions, "positions")
         if pos.ndim != 2 or pos.shape[1] != 3 or pos.shape[0] < 1:
@@ -248,6 +254,23 @@ class SkinnedMesh:
         self.joints: NDArray[np.uint32] = _frozen(j4)
         self.weights: NDArray[np.float32] = _frozen(w4.astype(np.float32))
         self.indices: NDArray[np.uint32] | None = None if tri is None else _frozen(tri)
+        self.dqs_blend: NDArray[np.float32] | None = (
+            None if dqs_blend is None else _frozen(self._check_dqs_blend(dqs_blend, n))
+        )
+
+    @staticmethod
+    def _check_dqs_blend(dqs_blend: ArrayLike, n: int) -> NDArray[np.float32]:
+        b = _real_array(dqs_blend, "dqs_blend")
+        if b.shape != (n,):
+            raise InputError(
+                f"dqs_blend must have shape ({n},) (one value a vertex), got {_describe(b)}"
+            )
+        b = b.astype(np.float64, copy=False)
+        bad = ~((b >= 0.0) & (b <= 1.0))  # NaN fails both
+        if np.any(bad):
+            v = int(np.argmax(bad))
+            raise InputError(f"dqs_blend[{v}] = {b[v]}: DQS blend values must be in [0, 1]")
+        return b.astype(np.float32)
 
     @staticmethod
     def _check_indices(indices: ArrayLike, n: int) -> NDArray[np.uint32]:

@@ -47,11 +47,14 @@ from .gpu import (
 )
 from .gpu.calls import align
 from .mesh import SkinnedMesh
+from .skinner import check_centers
 from .targets import RenderTarget
 
 #: "dqs" switches to two-phase DQS for poses with scale; "dqs_scale" always uses it; "none"
-#: draws the rest mesh without skinning (a baseline for measuring what skinning costs).
-METHODS = ("dqs", "dqs_scale", "lbs", "none")
+#: draws the rest mesh without skinning (a baseline for measuring what skinning costs); "blend"
+#: mixes LBS and DQS per vertex by the mesh's ``dqs_blend``; "cor" skins about the mesh's
+#: centers of rotation (computed on the first "cor" instance unless given).
+METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor", "dqs_blender", "none")
 #: |det| of a model matrix's 3x3 below which it is singular (scaled to zero): not drawable.
 SINGULAR_DET = 1e-12
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
@@ -96,6 +99,27 @@ class RenderMesh:
         self.label = label
         self.index_count = int(mesh.indices.size)
         self._renderer = weakref.ref(renderer)
+        #: the per-vertex ``aux`` rows (centers of rotation, DQS blend values), made for the
+        #: first "blend" or "cor" instance
+        self.aux_buffer: Buffer | None = None
+        #: (N, 3) float32 centers of rotation, once a "cor" instance needed them
+        self.centers: np.ndarray | None = None
+
+    def _ensure_aux(self, renderer: Renderer, centers: np.ndarray | None = None) -> Buffer:
+        if self.aux_buffer is not None and centers is None:
+            return self.aux_buffer
+        if centers is not None:
+            self.centers = centers
+        arr = si.aux_array(self.mesh.vertex_count, self.centers, self.mesh.dqs_blend)
+        if self.aux_buffer is None:
+            usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
+            self.aux_buffer = renderer._keep(
+                Buffer(renderer.device, arr.nbytes, usage, label=f"{self.label} aux")
+            )
+        else:
+            renderer.device.wait_idle()  # frames in flight may read the old centers
+        self.aux_buffer.write(arr)
+        return self.aux_buffer
 
     @property
     def renderer(self) -> Renderer | None:
@@ -120,6 +144,8 @@ class Instance:
     visible: bool = True
     #: The model matrix mirrors the mesh (det < 0), which flips its winding; set by set_model.
     mirrored: bool = False
+    #: "dqs_blender": each bone's rest frame (B, 4, 4)
+    rest_matrices: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def variant(self) -> str:
@@ -132,7 +158,9 @@ class Instance:
         For "dqs", matrices with scale/shear switch the instance to two-phase DQS.
         """
         method = "dqs" if self.method == "none" else self.method
-        self.pose = bone_packing.pack_pose(bones, self.bone_count, method)
+        self.pose = bone_packing.pack_pose(
+            bones, self.bone_count, method, rest_matrices=self.rest_matrices
+        )
 
     def set_model(self, model: ArrayLike) -> None:
         """Place the instance with a (4, 4) affine model matrix (mesh space to world space)."""
@@ -310,8 +338,16 @@ class Renderer(ResourceOwner):
         model: ArrayLike | None = None,
         color: ArrayLike = (0.62, 0.34, 0.16, 1.0),
         bones: ArrayLike | None = None,
+        centers: ArrayLike | None = None,
+        rest_matrices: ArrayLike | None = None,
     ) -> Instance:
-        """A new instance of ``mesh`` (rest pose unless ``bones`` is given)."""
+        """A new instance of ``mesh`` (rest pose unless ``bones`` is given).
+
+        ``method="cor"`` skins about the mesh's centers of rotation: ``centers`` ((N, 3)), or
+        those of an earlier "cor" instance of the mesh, or computed now on the renderer's device
+        (:func:`vkdqs.centers_of_rotation`). ``method="dqs_blender"`` needs ``rest_matrices``
+        ((B, 4, 4), see :class:`vkdqs.Skinner`) and poses of (B, 4, 4) matrices.
+        """
         with self._lock:
             self._check_open()
             mesh = self._check_mesh(mesh)
@@ -320,6 +356,11 @@ class Renderer(ResourceOwner):
             if isinstance(bone_count, bool) or not isinstance(bone_count, (int, np.integer)):
                 raise InputError(f"bone_count must be an int, got {bone_count!r}")
             mesh.mesh.check_joints(bone_count)
+            if method == "blend" and mesh.mesh.dqs_blend is None:
+                raise InputError(
+                    f"method='blend' needs per-vertex DQS blend values; mesh {mesh.label!r} has "
+                    "none (SkinnedMesh(..., dqs_blend=b))"
+                )
             stride = si.BONE_STRIDE.get(method, si.BONE_STRIDE["dqs"])
             max_bones = self.device.info.max_uniform_buffer_range // stride
             if _bone_bucket(bone_count) > max_bones:
@@ -331,6 +372,11 @@ class Renderer(ResourceOwner):
             identity[:, 0, 3] = 1.0
             rest = bone_packing.PackedPose("dqs", identity.astype(np.float32))
             inst = Instance(mesh, bone_count, method, np.eye(4), np.ones(4), pose=rest)
+            if method == "dqs_blender":
+                inst.rest_matrices = bone_packing.check_rest_matrices(rest_matrices, bone_count)
+                identity = np.tile(np.eye(4), (bone_count, 1, 1))
+            elif rest_matrices is not None:
+                raise InputError(f"rest_matrices are for method='dqs_blender', not {method!r}")
             inst.set_pose(identity if bones is None else bones)
             inst.set_model(np.eye(4) if model is None else model)
             try:
@@ -340,6 +386,20 @@ class Renderer(ResourceOwner):
             if c.shape not in ((3,), (4,)) or not np.isfinite(c).all():
                 raise InputError(f"color must have 3 or 4 finite components, got {color!r}")
             inst.color = np.r_[c, 1.0] if c.shape == (3,) else c
+            if method == "cor" and (centers is not None or mesh.centers is None):
+                if centers is None:
+                    from .centers import centers_of_rotation
+
+                    given = centers_of_rotation(
+                        mesh.mesh, bone_count=bone_count, device=self.device
+                    )
+                else:
+                    given = check_centers(mesh.mesh, centers)
+                mesh._ensure_aux(self, given)
+            elif centers is not None:
+                raise InputError(f"centers are for method='cor', not {method!r}")
+            if method in si.AUX_METHODS:
+                mesh._ensure_aux(self)
             self.instances.append(inst)
             self._layout_stale = True
             return inst
@@ -408,7 +468,7 @@ class Renderer(ResourceOwner):
         variant = inst.variant
         slots = inst.mesh.mesh.slots if variant != "none" else 4
         wire = self.wireframe and self.device.info.fill_mode_non_solid
-        inputs = si.mesh_inputs(slots)
+        inputs = si.mesh_inputs(slots, variant)
         desc = GraphicsPipelineDesc(
             vertex_shader=si.variant_name("render", variant, slots),
             fragment_shader=si.variant_name("fragment", "none"),
@@ -514,6 +574,9 @@ class Renderer(ResourceOwner):
             buffers = [b.handle for b in rm.vertex_buffers]
             if inst.variant == "none":
                 buffers = buffers[: len(si.mesh_inputs(4))]
+            elif inst.variant in si.AUX_METHODS:
+                assert rm.aux_buffer is not None
+                buffers.append(rm.aux_buffer.handle)
             vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
             vk.vkCmdBindIndexBuffer(cmd, rm.index_buffer.handle, 0, vk.VK_INDEX_TYPE_UINT32)
             vk.vkCmdBindDescriptorSets(cmd, graphics, self._layout.handle, 0, 1, [ds], 0, None)

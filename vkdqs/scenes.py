@@ -18,6 +18,7 @@ import numpy as np
 from . import dq, procedural
 from .errors import InputError
 from .mesh import SkinnedMesh
+from .methods import SCENE_METHODS, parse_methods
 from .renderer import SINGULAR_DET, Instance, Renderer, RenderMesh
 
 if TYPE_CHECKING:
@@ -26,26 +27,67 @@ if TYPE_CHECKING:
 
 __all__ = [
     "METHOD_COLORS",
+    "SCENE_METHODS",
     "CandyWrapperScene",
     "GltfScenePlayer",
     "ViewerScene",
     "gltf_parts",
+    "parse_methods",
     "skin_matrices",
 ]
 
-METHOD_COLORS = {"lbs": (0.62, 0.22, 0.12, 1.0), "dqs": (0.16, 0.36, 0.62, 1.0)}
+METHOD_COLORS = {
+    "lbs": (0.62, 0.22, 0.12, 1.0),
+    "dqs": (0.16, 0.36, 0.62, 1.0),
+    "blend": (0.45, 0.22, 0.52, 1.0),
+    "cor": (0.18, 0.5, 0.3, 1.0),
+    "dqs_blender": (0.15, 0.5, 0.6, 1.0),
+}
+assert tuple(METHOD_COLORS) == SCENE_METHODS
+#: DQS fraction of meshes without their own (the candy wrapper, a glTF mesh without
+#: ``_DQS_BLEND``) in their "blend" copy.
+DEFAULT_DQS_BLEND = 0.5
 #: Unskinned (rigid) glTF parts: each side's colour, lightened toward grey.
 RIGID_COLORS = {
     m: tuple(0.5 * c + 0.5 * g for c, g in zip(rgba, (0.6, 0.6, 0.6, 1.0), strict=True))
     for m, rgba in METHOD_COLORS.items()
 }
-_METHOD_NAMES = {"dqs": "DQS", "lbs": "LBS", "both": "LBS (left) | DQS (right)"}
+_METHOD_NAMES = {
+    "dqs": "DQS",
+    "lbs": "LBS",
+    "blend": "LBS/DQS blend",
+    "cor": "CoR",
+    "dqs_blender": "DQS (Blender)",
+}
 
 
 def _check_methods(methods: str) -> str:
-    if methods not in ("dqs", "lbs", "both"):
-        raise InputError(f"methods must be 'dqs', 'lbs' or 'both', got {methods!r}")
+    parse_methods(methods)
     return methods
+
+
+def _methods_label(methods: str) -> str:
+    shown = parse_methods(methods)
+    if len(shown) == 1:
+        return _METHOD_NAMES[shown[0]]
+    if len(shown) == 2:
+        return f"{_METHOD_NAMES[shown[0]]} (left) | {_METHOD_NAMES[shown[1]]} (right)"
+    return " | ".join(_METHOD_NAMES[m] for m in shown) + " (left to right)"
+
+
+def _with_dqs_blend(mesh: SkinnedMesh) -> SkinnedMesh:
+    """``mesh``, with :data:`DEFAULT_DQS_BLEND` everywhere when it has no DQS blend values."""
+    if mesh.dqs_blend is not None:
+        return mesh
+    blend = np.full(mesh.vertex_count, DEFAULT_DQS_BLEND)
+    return SkinnedMesh(
+        mesh.positions, mesh.normals, mesh.joints, mesh.weights, mesh.indices, dqs_blend=blend
+    )
+
+
+def _offsets(shown: tuple[str, ...], spacing: float) -> dict[str, float]:
+    """x offset of each method's copy: side by side, centred, ``spacing`` apart."""
+    return {m: (k - 0.5 * (len(shown) - 1)) * spacing for k, m in enumerate(shown)}
 
 
 class ViewerScene(Protocol):
@@ -92,7 +134,9 @@ class CandyWrapperScene:
     Parameters
     ----------
     renderer : Renderer
-    methods : {"both", "dqs", "lbs"}
+    methods : str
+        See :func:`parse_methods`: ``"both"``, ``"all"``, ``"dqs"``, ``"lbs,dqs,blend"``, ...
+        The "blend" copy uses a DQS fraction of :data:`DEFAULT_DQS_BLEND` everywhere.
     period : float
         Seconds for one back-and-forth (0...180...0 degrees) of :meth:`update`.
     """
@@ -101,17 +145,11 @@ class CandyWrapperScene:
 
     def __init__(self, renderer: Renderer, *, methods: str = "both", period: float = 4.0) -> None:
         self.renderer = renderer
-        self.mesh = procedural.candy_wrapper()
+        self.mesh = _with_dqs_blend(procedural.candy_wrapper())
         self._render_mesh = renderer.add_mesh(self.mesh, label="candy wrapper")
         self.instances: dict[str, Instance] = {}
-        for method, x in (("lbs", -0.9), ("dqs", 0.9)):
-            self.instances[method] = renderer.add_instance(
-                self._render_mesh,
-                bone_count=2,
-                method=method,
-                model=_upright(x),
-                color=METHOD_COLORS[method],
-            )
+        for method in ("lbs", "dqs"):  # the others when first shown
+            self._add_instance(method)
         self.twist = 0.0
         self.period = float(period)
         self.phase = 0.0  # seconds into the back-and-forth
@@ -121,17 +159,40 @@ class CandyWrapperScene:
         renderer.camera.zoom(0.85)
         renderer.camera.set_home()
 
+    def _add_instance(self, method: str) -> None:
+        rest = np.tile(np.eye(4), (2, 1, 1)) if method == "dqs_blender" else None
+        self.instances[method] = inst = self.renderer.add_instance(
+            self._render_mesh,
+            bone_count=2,
+            method=method,
+            color=METHOD_COLORS[method],
+            rest_matrices=rest,
+        )
+        if getattr(self, "twist", 0.0):
+            self._pose(method, inst, procedural.twist_pose(self.twist))
+
+    @staticmethod
+    def _pose(method: str, inst: Instance, pose: np.ndarray) -> None:
+        inst.set_pose(dq.from_matrices(pose) if method == "dqs" else pose)
+
     def show(self, methods: str) -> None:
-        """``"dqs"``, ``"lbs"`` or ``"both"`` side by side."""
-        self.methods = _check_methods(methods)
+        """The methods of ``methods`` (see :func:`parse_methods`) side by side."""
+        shown = parse_methods(methods)
+        for method in shown:
+            if method not in self.instances:
+                self._add_instance(method)
+        self.methods = methods
+        xs = _offsets(shown, 1.8)
         for method, inst in self.instances.items():
-            inst.visible = methods in (method, "both")
+            inst.visible = method in shown
+            # hidden copies stand in the middle, inside what frame_scene() frames
+            inst.set_model(_upright(xs.get(method, 0.0)))
 
     def set_twist(self, degrees: float) -> None:
         self.twist = float(degrees)
         pose = procedural.twist_pose(self.twist)
-        self.instances["lbs"].set_pose(pose)
-        self.instances["dqs"].set_pose(dq.from_matrices(pose))
+        for method, inst in self.instances.items():
+            self._pose(method, inst, pose)
 
     def update(self, dt: float) -> None:
         """Twist back and forth, 0...180 degrees, one cycle per ``period`` seconds."""
@@ -148,7 +209,7 @@ class CandyWrapperScene:
         return False  # one built-in motion
 
     def label(self) -> str:
-        return f"{_METHOD_NAMES[self.methods]}, twist {self.twist:.0f}°"
+        return f"{_methods_label(self.methods)}, twist {self.twist:.0f}°"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -173,7 +234,10 @@ class GltfDraw:
     geometry : SkinnedMesh
         What was uploaded (rigid draws: one joint 0 of weight 1 per vertex).
     instances : dict of str to Instance
-        ``{"lbs": ..., "dqs": ...}``; rigid draws use the renderer's ``"none"`` method for both.
+        ``{"lbs": ..., "dqs": ...}`` and one per other method once shown; rigid draws use the
+        renderer's ``"none"`` method for every copy.
+    render_mesh : RenderMesh
+        The uploaded geometry.
     """
 
     kind: str
@@ -182,6 +246,8 @@ class GltfDraw:
     node: int | None
     geometry: SkinnedMesh
     instances: dict[str, Instance] = field(default_factory=dict)
+    render_mesh: RenderMesh | None = None
+    bone_count: int = 1
 
 
 def _singular(model: np.ndarray) -> bool:
@@ -269,7 +335,10 @@ class GltfScenePlayer:
     ----------
     renderer : Renderer
     scene : GltfScene
-    methods : {"both", "dqs", "lbs"}
+    methods : str
+        See :func:`parse_methods`: ``"both"``, ``"all"``, ``"lbs,dqs,blend"``, ... A "blend"
+        copy uses the mesh's ``_DQS_BLEND`` attribute, or :data:`DEFAULT_DQS_BLEND` where the
+        mesh has none.
     animation : int, str or None
         Animation index or name to play; None for the rest pose. Default: the first animation,
         or the rest pose when the file has none.
@@ -316,6 +385,7 @@ class GltfScenePlayer:
                 f"{name}: nothing to draw (no mesh with triangles is placed by a node)"
             )
         rest = scene.node_global_matrices(None)
+        self._rigid_matrix: dict[int, np.ndarray] = {}
         uploaded: dict[int, RenderMesh] = {}  # geometry id -> RenderMesh (rigid parts share one)
         for draw in self.draws:
             m = scene.meshes[draw.mesh]
@@ -323,24 +393,17 @@ class GltfScenePlayer:
                 label = f"{name} mesh {m.index} {m.name}".strip()
                 label += " (rigid)" if draw.kind == "rigid" else ""
                 uploaded[id(draw.geometry)] = renderer.add_mesh(draw.geometry, label=label)
-            rm = uploaded[id(draw.geometry)]
-            for method in ("lbs", "dqs"):
-                if draw.kind == "skinned":
-                    draw.instances[method] = renderer.add_instance(
-                        rm,
-                        bone_count=scene.skins[draw.skin].joint_count,
-                        method=method,
-                        color=METHOD_COLORS[method],
-                    )
-                else:
-                    matrix = rest[draw.node]
-                    model = None if _singular(matrix) else matrix  # set_time hides it
-                    draw.instances[method] = renderer.add_instance(
-                        rm, bone_count=1, method="none", model=model, color=RIGID_COLORS[method]
-                    )
+            draw.render_mesh = uploaded[id(draw.geometry)]
+            if draw.kind == "skinned":
+                draw.bone_count = scene.skins[draw.skin].joint_count
+            else:
+                self._rigid_matrix[id(draw)] = rest[draw.node]
         skins_used = {d.skin for d in self.draws if d.kind == "skinned"}
         self._skins = sorted(skins_used)
         self.bone_count = max((scene.skins[s].joint_count for s in self._skins), default=1)
+        self._offsets = {m: _translation(0.0) for m in SCENE_METHODS}
+        for method in ("lbs", "dqs"):
+            self._add_instances(method)
         self._measure()
         self.show(methods)
         renderer.camera.yaw, renderer.camera.pitch = 0.25, 0.15
@@ -416,10 +479,42 @@ class GltfScenePlayer:
         try:
             inst.set_pose(matrices)
         except InputError as exc:
+            what = "DQS" if inst.method == "dqs" else f"method {inst.method!r}"
             raise InputError(
                 f"{self.scene.path.name}: skin {skin} ({self.scene.skins[skin].name!r}): "
-                f"DQS cannot take its joint matrices: {exc} (use method 'lbs')"
+                f"{what} cannot take its joint matrices: {exc} (use method 'lbs')"
             ) from exc
+
+    def _add_instances(self, method: str) -> None:
+        """Every draw's copy for ``method``, once (hidden until :meth:`show`)."""
+        renderer = self.renderer
+        for draw in self.draws:
+            if method in draw.instances:
+                continue
+            rm = draw.render_mesh
+            assert rm is not None
+            if draw.kind == "rigid":
+                matrix = self._rigid_matrix[id(draw)]
+                model = None if _singular(matrix) else matrix  # set_time hides it
+                inst = renderer.add_instance(
+                    rm, bone_count=1, method="none", model=model, color=RIGID_COLORS[method]
+                )
+            else:
+                if method == "blend" and rm.mesh.dqs_blend is None:
+                    rm = renderer.add_mesh(_with_dqs_blend(rm.mesh), label=f"{rm.label} (blend)")
+                rest = None
+                if method == "dqs_blender":  # bind frames: the inverse bind matrices' inverses
+                    ibm = self.scene.skins[draw.skin].inverse_bind_matrices
+                    rest = np.linalg.inv(ibm)
+                inst = renderer.add_instance(
+                    rm,
+                    bone_count=draw.bone_count,
+                    method=method,
+                    color=METHOD_COLORS[method],
+                    rest_matrices=rest,
+                )
+            inst.visible = False
+            draw.instances[method] = inst
 
     def update(self, dt: float) -> None:
         """Advance by ``dt`` seconds, looping over the animation."""
@@ -436,15 +531,18 @@ class GltfScenePlayer:
     # -- layout ------------------------------------------------------------------------------
 
     def _shown(self) -> tuple[str, ...]:
-        return ("lbs", "dqs") if self.methods == "both" else (self.methods,)
+        return parse_methods(self.methods)
 
     def show(self, methods: str) -> None:
-        """Show ``"dqs"``, ``"lbs"`` or ``"both"`` (LBS left, DQS right) and pose them."""
-        methods = _check_methods(methods)
+        """Show the methods of ``methods`` (see :func:`parse_methods`; ``"both"``: LBS left,
+        DQS right) side by side, and pose them."""
+        shown = parse_methods(methods)
+        for method in shown:
+            self._add_instances(method)
         previous = self.methods
         self.methods = methods
-        half = 0.5 * self.spacing if methods == "both" else 0.0
-        self._offsets = {"lbs": _translation(-half), "dqs": _translation(half)}
+        xs = _offsets(shown, self.spacing)
+        self._offsets = {m: _translation(xs.get(m, 0.0)) for m in SCENE_METHODS}
         for draw in self.draws:
             for method, inst in draw.instances.items():
                 inst.visible = method in self._shown()
@@ -510,4 +608,4 @@ class GltfScenePlayer:
         else:
             a = self.scene.animations[self.animation]
             where = f"animation {self.animation} {a.name!r} {self.time:.2f}/{a.duration:.2f} s"
-        return f"{_METHOD_NAMES[self.methods]}, {where}"
+        return f"{_methods_label(self.methods)}, {where}"

@@ -63,11 +63,25 @@ LOCAL_SIZE = 64  #: compute workgroup size vkdqs uses
 # -- bone blocks ------------------------------------------------------------------------------
 
 #: Shader methods: the layout of the bone block (``mat2x4`` dual quaternions, or the three rows
-#: of an affine ``mat3x4``) and, for two-phase DQS, a second block of ``[S | 0]`` rows.
-SHADER_METHODS = ("dqs", "dqs_scale", "lbs")
+#: of an affine ``mat3x4``) and, for the :data:`SECOND_BLOCK_METHODS`, a second block of
+#: ``mat3x4`` rows: ``[S | 0]`` for two-phase DQS, the whole ``[A | t]`` for "blend" (LBS/DQS
+#: blended per vertex), Blender's per-bone scale matrices for "dqs_blender". "cor" (optimized
+#: centers of rotation) reads only the DQ block.
+SHADER_METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor", "dqs_blender")
 #: std140 array stride of one bone in the bone block (binding :data:`BONES`), in bytes.
-BONE_STRIDE = {"dqs": 32, "dqs_scale": 32, "lbs": 48}
-#: std140 array stride of one bone's ``mat3x4`` scale/shear rows (binding :data:`BONE_SCALES`).
+BONE_STRIDE = {
+    "dqs": 32,
+    "dqs_scale": 32,
+    "lbs": 48,
+    "blend": 32,
+    "cor": 32,
+    "dqs_blender": 32,
+}
+#: Methods that also read the ``mat3x4`` block at binding :data:`BONE_SCALES`.
+SECOND_BLOCK_METHODS = ("dqs_scale", "blend", "dqs_blender")
+#: Methods that read the per-vertex ``aux`` input (xyz: center of rotation, w: DQS blend).
+AUX_METHODS = ("blend", "cor")
+#: std140 array stride of one bone's ``mat3x4`` rows in the second block (:data:`BONE_SCALES`).
 SCALE_STRIDE = 48
 #: floats per bone as packed by :mod:`vkdqs.bones` (the stride over 4 bytes).
 BONE_FLOATS = {m: s // 4 for m, s in BONE_STRIDE.items()}
@@ -76,7 +90,7 @@ SCALE_FLOATS = SCALE_STRIDE // 4
 # -- bindings (set 0) -------------------------------------------------------------------------
 
 BONES = 0  #: BoneBlock (every skinning variant)
-BONE_SCALES = 6  #: BoneScaleBlock (dqs_scale variants)
+BONE_SCALES = 6  #: BoneScaleBlock (dqs_scale) / BoneMatrixBlock (blend, cor): mat3x4 per bone
 INSTANCE = 1  #: InstanceBlock (rendering variants and skin.frag)
 READBACK_OUT = 1  #: SkinnedVertices storage buffer (readback variants)
 COMPUTE_OUT = 5  #: the compute shader's r32f output storage texel buffer
@@ -97,6 +111,7 @@ class MeshInput:
     binding: int
     location: int
     eight_only: bool = False  #: only in the 8-influence variants
+    aux_only: bool = False  #: only in the variants of :data:`AUX_METHODS`
 
 
 MESH_ROW_BYTES = 16
@@ -107,14 +122,33 @@ MESH_INPUTS = (
     MeshInput("weights", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 4, 3),
     MeshInput("joints_1", Format.R32G32B32A32_SINT, Format.R32G32B32A32_SINT, 7, 4, True),
     MeshInput("weights_1", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 8, 5, True),
+    # xyz: the vertex's center of rotation ("cor"), w: its DQS blend weight ("blend")
+    MeshInput("aux", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 9, 6, aux_only=True),
 )
 #: Format of the compute shader's output texel buffer (one float per texel).
 COMPUTE_OUT_FORMAT = Format.R32_SFLOAT
 
 
-def mesh_inputs(slots: int) -> tuple[MeshInput, ...]:
-    """The inputs a mesh with ``slots`` (4 or 8) influence slots provides, in location order."""
-    return tuple(m for m in MESH_INPUTS if slots == 8 or not m.eight_only)
+def mesh_inputs(slots: int, method: str = "dqs") -> tuple[MeshInput, ...]:
+    """The inputs a variant for ``slots`` (4 or 8) influence slots and ``method`` reads, in
+    location order (the per-vertex ``aux`` row only for :data:`AUX_METHODS`)."""
+    return tuple(
+        m
+        for m in MESH_INPUTS
+        if (slots == 8 or not m.eight_only) and (method in AUX_METHODS or not m.aux_only)
+    )
+
+
+def aux_array(
+    vertex_count: int, centers: np.ndarray | None = None, dqs_blend: np.ndarray | None = None
+) -> np.ndarray:
+    """The (N, 4) float32 ``aux`` rows: xyz the centers of rotation, w the DQS blend weights."""
+    out = np.zeros((vertex_count, 4), np.float32)
+    if centers is not None:
+        out[:, :3] = centers
+    if dqs_blend is not None:
+        out[:, 3] = dqs_blend
+    return out
 
 
 def mesh_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
@@ -146,9 +180,12 @@ def compute_bindings(method: str, slots: int) -> tuple[Binding, ...]:
     """The descriptor set of ``skin_<method>[_8].comp``."""
     c = Stage.COMPUTE
     out = [Binding(BONES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, c)]
-    if method == "dqs_scale":
+    if method in SECOND_BLOCK_METHODS:
         out.append(Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, c))
-    out += [Binding(m.binding, DescriptorType.UNIFORM_TEXEL_BUFFER, c) for m in mesh_inputs(slots)]
+    out += [
+        Binding(m.binding, DescriptorType.UNIFORM_TEXEL_BUFFER, c)
+        for m in mesh_inputs(slots, method)
+    ]
     out.append(Binding(COMPUTE_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, c))
     return tuple(sorted(out, key=lambda b: b.binding))
 
@@ -158,17 +195,34 @@ def readback_bindings(method: str) -> tuple[Binding, ...]:
     v = Stage.VERTEX
     out = [Binding(BONES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, v)]
     out.append(Binding(READBACK_OUT, DescriptorType.STORAGE_BUFFER, v))
-    if method == "dqs_scale":
+    if method in SECOND_BLOCK_METHODS:
         out.append(Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, v))
     return tuple(out)
 
 
 #: The renderer's one set layout, shared by every rendering variant (the bone-scale block is
-#: bound for all of them, used only by dqs_scale; skin_none uses only the instance block).
+#: bound for all of them, used by dqs_scale, blend and cor; skin_none uses only the instance
+#: block).
 RENDER_BINDINGS = (
     Binding(BONES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
     Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
     Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
+)
+
+#: ``cor_centers.comp``, the centers-of-rotation precomputation (:mod:`vkdqs.centers`): its
+#: texel buffers (binding, format) and output.
+CENTERS_TEXELS = (
+    (1, Format.R32G32B32A32_SINT),  # joints, slots 0..3
+    (2, Format.R32G32B32A32_SFLOAT),  # weights, slots 0..3
+    (3, Format.R32G32B32A32_SINT),  # joints, slots 4..7
+    (4, Format.R32G32B32A32_SFLOAT),  # weights, slots 4..7
+    (5, Format.R32G32B32A32_SINT),  # pair ranges: first entry, entry count
+    (6, Format.R32G32B32A32_SFLOAT),  # pair bins: (b_j, b_k, A, 0), (A c, 0)
+)
+CENTERS_OUT = 7  #: r32f storage texel buffer: numerator xyz, denominator, per vertex
+CENTERS_BINDINGS = (
+    *(Binding(b, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE) for b, _ in CENTERS_TEXELS),
+    Binding(CENTERS_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
 )
 
 # -- push constants ---------------------------------------------------------------------------
@@ -176,6 +230,7 @@ RENDER_BINDINGS = (
 COMPUTE_PUSH_BYTES = 12  #: uint vertex_count, position_base, normal_base
 RENDER_PUSH_BYTES = 64  #: mat4 view_projection
 READBACK_PUSH_BYTES = 72  #: mat4 view_projection, uint position_base, normal_base
+CENTERS_PUSH_BYTES = 16  #: uint first_vertex, vertex_count; int bone_count; float inv_sigma2
 
 # -- the renderer's instance block ------------------------------------------------------------
 
@@ -218,7 +273,8 @@ class Variant:
     """One SPIR-V module: a GLSL source compiled with a set of defines.
 
     ``kind`` is "render" (skin.vert), "readback" (skin.vert drawn as points, writing a storage
-    buffer), "compute" (skin.comp) or "fragment" (skin.frag); ``method`` is a shader method or
+    buffer), "compute" (skin.comp), "fragment" (skin.frag) or "centers" (cor_centers.comp, the
+    centers-of-rotation precomputation); ``method`` is a shader method or
     "none" (the unskinned rendering baseline); ``slots`` the influence slots (4 or 8).
     """
 
@@ -230,7 +286,14 @@ class Variant:
     slots: int
 
 
-_METHOD_DEFINES = {"dqs": (), "lbs": ("SKIN_LBS",), "dqs_scale": ("SKIN_DQS_SCALE",)}
+_METHOD_DEFINES = {
+    "dqs": (),
+    "lbs": ("SKIN_LBS",),
+    "dqs_scale": ("SKIN_DQS_SCALE",),
+    "blend": ("SKIN_BLEND",),
+    "cor": ("SKIN_COR",),
+    "dqs_blender": ("SKIN_DQS_BLENDER",),
+}
 _KINDS = {  # kind: (name suffix, stage, defines)
     "render": ("", "vert", ()),
     "readback": ("_readback", "vert", ("SKIN_READBACK",)),
@@ -266,6 +329,7 @@ VARIANTS: tuple[Variant, ...] = (
     *_skinning_variants(),
     Variant("skin_none.vert", "skin.vert", ("SKIN_NONE",), "render", "none", 4),
     Variant("skin.frag", "skin.frag", (), "fragment", "none", 4),
+    Variant("cor_centers.comp", "cor_centers.comp", (), "centers", "none", 8),
 )
 
 
@@ -284,6 +348,8 @@ def bindings_of(v: Variant) -> tuple[Binding, ...]:
         return compute_bindings(v.method, v.slots)
     if v.kind == "readback":
         return readback_bindings(v.method)
+    if v.kind == "centers":
+        return CENTERS_BINDINGS
     return RENDER_BINDINGS
 
 
@@ -294,4 +360,5 @@ def push_bytes_of(v: Variant) -> int:
         "readback": READBACK_PUSH_BYTES,
         "render": RENDER_PUSH_BYTES,
         "fragment": RENDER_PUSH_BYTES,
+        "centers": CENTERS_PUSH_BYTES,
     }[v.kind]

@@ -58,8 +58,10 @@ from .mesh import SkinnedMesh
 
 log = logging.getLogger("vkdqs")
 
-#: "dqs" switches to two-phase DQS when a pose has scale; "dqs_scale" always uses it.
-METHODS = ("dqs", "dqs_scale", "lbs")
+#: "dqs" switches to two-phase DQS when a pose has scale; "dqs_scale" always uses it; "blend"
+#: mixes LBS and DQS per vertex by the mesh's ``dqs_blend``; "cor" skins about precomputed
+#: centers of rotation (Le & Hodgins 2016).
+METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor", "dqs_blender")
 PATHS = ("compute", "vertex")
 LOCAL_SIZE = si.LOCAL_SIZE
 #: Default bound on the bone and output buffers of one ``skin_many`` submission.
@@ -86,13 +88,18 @@ class _Program:
         if kind == "compute":
             desc = ComputePipelineDesc(self.name, spec)
             self.pipeline = s._pipelines.compute(desc, self.layout)
-            texels = [TexelWrite(self.bindings[m.binding], s._views[m.name]) for m in s.inputs]
+            texels = [
+                TexelWrite(self.bindings[m.binding], s._views[m.name])
+                for m in si.mesh_inputs(s.mesh.slots, method)
+            ]
             write_descriptors(dev, self.set, texels)
         else:
             gdesc = GraphicsPipelineDesc(
                 vertex_shader=self.name,
                 fragment_shader=None,
-                vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in s.inputs),
+                vertex_inputs=tuple(
+                    (m.location, int(m.vertex_format)) for m in si.mesh_inputs(s.mesh.slots, method)
+                ),
                 spec=spec[:1],
                 topology=vk.VK_PRIMITIVE_TOPOLOGY_POINT_LIST,
                 rasterizer_discard=True,
@@ -112,13 +119,24 @@ class Skinner(ResourceOwner):
         Up to 8 influences per vertex.
     bone_count : int
         Bones in a pose. Every joint index the mesh uses must be below it.
-    method : {"dqs", "dqs_scale", "lbs"}
+    method : {"dqs", "dqs_scale", "lbs", "blend"}
         ``"dqs"`` uses two-phase DQS for poses with scale/shear (see ``allow_scale``);
         ``"dqs_scale"`` always does (for a rigid pose it equals plain DQS up to rounding).
+        ``"blend"`` computes ``(1 - b) LBS + b DQS`` per vertex with ``b = mesh.dqs_blend``
+        (the mesh must have it); it takes rigid ``(B, 4, 4)`` matrices or ``(B, 2, 4)`` DQs.
+        ``"cor"``: optimized centers of rotation, the same rigid poses as ``"blend"``.
+        ``"dqs_blender"``: Blender's "Preserve Volume" exactly (needs ``rest_matrices``); takes
+        ``(B, 4, 4)`` matrices with any scale, shear or mirroring.
     path : {"compute", "vertex"}
     allow_scale : bool
         With DQS, accept matrices with scale/shear (two-phase DQS). False rejects them, naming
         the bone. Reflections are always rejected.
+    rest_matrices : array_like, [B, 4, 4], optional
+        For ``"dqs_blender"``: each bone's rest (bind) frame in the space the skinning matrices
+        map from (the inverse of the glTF inverse bind matrix; Blender's ``bone.matrix_local``).
+    centers : array_like, [N, 3], optional
+        For ``"cor"``: each vertex's center of rotation; computed on this device with
+        :func:`vkdqs.centers_of_rotation` (the mesh needs triangles) when not given.
 
     ``max_batch_bytes`` (default 64 MiB) bounds the buffers of one submission: a larger
     ``skin_many`` batch runs in several, so the Skinner's memory does not grow with P.
@@ -133,10 +151,18 @@ class Skinner(ResourceOwner):
         method: str = "dqs",
         path: str = "compute",
         allow_scale: bool = True,
+        centers: object = None,
+        rest_matrices: object = None,
     ) -> None:
         super().__init__(device)
         self._check_args(mesh, bone_count, method, path)
         bone_count = int(bone_count)
+        self.rest_matrices = None
+        if method == "dqs_blender":
+            self.rest_matrices = bone_packing.check_rest_matrices(rest_matrices, bone_count)
+        elif rest_matrices is not None:
+            raise InputError(f"rest_matrices are for method='dqs_blender', not {method!r}")
+        self.centers = _check_centers(device, mesh, bone_count, method, centers)
         _check_limits(device, mesh, bone_count, method, path)
         self.mesh = mesh
         self.method = method
@@ -149,7 +175,7 @@ class Skinner(ResourceOwner):
         # One slot per pose: the bone block, then (two-phase DQS) the scale block.
         self._bones_bytes = bone_count * si.BONE_STRIDE[method]
         self._scale_offset = align(self._bones_bytes, alignment)
-        two_phase = method == "dqs_scale" or (method == "dqs" and allow_scale)
+        two_phase = method in si.SECOND_BLOCK_METHODS or (method == "dqs" and allow_scale)
         scale_bytes = bone_count * si.SCALE_STRIDE if two_phase else 0
         self._slot_bytes = align(self._scale_offset + scale_bytes, alignment)
         self._programs: dict[str, _Program] = {}
@@ -176,6 +202,11 @@ class Skinner(ResourceOwner):
         if bone_count < 1:
             raise InputError(f"bone_count must be >= 1, got {bone_count}")
         mesh.check_joints(int(bone_count))
+        if method == "blend" and mesh.dqs_blend is None:
+            raise InputError(
+                "method='blend' needs per-vertex DQS blend values: "
+                "SkinnedMesh(..., dqs_blend=b) with b of shape (N,) in [0, 1]"
+            )
 
     # -- construction -----------------------------------------------------------------------
 
@@ -183,8 +214,12 @@ class Skinner(ResourceOwner):
         dev = self.device
         label = f"skinner {self.method}/{self.path}"
         usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-        self.inputs = si.mesh_inputs(self.mesh.slots)
+        self.inputs = si.mesh_inputs(self.mesh.slots, self.method)
         self.arrays = si.mesh_arrays(self.mesh)
+        if self.method in si.AUX_METHODS:
+            self.arrays["aux"] = si.aux_array(
+                self.vertex_count, centers=self.centers, dqs_blend=self.mesh.dqs_blend
+            )
         self._mesh_buffers: dict[str, Buffer] = {}
         self._views: dict[str, BufferView] = {}
         for m in self.inputs:
@@ -397,7 +432,12 @@ class Skinner(ResourceOwner):
 
     def _pack(self, bones: object, batched: bool) -> bone_packing.PackedPose:
         return bone_packing.pack_pose(
-            bones, self.bone_count, self.method, batched=batched, allow_scale=self.allow_scale
+            bones,
+            self.bone_count,
+            self.method,
+            batched=batched,
+            allow_scale=self.allow_scale,
+            rest_matrices=self.rest_matrices,
         )
 
     def skin(self, bones: object) -> tuple[np.ndarray, np.ndarray]:
@@ -451,6 +491,36 @@ class Skinner(ResourceOwner):
             f"<Skinner {self.method}/{self.path} {self.vertex_count} vertices, "
             f"{self.mesh.slots} influence slots, {self.bone_count} bones ({state})>"
         )
+
+
+def _check_centers(
+    device: Device, mesh: SkinnedMesh, bone_count: int, method: str, centers: object
+) -> np.ndarray | None:
+    """The (N, 3) float32 centers of rotation "cor" needs (computed when None)."""
+    if method != "cor":
+        if centers is not None:
+            raise InputError(f"centers are for method='cor', not {method!r}")
+        return None
+    if centers is None:
+        from .centers import centers_of_rotation
+
+        return centers_of_rotation(mesh, bone_count=bone_count, device=device)
+    return check_centers(mesh, centers)
+
+
+def check_centers(mesh: SkinnedMesh, centers: object) -> np.ndarray:
+    """``centers`` as a validated (N, 3) float32 array for ``mesh``."""
+    try:
+        c = np.asarray(centers, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"centers must be a (N, 3) array of numbers: {exc}") from None
+    if c.shape != (mesh.vertex_count, 3):
+        raise InputError(f"centers must have shape ({mesh.vertex_count}, 3), got {c.shape}")
+    bad = ~np.isfinite(c)
+    if bad.any():
+        v, k = (int(i) for i in np.argwhere(bad)[0])
+        raise InputError(f"centers[{v}, {k}] = {c[v, k]}: centers must be finite")
+    return c.astype(np.float32)
 
 
 def _check_limits(

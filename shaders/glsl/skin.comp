@@ -19,6 +19,9 @@ layout(set = 0, binding = 5, r32f) uniform writeonly imageBuffer out_data;
 layout(set = 0, binding = 7) uniform isamplerBuffer in_joints_1;   // rgba32i, slots 4..7
 layout(set = 0, binding = 8) uniform samplerBuffer in_weights_1;   // rgba32f, slots 4..7
 #endif
+#ifdef SKIN_AUX
+layout(set = 0, binding = 9) uniform samplerBuffer in_aux;  // rgba32f: center xyz, DQS blend w
+#endif
 
 layout(push_constant) uniform PushConstants {
     uint vertex_count;
@@ -37,6 +40,9 @@ void main() {
     skin_vertex(texelFetch(in_joints, iv), texelFetch(in_weights, iv),
 #ifdef SKIN_INFLUENCES_8
                 texelFetch(in_joints_1, iv), texelFetch(in_weights_1, iv),
+#endif
+#ifdef SKIN_AUX
+                texelFetch(in_aux, iv),
 #endif
                 texelFetch(in_positions, iv).xyz, texelFetch(in_normals, iv).xyz, p, n);
     int i = int(pc.position_base + 3u * v);

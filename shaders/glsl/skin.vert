@@ -2,7 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 // The rendering vertex shader: the seed's DQS shader as valid Vulkan GLSL (the loose
 // `uniform mat4 u_view_projection` became a push constant). Variants (see include/skin.glsl for
-// SKIN_LBS, SKIN_DQS_SCALE and SKIN_INFLUENCES_8, which adds inputs at locations 4 and 5):
+// SKIN_LBS, SKIN_DQS_SCALE, SKIN_BLEND, which adds the aux input at location 6, and
+// SKIN_INFLUENCES_8, which adds inputs at locations 4 and 5):
 //   SKIN_NONE      no skinning: the rest mesh (the benchmarks' baseline for what skinning costs);
 //   SKIN_READBACK  writes each skinned position and normal to a storage buffer at
 //                  gl_VertexIndex instead of feeding a rasterizer (drawn as points with rasterizer
@@ -20,6 +21,12 @@ layout(location = 5) in vec4 in_weights_1;
 #define SKIN_INFLUENCES in_bone_ids, in_weights, in_bone_ids_1, in_weights_1
 #else
 #define SKIN_INFLUENCES in_bone_ids, in_weights
+#endif
+#ifdef SKIN_AUX
+layout(location = 6) in vec4 in_aux;  // xyz: center of rotation, w: DQS blend weight
+#define SKIN_AUX_ARG in_aux,
+#else
+#define SKIN_AUX_ARG
 #endif
 
 layout(location = 0) out vec3 out_normal;
@@ -50,7 +57,7 @@ void main() {
     p = in_position;
     n = in_normal;
 #else
-    skin_vertex(SKIN_INFLUENCES, in_position, in_normal, p, n);
+    skin_vertex(SKIN_INFLUENCES, SKIN_AUX_ARG in_position, in_normal, p, n);
 #endif
 #ifdef SKIN_READBACK
     out_normal = n;

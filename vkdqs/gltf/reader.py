@@ -94,6 +94,9 @@ _HARMLESS_REQUIRED = re.compile(
     r"^(KHR_materials_\w+|KHR_texture_transform|KHR_texture_basisu|EXT_texture_webp|"
     r"EXT_texture_avif|KHR_lights_punctual)$"
 )
+#: The application-specific vertex attribute holding each vertex's DQS fraction for
+#: ``method="blend"`` (a float, or a normalized unsigned byte/short, in [0, 1]).
+DQS_BLEND_ATTRIBUTE = "_DQS_BLEND"
 #: Weights whose sum differs from 1 by more than this are reported (once per file) and renormalized.
 WEIGHT_SUM_TOL = 1e-3
 
@@ -305,6 +308,24 @@ class _Reader(_AccessorReader):
             normals = nrm.data.astype(np.float32)
 
         joints, weights = self._skin_attributes(attrs, apath, n, same_count)
+        dqs_blend = None
+        if DQS_BLEND_ATTRIBUTE in attrs:
+            user = f"{apath}.{DQS_BLEND_ATTRIBUTE}"
+            ba = self.typed_accessor(
+                self.as_index(attrs[DQS_BLEND_ATTRIBUTE], user, "accessors"),
+                user,
+                ("SCALAR",),
+                ((FLOAT, False), (UNSIGNED_BYTE, True), (UNSIGNED_SHORT, True)),
+                vertex=True,
+            )
+            same_count(ba, user)
+            self.charge(n * 12, user, f"{n} DQS blend values")
+            b = ba.floats()[:, 0]
+            bad = ~((b >= 0.0) & (b <= 1.0))
+            if np.any(bad):
+                v = int(np.argmax(bad))
+                self.fail(user, f"vertex {v} has DQS blend {b[v]}, not in [0, 1]")
+            dqs_blend = b.astype(np.float32)
 
         if "indices" in prim:
             user = f"{path}.indices"
@@ -345,6 +366,7 @@ class _Reader(_AccessorReader):
             positions = positions[tri]
             joints = None if joints is None else joints[tri]
             weights = None if weights is None else weights[tri]
+            dqs_blend = None if dqs_blend is None else dqs_blend[tri]
             tri = np.arange(len(tri), dtype=np.int64)
             face = vertex_normals(positions, tri)
             normals = face.astype(np.float32)
@@ -366,6 +388,7 @@ class _Reader(_AccessorReader):
             tri.astype(np.uint32),
             mode,
             computed,
+            dqs_blend,
         )
 
     def _skin_attributes(

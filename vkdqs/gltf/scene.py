@@ -89,6 +89,9 @@ class Primitive:
     mode : int
         The file's primitive mode (4, 5 or 6).
     normals_computed : bool
+    dqs_blend : ndarray of float32, [N] or None
+        The application attribute ``_DQS_BLEND`` (each vertex's DQS fraction for
+        ``method="blend"``), None when the primitive has none.
     """
 
     positions: NDArray[np.float32]
@@ -98,6 +101,7 @@ class Primitive:
     indices: NDArray[np.uint32]
     mode: int
     normals_computed: bool
+    dqs_blend: NDArray[np.float32] | None = None
 
     @property
     def vertex_count(self) -> int:
@@ -386,6 +390,8 @@ class GltfScene:
     def skinned_mesh(self, mesh: int = 0) -> SkinnedMesh:
         """The primitives of one mesh merged into a :class:`vkdqs.SkinnedMesh`.
 
+        A primitive's ``_DQS_BLEND`` attribute becomes ``SkinnedMesh.dqs_blend`` (0, plain LBS,
+        on the mesh's other primitives; None when no primitive has it).
         Indices are offset per primitive; the influences of ``JOINTS_0/WEIGHTS_0``,
         ``JOINTS_1/WEIGHTS_1``, ... are side by side (SkinnedMesh sorts, compacts and renormalizes
         them). Joint indices refer to ``meshes[mesh].skin``.
@@ -413,9 +419,12 @@ class GltfScene:
                 "JOINTS_0/WEIGHTS_0; it is a rigid mesh (see GltfScene.rigid_meshes)"
             )
         width = max(p.joints.shape[1] for p in m.primitives)
-        pos, nrm, jnt, wgt, idx = [], [], [], [], []
+        pos, nrm, jnt, wgt, idx, blend = [], [], [], [], [], []
         offset = 0
         for p in m.primitives:  # a few primitives; the data inside is whole arrays
+            blend.append(
+                np.zeros(p.vertex_count, np.float32) if p.dqs_blend is None else p.dqs_blend
+            )
             pad = width - p.joints.shape[1]
             pos.append(p.positions)
             nrm.append(p.normals)
@@ -430,6 +439,11 @@ class GltfScene:
                 np.concatenate(jnt),
                 np.concatenate(wgt),
                 np.concatenate(idx),
+                dqs_blend=(
+                    np.concatenate(blend)
+                    if any(p.dqs_blend is not None for p in m.primitives)
+                    else None
+                ),
             )
         except InputError as exc:
             raise GltfError(f"{self.path.name}: meshes[{m.index}]: {exc}") from exc

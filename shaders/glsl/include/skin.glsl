@@ -6,6 +6,16 @@
 //   SKIN_DQS_SCALE    two-phase DQS for bones with scale/shear (Kavan et al. 2008): each bone's
 //                     skinning matrix is split into a scale/shear part S (blended linearly and
 //                     applied to the rest vertex first) and a rigid part (blended with DQS);
+//   SKIN_BLEND        LBS and DQS blended per vertex ("weight blended" skinning): the bone
+//                     block holds the DQs, a second block the 3x4 matrices, and the per-vertex
+//                     aux input's w the vertex's DQS fraction b: (1 - b) LBS + b DQS;
+//   SKIN_COR          optimized centers of rotation (Le & Hodgins 2016): the bone block holds
+//                     the DQs and the aux input's xyz the vertex's precomputed center c:
+//                     p' = R(q) (p - c) + sum_k w_k M_k c, q the blended rotations;
+//   SKIN_DQS_BLENDER  Blender's "Preserve Volume" (armature_deform.cc): per influence, the
+//                     bone's scale matrix S (split in its rest frame, second block) moves
+//                     its translation at the vertex into the DQ; signs flip against the
+//                     running sum, in slot order;
 //   SKIN_INFLUENCES_8 eight influences per vertex (two ivec4/vec4 pairs) instead of four.
 
 #include "dqs.glsl"
@@ -24,11 +34,43 @@ layout(std140, set = 0, binding = 0) uniform BoneBlock {
 };
 #endif
 
-#ifdef SKIN_DQS_SCALE
-// Per bone, the three rows of [S | 0]: its scale/shear in rest space (same layout as LBS bones).
+#if defined(SKIN_DQS_SCALE) || defined(SKIN_DQS_BLENDER)
+// Per bone, the three rows of [S | 0] (dqs_blender: [S | s], Blender's scale matrix): its scale/shear in rest space (same layout as LBS bones).
 layout(std140, set = 0, binding = 6) uniform BoneScaleBlock {
     mat3x4 bone_scales[MAX_BONES];
 };
+#endif
+
+#if defined(SKIN_BLEND) || defined(SKIN_COR)
+// Per-vertex aux input (xyz: center of rotation, w: DQS blend weight) in skin_vertex().
+#define SKIN_AUX
+#endif
+
+#if defined(SKIN_BLEND)
+// Per bone, the three rows of its whole skinning matrix [A | t] (same layout as LBS bones).
+layout(std140, set = 0, binding = 6) uniform BoneMatrixBlock {
+    mat3x4 bone_matrices[MAX_BONES];
+};
+#endif
+
+#ifdef SKIN_DQS_BLENDER
+vec4 quat_mul(vec4 a, vec4 b) {
+    return vec4(a.w * b.xyz + b.w * a.xyz + cross(a.xyz, b.xyz), a.w * b.w - dot(a.xyz, b.xyz));
+}
+
+// Blender's add_weighted_dq_dq_pivot(sum, bone, pivot = p, w): the translation the bone's scale
+// matrix gives the vertex goes into the DQ (applied before its rotation), and the weight's sign
+// follows the running sum of the rotations.
+void blender_add(mat2x4 bone, mat3x4 scale, float wk, vec3 p, inout mat2x4 sum,
+                 inout mat3x4 scale_sum) {
+    if (wk == 0.0) {
+        return;
+    }
+    vec3 e = lbs_transform_point(scale, p) - p;
+    mat2x4 d = mat2x4(bone[0], bone[1] + 0.5 * quat_mul(bone[0], vec4(e, 0.0)));
+    sum += d * (dot(bone[0], sum[0]) < 0.0 ? -wk : wk);
+    scale_sum += scale * wk;
+}
 #endif
 
 // Skins one vertex with four influences (j1/w1 add four more in the 8-influence variant).
@@ -36,6 +78,9 @@ layout(std140, set = 0, binding = 6) uniform BoneScaleBlock {
 void skin_vertex(ivec4 j, vec4 w,
 #ifdef SKIN_INFLUENCES_8
                  ivec4 j1, vec4 w1,
+#endif
+#ifdef SKIN_AUX
+                 vec4 aux,
 #endif
                  vec3 p, vec3 n, out vec3 skinned_p, out vec3 skinned_n) {
 #ifdef SKIN_INFLUENCES_8
@@ -48,7 +93,89 @@ void skin_vertex(ivec4 j, vec4 w,
         skinned_n = normalize(n);
         return;
     }
-#ifdef SKIN_LBS
+#if defined(SKIN_BLEND)
+    mat3x4 m = lbs_blend(bone_matrices[j.x], bone_matrices[j.y], bone_matrices[j.z],
+                         bone_matrices[j.w], w);
+#ifdef SKIN_INFLUENCES_8
+    m += lbs_blend(bone_matrices[j1.x], bone_matrices[j1.y], bone_matrices[j1.z],
+                   bone_matrices[j1.w], w1);
+#endif
+    vec3 lbs_p = lbs_transform_point(m, p);
+    vec3 lbs_n = lbs_transform_normal(m, n);
+    mat2x4 dq = dq_blend(bones[j.x], bones[j.y], bones[j.z], bones[j.w], w);
+#ifdef SKIN_INFLUENCES_8
+    dq += dq_blend_more(bones[j.x][0], bones[j1.x], bones[j1.y], bones[j1.z], bones[j1.w], w1);
+#endif
+    vec3 dqs_p = p;
+    vec3 dqs_n = normalize(n);
+    if (dq_normalize(dq)) {
+        dqs_p = dq_transform_point(dq, p);
+        dqs_n = dq_transform_normal(dq, n);
+    }
+    float b = aux.w;
+    skinned_p = mix(lbs_p, dqs_p, b);
+    vec3 blended_n = mix(lbs_n, dqs_n, b);
+    float len = length(blended_n);
+    // opposite LBS and DQS normals blend to ~0: take the DQS normal there
+    skinned_n = len < LBS_EPS ? dqs_n : blended_n / len;
+#elif defined(SKIN_COR)
+    // The rotation: DQS's blend of the real parts (same signs), normalized. The center's
+    // position: LBS of c, each bone's rigid transform applied to c, from its DQ.
+    vec3 c = aux.xyz;
+    vec4 r0 = bones[j.x][0];
+    vec4 s = vec4(1.0, dq_sign(r0, bones[j.y][0]), dq_sign(r0, bones[j.z][0]),
+                  dq_sign(r0, bones[j.w][0])) * w;
+    vec4 q = r0 * s.x + bones[j.y][0] * s.y + bones[j.z][0] * s.z + bones[j.w][0] * s.w;
+    vec3 pc = w.x * dq_transform_point(bones[j.x], c) + w.y * dq_transform_point(bones[j.y], c) +
+              w.z * dq_transform_point(bones[j.z], c) + w.w * dq_transform_point(bones[j.w], c);
+#ifdef SKIN_INFLUENCES_8
+    vec4 s1 = vec4(dq_sign(r0, bones[j1.x][0]), dq_sign(r0, bones[j1.y][0]),
+                   dq_sign(r0, bones[j1.z][0]), dq_sign(r0, bones[j1.w][0])) * w1;
+    q += bones[j1.x][0] * s1.x + bones[j1.y][0] * s1.y + bones[j1.z][0] * s1.z +
+         bones[j1.w][0] * s1.w;
+    pc += w1.x * dq_transform_point(bones[j1.x], c) + w1.y * dq_transform_point(bones[j1.y], c) +
+          w1.z * dq_transform_point(bones[j1.z], c) + w1.w * dq_transform_point(bones[j1.w], c);
+#endif
+    float len = length(q);
+    if (len < DQS_EPS) {
+        skinned_p = p;
+        skinned_n = normalize(n);
+        return;
+    }
+    q /= len;
+    skinned_p = rotate_vector(q, p - c) + pc;
+    skinned_n = normalize(rotate_vector(q, n));
+#elif defined(SKIN_DQS_BLENDER)
+    mat2x4 dq = mat2x4(0.0);
+    mat3x4 s = mat3x4(0.0);
+    blender_add(bones[j.x], bone_scales[j.x], w.x, p, dq, s);
+    blender_add(bones[j.y], bone_scales[j.y], w.y, p, dq, s);
+    blender_add(bones[j.z], bone_scales[j.z], w.z, p, dq, s);
+    blender_add(bones[j.w], bone_scales[j.w], w.w, p, dq, s);
+#ifdef SKIN_INFLUENCES_8
+    blender_add(bones[j1.x], bone_scales[j1.x], w1.x, p, dq, s);
+    blender_add(bones[j1.y], bone_scales[j1.y], w1.y, p, dq, s);
+    blender_add(bones[j1.z], bone_scales[j1.z], w1.z, p, dq, s);
+    blender_add(bones[j1.w], bone_scales[j1.w], w1.w, p, dq, s);
+#endif
+    // normalize_dq (divide by the weight sum), then mul_v3m3_dq, whose scale matrix is neutral
+    // at the pivot: the position needs only the normalized DQ.
+    dq *= 1.0 / weight_sum;
+    s *= 1.0 / weight_sum;
+    if (weight_sum <= 1e-4 || !dq_normalize(dq)) {
+        skinned_p = p;
+        skinned_n = normalize(n);
+        return;
+    }
+    skinned_p = dq_transform_point(dq, p);
+    // the normal: cofactor of Blender's deform matrix R(q) S_blend, i.e. R(q) cof(S_blend) n
+    vec3 a0 = s[0].xyz;
+    vec3 a1 = s[1].xyz;
+    vec3 a2 = s[2].xyz;
+    vec3 c = vec3(dot(cross(a1, a2), n), dot(cross(a2, a0), n), dot(cross(a0, a1), n));
+    float len = length(c);
+    skinned_n = len < LBS_EPS ? normalize(n) : normalize(rotate_vector(dq[0], c / len));
+#elif defined(SKIN_LBS)
     mat3x4 m = lbs_blend(bones[j.x], bones[j.y], bones[j.z], bones[j.w], w);
 #ifdef SKIN_INFLUENCES_8
     m += lbs_blend(bones[j1.x], bones[j1.y], bones[j1.z], bones[j1.w], w1);
