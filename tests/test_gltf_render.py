@@ -198,6 +198,14 @@ def test_viewer_plays_a_model(xvfb, rig_files):
         assert viewer.speed == 0.5
         viewer.handle_key(glfw.KEY_1)
         assert viewer.scene.methods == "dqs"
+        viewer.handle_key(glfw.KEY_7)  # all five, reframed: every copy's box in the window
+        assert viewer.scene.methods == "all"
+        assert "LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) (left to right)" in (
+            viewer.window_title
+        )
+        lo, hi = viewer.scene.shown_bounds()
+        px = viewer.renderer.camera.project(np.array([lo, hi]), *viewer.target.extent)
+        assert (px >= 0).all() and (px[:, 0] <= W).all() and (px[:, 1] <= H).all(), px
         viewer.handle_key(glfw.KEY_3)
         viewer.handle_key(glfw.KEY_B)
         for _ in range(20):

@@ -76,3 +76,70 @@ def test_window_lifecycle(xvfb):
         assert device.messages == []
     finally:
         viewer.close()
+
+
+def test_viewer_shows_any_set_of_methods(xvfb, capsys):
+    from vkdqs.methods import SCENE_METHODS
+    from vkdqs.viewer import HELP, METHOD_CYCLE, Viewer
+
+    assert "5 CoR" in HELP and "M/shift+M" in HELP
+    viewer = Viewer(size=(480, 240), samples=1, validation=validation_available())
+    glfw, scene = viewer.glfw, viewer.scene
+    try:
+        assert viewer.window_title.startswith("vkdqs: LBS (left) | DQS (right), twist")
+
+        def shown() -> list[str]:
+            """Visible copies, left to right, each checked to lie inside the image."""
+            w, h = viewer.target.extent
+            visible = {m: i for m, i in scene.instances.items() if i.visible}
+            xs = {m: i.model[0, 3] for m, i in visible.items()}
+            centres = np.array([i.model[:3, 3] for i in visible.values()])
+            px = viewer.renderer.camera.project(centres, w, h)
+            assert (px[:, 0] > 0).all() and (px[:, 0] < w).all(), px
+            return sorted(visible, key=xs.get)
+
+        for key, methods, copies in (
+            (glfw.KEY_4, "blend", ["blend"]),
+            (glfw.KEY_5, "cor", ["cor"]),
+            (glfw.KEY_6, "dqs_blender", ["dqs_blender"]),
+            (glfw.KEY_7, "all", list(SCENE_METHODS)),
+            (glfw.KEY_1, "dqs", ["dqs"]),
+        ):
+            viewer.handle_key(key)
+            assert scene.methods == methods
+            assert shown() == copies
+            viewer.step()
+        viewer.handle_key(glfw.KEY_7)
+        assert viewer.window_title.startswith(
+            "vkdqs: LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) (left to right), twist"
+        )
+        # M walks the cycle forward, shift+M back, and wraps around.
+        seen = []
+        for _ in METHOD_CYCLE:
+            viewer.handle_key(glfw.KEY_M)
+            seen.append(scene.methods)
+        assert seen == list(METHOD_CYCLE)
+        viewer.handle_key(glfw.KEY_M, glfw.MOD_SHIFT)
+        assert scene.methods == "both" and shown() == ["lbs", "dqs"]
+        # A set outside the cycle: named left to right, and M goes on from its start.
+        assert viewer.show("lbs,dqs,cor")
+        assert shown() == ["lbs", "dqs", "cor"]
+        assert viewer.window_title.startswith("vkdqs: LBS | DQS | CoR (left to right), twist")
+        viewer.handle_key(glfw.KEY_M)
+        assert scene.methods == "lbs"
+        out = capsys.readouterr().out
+        assert "showing: CoR, twist" in out and "showing: LBS, twist" in out
+        # all five drawn: the pixels around each copy's centre (its joint) are not background
+        viewer.handle_key(glfw.KEY_7)
+        scene.set_twist(90.0)
+        shot = viewer.screenshot()[..., :3].astype(int)
+        h, w = shot.shape[:2]
+        background = shot[0, 0]
+        centres = np.array([i.model @ [1.0, 0.0, 0.0, 1.0] for i in scene.instances.values()])
+        pixels = viewer.renderer.camera.project(centres[:, :3], w, h)
+        for m, (x, y) in zip(scene.instances, pixels, strict=True):
+            patch = shot[int(y) - 2 : int(y) + 3, int(x) - 2 : int(x) + 3]
+            assert (np.abs(patch - background).sum(axis=-1) > 30).all(), m
+        assert viewer.device.messages == []
+    finally:
+        viewer.close()

@@ -96,7 +96,7 @@ class ViewerScene(Protocol):
     Attributes
     ----------
     methods : str
-        ``"dqs"``, ``"lbs"`` or ``"both"``: what :meth:`show` last showed.
+        What :meth:`show` last showed (see :func:`parse_methods`).
     bone_count : int
         Bones of the largest skeleton (the heat map's ``[``/``]`` keys stay below it).
     """
@@ -114,7 +114,10 @@ class ViewerScene(Protocol):
         """Switch to the next (+1) or previous (-1) animation; False when there is none."""
 
     def show(self, methods: str) -> None:
-        """Show ``"dqs"``, ``"lbs"`` or ``"both"`` side by side."""
+        """Show the methods of ``methods`` (see :func:`parse_methods`) side by side."""
+
+    def frame_camera(self) -> None:
+        """Aim the camera at the copies shown, keeping its direction."""
 
     def label(self) -> str:
         """One line for the window title: method(s) and where the animation is."""
@@ -187,6 +190,21 @@ class CandyWrapperScene:
             inst.visible = method in shown
             # hidden copies stand in the middle, inside what frame_scene() frames
             inst.set_model(_upright(xs.get(method, 0.0)))
+
+    def frame_camera(self) -> None:
+        """Aim the camera at the copies shown, keeping its direction (R returns here)."""
+        corners = []
+        lo, hi = self.mesh.bounds
+        box = np.array(np.meshgrid(*zip(lo, hi, strict=True), indexing="ij")).reshape(3, -1).T
+        for inst in self.instances.values():
+            if inst.visible:
+                corners.append(box @ inst.model[:3, :3].T + inst.model[:3, 3])
+        pts = np.vstack(corners)
+        w, h = self.renderer.target.extent
+        camera = self.renderer.camera
+        camera.frame(pts.min(axis=0), pts.max(axis=0), aspect=(w / h) if h else 1.0)
+        camera.zoom(0.85)
+        camera.set_home()
 
     def set_twist(self, degrees: float) -> None:
         self.twist = float(degrees)

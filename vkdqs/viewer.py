@@ -3,10 +3,13 @@
 With no model it shows the embedded default: the candy-wrapper cylinder twisting back and forth
 0...180 degrees, LBS on the left and DQS on the right. With a glTF model (``.gltf``/``.glb``) it
 plays the model's first animation, LBS on the left and DQS on the right, framed automatically.
+Any set of methods can be shown side by side; the title names each copy, left to right.
 
 Keys: space pause/play, left/right scrub (twist or animation time), N/P next/previous animation,
-+/- playback speed (x2, /2), 1 DQS, 2 LBS, 3 both, W wireframe, B bone-weight view ([ and ]
-change the bone), S screenshot PNG, R reset camera, H or F1 help, Esc quit.
++/- playback speed (x2, /2), 1 DQS, 2 LBS, 3 both (LBS | DQS), 4 LBS/DQS blend, 5 CoR,
+6 DQS (Blender), 7 all, M/shift+M next/previous method set (each method, both, all),
+W wireframe, B bone-weight view ([ and ] change the bone), S screenshot PNG, R reset camera,
+H or F1 help, Esc quit.
 Mouse: left-drag orbit, right-drag or shift-drag pan, wheel zoom.
 """
 
@@ -22,6 +25,7 @@ import vulkan as vk
 from .errors import CapabilityError, InputError, VulkanError
 from .gltf import GltfScene, load_gltf
 from .gpu import Device
+from .methods import SCENE_METHODS, parse_methods
 from .png import write_png
 from .renderer import Renderer
 from .scenes import CandyWrapperScene, GltfScenePlayer, ViewerScene
@@ -30,6 +34,18 @@ from .targets import SwapchainTarget
 HELP = __doc__.split("\n\n", 2)[2]
 #: Playback speeds reachable with +/- (each key press doubles or halves).
 SPEED_RANGE = (1.0 / 16.0, 16.0)
+#: What M (shift+M backwards) cycles through: each method alone, then LBS | DQS, then all.
+METHOD_CYCLE = (*SCENE_METHODS, "both", "all")
+#: The method set each number key shows (glfw key names).
+METHOD_KEYS = {
+    "KEY_1": "dqs",
+    "KEY_2": "lbs",
+    "KEY_3": "both",
+    "KEY_4": "blend",
+    "KEY_5": "cor",
+    "KEY_6": "dqs_blender",
+    "KEY_7": "all",
+}
 
 
 def _glfw():
@@ -56,9 +72,10 @@ class Viewer:
         A glTF file (or a loaded one) to play; None for the candy-wrapper cylinder. The file is
         loaded before the window opens, so a bad file raises :class:`~vkdqs.gltf.GltfError`
         without one.
-    methods : {"both", "dqs", "lbs"}
-        What to show first. For a model whose joint matrices DQS cannot take, the viewer says
-        so and shows LBS.
+    methods : str
+        What to show first (see :func:`~vkdqs.methods.parse_methods`: ``"both"``, ``"all"``,
+        ``"lbs,dqs,cor"``, ...). For a model whose joint matrices DQS cannot take, the viewer
+        says so and shows LBS.
     animation : int, str or None
         The model's animation to play first (index or name); None for its rest pose.
     size : (width, height)
@@ -78,6 +95,8 @@ class Viewer:
     playing : bool
     speed : float
         Playback speed (1 = real time).
+    window_title : str
+        The title last set: the scene's label names the copies shown, left to right.
     """
 
     def __init__(
@@ -156,6 +175,8 @@ class Viewer:
         self._drag: tuple[str, float, float] | None = None
         self._screenshots = 0
         self.should_close = False
+        self._method_keys = {getattr(glfw, k): m for k, m in METHOD_KEYS.items()}
+        self.set_title()
         glfw.set_key_callback(self.window, self._on_key)
         glfw.set_mouse_button_callback(self.window, self._on_button)
         glfw.set_cursor_pos_callback(self.window, self._on_cursor)
@@ -185,12 +206,10 @@ class Viewer:
             factor = 2.0 if key in (glfw.KEY_EQUAL, glfw.KEY_KP_ADD) else 0.5
             self.speed = float(np.clip(self.speed * factor, *SPEED_RANGE))
             print(f"speed: x{self.speed:g}")
-        elif key == glfw.KEY_1:
-            self.show("dqs")
-        elif key == glfw.KEY_2:
-            self.show("lbs")
-        elif key == glfw.KEY_3:
-            self.show("both")
+        elif key in self._method_keys:
+            self.show(self._method_keys[key])
+        elif key == glfw.KEY_M:
+            self.cycle_methods(-1 if mods & glfw.MOD_SHIFT else 1)
         elif key == glfw.KEY_W:
             if self.device.info.fill_mode_non_solid:
                 renderer.wireframe = not renderer.wireframe
@@ -214,13 +233,40 @@ class Viewer:
             print(HELP)
 
     def show(self, methods: str) -> bool:
-        """Show ``methods`` if the scene can; otherwise print why and keep what was shown."""
+        """Show ``methods`` if the scene can; otherwise print why and keep what was shown.
+
+        The camera frames the copies anew when their number changes, and the title names them.
+        """
+        before = len(parse_methods(self.scene.methods))
         try:
             self.scene.show(methods)
         except InputError as exc:  # e.g. DQS and joint matrices with scale
             print(f"cannot show {methods.upper()}: {exc}")
             return False
+        if len(parse_methods(methods)) != before:
+            self.scene.frame_camera()
+        if hasattr(self, "title"):  # not while __init__ shows the first methods
+            self.set_title()
         return True
+
+    def set_title(self, suffix: str = "") -> None:
+        """Title: the viewer's title, the scene's label (the copies, left to right), ``suffix``."""
+        self.window_title = _utf8(f"{self.title}: {self.scene.label()}{suffix}")
+        self.glfw.set_window_title(self.window, self.window_title)
+
+    def cycle_methods(self, direction: int = 1) -> str:
+        """Show the next (+1) or previous (-1) set of :data:`METHOD_CYCLE`, skipping those the
+        scene cannot show; returns what is shown."""
+        current = self.scene.methods
+        shown = [parse_methods(m) for m in METHOD_CYCLE]
+        now = parse_methods(current)
+        start = shown.index(now) if now in shown else (-1 if direction > 0 else len(shown))
+        for k in range(1, len(METHOD_CYCLE) + 1):
+            candidate = METHOD_CYCLE[(start + direction * k) % len(METHOD_CYCLE)]
+            if candidate == current or self.show(candidate):
+                break
+        print(f"showing: {self.scene.label()}")
+        return self.scene.methods
 
     def _on_button(self, window: Any, button: int, action: int, mods: int) -> None:
         glfw = self.glfw
@@ -277,8 +323,7 @@ class Viewer:
                 self._frame_times.clear()
                 speed = "" if self.speed == 1.0 else f", x{self.speed:g}"
                 fps = f"{1e3 / ms:.0f} fps, {ms:.1f} ms"
-                title = f"{self.title}: {self.scene.label()}{speed}: {fps}"
-                glfw.set_window_title(self.window, _utf8(title))
+                self.set_title(f"{speed}: {fps}")
         return True
 
     def run(self, max_frames: int | None = None) -> None:
