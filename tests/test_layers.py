@@ -33,6 +33,7 @@ LAYERS = {
     "targets": 3,
     "scenes": 3,
     "baking": 3,
+    "compare": 3,
     "viewer": 4,
     "cli": 4,
     "__main__": 4,

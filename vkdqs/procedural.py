@@ -18,6 +18,7 @@ from vkdqs.errors import InputError
 from vkdqs.mesh import MAX_INFLUENCES, SkinnedMesh
 
 __all__ = [
+    "bend_pose",
     "bone_chain_pose",
     "candy_wrapper",
     "mesh_volume",
@@ -162,6 +163,37 @@ def twist_pose(angle_deg: float, *, bone_count: int = 2) -> NDArray[np.float64]:
     _require(np.isfinite(angle_deg), f"angle_deg must be finite, got {angle_deg}")
     out = np.tile(np.eye(4), (int(bone_count), 1, 1))
     out[1:, :3, :3] = _rotation_x(np.radians(angle_deg))
+    return out
+
+
+def bend_pose(angle_deg: float, *, length: float = 2.0, bone_count: int = 2) -> NDArray[np.float64]:
+    """Skinning matrices that bend a :func:`candy_wrapper` at its joint.
+
+    Parameters
+    ----------
+    angle_deg : float
+        Bend of bones ``1..`` in degrees, right-handed about +z (perpendicular to the cylinder)
+        through the joint ``(length/2, 0, 0)``: positive angles lift the far end towards +y.
+    length : float, keyword-only
+        As passed to :func:`candy_wrapper`, > 0.
+    bone_count : int, keyword-only
+        Number of matrices, >= 1.
+
+    Returns
+    -------
+    ndarray, [bone_count, 4, 4]
+        Rigid matrices: bone 0 is the identity, bones ``1..`` rotate about the joint.
+    """
+    _require(int(bone_count) == bone_count and bone_count >= 1, f"bad bone_count {bone_count}")
+    _require(np.isfinite(angle_deg), f"angle_deg must be finite, got {angle_deg}")
+    _require(length > 0, f"length must be > 0, got {length}")
+    a = np.radians(angle_deg)
+    c, s = np.cos(a), np.sin(a)
+    rot = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    joint = np.array([0.5 * length, 0.0, 0.0])
+    out = np.tile(np.eye(4), (int(bone_count), 1, 1))
+    out[1:, :3, :3] = rot
+    out[1:, :3, 3] = joint - rot @ joint
     return out
 
 
