@@ -29,8 +29,20 @@ def test_demo_prints_the_table(device, capsys):
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.strip().startswith(("0 |", "85 |", "170 |"))]
     assert len(rows) == 3
-    dqs_radius, lbs_radius = (float(v) for v in rows[2].split("|")[1].split())
-    assert dqs_radius >= 0.95 and lbs_radius <= 0.2
+    methods = ("dqs", "lbs", "cor", "blend")  # the columns, left to right
+    radius = dict(zip(methods, map(float, rows[2].split("|")[1].split()), strict=True))
+    volume = dict(zip(methods, map(float, rows[2].split("|")[2].split()), strict=True))
+    assert radius["dqs"] >= 0.95 and radius["lbs"] <= 0.2
+    assert radius["cor"] >= 0.95 and radius["lbs"] < radius["blend"] < radius["dqs"]
+    # 170 degrees: LBS loses a quarter of the volume; DQS and CoR keep it
+    assert abs(volume["dqs"] - 1) < 0.01 and abs(volume["cor"] - 1) < 0.01
+    assert volume["lbs"] < 0.8 and volume["lbs"] < volume["blend"] < volume["dqs"]
+    rest = rows[0].split("|")[1].split() + rows[0].split("|")[2].split()
+    assert rest == ["1.000"] * 8
+    errors = out.split("max |error|")[1].splitlines()[1]
+    values = dict(item.strip().rsplit(" ", 1) for item in errors.split(","))
+    assert set(values) == {"DQS", "LBS", "CoR", "blend", "CoR centers"}
+    assert all(float(v) < 1e-5 for v in values.values()), values
 
 
 def test_demo_without_a_display_renders_a_png(tmp_path, device, monkeypatch, capsys):

@@ -1,9 +1,11 @@
 """The ``vkdqs`` command line.
 
-``vkdqs demo``: skins the candy-wrapper cylinder twisted 0...170 degrees with DQS and LBS on the
-GPU (every angle in one submission per method) and prints the smallest ring radius and the
-volume per angle, next to the float64 CPU reference's error; then opens the viewer when a
-display is available, or renders the side-by-side PNG and says where it wrote it.
+``vkdqs demo``: skins the candy-wrapper cylinder twisted 0...170 degrees with DQS, LBS, CoR
+(optimized centers of rotation, computed on the same device) and a 50% LBS/DQS blend on the GPU
+(every angle in one submission per method) and prints the smallest ring radius and the volume
+per angle, then each method's (and the centers') largest error against the float64 CPU
+reference; then opens the viewer when a display is available, or renders the side-by-side PNG
+and says where it wrote it.
 
 ``vkdqs view [MODEL]``: the windowed viewer, on the candy wrapper or a glTF model.
 ``vkdqs render [MODEL] --out frame.png``: a PNG with no display. ``vkdqs info MODEL``: what a glTF
@@ -54,52 +56,59 @@ def demo(
     device: str | int | None = None,
     no_window: bool = False,
 ) -> int:
-    """Print the candy-wrapper table (DQS vs LBS, twists 0...170 degrees every ``step``), then
-    open the viewer, or render ``vkdqs-demo.png`` without a display (not with ``no_window``)."""
+    """Print the candy-wrapper table (DQS, LBS, CoR and the 50% LBS/DQS blend, twists 0...170
+    degrees every ``step``), then open the viewer, or render ``vkdqs-demo.png`` without a display
+    (not with ``no_window``)."""
     _need_vulkan()
-    from . import dq, procedural
+    from . import procedural
+    from .centers import centers_of_rotation
+    from .compare import COMPARE_METHODS, reference, skin_methods, with_dqs_blend
+    from .cor import centers_of_rotation_reference
     from .gpu import Device
-    from .skinner import Skinner
 
     angles = step * np.arange(int(170.0 / step + 1e-9) + 1)  # 0...170, no further
-    mesh = procedural.candy_wrapper()
+    mesh = with_dqs_blend(procedural.candy_wrapper(), 0.5)
     rest_radius = procedural.ring_radii(mesh.positions).min()
     rest_volume = procedural.mesh_volume(mesh.positions, mesh.indices)
     poses = np.stack([procedural.twist_pose(a) for a in angles])
-    results = {}
     with Device(device=device) as dev:
         print(f"device: {dev.info.name} ({dev.info.device_type})")
         print(
             f"mesh: candy-wrapper cylinder, {mesh.vertex_count} vertices, 2 bones, "
             f"rest radius {rest_radius:.3f}, rest volume {rest_volume:.3f}"
         )
-        for method in ("dqs", "lbs"):
-            with Skinner(dev, mesh, bone_count=2, method=method, path=path) as skinner:
-                positions, _ = skinner.skin_many(poses)
-            results[method] = positions
-    ref = np.stack(
-        [
-            dq.skin_dqs(
-                mesh.positions, mesh.normals, mesh.joints, mesh.weights, dq.from_matrices(p)
-            )[0]
-            for p in poses
-        ]
-    )
-    err = np.abs(results["dqs"] - ref).max()
+        centers = centers_of_rotation(mesh, bone_count=2, device=dev, progress=False)
+        results = skin_methods(dev, mesh, poses, bone_count=2, path=path, centers=centers)
+    center_err = np.abs(centers - centers_of_rotation_reference(mesh, bone_count=2)).max()
+    errors = {
+        m: np.abs(results[m] - reference(m, mesh, poses, centers=centers)).max()
+        for m in COMPARE_METHODS
+    }
     print()
-    print("twist   | smallest ring radius / rest |      volume / rest")
-    print("  (deg) |        DQS        LBS       |     DQS        LBS")
-    print("--------+-----------------------------+--------------------")
+    print("twist   |   smallest ring radius / rest  |          volume / rest")
+    print("  (deg) |    DQS     LBS     CoR   blend |    DQS     LBS     CoR   blend")
+    print("--------+--------------------------------+--------------------------------")
     for i, angle in enumerate(angles):
-        r = {m: procedural.ring_radii(results[m][i]).min() / rest_radius for m in results}
-        v = {m: procedural.mesh_volume(results[m][i], mesh.indices) / rest_volume for m in results}
+        r = [procedural.ring_radii(results[m][i]).min() / rest_radius for m in COMPARE_METHODS]
+        v = [
+            procedural.mesh_volume(results[m][i], mesh.indices) / rest_volume
+            for m in COMPARE_METHODS
+        ]
         print(
-            f"{angle:7.0f} | {r['dqs']:10.3f} {r['lbs']:10.3f}       | "
-            f"{v['dqs']:7.3f}    {v['lbs']:7.3f}"
+            f"{angle:7.0f} | "
+            + " ".join(f"{x:7.3f}" for x in r)
+            + " | "
+            + " ".join(f"{x:7.3f}" for x in v)
         )
     print()
-    print(f"GPU DQS vs float64 reference: max |error| = {err:.2e} (mesh extent {mesh.extent:.2f})")
-    print("LBS collapses the twisted middle (the candy-wrapper artifact); DQS keeps its radius.")
+    names = {"dqs": "DQS", "lbs": "LBS", "cor": "CoR", "blend": "blend"}
+    print(
+        f"GPU vs float64 reference, max |error| (mesh extent {mesh.extent:.2f}):\n  "
+        + ", ".join(f"{names[m]} {errors[m]:.1e}" for m in COMPARE_METHODS)
+        + f", CoR centers {center_err:.1e}"
+    )
+    print("LBS collapses the twisted middle (the candy-wrapper artifact); DQS and CoR (optimized")
+    print("centers of rotation) keep its radius and volume; blend (50% DQS) lies in between.")
     print()
     if no_window:
         return 0
@@ -398,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
-    p = command("demo", demo, "candy-wrapper twist: DQS vs LBS on the GPU")
+    p = command("demo", demo, "candy-wrapper twist: DQS, LBS, CoR and blend on the GPU")
     p.add_argument("--step", type=_step, default=10.0, help="twist step in degrees, 0.1...170")
     p.add_argument(
         "--path",
