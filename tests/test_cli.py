@@ -64,3 +64,23 @@ def test_demo_with_an_unreachable_display_falls_back_to_a_png(
     out = capsys.readouterr().out
     assert "the viewer could not open" in out
     assert (tmp_path / "vkdqs-demo.png").exists()
+
+
+def test_render_bends_the_candy_wrapper(tmp_path, device, capsys):
+    out = tmp_path / "bent.png"
+    args = ["render", "--out", str(out), "--size", "200x120", "--samples", "1", "--twist", "0"]
+    assert cli.main([*args, "--bend", "135", "--method", "lbs,dqs,cor"]) == 0
+    assert "LBS | DQS | CoR (left to right), twist 0°, bend 135°" in capsys.readouterr().out
+    bent = read_png(out)
+    assert cli.main(args) == 0
+    assert np.abs(bent.astype(int) - read_png(out).astype(int)).max() > 50  # not the straight one
+
+
+def test_render_rejects_a_bend_it_cannot_draw(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["render", "--bend", "400"])
+    assert "the bend must be within -180...180 degrees" in capsys.readouterr().err
+    model = tmp_path / "model.glb"
+    model.write_bytes(b"")
+    assert cli.main(["render", str(model), "--bend", "90", "--out", str(tmp_path / "x.png")]) == 1
+    assert "--bend bends the candy wrapper" in capsys.readouterr().err

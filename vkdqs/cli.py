@@ -207,6 +207,8 @@ def _number(what: str, low: float, high: float, unit: str) -> Callable[[str], fl
 _step = _number("the twist step", 0.1, 170.0, "degrees")
 #: --twist: ten turns either way.
 _twist = _number("the twist", -3600.0, 3600.0, "degrees")
+#: --bend: either way, up to folded back on itself.
+_bend = _number("the bend", -180.0, 180.0, "degrees")
 #: --time: about 11.6 days either way; the label shows it with 2 decimals.
 _time = _number("the time", -1e6, 1e6, "seconds")
 
@@ -225,6 +227,7 @@ def render(
     model: str | Path | None = None,
     *,
     twist: float = 170.0,
+    bend: float = 0.0,
     time: float = 0.0,
     animation: str | None = None,
     method: str = "both",
@@ -232,9 +235,12 @@ def render(
     samples: int = 4,
     max_bytes: int | None = None,
 ) -> int:
-    """Render the candy-wrapper scene (twisted ``twist`` degrees), or a glTF ``model`` at ``time``
-    of ``animation`` (an index, a name or "rest"; None: the first), offscreen to the PNG ``out``.
+    """Render the candy-wrapper scene (twisted ``twist`` degrees, then bent ``bend`` degrees at
+    its joint), or a glTF ``model`` at ``time`` of ``animation`` (an index, a name or "rest";
+    None: the first), offscreen to the PNG ``out``.
     """
+    if model is not None and bend:
+        raise InputError("--bend bends the candy wrapper; a model takes --time")
     from .png import write_png
 
     w, h = size
@@ -255,6 +261,9 @@ def render(
             if gltf is None:
                 scene = CandyWrapperScene(renderer, methods=method)
                 scene.set_twist(twist)
+                if bend:
+                    scene.set_bend(bend)
+                    scene.frame_camera()
             else:
                 scene = GltfScenePlayer(
                     renderer, gltf, methods=method, animation=_animation(animation)
@@ -445,6 +454,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default="frame.png", help="the PNG file to write")
     p.add_argument(
         "--twist", type=_twist, default=170.0, help="candy wrapper: twist in degrees (+-3600)"
+    )
+    p.add_argument(
+        "--bend",
+        type=_bend,
+        default=0.0,
+        help="candy wrapper: bend at the joint in degrees (+-180), after the twist; "
+        "e.g. --twist 0 --bend 135",
     )
     p.add_argument("--time", type=_time, default=0.0, help="model: animation time in seconds")
     p.add_argument("--animation", default=None, help=_ANIMATION_HELP)

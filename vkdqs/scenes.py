@@ -154,6 +154,7 @@ class CandyWrapperScene:
         for method in ("lbs", "dqs"):  # the others when first shown
             self._add_instance(method)
         self.twist = 0.0
+        self.bend = 0.0
         self.period = float(period)
         self.phase = 0.0  # seconds into the back-and-forth
         self.show(methods)
@@ -171,8 +172,8 @@ class CandyWrapperScene:
             color=METHOD_COLORS[method],
             rest_matrices=rest,
         )
-        if getattr(self, "twist", 0.0):
-            self._pose(method, inst, procedural.twist_pose(self.twist))
+        if getattr(self, "twist", 0.0) or getattr(self, "bend", 0.0):
+            self._pose(method, inst, self.pose())
 
     @staticmethod
     def _pose(method: str, inst: Instance, pose: np.ndarray) -> None:
@@ -185,7 +186,7 @@ class CandyWrapperScene:
             if method not in self.instances:
                 self._add_instance(method)
         self.methods = methods
-        xs = _offsets(shown, 1.8)
+        xs = _offsets(shown, 1.8 if self.bend == 0.0 else 2.6)  # bent copies reach sideways
         for method, inst in self.instances.items():
             inst.visible = method in shown
             # hidden copies stand in the middle, inside what frame_scene() frames
@@ -196,9 +197,11 @@ class CandyWrapperScene:
         corners = []
         lo, hi = self.mesh.bounds
         box = np.array(np.meshgrid(*zip(lo, hi, strict=True), indexing="ij")).reshape(3, -1).T
+        box = np.c_[box, np.ones(len(box))]
+        posed = np.vstack([box @ bone.T for bone in self.pose()])  # each half's box, posed
         for inst in self.instances.values():
             if inst.visible:
-                corners.append(box @ inst.model[:3, :3].T + inst.model[:3, 3])
+                corners.append((posed @ inst.model.T)[:, :3])
         pts = np.vstack(corners)
         w, h = self.renderer.target.extent
         camera = self.renderer.camera
@@ -206,11 +209,25 @@ class CandyWrapperScene:
         camera.zoom(0.85)
         camera.set_home()
 
+    def pose(self) -> np.ndarray:
+        """The bones' matrices ``(2, 4, 4)``: :attr:`twist` about the axis, then :attr:`bend`
+        (:func:`~vkdqs.procedural.bend_pose`)."""
+        return procedural.bend_pose(self.bend) @ procedural.twist_pose(self.twist)
+
     def set_twist(self, degrees: float) -> None:
         self.twist = float(degrees)
-        pose = procedural.twist_pose(self.twist)
+        pose = self.pose()
         for method, inst in self.instances.items():
             self._pose(method, inst, pose)
+
+    def set_bend(self, degrees: float) -> None:
+        """Bend the far half ``degrees`` about the joint, in the picture's plane (the copies
+        move apart while bent); the twist stays."""
+        was_bent = self.bend != 0.0
+        self.bend = float(degrees)
+        if was_bent != (self.bend != 0.0):
+            self.show(self.methods)
+        self.set_twist(self.twist)
 
     def update(self, dt: float) -> None:
         """Twist back and forth, 0...180 degrees, one cycle per ``period`` seconds."""
@@ -227,7 +244,8 @@ class CandyWrapperScene:
         return False  # one built-in motion
 
     def label(self) -> str:
-        return f"{_methods_label(self.methods)}, twist {self.twist:.0f}°"
+        bend = f", bend {self.bend:.0f}°" if self.bend else ""
+        return f"{_methods_label(self.methods)}, twist {self.twist:.0f}°{bend}"
 
 
 # ------------------------------------------------------------------------------------------------
