@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEB_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslc spirv-tools xvfb
 
-.PHONY: demo test soak deps venv lint format shaders check-shaders bench clean
+.PHONY: demo test soak deps venv lint format shaders check-shaders bench figures clean
 
 demo: deps venv
 	$(PY) -m vkdqs demo
@@ -70,6 +70,11 @@ bench: deps venv
 	$(PY) benchmarks/bench_skinning.py
 	$(PY) benchmarks/bench_render.py
 	$(PY) benchmarks/bench_bake.py
+
+# The pictures and the plot of docs/skinning.md (matplotlib: the optional `docs` extra).
+figures: deps venv
+	$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install -q -e '.[docs]'
+	$(PY) docs/make_figures.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -42,9 +42,10 @@ def test_gpu_methods_match_the_reference_on_bends_and_twists(device):
     mesh = with_dqs_blend(procedural.candy_wrapper(), 0.3)
     poses = np.stack([procedural.bend_pose(135.0), procedural.twist_pose(170.0)])
     centers = centers_of_rotation(mesh, bone_count=2, device=device)
-    gpu = skin_methods(device, mesh, poses, bone_count=2, centers=centers)
-    assert set(gpu) == set(COMPARE_METHODS)
-    for method in COMPARE_METHODS:
+    methods = (*COMPARE_METHODS, "dqs_blender")
+    gpu = skin_methods(device, mesh, poses, methods, bone_count=2, centers=centers)
+    assert set(gpu) == set(methods)
+    for method in methods:
         ref = reference(method, mesh, poses, centers=centers)
         assert np.abs(gpu[method] - ref).max() < 1e-5 * mesh.extent, method
     # CoR bulges less than DQS on the bend and keeps the twist's volume like DQS

@@ -49,12 +49,17 @@ def skin_methods(
 ) -> dict[str, NDArray[np.float32]]:
     """GPU positions ``(P, N, 3)`` of ``mesh`` under the rigid ``poses`` ``(P, B, 4, 4)``, per
     method (every pose in one :meth:`Skinner.skin_many` per method). ``centers``: for "cor"
-    (computed on ``device`` when None); "blend" uses the mesh's ``dqs_blend``."""
+    (computed on ``device`` when None); "blend" uses the mesh's ``dqs_blend``; "dqs_blender"
+    takes the identity as every bone's rest matrix (as for the candy wrapper)."""
     from .skinner import Skinner
 
     out = {}
     for method in methods:
-        extra = {"centers": centers} if method == "cor" else {}
+        extra: dict[str, object] = {}
+        if method == "cor":
+            extra["centers"] = centers
+        elif method == "dqs_blender":  # the candy wrapper's bones rest at the identity
+            extra["rest_matrices"] = np.tile(np.eye(4), (bone_count, 1, 1))
         with Skinner(
             device, mesh, bone_count=bone_count, method=method, path=path, **extra
         ) as skinner:
@@ -81,6 +86,9 @@ def reference(
             if mesh.dqs_blend is None:
                 raise InputError("the blend reference needs a mesh with dqs_blend")
             p = dq.skin_blend(*args, pose, mesh.dqs_blend)[0]
+        elif method == "dqs_blender":
+            rest = np.tile(np.eye(4), (len(pose), 1, 1))
+            p = dq.skin_dqs_blender(*args, pose, rest)[0]
         else:
             raise InputError(f"no reference for method {method!r} here")
         out.append(p)

@@ -1,0 +1,190 @@
+"""Make the figures of docs/skinning.md (``make figures``): two renders of the candy wrapper
+with every method side by side (twisted 170 degrees; bent 135 degrees) and one plot of volume
+and bulge against angle for every method.
+
+The numbers come from the GPU (:func:`vkdqs.compare.skin_methods`) and each one is checked
+against the float64 reference first (:func:`curves` raises if any differs by more than 1e-5 of
+the mesh's extent). The plot needs matplotlib (``pip install 'vkdqs[docs]'``); :func:`curves`
+does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from vkdqs import centers_of_rotation, procedural
+from vkdqs.compare import bend_bulge, reference, skin_methods, with_dqs_blend
+from vkdqs.methods import SCENE_METHODS
+
+DOCS = Path(__file__).resolve().parent
+#: Picture and plot size in pixels.
+SIZE = (960, 360)
+#: Labels and colours of the plot (the colours of vkdqs.scenes.METHOD_COLORS).
+NAMES = {
+    "lbs": "LBS",
+    "dqs": "DQS",
+    "blend": "blend (50% DQS)",
+    "cor": "CoR",
+    "dqs_blender": "DQS (Blender)",
+}
+#: Largest GPU vs float64 difference accepted, relative to the mesh's extent.
+TOLERANCE = 1e-5
+
+
+def curves(device: object, angles: np.ndarray) -> dict[str, object]:
+    """Volume (relative to rest) under a twist and a bend, and the bend's bulge
+    (:func:`vkdqs.compare.bend_bulge`), at each of ``angles`` (degrees) for every method of
+    :data:`vkdqs.methods.SCENE_METHODS`, skinned on ``device``; every position is checked
+    against the float64 reference (RuntimeError beyond :data:`TOLERANCE`)."""
+    mesh = with_dqs_blend(procedural.candy_wrapper(), 0.5)
+    rest_volume = procedural.mesh_volume(mesh.positions, mesh.indices)
+    centers = centers_of_rotation(mesh, bone_count=2, device=device, progress=False)
+    out: dict[str, object] = {"angles": np.asarray(angles, np.float64), "max_error": {}}
+    for kind, make in (("twist", procedural.twist_pose), ("bend", procedural.bend_pose)):
+        poses = np.stack([make(a) for a in angles])
+        gpu = skin_methods(device, mesh, poses, SCENE_METHODS, bone_count=2, centers=centers)
+        volume, bulge = {}, {}
+        for m in SCENE_METHODS:
+            err = float(np.abs(gpu[m] - reference(m, mesh, poses, centers=centers)).max())
+            if not err <= TOLERANCE * mesh.extent:
+                raise RuntimeError(f"{m} {kind}: GPU differs from float64 by {err:.2e}")
+            out["max_error"][f"{m} {kind}"] = err
+            volume[m] = np.array([procedural.mesh_volume(p, mesh.indices) for p in gpu[m]])
+            volume[m] /= rest_volume
+            if kind == "bend":
+                bulge[m] = np.array([bend_bulge(p, a) for p, a in zip(gpu[m], angles, strict=True)])
+        out[f"volume_{kind}"] = volume
+        if kind == "bend":
+            out["bulge_bend"] = bulge
+    return out
+
+
+def render(
+    path: Path, device: object, *, twist: float, bend: float, view: tuple, zoom: float
+) -> Path:
+    """The candy wrapper, every method left to right, as ``vkdqs render --method all --twist
+    TWIST --bend BEND`` draws it, seen from ``view`` (yaw, pitch) and ``zoom`` times as far as
+    its framing (whose sphere is loose around a row of copies)."""
+    from vkdqs.png import write_png
+    from vkdqs.renderer import Renderer
+    from vkdqs.scenes import CandyWrapperScene
+    from vkdqs.targets import OffscreenTarget
+
+    with (
+        OffscreenTarget(device, *SIZE, samples=4) as target,
+        Renderer(device, target) as renderer,
+    ):
+        scene = CandyWrapperScene(renderer, methods="all")
+        scene.set_twist(twist)
+        scene.set_bend(bend)
+        renderer.camera.yaw, renderer.camera.pitch = view
+        scene.frame_camera()
+        renderer.camera.zoom(zoom)
+        image = renderer.render_image()
+    return write_png(path, np.ascontiguousarray(image[..., :3]))
+
+
+def plot(path: Path, data: dict[str, object]) -> Path:
+    """Volume / rest against twist and bend, and bulge against bend, one line per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from vkdqs.scenes import METHOD_COLORS
+
+    angles = data["angles"]
+    fig, axes = plt.subplots(1, 3, figsize=(SIZE[0] / 100, SIZE[1] / 100), dpi=100)
+    panels = (
+        ("volume_twist", "twist (degrees)", "volume / rest"),
+        ("volume_bend", "bend (degrees)", "volume / rest"),
+        ("bulge_bend", "bend (degrees)", "bulge / radius"),
+    )
+    styles = {"dqs_blender": (0, (4, 3)), "cor": "-", "dqs": "-", "lbs": "-", "blend": "-"}
+    for ax, (key, xlabel, ylabel) in zip(axes, panels, strict=True):
+        for m in SCENE_METHODS:
+            ax.plot(
+                angles,
+                data[key][m],
+                color=METHOD_COLORS[m][:3],
+                linestyle=styles[m],
+                linewidth=1.6,
+                label=NAMES[m],
+            )
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.set_xticks(np.arange(0, angles[-1] + 1, 45))
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def shrink(path: Path, colors: int = 256) -> None:
+    """Re-save ``path`` as an optimized palette PNG (Pillow, which matplotlib brings)."""
+    from PIL import Image
+
+    with Image.open(path) as img:
+        small = img.convert("RGB").quantize(colors, method=Image.Quantize.MEDIANCUT)
+    small.save(path, optimize=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=DOCS, help="folder for the PNGs")
+    parser.add_argument("--step", type=float, default=5.0, help="plot step in degrees")
+    args = parser.parse_args(argv)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("make_figures: the plot needs matplotlib: pip install 'vkdqs[docs]'", file=sys.stderr)
+        return 1
+    from vkdqs.gpu import Device
+
+    angles = np.arange(0.0, 180.0 + 1e-9, args.step)
+    with Device() as device:
+        data = curves(device, angles)
+        written = [
+            render(
+                args.out / "methods-twist-170.png",
+                device,
+                twist=170,
+                bend=0,
+                view=(0.15, 0.2),
+                zoom=0.62,
+            ),
+            render(
+                args.out / "methods-bend-135.png",
+                device,
+                twist=0,
+                bend=135,
+                view=(0.0, 0.1),
+                zoom=0.55,
+            ),
+        ]
+    written.append(plot(args.out / "methods-volume-bulge.png", data))
+    for path in written:
+        shrink(path)
+        print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
+    worst = max(data["max_error"].values())
+    print(f"GPU vs float64 reference: max |error| {worst:.1e} over every method and angle")
+    i135 = int(np.argmin(np.abs(angles - 135.0)))
+    for m in SCENE_METHODS:
+        twisted = np.interp(170.0, angles, data["volume_twist"][m])
+        print(
+            f"{NAMES[m]:>16}: volume at twist 170 {twisted:.3f},"
+            f" at bend 135 {data['volume_bend'][m][i135]:.3f}; bulge at bend 135 "
+            f"{data['bulge_bend'][m][i135]:.3f}, largest {data['bulge_bend'][m].max():.3f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
