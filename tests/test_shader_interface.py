@@ -47,6 +47,11 @@ from vkdqs.shader_interface import (
     BONES,
     COMPUTE_OUT,
     COMPUTE_OUT_FORMAT,
+    CROWD_BONES,
+    CROWD_BONES_OUT,
+    CROWD_COPIES,
+    CROWD_COPY,
+    CROWD_FRAMES,
     INSTANCE,
     INSTANCE_BLOCK,
     LOCAL_SIZE_ID,
@@ -72,9 +77,12 @@ STAGE_OF_KIND = {
     "readback": Stage.VERTEX,
     "compute": Stage.COMPUTE,
     "fragment": Stage.FRAGMENT,
+    "crowd_sample": Stage.COMPUTE,
+    "crowd_render": Stage.VERTEX,
+    "crowd_fragment": Stage.FRAGMENT,
 }
 #: Kinds whose pipeline layout serves that one module, which keeps every binding of it.
-EXACT_KINDS = ("compute", "readback")
+EXACT_KINDS = ("compute", "readback", "crowd_sample")
 #: The descriptor type a shader sees for a host descriptor type.
 SHADER_TYPE = {DescriptorType.UNIFORM_BUFFER_DYNAMIC: DescriptorType.UNIFORM_BUFFER}
 #: Vertex format -> (scalar, components, bits) of the GLSL input reading it.
@@ -147,7 +155,7 @@ def check_texel_formats(v: Variant, mod: Module) -> list[str]:
 
 def check_bone_blocks(v: Variant, mod: Module) -> list[str]:
     """Bone (and scale) block array stride, and its length being the MAX_BONES constant."""
-    if v.method == "none":
+    if v.method == "none" or v.kind.startswith("crowd"):
         return []
     want = {BONES: BONE_STRIDE[v.method]}
     if v.method == "dqs_scale":
@@ -171,7 +179,7 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
     skin_none reads all four today (the heat map uses joints and weights) but needs none of the
     influences, so for it only the Vulkan rule (every input fed) is asserted.
     """
-    if v.kind not in ("render", "readback"):
+    if v.kind not in ("render", "readback", "crowd_render"):
         return []
     host = {m.location: m for m in mesh_inputs(v.slots)}
     shader, problems = mod.inputs(), []
@@ -188,11 +196,11 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
 
 def check_specialization(v: Variant, mod: Module) -> list[str]:
     """Exactly the SpecIds the host sets; the compute local_size_x is LOCAL_SIZE_ID."""
-    want = ({MAX_BONES_ID} if v.method != "none" else set()) | (
-        {LOCAL_SIZE_ID} if v.kind == "compute" else set()
-    )
+    compute = v.kind in ("compute", "crowd_sample")
+    bones = v.method != "none" and not v.kind.startswith("crowd")  # crowds: runtime arrays
+    want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
     problems = [] if set(mod.spec_ids()) == want else [f"SpecIds {set(mod.spec_ids())} != {want}"]
-    if v.kind == "compute" and mod.workgroup_size_spec_ids() != (LOCAL_SIZE_ID, None, None):
+    if compute and mod.workgroup_size_spec_ids() != (LOCAL_SIZE_ID, None, None):
         problems.append(f"workgroup size SpecIds are {mod.workgroup_size_spec_ids()}")
     return problems
 
@@ -214,7 +222,7 @@ def block_problems(members: list[Member], dtype: np.dtype) -> list[str]:
 
 
 def check_instance_block(v: Variant, mod: Module) -> list[str]:
-    if v.kind not in ("render", "fragment"):
+    if v.kind not in ("render", "fragment", "crowd_render", "crowd_fragment"):
         return []
     d = set0(mod).get(INSTANCE)
     if d is None or d.type != "UNIFORM_BUFFER":
@@ -229,11 +237,40 @@ def check_push_constants(v: Variant, mod: Module) -> list[str]:
     records no push-constant stages), so a push block there would need a host change.
     """
     size, host = mod.push_constant_size(), push_bytes_of(v)
-    want = None if v.kind == "fragment" else host
+    want = None if v.kind in ("fragment", "crowd_fragment") else host
     return [] if size == want else [f"push block is {size} bytes, expected {want}"]
 
 
+def runtime_stride(mod: Module, struct_id: int) -> int:
+    """ArrayStride of a block's first member, a runtime (unsized) array."""
+    return mod.decoration(mod.defs[struct_id][1][1], ARRAY_STRIDE)[0]
+
+
+def check_crowd_blocks(v: Variant, mod: Module) -> list[str]:
+    """Crowd bone buffers are storage buffers with BONE_STRIDE; the copies buffer is CROWD_COPY."""
+    if v.kind == "crowd_sample":
+        want = {CROWD_FRAMES: BONE_STRIDE[v.method], CROWD_BONES_OUT: BONE_STRIDE[v.method]}
+    elif v.kind == "crowd_render":
+        want = {CROWD_BONES: BONE_STRIDE[v.method]}
+    else:
+        return []
+    ds, problems = set0(mod), []
+    for n, stride in want.items():
+        if n not in ds or ds[n].type != "STORAGE_BUFFER":
+            problems.append(f"no storage buffer at binding {n}")
+            continue
+        got = runtime_stride(mod, ds[n].type_id)
+        if got != stride:
+            problems.append(f"binding {n}: array stride {got}, shader_interface says {stride}")
+    if v.kind == "crowd_render":
+        got = runtime_stride(mod, ds[CROWD_COPIES].type_id)
+        if got != CROWD_COPY.itemsize:
+            problems.append(f"copies: array stride {got}, CROWD_COPY is {CROWD_COPY.itemsize}")
+    return problems
+
+
 CHECKS = (
+    check_crowd_blocks,
     check_stage,
     check_bindings,
     check_texel_formats,

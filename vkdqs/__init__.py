@@ -26,6 +26,8 @@ from .png import PngImage
 
 if TYPE_CHECKING:
     from .camera import Camera
+    from .clip import AnimationClip
+    from .crowd import Crowd
     from .gltf import GltfError, load_gltf
     from .gpu.device import Device
     from .renderer import Renderer
@@ -35,8 +37,10 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnimationClip",
     "Camera",
     "CapabilityError",
+    "Crowd",
     "Device",
     "GltfError",
     "InputError",
@@ -61,7 +65,9 @@ __all__ = [
 ]
 
 _LAZY = {
+    "AnimationClip": ".clip",
     "Camera": ".camera",
+    "Crowd": ".crowd",
     "Device": ".gpu.device",
     "OffscreenTarget": ".targets",
     "Renderer": ".renderer",
@@ -72,7 +78,7 @@ _LAZY = {
     "GltfError": ".gltf",
 }
 
-_NEEDS_VULKAN = {".gpu.device", ".renderer", ".skinner", ".targets"}
+_NEEDS_VULKAN = {".crowd", ".gpu.device", ".renderer", ".skinner", ".targets"}
 
 
 def __getattr__(name: str) -> Any:

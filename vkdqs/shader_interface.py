@@ -282,6 +282,10 @@ def bindings_of(v: Variant) -> tuple[Binding, ...]:
     """The descriptor set layout the host creates for a variant's pipeline."""
     if v.kind == "compute":
         return compute_bindings(v.method, v.slots)
+    if v.kind == "crowd_sample":
+        return CROWD_SAMPLE_BINDINGS
+    if v.kind in ("crowd_render", "crowd_fragment"):
+        return CROWD_RENDER_BINDINGS
     if v.kind == "readback":
         return readback_bindings(v.method)
     return RENDER_BINDINGS
@@ -294,4 +298,75 @@ def push_bytes_of(v: Variant) -> int:
         "readback": READBACK_PUSH_BYTES,
         "render": RENDER_PUSH_BYTES,
         "fragment": RENDER_PUSH_BYTES,
+        "crowd_sample": CROWD_SAMPLE_PUSH_BYTES,
+        "crowd_render": CROWD_RENDER_PUSH_BYTES,
+        "crowd_fragment": CROWD_RENDER_PUSH_BYTES,
     }[v.kind]
+
+
+# -- crowds: baked clips sampled on the GPU, all copies in one instanced draw -------------------
+#
+# crowd_<method>.comp samples a baked clip for every (copy, joint) into a storage buffer of bones;
+# crowd_<method>[_8].vert skins with bones[gl_InstanceIndex * joint_count + joint] from it and
+# places each copy with its own model matrix and colour (another storage buffer); the fragment
+# shader is skin.frag compiled with CROWD (colour from the vertex shader). Bones are std430
+# arrays with the same strides as the uniform bone blocks (BONE_STRIDE).
+
+CROWD_METHODS = ("dqs", "lbs")
+CROWD_FRAMES = 0  #: crowd_*.comp: the clip's frames, (F * J) bones, read only
+CROWD_POSITIONS = 1  #: crowd_*.comp: one float per copy, its frame position in [0, F - 1]
+CROWD_BONES_OUT = 2  #: crowd_*.comp: (copies * J) bones, written
+CROWD_BONES = 0  #: crowd vertex shader: the bones crowd_*.comp wrote, read only
+CROWD_COPIES = 9  #: crowd vertex shader: one CROWD_COPY per copy, read only
+
+#: std430 ``Copy`` of ``crowd.vert`` (binding :data:`CROWD_COPIES`), one per copy.
+CROWD_COPY = np.dtype(
+    [
+        ("model", "<f4", (4, 4)),  # column-major
+        ("normal_matrix", "<f4", (4, 4)),
+        ("color", "<f4", 4),
+    ]
+)
+assert CROWD_COPY.itemsize == 144
+
+CROWD_SAMPLE_PUSH_BYTES = 12  #: uint copy_count, joint_count, frame_count
+CROWD_RENDER_PUSH_BYTES = 68  #: mat4 view_projection, uint joint_count
+
+CROWD_SAMPLE_BINDINGS = (
+    Binding(CROWD_FRAMES, DescriptorType.STORAGE_BUFFER, Stage.COMPUTE),
+    Binding(CROWD_POSITIONS, DescriptorType.STORAGE_BUFFER, Stage.COMPUTE),
+    Binding(CROWD_BONES_OUT, DescriptorType.STORAGE_BUFFER, Stage.COMPUTE),
+)
+CROWD_RENDER_BINDINGS = (
+    Binding(CROWD_BONES, DescriptorType.STORAGE_BUFFER, Stage.VERTEX),
+    Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
+    Binding(CROWD_COPIES, DescriptorType.STORAGE_BUFFER, Stage.VERTEX),
+)
+
+
+def crowd_variant_name(kind: str, method: str, slots: int = 4) -> str:
+    """``crowd_dqs.comp`` ("crowd_sample"), ``crowd_lbs_8.vert`` ("crowd_render") or
+    ``skin_crowd.frag`` ("crowd_fragment")."""
+    if kind == "crowd_fragment":
+        return "skin_crowd.frag"
+    if kind == "crowd_sample":
+        return f"crowd_{method}.comp"
+    return f"crowd_{method}{'_8' if slots == 8 else ''}.vert"
+
+
+def _crowd_variants() -> list[Variant]:
+    out = []
+    for method in CROWD_METHODS:
+        defines = _METHOD_DEFINES[method]
+        name = crowd_variant_name("crowd_sample", method)
+        out.append(Variant(name, "crowd.comp", defines, "crowd_sample", method, 4))
+        for slots in (4, 8):
+            eight = ("SKIN_INFLUENCES_8",) if slots == 8 else ()
+            name = crowd_variant_name("crowd_render", method, slots)
+            out.append(Variant(name, "crowd.vert", defines + eight, "crowd_render", method, slots))
+    out.append(Variant("skin_crowd.frag", "skin.frag", ("CROWD",), "crowd_fragment", "none", 4))
+    return out
+
+
+#: The crowd variants follow the skinning variants.
+VARIANTS = (*VARIANTS, *_crowd_variants())

@@ -1,0 +1,62 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Crowds: samples a baked clip for every (copy, joint) of a crowd into a storage buffer of bones
+// that crowd.vert reads. One invocation per bone. Each copy's frame position u (in frames, in
+// [0, F - 1]) blends frames floor(u) and floor(u) + 1: DQS normalizes the shortest-arc blend of
+// the two dual quaternions, LBS blends the 3x4 rows linearly. On a whole frame (u integral) the
+// frame is copied unchanged, so the result equals posing an instance with that frame.
+//   default   frames and bones are dual quaternions (mat2x4, 32 bytes);
+//   SKIN_LBS  frames and bones are the three rows of affine matrices (mat3x4, 48 bytes).
+
+#include "include/dqs.glsl"
+#include "include/lbs.glsl"
+
+layout(local_size_x_id = 1) in;
+
+#ifdef SKIN_LBS
+#define BONE mat3x4
+#else
+#define BONE mat2x4
+#endif
+
+layout(std430, set = 0, binding = 0) readonly buffer ClipFrames {
+    BONE frames[];  // frame f, joint j at f * joint_count + j
+};
+layout(std430, set = 0, binding = 1) readonly buffer CopyPositions {
+    float positions[];  // per copy
+};
+layout(std430, set = 0, binding = 2) writeonly buffer CrowdBones {
+    BONE bones[];  // copy c, joint j at c * joint_count + j
+};
+
+layout(push_constant) uniform PushConstants {
+    uint copy_count;
+    uint joint_count;
+    uint frame_count;
+} pc;
+
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i >= pc.copy_count * pc.joint_count) {
+        return;
+    }
+    uint c = i / pc.joint_count;
+    uint j = i - c * pc.joint_count;
+    float u = clamp(positions[c], 0.0, float(pc.frame_count - 1u));
+    float f = floor(u);
+    float a = u - f;
+    uint f0 = min(uint(f), pc.frame_count - 1u);
+    uint f1 = min(f0 + 1u, pc.frame_count - 1u);
+    BONE b0 = frames[f0 * pc.joint_count + j];
+    if (a <= 0.0) {
+        bones[i] = b0;
+        return;
+    }
+    BONE b1 = frames[f1 * pc.joint_count + j];
+#ifdef SKIN_LBS
+    bones[i] = b0 * (1.0 - a) + b1 * a;
+#else
+    mat2x4 d = b0 * (1.0 - a) + b1 * (a * dq_sign(b0[0], b1[0]));
+    bones[i] = dq_normalize(d) ? d : b0;
+#endif
+}
