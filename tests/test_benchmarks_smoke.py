@@ -38,3 +38,19 @@ def test_render_benchmark_smoke(tmp_path, device):
     results = json.loads(out.read_text())["results"]
     assert [r["instances"] for r in results] == [1, 2]
     assert set(results[0]["methods"]) == {"dqs", "lbs", "none"}
+
+
+def test_crowd_benchmark_smoke(tmp_path, device):
+    out = tmp_path / "crowd.json"
+    args = ["--counts", "1", "3", "--meshes", "rig1.7k", "--rounds", "1", "--frames", "1"]
+    text = _run("bench_crowd.py", *args, "--max-instances", "1", "--out", str(out))
+    assert "crowd fps" in text
+    results = json.loads(out.read_text())["results"]
+    assert [(r["method"], r["copies"]) for r in results] == [
+        ("dqs", 1),
+        ("dqs", 3),
+        ("lbs", 1),
+        ("lbs", 3),
+    ]
+    assert "instances" in results[0] and "instances" not in results[1]
+    assert all(r["crowd"]["cpu_ms"] > 0 for r in results)

@@ -217,15 +217,15 @@ def test_bad_crowd_input(scene):
     renderer.render_image()
 
 
-def test_storage_limit_is_a_limit_error(device, scene):
+def test_texel_limit_is_a_limit_error(device, scene):
     _, renderer, rm = scene
-    limit = device.info.max_storage_buffer_range
-    joints = 64
+    limit = device.info.max_texel_buffer_elements
+    joints = 256
     frames = np.tile(np.eye(4), (2, joints, 1, 1))
-    count = min(MAX_COPIES, limit // (joints * 32) + 1)
-    if count * joints * 32 <= limit:
-        pytest.skip("this device's storage buffers hold more than MAX_COPIES crowds of 64 joints")
-    with pytest.raises(LimitError, match="maxStorageBufferRange"):
+    count = min(MAX_COPIES, limit // (joints * 2) + 1)
+    if count * joints * 2 <= limit:
+        pytest.skip("this device's texel buffers hold MAX_COPIES copies of 256 joints")
+    with pytest.raises(LimitError, match="maxTexelBufferElements"):
         renderer.add_crowd(rm, AnimationClip(frames, 30), count=count)
 
 

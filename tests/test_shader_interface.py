@@ -50,8 +50,8 @@ from vkdqs.shader_interface import (
     CROWD_BONES,
     CROWD_BONES_OUT,
     CROWD_COPIES,
-    CROWD_COPY,
     CROWD_FRAMES,
+    CROWD_TEXEL_FORMAT,
     INSTANCE,
     INSTANCE_BLOCK,
     LOCAL_SIZE_ID,
@@ -241,36 +241,29 @@ def check_push_constants(v: Variant, mod: Module) -> list[str]:
     return [] if size == want else [f"push block is {size} bytes, expected {want}"]
 
 
-def runtime_stride(mod: Module, struct_id: int) -> int:
-    """ArrayStride of a block's first member, a runtime (unsized) array."""
-    return mod.decoration(mod.defs[struct_id][1][1], ARRAY_STRIDE)[0]
-
-
-def check_crowd_blocks(v: Variant, mod: Module) -> list[str]:
-    """Crowd bone buffers are storage buffers with BONE_STRIDE; the copies buffer is CROWD_COPY."""
+def check_crowd_texels(v: Variant, mod: Module) -> list[str]:
+    """Crowd frames, bones and copies are float texel buffers; the sampled bones are written as
+    rgba32f (SPIR-V Image Format 1), what CROWD_TEXEL_FORMAT views hold."""
     if v.kind == "crowd_sample":
-        want = {CROWD_FRAMES: BONE_STRIDE[v.method], CROWD_BONES_OUT: BONE_STRIDE[v.method]}
+        want = {CROWD_FRAMES: 0, CROWD_BONES_OUT: 1}
     elif v.kind == "crowd_render":
-        want = {CROWD_BONES: BONE_STRIDE[v.method]}
+        want = {CROWD_BONES: 0, CROWD_COPIES: 0}
     else:
         return []
+    assert CROWD_TEXEL_FORMAT == Format.R32G32B32A32_SFLOAT
     ds, problems = set0(mod), []
-    for n, stride in want.items():
-        if n not in ds or ds[n].type != "STORAGE_BUFFER":
-            problems.append(f"no storage buffer at binding {n}")
+    for n, image_format in want.items():
+        if n not in ds:
+            problems.append(f"texel buffer binding {n} is not in the module")
             continue
-        got = runtime_stride(mod, ds[n].type_id)
-        if got != stride:
-            problems.append(f"binding {n}: array stride {got}, shader_interface says {stride}")
-    if v.kind == "crowd_render":
-        got = runtime_stride(mod, ds[CROWD_COPIES].type_id)
-        if got != CROWD_COPY.itemsize:
-            problems.append(f"copies: array stride {got}, CROWD_COPY is {CROWD_COPY.itemsize}")
+        scalar, dim, _, got = mod.image(ds[n].type_id)
+        if (scalar, dim, got) != ("float", DIM_BUFFER, image_format):
+            problems.append(f"binding {n}: {scalar}/dim {dim}/format {got}, host rgba32f texels")
     return problems
 
 
 CHECKS = (
-    check_crowd_blocks,
+    check_crowd_texels,
     check_stage,
     check_bindings,
     check_texel_formats,

@@ -8,15 +8,18 @@ a time, a model matrix and a colour. Per frame the renderer:
 1. writes every copy's frame position (its time in frames, wrapped) into mapped memory: one
    ``(N,)`` float32 copy, nothing per bone; models and colours only after they change;
 2. dispatches ``crowd_<method>.comp``, which blends the two neighbouring frames of every
-   (copy, joint) into a storage buffer of bones (DQS: shortest arc, normalized; LBS: linear);
+   (copy, joint) into a texel buffer of bones (DQS: shortest arc, normalized; LBS: linear);
 3. after a compute-to-vertex barrier, draws all copies with one instanced ``vkCmdDrawIndexed``
    of ``crowd_<method>.vert``, which reads bone ``copy * joints + joint``.
 
-Limits (checked with :class:`~vkdqs.LimitError`): the bones of all copies
-(``count * joints * 32`` bytes for DQS, ``* 48`` for LBS), the clip (``frames * joints * ...``)
-and the copies (``count * 144``) must each fit ``maxStorageBufferRange``; the sampling dispatch
-(``count * joints / 64`` groups) must fit ``maxComputeWorkGroupCount[0]``; and
-``count <=`` :data:`MAX_COPIES`. The uniform block's 64 KiB does not limit a crowd.
+Bones, frames and copies live in rgba32f texel buffers (on lavapipe texel fetches are far faster
+than storage-buffer reads), not in the 64 KiB uniform block. Limits (checked with
+:class:`~vkdqs.LimitError`): the bones of all copies (``count * joints * 2`` texels for DQS,
+``* 3`` for LBS), the clip (``frames * joints * 2|3``) and the copies (``count * 8``) must each
+fit ``maxTexelBufferElements`` (2^27 on lavapipe: e.g. 1.3M copies of a 50-joint DQS rig);
+the sampling dispatch (``count * joints / 64`` groups) must fit ``maxComputeWorkGroupCount[0]``
+(65535 groups: 4.2M bones); and ``count <=`` :data:`MAX_COPIES`. Memory is 16 bytes a texel,
+per frame in flight for bones and copies.
 
 DQS crowds need rigid clips (no scale or shear): use ``method="lbs"`` for clips with scale.
 All copies of a crowd share the winding of culling: if any model matrix mirrors (det < 0) the
@@ -37,12 +40,14 @@ from .clip import AnimationClip
 from .errors import MAX_MAGNITUDE, InputError, LimitError
 from .gpu import (
     Buffer,
+    BufferView,
     BufferWrite,
     ComputePipelineDesc,
     DescriptorPool,
     DescriptorSetLayout,
     GraphicsPipelineDesc,
     PipelineLayout,
+    TexelWrite,
     write_descriptors,
 )
 
@@ -55,6 +60,9 @@ MAX_COPIES = 1 << 20
 #: |det| of a model matrix's 3x3 below which it is singular.
 SINGULAR_DET = 1e-12
 _STORAGE = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+_TEXELS = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
+_OUT_TEXELS = vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT | _TEXELS
+_TEXEL_BYTES = 16
 
 
 class _Layouts:
@@ -154,20 +162,20 @@ class Crowd:
         info = dev.info
         count = int(count)
         joints = clip.joint_count
-        stride = si.BONE_STRIDE[method]
-        limit = info.max_storage_buffer_range
-        for what, nbytes in (
-            (f"the bones of {count} copies x {joints} joints", count * joints * stride),
+        texels = si.BONE_TEXELS[method]
+        limit = info.max_texel_buffer_elements
+        for what, n in (
+            (f"the bones of {count} copies x {joints} joints", count * joints * texels),
             (
                 f"the clip ({clip.frame_count} frames x {joints} joints)",
-                clip.frame_count * joints * stride,
+                clip.frame_count * joints * texels,
             ),
-            (f"{count} copies' models and colours", count * si.CROWD_COPY.itemsize),
+            (f"{count} copies' models and colours", count * si.CROWD_COPY.itemsize // 16),
         ):
-            if nbytes > limit:
+            if n > limit:
                 raise LimitError(
-                    f"{what} take {nbytes} bytes, more than a storage buffer holds on "
-                    f"{info.name!r} (maxStorageBufferRange {limit}); use fewer copies per crowd"
+                    f"{what} take {n} texels, more than a texel buffer holds on "
+                    f"{info.name!r} (maxTexelBufferElements {limit}); use fewer copies per crowd"
                 )
         groups = -(-count * joints // si.LOCAL_SIZE)
         if groups > info.max_compute_work_group_count[0]:
@@ -183,7 +191,7 @@ class Crowd:
         self.visible = True
         self._layouts = layouts
         self._groups = groups
-        self._bone_bytes = count * joints * stride
+        self._bone_bytes = count * joints * texels * _TEXEL_BYTES
         self._times = np.zeros(count)
         self._speeds = np.ones(count)
         self._models = np.broadcast_to(np.eye(4), (count, 4, 4)).copy()
@@ -195,8 +203,10 @@ class Crowd:
 
         packed = pack_clip(clip, method)
         keep = owner._keep
-        self._frames = keep(Buffer(dev, packed.nbytes, _STORAGE, label=f"{label} clip"))
+        fmt = int(si.CROWD_TEXEL_FORMAT)
+        self._frames = keep(Buffer(dev, packed.nbytes, _TEXELS, label=f"{label} clip"))
         self._frames.write(packed)
+        frames_view = keep(BufferView(dev, self._frames, fmt, label=f"{label} clip"))
         self._pool = keep(
             DescriptorPool(
                 dev,
@@ -208,8 +218,10 @@ class Crowd:
         self._slots = []
         for f in range(frames_in_flight):
             positions = keep(Buffer(dev, 4 * count, _STORAGE, label=f"{label} positions {f}"))
-            bones = keep(Buffer(dev, self._bone_bytes, _STORAGE, label=f"{label} bones {f}"))
-            copies = keep(Buffer(dev, self._copies.nbytes, _STORAGE, label=f"{label} copies {f}"))
+            bones = keep(Buffer(dev, self._bone_bytes, _OUT_TEXELS, label=f"{label} bones {f}"))
+            copies = keep(Buffer(dev, self._copies.nbytes, _TEXELS, label=f"{label} copies {f}"))
+            bones_view = keep(BufferView(dev, bones, fmt, label=f"{label} bones {f}"))
+            copies_view = keep(BufferView(dev, copies, fmt, label=f"{label} copies {f}"))
             block = keep(
                 Buffer(
                     dev,
@@ -224,9 +236,9 @@ class Crowd:
                 dev,
                 sample_set,
                 [
-                    BufferWrite(b[si.CROWD_FRAMES], self._frames, 0, self._frames.size),
+                    TexelWrite(b[si.CROWD_FRAMES], frames_view),
                     BufferWrite(b[si.CROWD_POSITIONS], positions, 0, positions.size),
-                    BufferWrite(b[si.CROWD_BONES_OUT], bones, 0, bones.size),
+                    TexelWrite(b[si.CROWD_BONES_OUT], bones_view),
                 ],
             )
             render_set = self._pool.allocate(layouts.render_set)
@@ -235,9 +247,9 @@ class Crowd:
                 dev,
                 render_set,
                 [
-                    BufferWrite(b[si.CROWD_BONES], bones, 0, bones.size),
+                    TexelWrite(b[si.CROWD_BONES], bones_view),
                     BufferWrite(b[si.INSTANCE], block, 0, block.size),
-                    BufferWrite(b[si.CROWD_COPIES], copies, 0, copies.size),
+                    TexelWrite(b[si.CROWD_COPIES], copies_view),
                 ],
             )
             self._slots.append(
@@ -322,10 +334,8 @@ class Crowd:
     def _update_copies(self) -> None:
         copies = np.zeros(self.count, si.CROWD_COPY)
         copies["model"] = self._models.transpose(0, 2, 1)  # column-major
-        normal = np.zeros((self.count, 4, 4))
-        normal[:, :3, :3] = np.linalg.inv(self._models[:, :3, :3]).transpose(0, 2, 1)
-        normal[:, 3, 3] = 1.0
-        copies["normal_matrix"] = normal.transpose(0, 2, 1)
+        normal = np.linalg.inv(self._models[:, :3, :3]).transpose(0, 2, 1)  # inverse transpose
+        copies["normal_matrix"][:, :, :3] = normal.transpose(0, 2, 1)  # its columns
         copies["color"] = self._colors
         self._copies = copies
         self._copies_gen += 1

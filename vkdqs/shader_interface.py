@@ -306,41 +306,47 @@ def push_bytes_of(v: Variant) -> int:
 
 # -- crowds: baked clips sampled on the GPU, all copies in one instanced draw -------------------
 #
-# crowd_<method>.comp samples a baked clip for every (copy, joint) into a storage buffer of bones;
-# crowd_<method>[_8].vert skins with bones[gl_InstanceIndex * joint_count + joint] from it and
-# places each copy with its own model matrix and colour (another storage buffer); the fragment
-# shader is skin.frag compiled with CROWD (colour from the vertex shader). Bones are std430
-# arrays with the same strides as the uniform bone blocks (BONE_STRIDE).
+# crowd_<method>.comp samples a baked clip for every (copy, joint) into a texel buffer of bones;
+# crowd_<method>[_8].vert skins with bone gl_InstanceIndex * joint_count + joint from it and
+# places each copy with its own model matrix and colour (another texel buffer); the fragment
+# shader is skin.frag compiled with CROWD (colour from the vertex shader). Clip frames and bones
+# are rgba32f texel buffers holding each bone as BONE_TEXELS texels, in the same layout as the
+# uniform bone blocks (a DQ's real and dual parts; an affine matrix's three rows): on lavapipe
+# texel fetches are far faster than storage-buffer reads.
 
 CROWD_METHODS = ("dqs", "lbs")
-CROWD_FRAMES = 0  #: crowd_*.comp: the clip's frames, (F * J) bones, read only
+CROWD_FRAMES = 0  #: crowd_*.comp: the clip's frames, (F * J) bones, uniform texel buffer
 CROWD_POSITIONS = 1  #: crowd_*.comp: one float per copy, its frame position in [0, F - 1]
-CROWD_BONES_OUT = 2  #: crowd_*.comp: (copies * J) bones, written
-CROWD_BONES = 0  #: crowd vertex shader: the bones crowd_*.comp wrote, read only
-CROWD_COPIES = 9  #: crowd vertex shader: one CROWD_COPY per copy, read only
+CROWD_BONES_OUT = 2  #: crowd_*.comp: (copies * J) bones, storage texel buffer
+CROWD_BONES = 0  #: crowd vertex shader: the bones crowd_*.comp wrote, uniform texel buffer
+CROWD_COPIES = 9  #: crowd vertex shader: one CROWD_COPY per copy, uniform texel buffer
+#: rgba32f texels per bone in the crowd texel buffers.
+BONE_TEXELS = {"dqs": 2, "lbs": 3}
+#: Format of every crowd texel buffer.
+CROWD_TEXEL_FORMAT = Format.R32G32B32A32_SFLOAT
 
-#: std430 ``Copy`` of ``crowd.vert`` (binding :data:`CROWD_COPIES`), one per copy.
+#: One copy in ``crowd.vert``'s copies texel buffer (binding :data:`CROWD_COPIES`): 8 texels.
 CROWD_COPY = np.dtype(
     [
-        ("model", "<f4", (4, 4)),  # column-major
-        ("normal_matrix", "<f4", (4, 4)),
+        ("model", "<f4", (4, 4)),  # column-major (4 texels)
+        ("normal_matrix", "<f4", (3, 4)),  # 3 columns of the 3x3, w unused
         ("color", "<f4", 4),
     ]
 )
-assert CROWD_COPY.itemsize == 144
+assert CROWD_COPY.itemsize == 128
 
 CROWD_SAMPLE_PUSH_BYTES = 12  #: uint copy_count, joint_count, frame_count
 CROWD_RENDER_PUSH_BYTES = 68  #: mat4 view_projection, uint joint_count
 
 CROWD_SAMPLE_BINDINGS = (
-    Binding(CROWD_FRAMES, DescriptorType.STORAGE_BUFFER, Stage.COMPUTE),
+    Binding(CROWD_FRAMES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE),
     Binding(CROWD_POSITIONS, DescriptorType.STORAGE_BUFFER, Stage.COMPUTE),
-    Binding(CROWD_BONES_OUT, DescriptorType.STORAGE_BUFFER, Stage.COMPUTE),
+    Binding(CROWD_BONES_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
 )
 CROWD_RENDER_BINDINGS = (
-    Binding(CROWD_BONES, DescriptorType.STORAGE_BUFFER, Stage.VERTEX),
+    Binding(CROWD_BONES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
     Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
-    Binding(CROWD_COPIES, DescriptorType.STORAGE_BUFFER, Stage.VERTEX),
+    Binding(CROWD_COPIES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
 )
 
 

@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Crowds: samples a baked clip for every (copy, joint) of a crowd into a storage buffer of bones
+// Crowds: samples a baked clip for every (copy, joint) of a crowd into a texel buffer of bones
 // that crowd.vert reads. One invocation per bone. Each copy's frame position u (in frames, in
 // [0, F - 1]) blends frames floor(u) and floor(u) + 1: DQS normalizes the shortest-arc blend of
 // the two dual quaternions, LBS blends the 3x4 rows linearly. On a whole frame (u integral) the
@@ -13,21 +13,37 @@
 
 layout(local_size_x_id = 1) in;
 
-#ifdef SKIN_LBS
-#define BONE mat3x4
-#else
-#define BONE mat2x4
-#endif
-
-layout(std430, set = 0, binding = 0) readonly buffer ClipFrames {
-    BONE frames[];  // frame f, joint j at f * joint_count + j
-};
+layout(set = 0, binding = 0) uniform samplerBuffer frames;  // rgba32f; frame f, joint j is
+                                                            // bone f * joint_count + j
 layout(std430, set = 0, binding = 1) readonly buffer CopyPositions {
     float positions[];  // per copy
 };
-layout(std430, set = 0, binding = 2) writeonly buffer CrowdBones {
-    BONE bones[];  // copy c, joint j at c * joint_count + j
-};
+layout(set = 0, binding = 2, rgba32f) uniform writeonly imageBuffer bones;  // copy c, joint j is
+                                                                            // bone c * joint_count + j
+#ifdef SKIN_LBS
+#define BONE mat3x4
+BONE frame_bone(uint i) {
+    int t = 3 * int(i);
+    return mat3x4(texelFetch(frames, t), texelFetch(frames, t + 1), texelFetch(frames, t + 2));
+}
+void store_bone(uint i, BONE b) {
+    int t = 3 * int(i);
+    imageStore(bones, t, b[0]);
+    imageStore(bones, t + 1, b[1]);
+    imageStore(bones, t + 2, b[2]);
+}
+#else
+#define BONE mat2x4
+BONE frame_bone(uint i) {
+    int t = 2 * int(i);
+    return mat2x4(texelFetch(frames, t), texelFetch(frames, t + 1));
+}
+void store_bone(uint i, BONE b) {
+    int t = 2 * int(i);
+    imageStore(bones, t, b[0]);
+    imageStore(bones, t + 1, b[1]);
+}
+#endif
 
 layout(push_constant) uniform PushConstants {
     uint copy_count;
@@ -47,16 +63,16 @@ void main() {
     float a = u - f;
     uint f0 = min(uint(f), pc.frame_count - 1u);
     uint f1 = min(f0 + 1u, pc.frame_count - 1u);
-    BONE b0 = frames[f0 * pc.joint_count + j];
+    BONE b0 = frame_bone(f0 * pc.joint_count + j);
     if (a <= 0.0) {
-        bones[i] = b0;
+        store_bone(i, b0);
         return;
     }
-    BONE b1 = frames[f1 * pc.joint_count + j];
+    BONE b1 = frame_bone(f1 * pc.joint_count + j);
 #ifdef SKIN_LBS
-    bones[i] = b0 * (1.0 - a) + b1 * a;
+    store_bone(i, b0 * (1.0 - a) + b1 * a);
 #else
     mat2x4 d = b0 * (1.0 - a) + b1 * (a * dq_sign(b0[0], b1[0]));
-    bones[i] = dq_normalize(d) ? d : b0;
+    store_bone(i, dq_normalize(d) ? d : b0);
 #endif
 }

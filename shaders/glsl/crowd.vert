@@ -1,8 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Crowds: one instanced draw skins every copy of a mesh. Copy gl_InstanceIndex reads its bones
-// at bones[gl_InstanceIndex * joint_count + joint] (written by crowd.comp this frame) and its
-// model matrix, normal matrix and colour from a storage buffer. The skinning math is the one of
+// at bone gl_InstanceIndex * joint_count + joint (written by crowd.comp this frame) and its
+// model matrix, normal matrix and colour from a texel buffer. The skinning math is the one of
 // include/dqs.glsl and include/lbs.glsl, as in skin.vert. Variants: SKIN_LBS (mat3x4 bones),
 // SKIN_INFLUENCES_8 (inputs at locations 4 and 5).
 
@@ -30,24 +30,22 @@ layout(push_constant) uniform PushConstants {
 
 #include "include/instance.glsl"
 
-#ifdef SKIN_LBS
-layout(std430, set = 0, binding = 0) readonly buffer CrowdBones {
-    mat3x4 bones[];
-};
-#else
-layout(std430, set = 0, binding = 0) readonly buffer CrowdBones {
-    mat2x4 bones[];
-};
-#endif
+// Texel buffers: on lavapipe texel fetches are much faster than storage-buffer reads.
+layout(set = 0, binding = 0) uniform samplerBuffer bones;   // rgba32f, BONE_TEXELS per bone
+layout(set = 0, binding = 9) uniform samplerBuffer copies;  // rgba32f, 8 texels per copy:
+// model (4 columns), normal matrix (3 columns, w unused), colour
 
-struct Copy {
-    mat4 model;
-    mat4 normal_matrix;
-    vec4 color;
-};
-layout(std430, set = 0, binding = 9) readonly buffer CrowdCopies {
-    Copy copies[];
-};
+#ifdef SKIN_LBS
+mat3x4 bone(int i) {
+    int t = 3 * i;
+    return mat3x4(texelFetch(bones, t), texelFetch(bones, t + 1), texelFetch(bones, t + 2));
+}
+#else
+mat2x4 bone(int i) {
+    int t = 2 * i;
+    return mat2x4(texelFetch(bones, t), texelFetch(bones, t + 1));
+}
+#endif
 
 void main() {
     int base = gl_InstanceIndex * int(pc.joint_count);
@@ -64,16 +62,16 @@ void main() {
 #endif
     if (weight_sum >= LBS_EPS) {
 #ifdef SKIN_LBS
-        mat3x4 m = lbs_blend(bones[j.x], bones[j.y], bones[j.z], bones[j.w], in_weights);
+        mat3x4 m = lbs_blend(bone(j.x), bone(j.y), bone(j.z), bone(j.w), in_weights);
 #ifdef SKIN_INFLUENCES_8
-        m += lbs_blend(bones[j1.x], bones[j1.y], bones[j1.z], bones[j1.w], in_weights_1);
+        m += lbs_blend(bone(j1.x), bone(j1.y), bone(j1.z), bone(j1.w), in_weights_1);
 #endif
         p = lbs_transform_point(m, in_position);
         n = lbs_transform_normal(m, in_normal);
 #else
-        mat2x4 dq = dq_blend(bones[j.x], bones[j.y], bones[j.z], bones[j.w], in_weights);
+        mat2x4 dq = dq_blend(bone(j.x), bone(j.y), bone(j.z), bone(j.w), in_weights);
 #ifdef SKIN_INFLUENCES_8
-        dq += dq_blend_more(bones[j.x][0], bones[j1.x], bones[j1.y], bones[j1.z], bones[j1.w],
+        dq += dq_blend_more(bone(j.x)[0], bone(j1.x), bone(j1.y), bone(j1.z), bone(j1.w),
                             in_weights_1);
 #endif
         if (dq_normalize(dq)) {
@@ -82,14 +80,18 @@ void main() {
         }
 #endif
     }
-    Copy copy = copies[gl_InstanceIndex];
-    vec4 world = copy.model * vec4(p, 1.0);
+    int c = 8 * gl_InstanceIndex;
+    mat4 model = mat4(texelFetch(copies, c), texelFetch(copies, c + 1), texelFetch(copies, c + 2),
+                      texelFetch(copies, c + 3));
+    mat3 normal_matrix = mat3(texelFetch(copies, c + 4).xyz, texelFetch(copies, c + 5).xyz,
+                              texelFetch(copies, c + 6).xyz);
+    vec4 world = model * vec4(p, 1.0);
     out_world_position = world.xyz;
-    out_normal = mat3(copy.normal_matrix) * n;
+    out_normal = normal_matrix * n;
     out_bone_weight = dot(vec4(equal(in_bone_ids, ivec4(inst.debug.y))), in_weights);
 #ifdef SKIN_INFLUENCES_8
     out_bone_weight += dot(vec4(equal(in_bone_ids_1, ivec4(inst.debug.y))), in_weights_1);
 #endif
-    out_color = copy.color;
+    out_color = texelFetch(copies, c + 7);
     gl_Position = pc.view_projection * world;
 }
