@@ -52,3 +52,12 @@ def test_demo_with_an_unreachable_display_falls_back_to_a_png(
     out = capsys.readouterr().out
     assert "the viewer could not open" in out
     assert (tmp_path / "vkdqs-demo.png").exists()
+
+
+def test_view_takes_a_crowd_size(capsys):
+    args = cli.build_parser().parse_args(["view", "--crowd", "64"])
+    assert args.crowd == 64
+    for bad in ("0", "lots", "100000"):
+        with pytest.raises(SystemExit):
+            cli.build_parser().parse_args(["view", "--crowd", bad])
+    assert "--crowd must be" in capsys.readouterr().err

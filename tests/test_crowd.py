@@ -238,3 +238,47 @@ def test_crowds_and_instances_draw_together(scene):
     crowd.visible = False
     one = covered(renderer.render_image()).sum()
     assert both > one > 100
+
+
+def test_dispatch_limit_is_a_limit_error(device, scene):
+    _, renderer, rm = scene
+    joints = 64
+    frames = np.tile(np.eye(4), (2, joints, 1, 1))
+    groups = device.info.max_compute_work_group_count[0]
+    count = groups * 64 // joints + 1
+    if count > MAX_COPIES:
+        pytest.skip("this device dispatches more groups than MAX_COPIES crowds need")
+    with pytest.raises(LimitError, match="maxComputeWorkGroupCount"):
+        renderer.add_crowd(rm, AnimationClip(frames, 30), count=count)
+
+
+def test_crowd_scene_plays_a_gltf_rig_out_of_phase(device, tmp_path):
+    from vkdqs.scenes import CrowdScene
+
+    path = tmp_path / "rig.gltf"
+    make_rig(scaled=True).save(path)
+    target = OffscreenTarget(device, W, H)
+    renderer = Renderer(device, target, clear_color=CLEAR)
+    try:
+        scene = CrowdScene.from_gltf(renderer, load_gltf(path), 9, methods="both")
+        assert set(scene.crowds) == {"lbs"}  # the scaled rig: DQS crowds refuse scale
+        with pytest.raises(InputError, match="scale"):
+            scene.show("dqs")
+        assert scene.methods == "both"
+        times = scene.crowds["lbs"].times
+        assert len(np.unique(np.round(times, 6))) == 9  # out of phase
+        scene.update(0.1)
+        assert covered(renderer.render_image()).sum() > 200
+        assert "crowd of 9" in scene.label()
+        candy = Renderer(device, target, clear_color=CLEAR)
+        try:
+            scene = CrowdScene.candy_wrapper(candy, 4, methods="both")
+            assert set(scene.crowds) == {"lbs", "dqs"}
+            scene.show("dqs")
+            assert not scene.crowds["lbs"].visible
+            assert covered(candy.render_image()).sum() > 200
+        finally:
+            candy.close()
+    finally:
+        renderer.close()
+        target.close()
