@@ -69,6 +69,7 @@ check-shaders: venv
 bench: deps venv
 	$(PY) benchmarks/bench_skinning.py
 	$(PY) benchmarks/bench_render.py
+	$(PY) benchmarks/bench_crowd.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
