@@ -282,3 +282,46 @@ def test_crowd_scene_plays_a_gltf_rig_out_of_phase(device, tmp_path):
     finally:
         renderer.close()
         target.close()
+
+
+@pytest.mark.parametrize("method", ["dqs", "lbs"])
+def test_one_crowd_plays_several_clips(scene, method):
+    _, renderer, rm = scene
+    first = twist_clip()
+    second = AnimationClip(np.stack([procedural.twist_pose(a) for a in (-30.0, -120.0)]), 2.0)
+    crowd = renderer.add_crowd(rm, count=4, method=method, clips=[first, second])
+    crowd.set_clips([0, 1, 1, 0])
+    crowd.set_times([0.1, 0.0, 0.2, 0.25])
+    renderer.render_image()
+    u = crowd.frame_positions()
+    np.testing.assert_allclose(u, [1.0, 0.0, 0.4, 2.5])
+    got = crowd.read_bones().astype(np.float64)
+    for c, clip in enumerate([first, second, second, first]):
+        want = blend_reference(clip, u[c : c + 1], method)[0]
+        np.testing.assert_allclose(got[c], want, atol=2e-6)
+    crowd.set_speeds(np.ones(4))
+    crowd.advance(0.5)  # wraps each copy by its own clip's duration
+    np.testing.assert_allclose(crowd.times, [0.2, 0.0, 0.2, 0.35])
+    with pytest.raises(InputError, match=r"clip index \[2\] is 2"):
+        crowd.set_clips([0, 1, 2, 0])
+    with pytest.raises(InputError, match="integers"):
+        crowd.set_clips([0.0, 1.0, 1.0, 0.0])
+    with pytest.raises(InputError, match="same joints"):
+        renderer.add_crowd(
+            rm, count=2, clips=[first, AnimationClip(np.tile(np.eye(4), (2, 3, 1, 1)), 1.0)]
+        )
+    with pytest.raises(InputError, match="not both"):
+        renderer.add_crowd(rm, first, count=2, clips=[first])
+
+
+def test_removed_crowds_free_their_buffers(device, scene):
+    _, renderer, rm = scene
+    counts = []
+    for _ in range(3):
+        crowd = renderer.add_crowd(rm, twist_clip(), count=8)
+        renderer.render_image()
+        renderer.remove_crowd(crowd)
+        renderer.render_image()
+        counts.append(device.live_objects())
+    # after the first crowd made the shared layouts and pipelines, nothing accumulates
+    assert counts[1] == counts[2] == counts[0]

@@ -5,8 +5,10 @@ A :class:`Crowd` (made by :meth:`vkdqs.Renderer.add_crowd`) uploads its
 quaternions for "dqs", the three rows of each affine matrix for "lbs"). Each copy carries only
 a time, a model matrix and a colour. Per frame the renderer:
 
-1. writes every copy's frame position (its time in frames, wrapped) into mapped memory: one
-   ``(N,)`` float32 copy, nothing per bone; models and colours only after they change;
+1. writes every copy's frame position (its time in frames, wrapped by its clip's duration)
+   into mapped memory: one ``(N, 2)`` float32 copy (the first frame to blend, an index into all
+   the crowd's clips' frames, and the next frame's weight), nothing per bone; models and colours
+   only after they change;
 2. dispatches ``crowd_<method>.comp``, which blends the two neighbouring frames of every
    (copy, joint) into a texel buffer of bones (DQS: shortest arc, normalized; LBS: linear);
 3. after a compute-to-vertex barrier, draws all copies with one instanced ``vkCmdDrawIndexed``
@@ -28,6 +30,7 @@ crowd is drawn without back-face culling.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -57,6 +60,8 @@ if TYPE_CHECKING:
 #: Most copies in one crowd (the instance index is an int in the shader; far below that, memory
 #: is the limit: see the module docstring).
 MAX_COPIES = 1 << 20
+#: Most frames of all of a crowd's clips together.
+MAX_FRAMES = 1 << 24
 #: |det| of a model matrix's 3x3 below which it is singular.
 SINGULAR_DET = 1e-12
 _STORAGE = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
@@ -138,14 +143,34 @@ class Crowd:
         owner: ResourceOwner,
         layouts: _Layouts,
         mesh: Any,  # a RenderMesh of the renderer (checked by the renderer)
-        clip: AnimationClip,
+        clips: AnimationClip | Sequence[AnimationClip],
         count: int,
         method: str,
         frames_in_flight: int,
         label: str,
     ) -> None:
-        if not isinstance(clip, AnimationClip):
-            raise InputError(f"clip must be a vkdqs.AnimationClip, got {type(clip).__name__}")
+        if isinstance(clips, AnimationClip):
+            clips = [clips]
+        if not isinstance(clips, (list, tuple)) or not clips:
+            raise InputError(
+                "clip must be a vkdqs.AnimationClip or a non-empty list of them, got "
+                f"{type(clips).__name__}"
+            )
+        for i, c in enumerate(clips):
+            if not isinstance(c, AnimationClip):
+                raise InputError(f"clip {i} must be a vkdqs.AnimationClip, got {type(c).__name__}")
+            if c.joint_count != clips[0].joint_count:
+                raise InputError(
+                    f"all clips of a crowd need the same joints: clip {i} has {c.joint_count}, "
+                    f"clip 0 has {clips[0].joint_count}"
+                )
+        clip = clips[0]
+        total_frames = sum(c.frame_count for c in clips)
+        if total_frames > MAX_FRAMES:
+            raise LimitError(
+                f"a crowd's clips hold {total_frames} frames; at most {MAX_FRAMES} (frame "
+                "indices travel as exact float32)"
+            )
         if method not in si.CROWD_METHODS:
             raise InputError(f"crowd method must be one of {si.CROWD_METHODS}, got {method!r}")
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
@@ -167,8 +192,8 @@ class Crowd:
         for what, n in (
             (f"the bones of {count} copies x {joints} joints", count * joints * texels),
             (
-                f"the clip ({clip.frame_count} frames x {joints} joints)",
-                clip.frame_count * joints * texels,
+                f"the clips ({total_frames} frames x {joints} joints)",
+                total_frames * joints * texels,
             ),
             (f"{count} copies' models and colours", count * si.CROWD_COPY.itemsize // 16),
         ):
@@ -184,7 +209,13 @@ class Crowd:
                 f"maxComputeWorkGroupCount[0] ({info.max_compute_work_group_count[0]})"
             )
         self.mesh = mesh
+        #: The crowd's clips; ``clip`` is the first (what every copy plays until set_clips).
+        self.clips = tuple(clips)
         self.clip = clip
+        self._clip_of = np.zeros(count, np.int64)
+        self._first_frame = np.cumsum([0] + [c.frame_count for c in clips])[:-1]
+        self._durations = np.array([max(c.duration, 1e-30) for c in clips])
+        self._total_frames = total_frames
         self.count = count
         self.method = method
         self.label = label
@@ -201,8 +232,14 @@ class Crowd:
         self._copies_gen = 0
         self._update_copies()
 
-        packed = pack_clip(clip, method)
-        keep = owner._keep
+        packed = np.concatenate([pack_clip(c, method) for c in clips])
+        #: The Vulkan objects this crowd made (kept by the owner; dropped by remove_crowd).
+        self._objects: list[Any] = []
+
+        def keep(obj: Any) -> Any:
+            self._objects.append(obj)
+            return owner._keep(obj)
+
         fmt = int(si.CROWD_TEXEL_FORMAT)
         self._frames = keep(Buffer(dev, packed.nbytes, _TEXELS, label=f"{label} clip"))
         self._frames.write(packed)
@@ -217,7 +254,7 @@ class Crowd:
         )
         self._slots = []
         for f in range(frames_in_flight):
-            positions = keep(Buffer(dev, 4 * count, _STORAGE, label=f"{label} positions {f}"))
+            positions = keep(Buffer(dev, 8 * count, _STORAGE, label=f"{label} positions {f}"))
             bones = keep(Buffer(dev, self._bone_bytes, _OUT_TEXELS, label=f"{label} bones {f}"))
             copies = keep(Buffer(dev, self._copies.nbytes, _TEXELS, label=f"{label} copies {f}"))
             bones_view = keep(BufferView(dev, bones, fmt, label=f"{label} bones {f}"))
@@ -266,7 +303,8 @@ class Crowd:
         self._last_slot: int | None = None
 
     def __repr__(self) -> str:
-        return f"Crowd({self.label!r}: {self.count} copies, {self.method}, {self.clip!r})"
+        clips = repr(self.clip) if len(self.clips) == 1 else f"{len(self.clips)} clips"
+        return f"Crowd({self.label!r}: {self.count} copies, {self.method}, {clips})"
 
     @property
     def joint_count(self) -> int:
@@ -300,7 +338,27 @@ class Crowd:
         step = float(dt)
         if not np.isfinite(step):
             raise InputError(f"dt must be finite, got {dt!r}")
-        self._times = np.mod(self._times + step * self._speeds, max(self.clip.duration, 1e-30))
+        self._times = np.mod(self._times + step * self._speeds, self._durations[self._clip_of])
+
+    @property
+    def clip_indices(self) -> np.ndarray:
+        """Which of :attr:`clips` each copy plays (a copy)."""
+        return self._clip_of.copy()
+
+    def set_clips(self, indices: ArrayLike) -> None:
+        """Which of the crowd's clips each copy plays: ``(count,)`` ints into :attr:`clips`."""
+        arr = np.asarray(indices)
+        if arr.shape != (self.count,):
+            raise InputError(f"clip indices must have shape ({self.count},), got {arr.shape}")
+        if arr.dtype.kind not in "iu":
+            raise InputError(f"clip indices must be integers, got dtype {arr.dtype}")
+        bad = (arr < 0) | (arr >= len(self.clips))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InputError(
+                f"clip index [{i}] is {arr[i]}; the crowd has {len(self.clips)} clip(s)"
+            )
+        self._clip_of = arr.astype(np.int64)
 
     def set_models(self, models: ArrayLike) -> None:
         """Place the copies: ``(count, 4, 4)`` affine model matrices (mesh to world space)."""
@@ -349,8 +407,25 @@ class Crowd:
         return pts.min(axis=0), pts.max(axis=0)
 
     def frame_positions(self) -> np.ndarray:
-        """Each copy's position in the clip, in frames (what the GPU samples), float64."""
-        return self.clip.frame_positions(self._times)
+        """Each copy's position in its clip, in frames (what the GPU samples), float64."""
+        times, clip_of = self._times, self._clip_of  # read once: another thread may replace
+        if len(self.clips) == 1:
+            return self.clip.frame_positions(times)
+        out = np.empty(self.count)
+        for k, c in enumerate(self.clips):
+            mine = clip_of == k
+            out[mine] = c.frame_positions(times[mine])
+        return out
+
+    def _gpu_positions(self) -> np.ndarray:
+        """(count, 2) float32 for the GPU: the first frame to blend (an index into all clips'
+        frames, exact in float32) and the weight of the next one."""
+        u = self.frame_positions()
+        whole = np.floor(u)
+        out = np.empty((self.count, 2), np.float32)
+        out[:, 0] = whole + self._first_frame[self._clip_of]
+        out[:, 1] = u - whole
+        return out
 
     # -- the renderer's hooks ---------------------------------------------------------------
 
@@ -361,7 +436,7 @@ class Crowd:
         """Per frame: the copies' frame positions, the lights block, and (once changed) the
         models and colours, into frame slot ``slot``'s mapped buffers."""
         s = self._slots[slot]
-        s["positions"].write(self.frame_positions().astype(np.float32))
+        s["positions"].write(self._gpu_positions())
         s["block"].write(block)
         copies, gen = self._copies, self._copies_gen  # read once: another thread may replace
         if s["copies_gen"] != gen:
@@ -391,7 +466,7 @@ class Crowd:
         vk.vkCmdBindDescriptorSets(
             cmd, compute, self._layouts.sample.handle, 0, 1, [s["sample_set"]], 0, None
         )
-        push = np.array([self.count, self.joint_count, self.clip.frame_count], np.uint32)
+        push = np.array([self.count, self.joint_count, self._total_frames], np.uint32)
         vk.vkCmdPushConstants(
             cmd,
             self._layouts.sample.handle,

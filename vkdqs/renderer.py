@@ -19,6 +19,7 @@ Threads: every public method takes the renderer's lock (and the target's, while 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -363,24 +364,28 @@ class Renderer(ResourceOwner):
     def add_crowd(
         self,
         mesh: RenderMesh,
-        clip: AnimationClip,
+        clip: AnimationClip | None = None,
         *,
         count: int,
         method: str = "dqs",
+        clips: Sequence[AnimationClip] | None = None,
         label: str | None = None,
     ) -> Crowd:
-        """``count`` copies of ``mesh`` playing ``clip`` (a :class:`vkdqs.AnimationClip`),
-        sampled on the GPU and drawn in one instanced call; see :mod:`vkdqs.crowd`."""
+        """``count`` copies of ``mesh`` playing ``clip`` (a :class:`vkdqs.AnimationClip`), or
+        each one of ``clips`` (chosen per copy with ``crowd.set_clips``), sampled on the GPU and
+        drawn in one instanced call; see :mod:`vkdqs.crowd`."""
         with self._lock:
             self._check_open()
             mesh = self._check_mesh(mesh)
+            if (clip is None) == (clips is None):
+                raise InputError("add_crowd() takes a clip or clips=[...], not both or neither")
             if self._crowd_layouts is None:
                 self._crowd_layouts = _Layouts(self)
             crowd = Crowd(
                 self,
                 self._crowd_layouts,
                 mesh,
-                clip,
+                clip if clips is None else clips,
                 count,
                 method,
                 len(self._frames),
@@ -396,6 +401,10 @@ class Renderer(ResourceOwner):
             if not any(c is crowd for c in self.crowds):
                 raise InputError("remove_crowd(): that crowd is not drawn by this renderer")
             self.crowds = [c for c in self.crowds if c is not crowd]
+            self.device.wait_idle()  # its buffers may still be read by a frame in flight
+            for obj in reversed(crowd._objects):
+                self._drop(obj)
+            crowd._objects.clear()
 
     def scene_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """World-space box around every instance's and crowd copy's rest mesh."""

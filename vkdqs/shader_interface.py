@@ -316,7 +316,7 @@ def push_bytes_of(v: Variant) -> int:
 
 CROWD_METHODS = ("dqs", "lbs")
 CROWD_FRAMES = 0  #: crowd_*.comp: the clip's frames, (F * J) bones, uniform texel buffer
-CROWD_POSITIONS = 1  #: crowd_*.comp: one float per copy, its frame position in [0, F - 1]
+CROWD_POSITIONS = 1  #: crowd_*.comp: per copy a vec2: first frame to blend, next one's weight
 CROWD_BONES_OUT = 2  #: crowd_*.comp: (copies * J) bones, storage texel buffer
 CROWD_BONES = 0  #: crowd vertex shader: the bones crowd_*.comp wrote, uniform texel buffer
 CROWD_COPIES = 9  #: crowd vertex shader: one CROWD_COPY per copy, uniform texel buffer

@@ -1,12 +1,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Crowds: samples a baked clip for every (copy, joint) of a crowd into a texel buffer of bones
-// that crowd.vert reads. One invocation per bone. Each copy's frame position u (in frames, in
-// [0, F - 1]) blends frames floor(u) and floor(u) + 1: DQS normalizes the shortest-arc blend of
-// the two dual quaternions, LBS blends the 3x4 rows linearly. On a whole frame (u integral) the
+// that crowd.vert reads. One invocation per bone. A crowd's clips are concatenated into one
+// frames buffer; each copy's position (f, a) blends frames f and f + 1 of it with weight a
+// (the host keeps f + 1 inside the copy's clip): DQS normalizes the shortest-arc blend of
+// the two dual quaternions, LBS blends the 3x4 rows linearly. On a whole frame (a = 0) the
 // frame is copied unchanged, so the result equals posing an instance with that frame.
-//   default   frames and bones are dual quaternions (mat2x4, 32 bytes);
-//   SKIN_LBS  frames and bones are the three rows of affine matrices (mat3x4, 48 bytes).
+//   default   frames and bones are dual quaternions (mat2x4: 2 rgba32f texels);
+//   SKIN_LBS  frames and bones are the three rows of affine matrices (mat3x4: 3 texels).
 
 #include "include/dqs.glsl"
 #include "include/lbs.glsl"
@@ -16,7 +17,7 @@ layout(local_size_x_id = 1) in;
 layout(set = 0, binding = 0) uniform samplerBuffer frames;  // rgba32f; frame f, joint j is
                                                             // bone f * joint_count + j
 layout(std430, set = 0, binding = 1) readonly buffer CopyPositions {
-    float positions[];  // per copy
+    vec2 positions[];  // per copy: first frame (an index into all frames), weight of the next
 };
 layout(set = 0, binding = 2, rgba32f) uniform writeonly imageBuffer bones;  // copy c, joint j is
                                                                             // bone c * joint_count + j
@@ -58,11 +59,10 @@ void main() {
     }
     uint c = i / pc.joint_count;
     uint j = i - c * pc.joint_count;
-    float u = clamp(positions[c], 0.0, float(pc.frame_count - 1u));
-    float f = floor(u);
-    float a = u - f;
-    uint f0 = min(uint(f), pc.frame_count - 1u);
+    vec2 position = positions[c];
+    uint f0 = min(uint(max(position.x, 0.0)), pc.frame_count - 1u);
     uint f1 = min(f0 + 1u, pc.frame_count - 1u);
+    float a = clamp(position.y, 0.0, 1.0);
     BONE b0 = frame_bone(f0 * pc.joint_count + j);
     if (a <= 0.0) {
         store_bone(i, b0);
