@@ -325,3 +325,52 @@ def test_removed_crowds_free_their_buffers(device, scene):
         counts.append(device.live_objects())
     # after the first crowd made the shared layouts and pipelines, nothing accumulates
     assert counts[1] == counts[2] == counts[0]
+
+
+@pytest.mark.parametrize("method", ["dqs", "lbs"])
+def test_eight_influences_render_like_posed_instances(device, method):
+    mesh = procedural.tube(600, bone_count=8, influences=8)
+    assert mesh.slots == 8
+    clip = AnimationClip(np.stack([procedural.bone_chain_pose(8, a) for a in (0, 40, 80)]), 1.0)
+    target = OffscreenTarget(device, W, H)
+    renderer = Renderer(device, target, clear_color=CLEAR)
+    try:
+        rm = renderer.add_mesh(mesh)
+        models = grid_models(3, spacing=12.0)
+        crowd = renderer.add_crowd(rm, clip, count=3, method=method)
+        crowd.set_models(models)
+        crowd.set_times([0.0, 1.0, 1.0])
+        crowd.set_colors([0.3, 0.6, 0.2])
+        renderer.frame_scene()
+        crowd_image = renderer.render_image()
+        renderer.remove_crowd(crowd)
+        for i, k in enumerate((0, 1, 1)):
+            renderer.add_instance(
+                rm,
+                bone_count=8,
+                method=method,
+                model=models[i],
+                color=(0.3, 0.6, 0.2),
+                bones=clip.frames[k],
+            )
+        instances_image = renderer.render_image()
+        assert covered(crowd_image).sum() > 300
+        assert (crowd_image != instances_image).any(axis=-1).sum() == 0
+    finally:
+        renderer.close()
+        target.close()
+
+
+def test_mirrored_copies_and_wireframe_draw(device, scene):
+    _, renderer, rm = scene
+    crowd = renderer.add_crowd(rm, twist_clip(), count=2)
+    renderer.frame_scene()
+    plain = covered(renderer.render_image()).sum()
+    models = grid_models(2)
+    models[1, 2, 2] = -1.0  # mirrors copy 1 (det < 0): the crowd is drawn without culling
+    crowd.set_models(models)
+    mirrored = covered(renderer.render_image()).sum()
+    assert abs(mirrored - plain) <= 0.05 * plain
+    if device.info.fill_mode_non_solid:
+        renderer.wireframe = True
+        assert 0 < covered(renderer.render_image()).sum() < plain
