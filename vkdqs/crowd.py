@@ -30,6 +30,7 @@ crowd is drawn without back-face culling.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
 #: Most copies in one crowd (the instance index is an int in the shader; far below that, memory
 #: is the limit: see the module docstring).
 MAX_COPIES = 1 << 20
+#: Crowd serial numbers: part of the renderer's command-buffer key (unlike id(), never reused).
+_SERIALS = itertools.count(1)
 #: Most frames of all of a crowd's clips together.
 MAX_FRAMES = 1 << 24
 #: |det| of a model matrix's 3x3 below which it is singular.
@@ -220,6 +223,7 @@ class Crowd:
         self.method = method
         self.label = label
         self.visible = True
+        self._serial = next(_SERIALS)
         self._layouts = layouts
         self._groups = groups
         self._bone_bytes = count * joints * texels * _TEXEL_BYTES
@@ -430,7 +434,7 @@ class Crowd:
     # -- the renderer's hooks ---------------------------------------------------------------
 
     def _state_key(self) -> tuple:
-        return (id(self), self.visible, self._mirrored)
+        return (self._serial, self.visible, self._mirrored)
 
     def _write(self, slot: int, block: np.ndarray) -> None:
         """Per frame: the copies' frame positions, the lights block, and (once changed) the
