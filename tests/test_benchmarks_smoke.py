@@ -65,3 +65,19 @@ def test_bake_benchmark_smoke(tmp_path, device):
         assert res["rows"]["gpu/dqs"]["frames"] == 6
         assert res["max |gpu - numpy32| (dqs positions)"] < 1e-4
     assert set(data["memory"]) == {"bake_to_file .npz", "bake_to_file .glb", "bake() in memory"}
+
+
+def test_crowd_benchmark_smoke(tmp_path, device):
+    out = tmp_path / "crowd.json"
+    args = ["--counts", "1", "3", "--meshes", "rig1.7k", "--rounds", "1", "--frames", "1"]
+    text = _run("bench_crowd.py", *args, "--max-instances", "1", "--out", str(out))
+    assert "crowd fps" in text
+    results = json.loads(out.read_text())["results"]
+    assert [(r["method"], r["copies"]) for r in results] == [
+        ("dqs", 1),
+        ("dqs", 3),
+        ("lbs", 1),
+        ("lbs", 3),
+    ]
+    assert "instances" in results[0] and "instances" not in results[1]
+    assert all(r["crowd"]["cpu_ms"] > 0 for r in results)

@@ -84,3 +84,12 @@ def test_render_rejects_a_bend_it_cannot_draw(tmp_path, capsys):
     model.write_bytes(b"")
     assert cli.main(["render", str(model), "--bend", "90", "--out", str(tmp_path / "x.png")]) == 1
     assert "--bend bends the candy wrapper" in capsys.readouterr().err
+
+
+def test_view_takes_a_crowd_size(capsys):
+    args = cli.build_parser().parse_args(["view", "--crowd", "64"])
+    assert args.crowd == 64
+    for bad in ("0", "lots", "100000"):
+        with pytest.raises(SystemExit):
+            cli.build_parser().parse_args(["view", "--crowd", bad])
+    assert "--crowd must be" in capsys.readouterr().err

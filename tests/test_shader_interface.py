@@ -49,6 +49,11 @@ from vkdqs.shader_interface import (
     CENTERS_TEXELS,
     COMPUTE_OUT,
     COMPUTE_OUT_FORMAT,
+    CROWD_BONES,
+    CROWD_BONES_OUT,
+    CROWD_COPIES,
+    CROWD_FRAMES,
+    CROWD_TEXEL_FORMAT,
     INSTANCE,
     INSTANCE_BLOCK,
     LOCAL_SIZE_ID,
@@ -76,9 +81,12 @@ STAGE_OF_KIND = {
     "compute": Stage.COMPUTE,
     "fragment": Stage.FRAGMENT,
     "centers": Stage.COMPUTE,
+    "crowd_sample": Stage.COMPUTE,
+    "crowd_render": Stage.VERTEX,
+    "crowd_fragment": Stage.FRAGMENT,
 }
 #: Kinds whose pipeline layout serves that one module, which keeps every binding of it.
-EXACT_KINDS = ("compute", "readback", "centers")
+EXACT_KINDS = ("compute", "readback", "centers", "crowd_sample")
 #: The descriptor type a shader sees for a host descriptor type.
 SHADER_TYPE = {DescriptorType.UNIFORM_BUFFER_DYNAMIC: DescriptorType.UNIFORM_BUFFER}
 #: Vertex format -> (scalar, components, bits) of the GLSL input reading it.
@@ -155,7 +163,7 @@ def check_texel_formats(v: Variant, mod: Module) -> list[str]:
 
 def check_bone_blocks(v: Variant, mod: Module) -> list[str]:
     """Bone (and scale) block array stride, and its length being the MAX_BONES constant."""
-    if v.method == "none":
+    if v.method == "none" or v.kind.startswith("crowd"):
         return []
     want = {BONES: BONE_STRIDE[v.method]}
     if v.method in SECOND_BLOCK_METHODS:
@@ -179,7 +187,7 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
     skin_none reads all four today (the heat map uses joints and weights) but needs none of the
     influences, so for it only the Vulkan rule (every input fed) is asserted.
     """
-    if v.kind not in ("render", "readback"):
+    if v.kind not in ("render", "readback", "crowd_render"):
         return []
     host = {m.location: m for m in mesh_inputs(v.slots, v.method)}
     shader, problems = mod.inputs(), []
@@ -196,15 +204,11 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
 
 def check_specialization(v: Variant, mod: Module) -> list[str]:
     """Exactly the SpecIds the host sets; the compute local_size_x is LOCAL_SIZE_ID."""
-    want = ({MAX_BONES_ID} if v.method != "none" else set()) | (
-        {LOCAL_SIZE_ID} if v.kind in ("compute", "centers") else set()
-    )
+    compute = v.kind in ("compute", "centers", "crowd_sample")
+    bones = v.method != "none" and not v.kind.startswith("crowd")  # crowds: runtime arrays
+    want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
     problems = [] if set(mod.spec_ids()) == want else [f"SpecIds {set(mod.spec_ids())} != {want}"]
-    if v.kind in ("compute", "centers") and mod.workgroup_size_spec_ids() != (
-        LOCAL_SIZE_ID,
-        None,
-        None,
-    ):
+    if compute and mod.workgroup_size_spec_ids() != (LOCAL_SIZE_ID, None, None):
         problems.append(f"workgroup size SpecIds are {mod.workgroup_size_spec_ids()}")
     return problems
 
@@ -226,7 +230,7 @@ def block_problems(members: list[Member], dtype: np.dtype) -> list[str]:
 
 
 def check_instance_block(v: Variant, mod: Module) -> list[str]:
-    if v.kind not in ("render", "fragment"):
+    if v.kind not in ("render", "fragment", "crowd_render", "crowd_fragment"):
         return []
     d = set0(mod).get(INSTANCE)
     if d is None or d.type != "UNIFORM_BUFFER":
@@ -241,11 +245,33 @@ def check_push_constants(v: Variant, mod: Module) -> list[str]:
     records no push-constant stages), so a push block there would need a host change.
     """
     size, host = mod.push_constant_size(), push_bytes_of(v)
-    want = None if v.kind == "fragment" else host
+    want = None if v.kind in ("fragment", "crowd_fragment") else host
     return [] if size == want else [f"push block is {size} bytes, expected {want}"]
 
 
+def check_crowd_texels(v: Variant, mod: Module) -> list[str]:
+    """Crowd frames, bones and copies are float texel buffers; the sampled bones are written as
+    rgba32f (SPIR-V Image Format 1), what CROWD_TEXEL_FORMAT views hold."""
+    if v.kind == "crowd_sample":
+        want = {CROWD_FRAMES: 0, CROWD_BONES_OUT: 1}
+    elif v.kind == "crowd_render":
+        want = {CROWD_BONES: 0, CROWD_COPIES: 0}
+    else:
+        return []
+    assert CROWD_TEXEL_FORMAT == Format.R32G32B32A32_SFLOAT
+    ds, problems = set0(mod), []
+    for n, image_format in want.items():
+        if n not in ds:
+            problems.append(f"texel buffer binding {n} is not in the module")
+            continue
+        scalar, dim, _, got = mod.image(ds[n].type_id)
+        if (scalar, dim, got) != ("float", DIM_BUFFER, image_format):
+            problems.append(f"binding {n}: {scalar}/dim {dim}/format {got}, host rgba32f texels")
+    return problems
+
+
 CHECKS = (
+    check_crowd_texels,
     check_stage,
     check_bindings,
     check_texel_formats,

@@ -143,3 +143,16 @@ def test_viewer_shows_any_set_of_methods(xvfb, capsys):
         assert viewer.device.messages == []
     finally:
         viewer.close()
+
+
+def test_viewer_crowd(xvfb):
+    from vkdqs.viewer import Viewer
+
+    with Viewer(size=(320, 240), samples=1, validation=validation_available(), crowd=16) as viewer:
+        viewer.run(max_frames=5)
+        assert viewer.frames == 5
+        assert "crowd of 16" in viewer.scene.label()
+        viewer.handle_key(viewer.glfw.KEY_1)
+        assert viewer.scene.methods == "dqs"
+        shot = viewer.screenshot()
+        assert (shot[..., :3] != shot[0, 0, :3]).any(axis=-1).sum() > 100

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from .baking import Bake, bake, bake_to_file
     from .camera import Camera
     from .centers import centers_of_rotation
+    from .clip import AnimationClip
+    from .crowd import Crowd
     from .gltf import GltfError, load_gltf
     from .gpu.device import Device
     from .renderer import Renderer
@@ -37,9 +39,11 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnimationClip",
     "Bake",
     "Camera",
     "CapabilityError",
+    "Crowd",
     "Device",
     "GltfError",
     "InputError",
@@ -67,11 +71,13 @@ __all__ = [
 ]
 
 _LAZY = {
+    "AnimationClip": ".clip",
     "Bake": ".baking",
     "bake": ".baking",
     "bake_to_file": ".baking",
     "Camera": ".camera",
     "centers_of_rotation": ".centers",
+    "Crowd": ".crowd",
     "Device": ".gpu.device",
     "OffscreenTarget": ".targets",
     "Renderer": ".renderer",
@@ -82,7 +88,7 @@ _LAZY = {
     "GltfError": ".gltf",
 }
 
-_NEEDS_VULKAN = {".gpu.device", ".renderer", ".skinner", ".targets"}
+_NEEDS_VULKAN = {".crowd", ".gpu.device", ".renderer", ".skinner", ".targets"}
 
 
 def __getattr__(name: str) -> Any:

@@ -209,6 +209,19 @@ _step = _number("the twist step", 0.1, 170.0, "degrees")
 _twist = _number("the twist", -3600.0, 3600.0, "degrees")
 #: --bend: either way, up to folded back on itself.
 _bend = _number("the bend", -180.0, 180.0, "degrees")
+
+
+#: --crowd: copies in the viewer's crowd grid.
+def _crowd(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--crowd must be a whole number, got {text!r}") from None
+    if not 1 <= value <= 65536:
+        raise argparse.ArgumentTypeError(f"--crowd must be within 1...65536, got {text!r}")
+    return value
+
+
 #: --time: about 11.6 days either way; the label shows it with 2 decimals.
 _time = _number("the time", -1e6, 1e6, "seconds")
 
@@ -284,8 +297,10 @@ def view(
     present_mode: str = "fifo",
     samples: int = 4,
     max_bytes: int | None = None,
+    crowd: int | None = None,
 ) -> int:
-    """Open the viewer window on the candy-wrapper scene or a glTF ``model``."""
+    """Open the viewer window on the candy-wrapper scene or a glTF ``model`` (with ``crowd``,
+    a grid of that many copies drawn as a crowd)."""
     gltf = None
     if model is not None:
         gltf = _load(Path(model), max_bytes)  # a bad file fails before a window opens
@@ -299,6 +314,7 @@ def view(
         size=size,
         present_mode=present_mode,
         samples=samples,
+        crowd=crowd,
     ) as viewer:
         print(HELP)
         viewer.run()
@@ -434,6 +450,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("view", view, "the viewer: LBS and DQS side by side in a window")
     _add_model(p, optional=True)
+    p.add_argument(
+        "--crowd",
+        type=_crowd,
+        default=None,
+        help="show a grid of N copies walking out of phase, drawn as a crowd, 1...65536 "
+        "(default: none, the usual scene)",
+    )
     p.add_argument("--method", type=_methods, default="both", help=_METHOD_HELP)
     p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
     p.add_argument(

@@ -19,6 +19,7 @@ Threads: every public method takes the renderer's lock (and the target's, while 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,8 @@ from numpy.typing import ArrayLike
 from . import bones as bone_packing
 from . import shader_interface as si
 from .camera import Camera
+from .clip import AnimationClip
+from .crowd import Crowd, _Layouts
 from .errors import InputError, ObjectDestroyedError, OwnershipError
 from .gpu import (
     Buffer,
@@ -266,6 +269,8 @@ class Renderer(ResourceOwner):
         self.debug_bone: int | None = None
         self.instances: list[Instance] = []
         self.meshes: list[RenderMesh] = []
+        self.crowds: list[Crowd] = []
+        self._crowd_layouts: _Layouts | None = None
         self.frames_rendered = 0
         self._pipelines = PipelineCache(self)
         self._commands: dict[tuple[int, int], tuple[CommandBuffer, tuple]] = {}
@@ -416,11 +421,56 @@ class Renderer(ResourceOwner):
             self.instances = [i for i in self.instances if i is not inst]
             self._layout_stale = True
 
+    def add_crowd(
+        self,
+        mesh: RenderMesh,
+        clip: AnimationClip | None = None,
+        *,
+        count: int,
+        method: str = "dqs",
+        clips: Sequence[AnimationClip] | None = None,
+        label: str | None = None,
+    ) -> Crowd:
+        """``count`` copies of ``mesh`` playing ``clip`` (a :class:`vkdqs.AnimationClip`), or
+        each one of ``clips`` (chosen per copy with ``crowd.set_clips``), sampled on the GPU and
+        drawn in one instanced call; see :mod:`vkdqs.crowd`."""
+        with self._lock:
+            self._check_open()
+            mesh = self._check_mesh(mesh)
+            if (clip is None) == (clips is None):
+                raise InputError("add_crowd() takes a clip or clips=[...], not both or neither")
+            if self._crowd_layouts is None:
+                self._crowd_layouts = _Layouts(self)
+            crowd = Crowd(
+                self,
+                self._crowd_layouts,
+                mesh,
+                clip if clips is None else clips,
+                count,
+                method,
+                len(self._frames),
+                label or f"crowd {len(self.crowds)}",
+            )
+            self.crowds.append(crowd)
+            return crowd
+
+    def remove_crowd(self, crowd: Crowd) -> None:
+        """Stop drawing ``crowd`` (a crowd of this renderer)."""
+        with self._lock:
+            self._check_open()
+            if not any(c is crowd for c in self.crowds):
+                raise InputError("remove_crowd(): that crowd is not drawn by this renderer")
+            self.crowds = [c for c in self.crowds if c is not crowd]
+            self.device.wait_idle()  # its buffers may still be read by a frame in flight
+            for obj in reversed(crowd._objects):
+                self._drop(obj)
+            crowd._objects.clear()
+
     def scene_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """World-space box around every instance's rest mesh."""
-        if not self.instances:
+        """World-space box around every instance's and crowd copy's rest mesh."""
+        if not self.instances and not self.crowds:
             raise InputError("the scene is empty: add_instance() before framing it")
-        corners = []
+        corners = [np.array(c.bounds()) for c in self.crowds]
         for inst in self.instances:
             lo, hi = inst.mesh.mesh.bounds
             box = np.array(np.meshgrid(*zip(lo, hi, strict=True), indexing="ij")).reshape(3, -1).T
@@ -512,6 +562,17 @@ class Renderer(ResourceOwner):
             blocks["debug"][skinned] = (1, self.debug_bone, 0, 0)
         return blocks
 
+    def _crowd_block(self) -> np.ndarray:
+        """The instance block crowds read (lights, camera, debug; model and colour unused)."""
+        key, fill = self._lights()
+        block = np.zeros(1, INSTANCE_BLOCK)
+        block["key_light"] = np.r_[key, 1.0]
+        block["fill_light"] = np.r_[fill, 0.25]
+        block["ambient"] = (0.07, 0.075, 0.09, 0.3)
+        block["camera_position"] = np.r_[self.camera.position, 1.0]
+        block["debug"] = (0, -1, 0, 0) if self.debug_bone is None else (1, self.debug_bone, 0, 0)
+        return block
+
     def _write_uniforms(self, frame: _Frame) -> None:
         blocks = self._instance_blocks()
         uniforms = frame.uniforms
@@ -533,6 +594,7 @@ class Renderer(ResourceOwner):
             vp.tobytes(),
             tuple((i.visible, i.variant, i.mirrored) for i in self.instances),
             self.target.state_key(),
+            tuple(c._state_key() for c in self.crowds),
         )
 
     def _begin_pass(self, cmd: Any, image: int) -> None:
@@ -560,6 +622,10 @@ class Renderer(ResourceOwner):
 
     def _record(self, cmd_buffer: CommandBuffer, frame: _Frame, image: int) -> None:
         cmd = cmd_buffer.begin()
+        crowds = [c for c in self.crowds if c.visible]
+        for crowd in crowds:
+            pipe = self._pipelines.compute(crowd.sample_pipeline_desc(), crowd._layouts.sample)
+            crowd._record_sample(cmd, frame.index, pipe.handle)
         self._begin_pass(cmd, image)
         graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
         bound = None
@@ -581,6 +647,16 @@ class Renderer(ResourceOwner):
             vk.vkCmdBindIndexBuffer(cmd, rm.index_buffer.handle, 0, vk.VK_INDEX_TYPE_UINT32)
             vk.vkCmdBindDescriptorSets(cmd, graphics, self._layout.handle, 0, 1, [ds], 0, None)
             vk.vkCmdDrawIndexed(cmd, rm.index_count, 1, 0, 0, 0)
+        w, h = self.target.extent
+        for crowd in crowds:
+            desc = crowd.draw_pipeline_desc(
+                wireframe=self.wireframe and self.device.info.fill_mode_non_solid,
+                cull=self.cull,
+                samples=self.target.samples,
+            )
+            layout = crowd._layouts.render
+            pipe = self._pipelines.graphics(desc, layout, self.target.render_pass).handle
+            crowd._record_draw(cmd, frame.index, pipe, self.camera.view_projection(w / h))
         vk.vkCmdEndRenderPass(cmd)
         self.target.record_after_pass(cmd, image)
         cmd_buffer.end()
@@ -634,6 +710,10 @@ class Renderer(ResourceOwner):
             if other is not None:
                 other.fence.wait(f"frame slot {other.index}")  # type: ignore[attr-defined]
             self._write_uniforms(frame)
+            if self.crowds:
+                block = self._crowd_block()
+                for crowd in self.crowds:
+                    crowd._write(frame.index, block)
             self._submit(self._commands_for(frame, image), frame, image)
             self.target.present(frame, image)
             self._frame_counter += 1

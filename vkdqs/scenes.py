@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from . import dq, procedural
+from .clip import AnimationClip
+from .crowd import pack_clip
 from .errors import InputError
 from .mesh import SkinnedMesh
 from .methods import SCENE_METHODS, parse_methods
@@ -29,6 +31,7 @@ __all__ = [
     "METHOD_COLORS",
     "SCENE_METHODS",
     "CandyWrapperScene",
+    "CrowdScene",
     "GltfScenePlayer",
     "ViewerScene",
     "gltf_parts",
@@ -645,3 +648,137 @@ class GltfScenePlayer:
             a = self.scene.animations[self.animation]
             where = f"animation {self.animation} {a.name!r} {self.time:.2f}/{a.duration:.2f} s"
         return f"{_methods_label(self.methods)}, {where}"
+
+
+class CrowdScene:
+    """A grid of ``count`` copies of one skinned mesh playing a baked clip out of phase, drawn as
+    crowds (:meth:`Renderer.add_crowd`: one instanced draw per method). ``methods="both"`` shows
+    an LBS grid on the left and a DQS grid on the right. Follows :class:`ViewerScene`.
+
+    Make one from a glTF file with :meth:`from_gltf` (its first skinned mesh and an animation)
+    or from the candy wrapper with :meth:`candy_wrapper`.
+    """
+
+    def __init__(
+        self,
+        renderer: Renderer,
+        mesh: SkinnedMesh,
+        clip: AnimationClip,
+        count: int,
+        *,
+        methods: str = "dqs",
+        name: str = "crowd",
+        seed: int = 0,
+    ) -> None:
+        self.renderer = renderer
+        self.name = name
+        self.clip = clip
+        self.count = int(count)
+        self.bone_count = clip.joint_count
+        self.methods = _check_crowd_methods(methods)
+        rm = renderer.add_mesh(mesh, label=f"{name} mesh")
+        lo, hi = mesh.bounds
+        size = np.maximum(hi - lo, 1e-6)
+        self._side = int(np.ceil(np.sqrt(self.count)))
+        i = np.arange(self.count)
+        # on the ground (xz plane), a little more than a model apart
+        self._pitch = 1.3 * max(float(size[0]), float(size[2]))
+        self._grid = np.stack([i % self._side, np.zeros(self.count), i // self._side], axis=1)
+        self._grid = self._grid * self._pitch
+        self._mesh_bounds = (lo, hi)
+        rng = np.random.default_rng(seed)
+        times = rng.uniform(0.0, max(clip.duration, 0.0), self.count)
+        speeds = rng.uniform(0.85, 1.15, self.count)
+        self.crowds = {}
+        for method in ("lbs", "dqs"):
+            try:
+                pack_clip(clip, method)
+            except InputError:
+                continue  # DQS of a clip with scale: LBS only
+            crowd = renderer.add_crowd(rm, clip, count=self.count, method=method, label=method)
+            crowd.set_times(times)
+            crowd.set_speeds(speeds)
+            crowd.set_colors(METHOD_COLORS[method])
+            self.crowds[method] = crowd
+        self.show(self.methods)
+        renderer.camera.yaw, renderer.camera.pitch = 0.35, 0.45
+        self.frame_camera()
+
+    @classmethod
+    def from_gltf(
+        cls,
+        renderer: Renderer,
+        scene: GltfScene,
+        count: int,
+        *,
+        methods: str = "dqs",
+        animation: int | str | None = 0,
+        fps: float = 30.0,
+    ) -> CrowdScene:
+        """The first skinned mesh of ``scene`` playing ``animation`` (default: the first)."""
+        meshes = [m for m in scene.meshes if m.skin is not None and m.triangle_count > 0]
+        if not meshes:
+            raise InputError(f"{scene.path.name}: a crowd needs a skinned mesh; this file has none")
+        if not scene.animations:
+            raise InputError(f"{scene.path.name}: a crowd needs an animation; this file has none")
+        m = meshes[0]
+        clip = scene.bake_clip(m.skin, 0 if animation is None else animation, fps)
+        geometry = scene.skinned_mesh(m.index)
+        return cls(renderer, geometry, clip, count, methods=methods, name=scene.path.name)
+
+    @classmethod
+    def candy_wrapper(
+        cls, renderer: Renderer, count: int, *, methods: str = "dqs", period: float = 4.0
+    ) -> CrowdScene:
+        """Candy wrappers twisting to 170 degrees and back over ``period`` seconds."""
+        angles = 170.0 * np.sin(np.linspace(0.0, np.pi, 31))
+        frames = np.stack([procedural.twist_pose(a) for a in angles])
+        clip = AnimationClip(frames, (len(angles) - 1) / period)
+        mesh = procedural.candy_wrapper()
+        return cls(renderer, mesh, clip, count, methods=methods, name="candy wrapper")
+
+    def _shown(self) -> tuple[str, ...]:
+        return tuple(m for m in parse_methods(self.methods) if m in self.crowds)
+
+    def show(self, methods: str) -> None:
+        """Show the ``"dqs"`` grid, the ``"lbs"`` grid or ``"both"`` (LBS left, DQS right)."""
+        methods = _check_crowd_methods(methods)
+        if methods == "dqs" and "dqs" not in self.crowds:
+            raise InputError(f"{self.name}: the clip has scale or shear, which DQS crowds refuse")
+        self.methods = methods
+        width = self._side * self._pitch
+        for method, crowd in self.crowds.items():
+            crowd.visible = method in self._shown()
+            shift = 0.0
+            if len(self._shown()) == 2:
+                shift = 0.55 * width * (1.0 if method == "dqs" else -1.0)
+            models = np.broadcast_to(np.eye(4), (self.count, 4, 4)).copy()
+            models[:, :3, 3] = self._grid + np.array([shift - 0.5 * width, 0.0, -0.5 * width])
+            crowd.set_models(models)
+
+    def frame_camera(self) -> None:
+        w, h = self.renderer.target.extent
+        shown = [self.crowds[m].bounds() for m in self._shown()]
+        lo = np.min([b[0] for b in shown], axis=0)
+        hi = np.max([b[1] for b in shown], axis=0)
+        self.renderer.camera.frame(lo, hi, aspect=(w / h) if h else 1.0)
+
+    def update(self, dt: float) -> None:
+        for crowd in self.crowds.values():
+            crowd.advance(dt)
+
+    def scrub(self, direction: int) -> None:
+        self.update(direction * max(self.clip.duration / 50.0, 1.0 / 60.0))
+
+    def step_animation(self, delta: int) -> bool:
+        return False
+
+    def label(self) -> str:
+        return f"{_methods_label(self.methods)}, a crowd of {self.count} ({self.clip!r})"
+
+
+def _check_crowd_methods(methods: str) -> str:
+    """Crowds draw "dqs", "lbs" or "both"."""
+    if methods not in ("dqs", "lbs", "both"):
+        raise InputError(f"a crowd shows 'dqs', 'lbs' or 'both', got {methods!r}")
+    return methods

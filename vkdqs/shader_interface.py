@@ -346,6 +346,10 @@ def bindings_of(v: Variant) -> tuple[Binding, ...]:
     """The descriptor set layout the host creates for a variant's pipeline."""
     if v.kind == "compute":
         return compute_bindings(v.method, v.slots)
+    if v.kind == "crowd_sample":
+        return CROWD_SAMPLE_BINDINGS
+    if v.kind in ("crowd_render", "crowd_fragment"):
+        return CROWD_RENDER_BINDINGS
     if v.kind == "readback":
         return readback_bindings(v.method)
     if v.kind == "centers":
@@ -361,4 +365,81 @@ def push_bytes_of(v: Variant) -> int:
         "render": RENDER_PUSH_BYTES,
         "fragment": RENDER_PUSH_BYTES,
         "centers": CENTERS_PUSH_BYTES,
+        "crowd_sample": CROWD_SAMPLE_PUSH_BYTES,
+        "crowd_render": CROWD_RENDER_PUSH_BYTES,
+        "crowd_fragment": CROWD_RENDER_PUSH_BYTES,
     }[v.kind]
+
+
+# -- crowds: baked clips sampled on the GPU, all copies in one instanced draw -------------------
+#
+# crowd_<method>.comp samples a baked clip for every (copy, joint) into a texel buffer of bones;
+# crowd_<method>[_8].vert skins with bone gl_InstanceIndex * joint_count + joint from it and
+# places each copy with its own model matrix and colour (another texel buffer); the fragment
+# shader is skin.frag compiled with CROWD (colour from the vertex shader). Clip frames and bones
+# are rgba32f texel buffers holding each bone as BONE_TEXELS texels, in the same layout as the
+# uniform bone blocks (a DQ's real and dual parts; an affine matrix's three rows): on lavapipe
+# texel fetches are far faster than storage-buffer reads.
+
+CROWD_METHODS = ("dqs", "lbs")
+CROWD_FRAMES = 0  #: crowd_*.comp: the clip's frames, (F * J) bones, uniform texel buffer
+CROWD_POSITIONS = 1  #: crowd_*.comp: per copy a vec2: first frame to blend, next one's weight
+CROWD_BONES_OUT = 2  #: crowd_*.comp: (copies * J) bones, storage texel buffer
+CROWD_BONES = 0  #: crowd vertex shader: the bones crowd_*.comp wrote, uniform texel buffer
+CROWD_COPIES = 9  #: crowd vertex shader: one CROWD_COPY per copy, uniform texel buffer
+#: rgba32f texels per bone in the crowd texel buffers.
+BONE_TEXELS = {"dqs": 2, "lbs": 3}
+#: Format of every crowd texel buffer.
+CROWD_TEXEL_FORMAT = Format.R32G32B32A32_SFLOAT
+
+#: One copy in ``crowd.vert``'s copies texel buffer (binding :data:`CROWD_COPIES`): 8 texels.
+CROWD_COPY = np.dtype(
+    [
+        ("model", "<f4", (4, 4)),  # column-major (4 texels)
+        ("normal_matrix", "<f4", (3, 4)),  # 3 columns of the 3x3, w unused
+        ("color", "<f4", 4),
+    ]
+)
+assert CROWD_COPY.itemsize == 128
+
+CROWD_SAMPLE_PUSH_BYTES = 12  #: uint copy_count, joint_count, frame_count
+CROWD_RENDER_PUSH_BYTES = 68  #: mat4 view_projection, uint joint_count
+
+CROWD_SAMPLE_BINDINGS = (
+    Binding(CROWD_FRAMES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(CROWD_POSITIONS, DescriptorType.STORAGE_BUFFER, Stage.COMPUTE),
+    Binding(CROWD_BONES_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+)
+CROWD_RENDER_BINDINGS = (
+    Binding(CROWD_BONES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
+    Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
+    Binding(CROWD_COPIES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
+)
+
+
+def crowd_variant_name(kind: str, method: str, slots: int = 4) -> str:
+    """``crowd_dqs.comp`` ("crowd_sample"), ``crowd_lbs_8.vert`` ("crowd_render") or
+    ``skin_crowd.frag`` ("crowd_fragment")."""
+    if kind == "crowd_fragment":
+        return "skin_crowd.frag"
+    if kind == "crowd_sample":
+        return f"crowd_{method}.comp"
+    return f"crowd_{method}{'_8' if slots == 8 else ''}.vert"
+
+
+def _crowd_variants() -> list[Variant]:
+    out = []
+    for method in CROWD_METHODS:
+        defines = _METHOD_DEFINES[method]
+        name = crowd_variant_name("crowd_sample", method)
+        out.append(Variant(name, "crowd.comp", defines, "crowd_sample", method, 4))
+        for slots in (4, 8):
+            eight = ("SKIN_INFLUENCES_8",) if slots == 8 else ()
+            name = crowd_variant_name("crowd_render", method, slots)
+            out.append(Variant(name, "crowd.vert", defines + eight, "crowd_render", method, slots))
+    out.append(Variant("skin_crowd.frag", "skin.frag", ("CROWD",), "crowd_fragment", "none", 4))
+    return out
+
+
+#: The crowd variants follow the skinning variants.
+VARIANTS = (*VARIANTS, *_crowd_variants())

@@ -28,7 +28,7 @@ from .gpu import Device
 from .methods import SCENE_METHODS, parse_methods
 from .png import write_png
 from .renderer import Renderer
-from .scenes import CandyWrapperScene, GltfScenePlayer, ViewerScene
+from .scenes import CandyWrapperScene, CrowdScene, GltfScenePlayer, ViewerScene
 from .targets import SwapchainTarget
 
 HELP = __doc__.split("\n\n", 2)[2]
@@ -87,10 +87,14 @@ class Viewer:
         As for :class:`~vkdqs.gpu.Device`.
     period : float
         Seconds for one back-and-forth of the twist animation.
+    crowd : int, optional
+        Show a grid of this many copies playing out of phase instead (a
+        :class:`~vkdqs.scenes.CrowdScene`: the model's first skinned mesh and animation, or
+        candy wrappers), drawn as crowds.
 
     Attributes
     ----------
-    scene : CandyWrapperScene or GltfScenePlayer
+    scene : CandyWrapperScene, GltfScenePlayer or CrowdScene
         Follows :class:`~vkdqs.scenes.ViewerScene`.
     playing : bool
     speed : float
@@ -111,6 +115,7 @@ class Viewer:
         validation: bool | None = None,
         period: float = 4.0,
         title: str = "vkdqs",
+        crowd: int | None = None,
     ) -> None:
         gltf = model if isinstance(model, GltfScene) or model is None else load_gltf(model)
         if gltf is not None and title == "vkdqs":
@@ -154,7 +159,16 @@ class Viewer:
             )
             self.renderer = Renderer(self.device, self.target)
             self.scene: ViewerScene
-            if gltf is None:
+            if crowd is not None:
+                # a grid of `crowd` copies walking out of phase, one instanced draw per method
+                self.scene = (
+                    CrowdScene.candy_wrapper(self.renderer, crowd, methods=methods)
+                    if gltf is None
+                    else CrowdScene.from_gltf(
+                        self.renderer, gltf, crowd, methods=methods, animation=animation
+                    )
+                )
+            elif gltf is None:
                 self.scene = CandyWrapperScene(self.renderer, methods=methods, period=period)
             else:
                 # LBS takes any affine joint matrices, so start with it and then switch.

@@ -3,12 +3,19 @@
 // Lighting for skinned meshes: a key light that follows the camera, a fill light, hemisphere
 // ambient and a little Blinn-Phong specular on the mesh's base colour; or, in debug mode 1, the
 // weight of one bone as a heat map. Output is linear; the sRGB framebuffer encodes it.
+// CROWD: the base colour comes per copy from crowd.vert (location 3) instead of the block.
 
 #include "include/instance.glsl"
 
 layout(location = 0) in vec3 in_normal;
 layout(location = 1) in vec3 in_world_position;
 layout(location = 2) in float in_bone_weight;
+#ifdef CROWD
+layout(location = 3) flat in vec4 in_color;
+#define BASE_COLOR in_color
+#else
+#define BASE_COLOR inst.base_color
+#endif
 
 layout(location = 0) out vec4 out_color;
 
@@ -25,7 +32,7 @@ void main() {
         n = -n;  // back faces only show through holes; light them as seen
     }
     vec3 view = normalize(inst.camera_position.xyz - in_world_position);
-    vec3 albedo = inst.debug.x == 1 ? heat(in_bone_weight) : inst.base_color.rgb;
+    vec3 albedo = inst.debug.x == 1 ? heat(in_bone_weight) : BASE_COLOR.rgb;
     vec3 to_key = -normalize(inst.key_light.xyz);
     vec3 to_fill = -normalize(inst.fill_light.xyz);
     float key = max(dot(n, to_key), 0.0);
@@ -36,5 +43,5 @@ void main() {
     vec3 color = albedo * (key * inst.key_light.w + fill * inst.fill_light.w
                            + inst.ambient.rgb * mix(0.6, 1.0, sky))
                  + inst.ambient.w * spec * vec3(1.0);
-    out_color = vec4(color, inst.base_color.a);
+    out_color = vec4(color, BASE_COLOR.a);
 }

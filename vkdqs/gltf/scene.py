@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vkdqs import dq
+from vkdqs.clip import AnimationClip
 from vkdqs.errors import InputError
 from vkdqs.gltf.animation import Animation
 from vkdqs.gltf.errors import GltfError
@@ -362,6 +363,32 @@ class GltfScene:
             animation = 0 if self.animations else None
         glob = self.node_global_matrices(animation, time)
         return glob[sk.joints] @ sk.inverse_bind_matrices
+
+    def bake_clip(
+        self, skin: int = 0, animation: int | str = 0, fps: float = 30.0
+    ) -> AnimationClip:
+        """Sample an animation's skinning matrices at ``fps`` for crowds.
+
+        Frame ``k`` is :meth:`skinning_matrices` at ``k / fps``, the last frame at the
+        animation's end (a clip one frame long for an animation of no duration).
+
+        Returns
+        -------
+        vkdqs.AnimationClip
+        """
+        sk = self.skins[self._index(skin, self.skins, "skin")]
+        anim = self._animation(animation)
+        if isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating)):
+            raise InputError(f"fps must be a positive number, got {fps!r}")
+        if not (np.isfinite(fps) and 0 < fps <= 1000):
+            raise InputError(f"fps must be in (0, 1000], got {fps!r}")
+        count = int(np.ceil(anim.duration * fps - 1e-9)) + 1
+        times = np.minimum(np.arange(count) / fps, anim.duration)
+        frames = np.empty((count, sk.joint_count, 4, 4))
+        for k, t in enumerate(times):
+            frames[k] = self.skinning_matrices(skin, animation, float(t))
+        # the last frame sits exactly at the end, so the clip's duration is the animation's
+        return AnimationClip(frames, (count - 1) / anim.duration if count > 1 else fps)
 
     def rigid_meshes(
         self, animation: int | str | None = None, time: float = 0.0

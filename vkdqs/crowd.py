@@ -1,0 +1,548 @@
+"""Crowds: many copies of one mesh playing a baked clip, sampled on the GPU, in one draw call.
+
+A :class:`Crowd` (made by :meth:`vkdqs.Renderer.add_crowd`) uploads its
+:class:`~vkdqs.AnimationClip` once, pre-converted to the shader's bone layout (unit dual
+quaternions for "dqs", the three rows of each affine matrix for "lbs"). Each copy carries only
+a time, a model matrix and a colour. Per frame the renderer:
+
+1. writes every copy's frame position (its time in frames, wrapped by its clip's duration)
+   into mapped memory: one ``(N, 2)`` float32 copy (the first frame to blend, an index into all
+   the crowd's clips' frames, and the next frame's weight), nothing per bone; models and colours
+   only after they change;
+2. dispatches ``crowd_<method>.comp``, which blends the two neighbouring frames of every
+   (copy, joint) into a texel buffer of bones (DQS: shortest arc, normalized; LBS: linear);
+3. after a compute-to-vertex barrier, draws all copies with one instanced ``vkCmdDrawIndexed``
+   of ``crowd_<method>.vert``, which reads bone ``copy * joints + joint``.
+
+Bones, frames and copies live in rgba32f texel buffers (on lavapipe texel fetches are far faster
+than storage-buffer reads), not in the 64 KiB uniform block. Limits (checked with
+:class:`~vkdqs.LimitError`): the bones of all copies (``count * joints * 2`` texels for DQS,
+``* 3`` for LBS), the clip (``frames * joints * 2|3``) and the copies (``count * 8``) must each
+fit ``maxTexelBufferElements`` (2^27 on lavapipe: e.g. 1.3M copies of a 50-joint DQS rig);
+the sampling dispatch (``count * joints / 64`` groups) must fit ``maxComputeWorkGroupCount[0]``
+(65535 groups: 4.2M bones); and ``count <=`` :data:`MAX_COPIES`. Memory is 16 bytes a texel,
+per frame in flight for bones and copies.
+
+DQS crowds need rigid clips (no scale or shear): use ``method="lbs"`` for clips with scale.
+All copies of a crowd share the winding of culling: if any model matrix mirrors (det < 0) the
+crowd is drawn without back-face culling.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import vulkan as vk
+from numpy.typing import ArrayLike
+
+from . import bones as bone_packing
+from . import shader_interface as si
+from .clip import AnimationClip
+from .errors import MAX_MAGNITUDE, InputError, LimitError
+from .gpu import (
+    Buffer,
+    BufferView,
+    BufferWrite,
+    ComputePipelineDesc,
+    DescriptorPool,
+    DescriptorSetLayout,
+    GraphicsPipelineDesc,
+    PipelineLayout,
+    TexelWrite,
+    write_descriptors,
+)
+
+if TYPE_CHECKING:
+    from .gpu import ResourceOwner
+
+#: Most copies in one crowd (the instance index is an int in the shader; far below that, memory
+#: is the limit: see the module docstring).
+MAX_COPIES = 1 << 20
+#: Crowd serial numbers: part of the renderer's command-buffer key (unlike id(), never reused).
+_SERIALS = itertools.count(1)
+#: Most frames of all of a crowd's clips together.
+MAX_FRAMES = 1 << 24
+#: |det| of a model matrix's 3x3 below which it is singular.
+SINGULAR_DET = 1e-12
+_STORAGE = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+_TEXELS = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
+_OUT_TEXELS = vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT | _TEXELS
+_TEXEL_BYTES = 16
+
+
+class _Layouts:
+    """The set and pipeline layouts every crowd of a renderer shares."""
+
+    def __init__(self, owner: ResourceOwner) -> None:
+        dev = owner.device
+        self.sample_set = owner._keep(
+            DescriptorSetLayout(dev, si.CROWD_SAMPLE_BINDINGS, label="crowd sample")
+        )
+        self.sample = owner._keep(
+            PipelineLayout(
+                dev, [self.sample_set], si.CROWD_SAMPLE_PUSH_BYTES, si.Stage.COMPUTE, label="crowd"
+            )
+        )
+        self.render_set = owner._keep(
+            DescriptorSetLayout(dev, si.CROWD_RENDER_BINDINGS, label="crowd render")
+        )
+        self.render = owner._keep(
+            PipelineLayout(
+                dev,
+                [self.render_set],
+                si.CROWD_RENDER_PUSH_BYTES,
+                si.Stage.VERTEX,
+                label="crowd render",
+            )
+        )
+
+
+def _float_array(value: object, what: str) -> np.ndarray:
+    try:
+        return np.array(value, dtype=np.float64)
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"{what} must be an array of numbers: {exc}") from None
+
+
+def _check_finite(arr: np.ndarray, what: str) -> None:
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InputError(f"{what}{list(index)} is {arr[index]}; it must be finite")
+    big = np.abs(arr) > MAX_MAGNITUDE
+    if big.any():
+        index = tuple(int(i) for i in np.argwhere(big)[0])
+        raise InputError(f"{what}{list(index)} is {arr[index]:g}, beyond +-{MAX_MAGNITUDE:g}")
+
+
+def pack_clip(clip: AnimationClip, method: str) -> np.ndarray:
+    """The clip's frames in the shader's bone layout, float32: ``(F, J, 2, 4)`` unit dual
+    quaternions ("dqs") or ``(F, J, 3, 4)`` affine rows ("lbs")."""
+    j = clip.joint_count
+    if method == "lbs":
+        return bone_packing.pack_lbs(clip.frames, j, batched=True)
+    try:
+        return bone_packing.pack_dqs(clip.frames, j, batched=True)
+    except InputError as exc:
+        raise InputError(
+            f"a DQS crowd needs a rigid clip (no scale or shear); use method='lbs' for this "
+            f"clip ({exc})"
+        ) from None
+
+
+class Crowd:
+    """``count`` copies of a mesh playing one clip, drawn in one instanced call.
+
+    Made by :meth:`vkdqs.Renderer.add_crowd`. Set per-copy state with :meth:`set_times`,
+    :meth:`set_models`, :meth:`set_colors`, :meth:`set_speeds` and :meth:`advance`; every
+    setter replaces whole arrays, validated, and the next frame uses them.
+    """
+
+    def __init__(
+        self,
+        owner: ResourceOwner,
+        layouts: _Layouts,
+        mesh: Any,  # a RenderMesh of the renderer (checked by the renderer)
+        clips: AnimationClip | Sequence[AnimationClip],
+        count: int,
+        method: str,
+        frames_in_flight: int,
+        label: str,
+    ) -> None:
+        if isinstance(clips, AnimationClip):
+            clips = [clips]
+        if not isinstance(clips, (list, tuple)) or not clips:
+            raise InputError(
+                "clip must be a vkdqs.AnimationClip or a non-empty list of them, got "
+                f"{type(clips).__name__}"
+            )
+        for i, c in enumerate(clips):
+            if not isinstance(c, AnimationClip):
+                raise InputError(f"clip {i} must be a vkdqs.AnimationClip, got {type(c).__name__}")
+            if c.joint_count != clips[0].joint_count:
+                raise InputError(
+                    f"all clips of a crowd need the same joints: clip {i} has {c.joint_count}, "
+                    f"clip 0 has {clips[0].joint_count}"
+                )
+        clip = clips[0]
+        total_frames = sum(c.frame_count for c in clips)
+        if total_frames > MAX_FRAMES:
+            raise LimitError(
+                f"a crowd's clips hold {total_frames} frames; at most {MAX_FRAMES} (frame "
+                "indices travel as exact float32)"
+            )
+        if method not in si.CROWD_METHODS:
+            raise InputError(f"crowd method must be one of {si.CROWD_METHODS}, got {method!r}")
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
+            raise InputError(f"count must be an int, got {count!r}")
+        if not 1 <= count <= MAX_COPIES:
+            raise LimitError(f"count must be in [1, {MAX_COPIES}], got {count}")
+        try:
+            mesh.mesh.check_joints(clip.joint_count)
+        except InputError as exc:
+            raise InputError(
+                f"the clip has {clip.joint_count} joints, too few for mesh {mesh.label!r}: {exc}"
+            ) from None
+        dev = owner.device
+        info = dev.info
+        count = int(count)
+        joints = clip.joint_count
+        texels = si.BONE_TEXELS[method]
+        limit = info.max_texel_buffer_elements
+        for what, n in (
+            (f"the bones of {count} copies x {joints} joints", count * joints * texels),
+            (
+                f"the clips ({total_frames} frames x {joints} joints)",
+                total_frames * joints * texels,
+            ),
+            (f"{count} copies' models and colours", count * si.CROWD_COPY.itemsize // 16),
+        ):
+            if n > limit:
+                raise LimitError(
+                    f"{what} take {n} texels, more than a texel buffer holds on "
+                    f"{info.name!r} (maxTexelBufferElements {limit}); use fewer copies per crowd"
+                )
+        groups = -(-count * joints // si.LOCAL_SIZE)
+        if groups > info.max_compute_work_group_count[0]:
+            raise LimitError(
+                f"sampling {count} copies x {joints} joints needs {groups} workgroups, more than "
+                f"maxComputeWorkGroupCount[0] ({info.max_compute_work_group_count[0]})"
+            )
+        self.mesh = mesh
+        #: The crowd's clips; ``clip`` is the first (what every copy plays until set_clips).
+        self.clips = tuple(clips)
+        self.clip = clip
+        self._clip_of = np.zeros(count, np.int64)
+        self._first_frame = np.cumsum([0] + [c.frame_count for c in clips])[:-1]
+        self._durations = np.array([max(c.duration, 1e-30) for c in clips])
+        self._total_frames = total_frames
+        self.count = count
+        self.method = method
+        self.label = label
+        self.visible = True
+        self._serial = next(_SERIALS)
+        self._layouts = layouts
+        self._groups = groups
+        self._bone_bytes = count * joints * texels * _TEXEL_BYTES
+        self._times = np.zeros(count)
+        self._speeds = np.ones(count)
+        self._models = np.broadcast_to(np.eye(4), (count, 4, 4)).copy()
+        self._colors = np.broadcast_to(np.array([0.62, 0.34, 0.16, 1.0]), (count, 4)).copy()
+        self._mirrored = False
+        self._copies = np.zeros(count, si.CROWD_COPY)
+        self._copies_gen = 0
+        self._update_copies()
+
+        packed = np.concatenate([pack_clip(c, method) for c in clips])
+        #: The Vulkan objects this crowd made (kept by the owner; dropped by remove_crowd).
+        self._objects: list[Any] = []
+
+        def keep(obj: Any) -> Any:
+            self._objects.append(obj)
+            return owner._keep(obj)
+
+        fmt = int(si.CROWD_TEXEL_FORMAT)
+        self._frames = keep(Buffer(dev, packed.nbytes, _TEXELS, label=f"{label} clip"))
+        self._frames.write(packed)
+        frames_view = keep(BufferView(dev, self._frames, fmt, label=f"{label} clip"))
+        self._pool = keep(
+            DescriptorPool(
+                dev,
+                si.CROWD_SAMPLE_BINDINGS + si.CROWD_RENDER_BINDINGS,
+                sets=2 * frames_in_flight,
+                label=label,
+            )
+        )
+        self._slots = []
+        for f in range(frames_in_flight):
+            positions = keep(Buffer(dev, 8 * count, _STORAGE, label=f"{label} positions {f}"))
+            bones = keep(Buffer(dev, self._bone_bytes, _OUT_TEXELS, label=f"{label} bones {f}"))
+            copies = keep(Buffer(dev, self._copies.nbytes, _TEXELS, label=f"{label} copies {f}"))
+            bones_view = keep(BufferView(dev, bones, fmt, label=f"{label} bones {f}"))
+            copies_view = keep(BufferView(dev, copies, fmt, label=f"{label} copies {f}"))
+            block = keep(
+                Buffer(
+                    dev,
+                    si.INSTANCE_BLOCK.itemsize,
+                    vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT,
+                    label=f"{label} block {f}",
+                )
+            )
+            sample_set = self._pool.allocate(layouts.sample_set)
+            b = {x.binding: x for x in si.CROWD_SAMPLE_BINDINGS}
+            write_descriptors(
+                dev,
+                sample_set,
+                [
+                    TexelWrite(b[si.CROWD_FRAMES], frames_view),
+                    BufferWrite(b[si.CROWD_POSITIONS], positions, 0, positions.size),
+                    TexelWrite(b[si.CROWD_BONES_OUT], bones_view),
+                ],
+            )
+            render_set = self._pool.allocate(layouts.render_set)
+            b = {x.binding: x for x in si.CROWD_RENDER_BINDINGS}
+            write_descriptors(
+                dev,
+                render_set,
+                [
+                    TexelWrite(b[si.CROWD_BONES], bones_view),
+                    BufferWrite(b[si.INSTANCE], block, 0, block.size),
+                    TexelWrite(b[si.CROWD_COPIES], copies_view),
+                ],
+            )
+            self._slots.append(
+                {
+                    "positions": positions,
+                    "bones": bones,
+                    "copies": copies,
+                    "block": block,
+                    "sample_set": sample_set,
+                    "render_set": render_set,
+                    "copies_gen": -1,
+                }
+            )
+        self._last_slot: int | None = None
+
+    def __repr__(self) -> str:
+        clips = repr(self.clip) if len(self.clips) == 1 else f"{len(self.clips)} clips"
+        return f"Crowd({self.label!r}: {self.count} copies, {self.method}, {clips})"
+
+    @property
+    def joint_count(self) -> int:
+        return self.clip.joint_count
+
+    # -- per-copy state ---------------------------------------------------------------------
+
+    def _per_copy(self, value: ArrayLike, what: str, tail: tuple[int, ...]) -> np.ndarray:
+        arr = _float_array(value, what)
+        want = (self.count, *tail)
+        if arr.shape != want:
+            raise InputError(f"{what} must have shape {want}, got {arr.shape}")
+        _check_finite(arr, what)
+        return arr
+
+    @property
+    def times(self) -> np.ndarray:
+        """Each copy's time into the clip, seconds (a copy; it wraps when played)."""
+        return self._times.copy()
+
+    def set_times(self, times: ArrayLike) -> None:
+        """Each copy's time into the clip, ``(count,)`` seconds; times wrap by the duration."""
+        self._times = self._per_copy(times, "times", ())
+
+    def set_speeds(self, speeds: ArrayLike) -> None:
+        """Each copy's playback speed for :meth:`advance`, ``(count,)`` (1 = real time)."""
+        self._speeds = self._per_copy(speeds, "speeds", ())
+
+    def advance(self, dt: float) -> None:
+        """Move every copy's time on by ``dt`` seconds times its speed."""
+        step = float(dt)
+        if not np.isfinite(step):
+            raise InputError(f"dt must be finite, got {dt!r}")
+        self._times = np.mod(self._times + step * self._speeds, self._durations[self._clip_of])
+
+    @property
+    def clip_indices(self) -> np.ndarray:
+        """Which of :attr:`clips` each copy plays (a copy)."""
+        return self._clip_of.copy()
+
+    def set_clips(self, indices: ArrayLike) -> None:
+        """Which of the crowd's clips each copy plays: ``(count,)`` ints into :attr:`clips`."""
+        arr = np.asarray(indices)
+        if arr.shape != (self.count,):
+            raise InputError(f"clip indices must have shape ({self.count},), got {arr.shape}")
+        if arr.dtype.kind not in "iu":
+            raise InputError(f"clip indices must be integers, got dtype {arr.dtype}")
+        bad = (arr < 0) | (arr >= len(self.clips))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InputError(
+                f"clip index [{i}] is {arr[i]}; the crowd has {len(self.clips)} clip(s)"
+            )
+        self._clip_of = arr.astype(np.int64)
+
+    def set_models(self, models: ArrayLike) -> None:
+        """Place the copies: ``(count, 4, 4)`` affine model matrices (mesh to world space)."""
+        m = self._per_copy(models, "models", (4, 4))
+        bottom = np.abs(m[:, 3, :] - [0.0, 0.0, 0.0, 1.0]).max(axis=1)
+        if (bottom > 1e-6).any():
+            i = int(np.argmax(bottom > 1e-6))
+            raise InputError(f"models[{i}] is not affine: bottom row {m[i, 3].tolist()}")
+        det = np.linalg.det(m[:, :3, :3])
+        if (np.abs(det) < SINGULAR_DET).any():
+            i = int(np.argmax(np.abs(det) < SINGULAR_DET))
+            raise InputError(f"models[{i}] is singular (det {det[i]:.3g})")
+        self._models = m
+        self._mirrored = bool((det < 0).any())
+        self._update_copies()
+
+    def set_colors(self, colors: ArrayLike) -> None:
+        """Each copy's linear RGB(A) colour, ``(count, 3)`` or ``(count, 4)``, or one colour
+        ``(3,)``/``(4,)`` for all."""
+        c = _float_array(colors, "colors")
+        if c.shape in ((3,), (4,)):
+            c = np.broadcast_to(c, (self.count, c.shape[0]))
+        if c.shape not in ((self.count, 3), (self.count, 4)):
+            raise InputError(f"colors must have shape ({self.count}, 3|4) or (3|4,), got {c.shape}")
+        _check_finite(c, "colors")
+        if c.shape[1] == 3:
+            c = np.hstack([c, np.ones((self.count, 1))])
+        self._colors = np.ascontiguousarray(c)
+        self._update_copies()
+
+    def _update_copies(self) -> None:
+        copies = np.zeros(self.count, si.CROWD_COPY)
+        copies["model"] = self._models.transpose(0, 2, 1)  # column-major
+        normal = np.linalg.inv(self._models[:, :3, :3]).transpose(0, 2, 1)  # inverse transpose
+        copies["normal_matrix"][:, :, :3] = normal.transpose(0, 2, 1)  # its columns
+        copies["color"] = self._colors
+        self._copies = copies
+        self._copies_gen += 1
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """World-space box around every copy's rest mesh."""
+        lo, hi = self.mesh.mesh.bounds
+        box = np.array(np.meshgrid(*zip(lo, hi, strict=True), indexing="ij")).reshape(3, -1).T
+        pts = np.einsum("nij,kj->nki", self._models[:, :3, :3], box) + self._models[:, None, :3, 3]
+        pts = pts.reshape(-1, 3)
+        return pts.min(axis=0), pts.max(axis=0)
+
+    def frame_positions(self) -> np.ndarray:
+        """Each copy's position in its clip, in frames (what the GPU samples), float64."""
+        times, clip_of = self._times, self._clip_of  # read once: another thread may replace
+        if len(self.clips) == 1:
+            return self.clip.frame_positions(times)
+        out = np.empty(self.count)
+        for k, c in enumerate(self.clips):
+            mine = clip_of == k
+            out[mine] = c.frame_positions(times[mine])
+        return out
+
+    def _gpu_positions(self) -> np.ndarray:
+        """(count, 2) float32 for the GPU: the first frame to blend (an index into all clips'
+        frames, exact in float32) and the weight of the next one."""
+        u = self.frame_positions()
+        whole = np.floor(u)
+        out = np.empty((self.count, 2), np.float32)
+        out[:, 0] = whole + self._first_frame[self._clip_of]
+        out[:, 1] = u - whole
+        return out
+
+    # -- the renderer's hooks ---------------------------------------------------------------
+
+    def _state_key(self) -> tuple:
+        return (self._serial, self.visible, self._mirrored)
+
+    def _write(self, slot: int, block: np.ndarray) -> None:
+        """Per frame: the copies' frame positions, the lights block, and (once changed) the
+        models and colours, into frame slot ``slot``'s mapped buffers."""
+        s = self._slots[slot]
+        s["positions"].write(self._gpu_positions())
+        s["block"].write(block)
+        copies, gen = self._copies, self._copies_gen  # read once: another thread may replace
+        if s["copies_gen"] != gen:
+            s["copies"].write(copies)
+            s["copies_gen"] = gen
+        self._last_slot = slot
+
+    def _record_sample(self, cmd: Any, slot: int, pipeline: Any) -> None:
+        """Outside the render pass: sample the clip into the slot's bones, then make them
+        visible to the vertex shader."""
+        s = self._slots[slot]
+        compute = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+        # the bones were last read by the vertex shader of this slot's previous frame (WAR)
+        vk.vkCmdPipelineBarrier(
+            cmd,
+            vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
+            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            0,
+            0,
+            None,
+            0,
+            None,
+            0,
+            None,
+        )
+        vk.vkCmdBindPipeline(cmd, compute, pipeline)
+        vk.vkCmdBindDescriptorSets(
+            cmd, compute, self._layouts.sample.handle, 0, 1, [s["sample_set"]], 0, None
+        )
+        push = np.array([self.count, self.joint_count, self._total_frames], np.uint32)
+        vk.vkCmdPushConstants(
+            cmd,
+            self._layouts.sample.handle,
+            si.Stage.COMPUTE,
+            0,
+            push.nbytes,
+            vk.ffi.from_buffer(push),
+        )
+        vk.vkCmdDispatch(cmd, self._groups, 1, 1)
+        barrier = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT
+        )
+        vk.vkCmdPipelineBarrier(
+            cmd,
+            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
+            0,
+            1,
+            [barrier],
+            0,
+            None,
+            0,
+            None,
+        )
+
+    def _record_draw(self, cmd: Any, slot: int, pipeline: Any, view_projection: Any) -> None:
+        """Inside the render pass: every copy in one instanced draw."""
+        s = self._slots[slot]
+        graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
+        layout = self._layouts.render.handle
+        vk.vkCmdBindPipeline(cmd, graphics, pipeline)
+        rm = self.mesh
+        buffers = [b.handle for b in rm.vertex_buffers]
+        vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
+        vk.vkCmdBindIndexBuffer(cmd, rm.index_buffer.handle, 0, vk.VK_INDEX_TYPE_UINT32)
+        vk.vkCmdBindDescriptorSets(cmd, graphics, layout, 0, 1, [s["render_set"]], 0, None)
+        push = np.zeros(si.CROWD_RENDER_PUSH_BYTES // 4, np.float32)
+        push[:16] = np.asarray(view_projection, np.float32).T.reshape(-1)
+        push[16:17].view(np.uint32)[0] = self.joint_count
+        vk.vkCmdPushConstants(
+            cmd, layout, si.Stage.VERTEX, 0, push.nbytes, vk.ffi.from_buffer(push)
+        )
+        vk.vkCmdDrawIndexed(cmd, rm.index_count, self.count, 0, 0, 0)
+
+    def sample_pipeline_desc(self) -> ComputePipelineDesc:
+        return ComputePipelineDesc(
+            shader=si.crowd_variant_name("crowd_sample", self.method),
+            spec=((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),),
+        )
+
+    def draw_pipeline_desc(
+        self, *, wireframe: bool, cull: bool, samples: int
+    ) -> GraphicsPipelineDesc:
+        slots = self.mesh.mesh.slots
+        inputs = si.mesh_inputs(slots)
+        return GraphicsPipelineDesc(
+            vertex_shader=si.crowd_variant_name("crowd_render", self.method, slots),
+            fragment_shader=si.crowd_variant_name("crowd_fragment", "none"),
+            vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
+            wireframe=wireframe,
+            # one winding for all copies: with a mirrored copy, draw both sides
+            cull_back=cull and not self._mirrored,
+            samples=samples,
+        )
+
+    def read_bones(self) -> np.ndarray:
+        """The bones the GPU sampled for the last rendered frame, float32: ``(count, J, 2, 4)``
+        dual quaternions ("dqs") or ``(count, J, 3, 4)`` affine rows ("lbs"). Call after
+        ``renderer.wait()`` (or ``render_image()``); for tests and debugging."""
+        if self._last_slot is None:
+            raise InputError("read_bones(): the crowd has not been rendered yet")
+        rows = 2 if self.method == "dqs" else 3
+        n = self.count * self.joint_count * rows * 4
+        out = self._slots[self._last_slot]["bones"].read(np.float32, n)
+        return out.reshape(self.count, self.joint_count, rows, 4)
