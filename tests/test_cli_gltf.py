@@ -139,3 +139,19 @@ def test_bad_max_bytes_is_a_usage_error(rig_glb, value):
     assert run.returncode == 2
     assert "max-bytes must be a positive size" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_info_names_the_methods_each_skin_suits(tmp_path, capsys):
+    rigid, scaled = tmp_path / "rigid.glb", tmp_path / "scaled.glb"
+    make_rig(scaled=False).save(rigid)
+    make_rig(scaled=True).save(scaled)
+    assert cli.main(["info", str(rigid)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "skin 0 'chain': 8 joints, max 4 influences; methods lbs, dqs, blend, cor, dqs_blender"
+        in out
+    )
+    assert cli.main(["info", "--json", str(scaled)]) == 0
+    skins = json.loads(capsys.readouterr().out)["skins"]
+    # blend and cor refuse scaled joint matrices; DQS runs two-phase; dqs_blender takes them
+    assert [s["methods"] for s in skins] == [["lbs", "dqs", "dqs_blender"]] * 2

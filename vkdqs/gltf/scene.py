@@ -484,7 +484,9 @@ class GltfScene:
         -------
         dict
             ``{"file", "nodes", "meshes": [...], "skins": [...], "animations": [...]}``; each
-            skin lists ``joints``, ``max_influences`` (over meshes bound to it) and
+            skin lists ``methods`` (the skinning methods its joint matrices suit: blend and cor
+            need rigid ones, dqs_blender invertible inverse bind matrices), ``joints``,
+            ``max_influences`` (over meshes bound to it) and
             ``scaled_joints`` (a joint has a non-unit local scale at rest or in some
             animation) and ``rest_skinning_scale`` (min, max column length of the rest-pose
             skinning matrices: ``[1, 1]`` when they are rigid).
@@ -501,6 +503,7 @@ class GltfScene:
                 "nodes": list(m.nodes),
                 "max_influences": m.max_influences,
                 "computed_normals": any(p.normals_computed for p in m.primitives),
+                "dqs_blend": any(p.dqs_blend is not None for p in m.primitives),
             }
             for m in self.meshes
         ]
@@ -516,6 +519,15 @@ class GltfScene:
             # Column lengths of the rest skinning matrices: 1 for rigid ones. DQS needs rigid
             # matrices, so a file whose armature sits under a scaled node shows it here.
             cols = np.linalg.norm((rest[sk.joints] @ sk.inverse_bind_matrices)[:, :3, :3], axis=1)
+            scaled = self._has_scale(sk, scaled_nodes)
+            rigid = not scaled and bool(np.all(np.abs(cols - 1.0) <= 1e-4))
+            invertible = bool(
+                np.all(np.abs(np.linalg.det(sk.inverse_bind_matrices[:, :3, :3])) > 1e-12)
+            )
+            # What each skinning method can take: blend and cor reject scale/shear (DQS runs
+            # two-phase), dqs_blender needs the bind frames (inverse bind matrices' inverses).
+            methods = ["lbs", "dqs"] + (["blend", "cor"] if rigid else [])
+            methods += ["dqs_blender"] if invertible else []
             skins.append(
                 {
                     "index": sk.index,
@@ -523,8 +535,9 @@ class GltfScene:
                     "joints": sk.joint_count,
                     "joint_names": list(sk.joint_names),
                     "max_influences": max(bound, default=0),
-                    "scaled_joints": self._has_scale(sk, scaled_nodes),
+                    "scaled_joints": scaled,
                     "rest_skinning_scale": [float(cols.min()), float(cols.max())],
+                    "methods": methods,
                 }
             )
         animations = [
@@ -556,6 +569,7 @@ class GltfScene:
                 f"  mesh {m['index']}{_name(m['name'])}: {m['primitives']} primitives, "
                 f"{m['vertices']} vertices, {m['triangles']} triangles, {kind}, "
                 f"max {m['max_influences']} influences"
+                + (", DQS blend values (_DQS_BLEND)" if m["dqs_blend"] else "")
             )
         for s in info["skins"]:
             scaled = ", scaled joints" if s["scaled_joints"] else ""
@@ -564,7 +578,7 @@ class GltfScene:
                 scaled += f", rest skinning scale {lo:.4g}..{hi:.4g}"
             lines.append(
                 f"  skin {s['index']}{_name(s['name'])}: {s['joints']} joints, "
-                f"max {s['max_influences']} influences{scaled}"
+                f"max {s['max_influences']} influences{scaled}; methods {', '.join(s['methods'])}"
             )
         for a in info["animations"]:
             lines.append(
