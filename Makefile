@@ -71,6 +71,7 @@ bench: deps venv
 	$(PY) benchmarks/bench_render.py
 	$(PY) benchmarks/bench_bake.py
 	$(PY) benchmarks/bench_crowd.py
+	$(PY) benchmarks/bench_centers.py
 
 # The pictures and the plot of docs/skinning.md (matplotlib: the optional `docs` extra).
 figures: deps venv
