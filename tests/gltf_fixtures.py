@@ -383,3 +383,53 @@ def reference_globals(document: dict, keys: dict | None, key_index_time: float) 
         if i not in children:
             walk(i, np.eye(4))
     return np.array(out)
+
+
+def share_tube(rig: Rig) -> list[int]:
+    """Two more nodes drawing the rig's tube (mesh 0), each with its own skin on its own copy of
+    the joint chain: skin 2 has the copy's 8 joints, skin 3 its copy's 8 joints plus the copy's
+    root (9 joints, the tube's joint indices still < 8). The copies are not animated, turned and
+    moved aside, so the three tubes stand apart in three poses.
+
+    Returns the skinned nodes, in node order: ``[9, body A, body B]``.
+    """
+    doc = rig.document
+    nodes = doc["nodes"]
+    chain = [dict(nodes[1 + k]) for k in range(N_JOINTS)]
+    bodies = [9]
+    for c, (dx, degrees) in enumerate(((3.0, 25.0), (-3.0, -40.0))):
+        root = len(nodes)
+        first = root + 1
+        nodes.append(
+            {
+                "name": f"root{c}",
+                "translation": [dx, -1.0, 0.0],
+                "rotation": quat((0, 0, 1), degrees).tolist(),
+            }
+        )
+        for k, nd in enumerate(chain):
+            copy = {key: v for key, v in nd.items() if key != "children"}
+            copy["name"] = f"j{k}|copy{c}"
+            if k + 1 < N_JOINTS:
+                copy["children"] = [first + k + 1]
+            nodes.append(copy)
+        joints = list(range(first, first + N_JOINTS))
+        ibm = rig.ibm
+        if c == 1:
+            joints.append(root)
+            ibm = np.concatenate([ibm, np.eye(4)[None]])
+        skin = rig.builder.add(
+            "skins",
+            {
+                "name": f"copy{c}",
+                "joints": joints,
+                "inverseBindMatrices": rig.builder.add_accessor(ibm.astype(np.float32)),
+                "skeleton": root,
+            },
+        )
+        body = len(nodes)
+        nodes.append({"name": f"body{c}", "mesh": 0, "skin": skin})
+        nodes[root]["children"] = [first, body]
+        doc["scenes"][0]["nodes"].append(root)
+        bodies.append(body)
+    return bodies

@@ -18,8 +18,9 @@ import pytest
 import vkdqs
 from vkdqs import baking, dq
 from vkdqs.gltf import load_gltf
+from vkdqs.scenes import gltf_parts
 
-from .gltf_fixtures import make_rig
+from .gltf_fixtures import make_rig, share_tube
 
 
 @pytest.fixture(scope="module")
@@ -42,14 +43,15 @@ def rig_files(tmp_path_factory):
 
 def _reference(scene, animation, time, method):
     """World-space positions and normals of every drawn part at ``time``, in float64: skinned
-    meshes (mesh order) with the glTF skinning matrices, then rigid parts (node order)."""
+    nodes (node order), each its mesh with its own skin's glTF skinning matrices, then rigid parts
+    (node order)."""
     pos, nrm = [], []
-    for m in scene.meshes:
-        if m.skin is None or m.triangle_count == 0:
+    for nd in scene.nodes:
+        if nd.skin is None or scene.meshes[nd.mesh].triangle_count == 0:
             continue
-        g = scene.skinned_mesh(m.index)
+        g = scene.skinned_mesh(nd.mesh)
         args = (g.positions, g.normals, g.joints, g.weights)
-        mats = scene.skinning_matrices(m.skin, animation, time)
+        mats = scene.skinning_matrices(nd.skin, animation, time)
         if method == "lbs":
             p, n = dq.skin_lbs(*args, mats)
         elif method == "dqs_scale" or dq.has_scale(mats).any():
@@ -104,6 +106,29 @@ def test_one_skinned_mesh_keeps_its_vertex_order(rig_files, device):
     mesh = scene.skinned_mesh(0)
     np.testing.assert_array_equal(b.faces.reshape(-1), mesh.indices)
     _check_frames(scene, 1, b.times, b.positions, b.normals, "dqs")
+
+
+def test_nodes_sharing_a_mesh_bake_one_part_each(tmp_path, device):
+    """The tube drawn by three nodes with three skins bakes as three parts, in node order."""
+    rig = make_rig(scaled=False)
+    bodies = share_tube(rig)
+    rig.save(tmp_path / "shared.glb")
+    scene = load_gltf(tmp_path / "shared.glb")
+    parts = gltf_parts(scene)
+    assert [(p.kind, p.node, p.skin) for p in parts] == [
+        ("skinned", bodies[0], 0),
+        ("skinned", 11, 1),
+        ("skinned", bodies[1], 2),
+        ("skinned", bodies[2], 3),
+        ("rigid", 10, None),
+    ]
+    b = vkdqs.bake(scene, animation="linear", fps=4, method="dqs", device=device)
+    assert b.positions.shape == (5, 3 * 32 + 3 + 8, 3)
+    _check_frames(scene, 0, b.times, b.positions, b.normals, "dqs")
+    tube = b.positions[:, :32], b.positions[:, 35:67], b.positions[:, 67:99]
+    for i in range(3):  # three different poses of one mesh
+        for j in range(i + 1, 3):
+            assert np.abs(tube[i] - tube[j]).max() > 0.5
 
 
 def test_batches_give_the_same_frames(rig_files, device, monkeypatch, tmp_path):

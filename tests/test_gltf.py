@@ -24,6 +24,7 @@ from tests.gltf_fixtures import (
     quantize,
     quat,
     reference_globals,
+    share_tube,
 )
 from vkdqs import dq
 from vkdqs.errors import InputError
@@ -421,8 +422,8 @@ DOC_CASES = {
     ),
     "joint_beyond_skin": (
         lambda d, r: d["skins"][0].update(joints=d["skins"][0]["joints"][:6]),
-        r"meshes\[0\]\.primitives\[0\]: JOINTS_0 uses joint [67] \(vertex \d+\) but skins\[0\] has "
-        r"6 joints",
+        r"meshes\[0\]\.primitives\[0\]: JOINTS_0 uses joint [67] \(vertex \d+\) but nodes\[9\] "
+        r"skins it with skins\[0\], which has 6 joints",
     ),
     "unknown_required_extension": (
         lambda d, r: d.update(extensionsRequired=["KHR_draco_mesh_compression"]),
@@ -831,3 +832,25 @@ def test_too_many_influences_is_a_gltf_error(tmp_path):
     scene = load_gltf(write(rig, tmp_path))
     with pytest.raises(GltfError, match=r"meshes\[0\]: vertex 0 has 12 non-zero weights"):
         scene.skinned_mesh(0)
+
+
+def test_each_node_skinning_a_shared_mesh_is_checked_with_its_own_skin(tmp_path):
+    rig = make_rig(scaled=False)
+    bodies = share_tube(rig)
+    rig.save(tmp_path / "shared.glb")
+    scene = load_gltf(tmp_path / "shared.glb")
+    info = scene.info()
+    assert info["meshes"][0]["skins"] == [0, 2, 3]
+    assert [s["max_influences"] for s in info["skins"]] == [4, 2, 4, 4]
+    summary = scene.summary()
+    assert "mesh 0 'tube': 1 primitives, 32 vertices, 56 triangles, skins 0, 2, 3, max 4" in summary
+    # the third node's skin loses joints the tube uses: the error names that node and skin
+    skin = rig.document["skins"][3]
+    skin["joints"] = skin["joints"][:5]
+    rig.save(tmp_path / "short.glb")
+    with pytest.raises(
+        GltfError,
+        match=rf"short\.glb: meshes\[0\]\.primitives\[0\]: JOINTS_0 uses joint [5-7] "
+        rf"\(vertex \d+\) but nodes\[{bodies[2]}\] skins it with skins\[3\], which has 5 joints",
+    ):
+        load_gltf(tmp_path / "short.glb")

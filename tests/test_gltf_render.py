@@ -21,7 +21,7 @@ from vkdqs.targets import OffscreenTarget
 
 from . import imaging
 from .conftest import validation_available
-from .gltf_fixtures import make_rig
+from .gltf_fixtures import make_rig, share_tube
 from .imaging import CLEAR, covered, pixel_box
 
 W, H = 320, 240
@@ -57,20 +57,24 @@ def cpu_points(scene, animation, time, method):
     Returns (skinned points, rigid points).
     """
     skinned, rigid = [], []
-    for m in scene.meshes:
-        if m.skin is None:
-            continue
-        mesh = scene.skinned_mesh(m.index)
-        mats = scene.skinning_matrices(m.skin, animation, time)
-        args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
-        if method == "lbs":
-            skinned.append(dq.skin_lbs(*args, mats)[0])
-        else:
-            skinned.append(dq.skin_dqs(*args, dq.from_matrices(mats))[0])
+    for nd in scene.nodes:
+        if nd.skin is not None:
+            skinned.append(skinned_points(scene, nd.index, animation, time, method))
     for ri in scene.rigid_meshes(animation, time):
         p = np.concatenate([prim.positions for prim in scene.meshes[ri.mesh].primitives])
         rigid.append((np.c_[p, np.ones(len(p))] @ ri.matrix.T)[:, :3])
     return np.concatenate(skinned), np.concatenate(rigid)
+
+
+def skinned_points(scene, node, animation, time, method):
+    """World-space vertices of ``nodes[node]``'s mesh posed by that node's skin, on the CPU."""
+    nd = scene.nodes[node]
+    mesh = scene.skinned_mesh(nd.mesh)
+    mats = scene.skinning_matrices(nd.skin, animation, time)
+    args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
+    if method == "lbs":
+        return dq.skin_lbs(*args, mats)[0]
+    return dq.skin_dqs(*args, dq.from_matrices(mats))[0]
 
 
 @pytest.mark.parametrize("time", [0.0, 0.5, 1.0])
@@ -239,3 +243,41 @@ def test_viewer_plays_a_model(xvfb, rig_files):
         assert device.messages == []
     finally:
         viewer.close()
+
+
+def test_nodes_sharing_a_mesh_each_draw_it_with_their_own_skin(renderer, tmp_path):
+    """Three nodes draw the tube, each posed by its own skin (8, 8 and 9 joints): three draws of
+    one uploaded mesh, each where the CPU puts that node's tube."""
+    rig = make_rig(scaled=False)
+    bodies = share_tube(rig)
+    rig.save(tmp_path / "shared.glb")
+    scene = load_gltf(tmp_path / "shared.glb")
+    assert scene.meshes[0].skins == (0, 2, 3) and scene.meshes[0].skin == 0
+    assert [scene.skins[s].joint_count for s in (0, 2, 3)] == [8, 8, 9]
+    player = GltfScenePlayer(renderer, scene, methods="dqs", animation="linear")
+    tubes = [d for d in player.draws if d.kind == "skinned" and d.mesh == 0]
+    assert [(d.node, d.skin, d.bone_count) for d in tubes] == [
+        (bodies[0], 0, 8),
+        (bodies[1], 2, 8),
+        (bodies[2], 3, 9),
+    ]
+    assert len({id(d.render_mesh) for d in tubes}) == 1  # uploaded once
+    tube_meshes = [m for m in renderer.meshes if m is tubes[0].render_mesh]
+    assert len(tube_meshes) == 1
+    on_tube = [i for i in renderer.instances if i.mesh is tubes[0].render_mesh]
+    assert len(on_tube) == 6  # LBS and DQS instance of each of the three nodes
+    player.set_time(0.5)
+    boxes = []
+    for d in tubes:
+        for other in player.draws:
+            for inst in other.instances.values():
+                inst.visible = other is d and inst.method == "dqs"
+        img = renderer.render_image()
+        want = projected_box(renderer, skinned_points(scene, d.node, 0, 0.5, "dqs"))
+        assert want.min() > 0 and want[2] < W and want[3] < H
+        np.testing.assert_allclose(pixel_box(covered(img)), want, atol=2.0, err_msg=str(d.node))
+        boxes.append(want)
+    centres = [(b[:2] + b[2:]) / 2 for b in boxes]
+    for a in range(3):  # three poses in three places
+        for b in range(a + 1, 3):
+            assert np.linalg.norm(centres[a] - centres[b]) > 10

@@ -4,8 +4,9 @@ file any viewer plays.
 :func:`bake` returns a :class:`Bake` (every frame in memory); :func:`bake_to_file` streams the
 frames into a file batch by batch (``vkdqs bake`` uses it), so memory stays bounded by one batch
 for ``.npz`` and ``.glb``. Each frame is every part :class:`~vkdqs.scenes.GltfScenePlayer` draws
-(:func:`~vkdqs.scenes.gltf_parts`: skinned meshes in mesh order, then rigid parts in node order)
-merged into one mesh: skinned meshes posed by their skin's joint matrices on the GPU, a batch of
+(:func:`~vkdqs.scenes.gltf_parts`: one part per node with a skin, in node order, then one per
+rigid node, in node order; a model with one skinned mesh on one node keeps that mesh's vertex
+order) merged into one mesh: skinned parts posed by their node's skin on the GPU, a batch of
 frames per ``Skinner.skin_many`` submission, and rigid parts by their node's global matrix (in
 numpy, as :func:`vkdqs.dq.skin_lbs` with one bone).
 
@@ -210,21 +211,28 @@ class _Frames:
             ]
         ).astype(np.uint32)
         self.skins = sorted({p.skin for p in self.parts if p.kind == "skinned"})
+        # part index -> its Skinner; the parts of one mesh with skins of one joint count share
+        # one (several nodes may draw one mesh, each posed by its own skin)
         self.skinners: dict[int, Skinner] = {}
+        shared: dict[tuple[int, int], Skinner] = {}
         try:
             for i, p in enumerate(self.parts):
                 if p.kind == "skinned":
                     bones = scene.skins[p.skin].joint_count
-                    sk = Skinner(device, p.geometry, bone_count=bones, method=method)
-                    # a whole batch (plus its bones) in one submission
-                    sk.max_batch_bytes = max(sk.max_batch_bytes, 2 * BATCH_BYTES)
-                    self.skinners[i] = sk
+                    key = (id(p.geometry), bones)
+                    if key not in shared:
+                        sk = Skinner(device, p.geometry, bone_count=bones, method=method)
+                        # a whole batch (plus its bones) in one submission
+                        sk.max_batch_bytes = max(sk.max_batch_bytes, 2 * BATCH_BYTES)
+                        shared[key] = sk
+                    self.skinners[i] = shared[key]
         except BaseException:
-            self.close()
+            for sk in shared.values():
+                sk.close()
             raise
 
     def close(self) -> None:
-        for sk in self.skinners.values():
+        for sk in {id(s): s for s in self.skinners.values()}.values():
             sk.close()
 
     def pose(

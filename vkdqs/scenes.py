@@ -258,7 +258,7 @@ class CandyWrapperScene:
 
 @dataclass(eq=False)
 class GltfDraw:
-    """One glTF mesh drawn by :class:`GltfScenePlayer`: one instance per method (LBS, DQS).
+    """One glTF mesh drawn by one node in :class:`GltfScenePlayer`: one instance per method.
 
     Attributes
     ----------
@@ -267,11 +267,13 @@ class GltfDraw:
     mesh : int
         Index into ``GltfScene.meshes``.
     skin : int or None
-        For skinned draws.
-    node : int or None
-        For rigid draws.
+        For skinned draws: the skin of ``node`` (``nodes[node].skin``).
+    node : int
+        The node that draws the mesh. Rigid draws: placed by its global matrix; skinned draws:
+        posed by its skin alone (glTF ignores a skinned node's own transform).
     geometry : SkinnedMesh
-        What was uploaded (rigid draws: one joint 0 of weight 1 per vertex).
+        What was uploaded, shared by every draw of one mesh (rigid draws: one joint 0 of weight
+        1 per vertex).
     instances : dict of str to Instance
         ``{"lbs": ..., "dqs": ...}`` and one per other method once shown; rigid draws use the
         renderer's ``"none"`` method for every copy.
@@ -282,7 +284,7 @@ class GltfDraw:
     kind: str
     mesh: int
     skin: int | None
-    node: int | None
+    node: int
     geometry: SkinnedMesh
     instances: dict[str, Instance] = field(default_factory=dict)
     render_mesh: RenderMesh | None = None
@@ -323,23 +325,30 @@ def _rigid_geometry(mesh: GltfMesh) -> SkinnedMesh:
 def gltf_parts(scene: GltfScene) -> list[GltfDraw]:
     """What a glTF scene draws, in drawing order, without instances.
 
-    First every skinned mesh with triangles (mesh order), posed by its skin; then every mesh with
-    triangles placed by a node without a skin (node order, :meth:`GltfScene.rigid_meshes`),
-    placed by that node's global matrix. Rigid parts of one mesh share one geometry.
-    :class:`GltfScenePlayer` draws these and :mod:`vkdqs.baking` bakes them.
+    One part per node that places a mesh with triangles: first every node with a skin (node
+    order), its mesh posed by that node's skin (``node.skin``; several nodes may draw one mesh,
+    each with its own skin); then every node without a skin (node order,
+    :meth:`GltfScene.rigid_meshes`), its mesh placed by the node's global matrix. The parts of
+    one mesh share one geometry (skinned parts :meth:`GltfScene.skinned_mesh`, rigid parts the
+    mesh bound to one bone), so a model with one skinned mesh on one node keeps that mesh's
+    vertex order. :class:`GltfScenePlayer` draws these and :mod:`vkdqs.baking` bakes them.
     """
-    parts: list[GltfDraw] = []
-    for m in scene.meshes:
-        if m.skin is not None and m.triangle_count > 0:
-            parts.append(GltfDraw("skinned", m.index, m.skin, None, scene.skinned_mesh(m.index)))
+    skinned_parts: list[GltfDraw] = []
+    rigid_parts: list[GltfDraw] = []
+    skinned: dict[int, SkinnedMesh] = {}
     rigid: dict[int, SkinnedMesh] = {}
-    for nd in scene.nodes:  # the nodes rigid_meshes() lists, without evaluating the hierarchy
-        if nd.mesh is None or nd.skin is not None or scene.meshes[nd.mesh].triangle_count == 0:
+    for nd in scene.nodes:  # over nodes; the geometry of each mesh is built once
+        if nd.mesh is None or scene.meshes[nd.mesh].triangle_count == 0:
             continue
-        if nd.mesh not in rigid:
-            rigid[nd.mesh] = _rigid_geometry(scene.meshes[nd.mesh])
-        parts.append(GltfDraw("rigid", nd.mesh, None, nd.index, rigid[nd.mesh]))
-    return parts
+        if nd.skin is not None:
+            if nd.mesh not in skinned:
+                skinned[nd.mesh] = scene.skinned_mesh(nd.mesh)
+            skinned_parts.append(GltfDraw("skinned", nd.mesh, nd.skin, nd.index, skinned[nd.mesh]))
+        else:
+            if nd.mesh not in rigid:
+                rigid[nd.mesh] = _rigid_geometry(scene.meshes[nd.mesh])
+            rigid_parts.append(GltfDraw("rigid", nd.mesh, None, nd.index, rigid[nd.mesh]))
+    return skinned_parts + rigid_parts
 
 
 def skin_matrices(
@@ -359,8 +368,9 @@ def _box_corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 class GltfScenePlayer:
     """Plays a glTF scene in a renderer: LBS on the left and DQS on the right, or one of them.
 
-    Every skinned mesh (``GltfScene.meshes[i].skin`` set) is uploaded once and drawn by one LBS and
-    one DQS instance, posed with its skin's joint matrices. Every unskinned mesh placed by a node
+    Every node with a skin draws its mesh posed with that skin's joint matrices (one LBS and one
+    DQS instance per node; each mesh is uploaded once, however many nodes draw it, see
+    :func:`gltf_parts`). Every unskinned mesh placed by a node
     (:meth:`GltfScene.rigid_meshes`) is drawn with the renderer's ``"none"`` method and that node's
     global matrix as its model matrix, so parts parented to joints follow them; while that matrix
     is singular (a node scaled to 0, how exporters hide parts) the part is not drawn. With
@@ -389,8 +399,8 @@ class GltfScenePlayer:
     Per frame (:meth:`set_time`), the node matrices are evaluated once, each skin's joint matrices
     once from them (``global[joints] @ inverse_bind_matrices``, what
     :meth:`GltfScene.skinning_matrices` returns), and each instance gets its pose or model matrix:
-    numpy over all nodes and joints at once, loops only over meshes. Only the methods shown are
-    posed; :meth:`show` poses the others when they appear.
+    numpy over all nodes and joints at once, loops only over the drawn parts. Only the methods
+    shown are posed; :meth:`show` poses the others when they appear.
 
     Raises
     ------
@@ -425,7 +435,7 @@ class GltfScenePlayer:
             )
         rest = scene.node_global_matrices(None)
         self._rigid_matrix: dict[int, np.ndarray] = {}
-        uploaded: dict[int, RenderMesh] = {}  # geometry id -> RenderMesh (rigid parts share one)
+        uploaded: dict[int, RenderMesh] = {}  # geometry id -> RenderMesh (one per mesh)
         for draw in self.draws:
             m = scene.meshes[draw.mesh]
             if id(draw.geometry) not in uploaded:
@@ -441,6 +451,7 @@ class GltfScenePlayer:
         self._skins = sorted(skins_used)
         self.bone_count = max((scene.skins[s].joint_count for s in self._skins), default=1)
         self._offsets = {m: _translation(0.0) for m in SCENE_METHODS}
+        self._blend_meshes: dict[int, RenderMesh] = {}  # id(RenderMesh) -> its "blend" copy
         for method in ("lbs", "dqs"):
             self._add_instances(method)
         self._measure()
@@ -501,7 +512,7 @@ class GltfScenePlayer:
         glob = self.scene.node_global_matrices(self.animation, time)
         joint_matrices = skin_matrices(self.scene, self._skins, glob)
         shown = self._shown()
-        for draw in self.draws:  # over meshes; the work inside is whole arrays
+        for draw in self.draws:  # over parts; the work inside is whole arrays
             for method in shown:
                 inst = draw.instances[method]
                 if draw.kind == "rigid":
@@ -540,7 +551,11 @@ class GltfScenePlayer:
                 )
             else:
                 if method == "blend" and rm.mesh.dqs_blend is None:
-                    rm = renderer.add_mesh(_with_dqs_blend(rm.mesh), label=f"{rm.label} (blend)")
+                    if id(rm) not in self._blend_meshes:  # once per mesh, however many nodes
+                        self._blend_meshes[id(rm)] = renderer.add_mesh(
+                            _with_dqs_blend(rm.mesh), label=f"{rm.label} (blend)"
+                        )
+                    rm = self._blend_meshes[id(rm)]
                 rest = None
                 if method == "dqs_blender":  # bind frames: the inverse bind matrices' inverses
                     ibm = self.scene.skins[draw.skin].inverse_bind_matrices

@@ -553,7 +553,7 @@ class _Reader(_AccessorReader):
             self.fail(
                 path,
                 f"JOINTS_{c // 4} uses joint {prim.joints[v, c]} (vertex {v}) but "
-                f"skins[{nd.skin}] has {count} joints",
+                f"nodes[{nd.index}] skins it with skins[{nd.skin}], which has {count} joints",
             )
 
     def animations(self, nodes: tuple[Node, ...]) -> tuple[Animation, ...]:
@@ -775,9 +775,11 @@ def load_gltf(
     meshes = []
     for m, mesh_prims in enumerate(prims):  # over meshes, at load
         mesh_users = tuple(users.get(m, ()))
-        skin = next((nodes[u].skin for u in mesh_users if nodes[u].skin is not None), None)
+        used = tuple(dict.fromkeys(nodes[u].skin for u in mesh_users if nodes[u].skin is not None))
         name_m = r.get_str(r.array("meshes")[m], "name", f"meshes[{m}]")
-        meshes.append(Mesh(m, name_m, tuple(mesh_prims), mesh_users, skin))
+        meshes.append(
+            Mesh(m, name_m, tuple(mesh_prims), mesh_users, used[0] if used else None, used)
+        )
 
     if r.weight_warnings:
         where, _, v, total = r.weight_warnings[0]

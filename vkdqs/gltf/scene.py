@@ -135,8 +135,11 @@ class Mesh:
     nodes : tuple of int
         Nodes whose ``mesh`` is this mesh.
     skin : int or None
-        The skin of the first skinned node using this mesh (its joint indices refer to that skin);
-        None when no node skins it.
+        The skin of the first skinned node using this mesh; None when no node skins it.
+    skins : tuple of int
+        Every skin a node uses with this mesh, in node order without repeats (glTF lets nodes
+        share a mesh, each with its own skin; its joint indices then refer to each node's skin,
+        and the loader checked them against each).
     """
 
     index: int
@@ -144,6 +147,7 @@ class Mesh:
     primitives: tuple[Primitive, ...]
     nodes: tuple[int, ...]
     skin: int | None
+    skins: tuple[int, ...] = ()
 
     @property
     def skinned(self) -> bool:
@@ -421,7 +425,8 @@ class GltfScene:
         on the mesh's other primitives; None when no primitive has it).
         Indices are offset per primitive; the influences of ``JOINTS_0/WEIGHTS_0``,
         ``JOINTS_1/WEIGHTS_1``, ... are side by side (SkinnedMesh sorts, compacts and renormalizes
-        them). Joint indices refer to ``meshes[mesh].skin``.
+        them). Joint indices refer to the skin of each node that draws the mesh (``Mesh.skins``:
+        usually one).
 
         Parameters
         ----------
@@ -500,6 +505,7 @@ class GltfScene:
                 "triangles": m.triangle_count,
                 "skinned": m.skinned,
                 "skin": m.skin,
+                "skins": list(m.skins),
                 "nodes": list(m.nodes),
                 "max_influences": m.max_influences,
                 "computed_normals": any(p.normals_computed for p in m.primitives),
@@ -511,8 +517,8 @@ class GltfScene:
         rest = self.node_global_matrices(None)
         bound_of: dict[int, list[int]] = {}
         for m in meshes:
-            if m["skin"] is not None:
-                bound_of.setdefault(m["skin"], []).append(m["max_influences"])
+            for s in m["skins"]:
+                bound_of.setdefault(s, []).append(m["max_influences"])
         scaled_nodes = self._scale_animated()
         for sk in self.skins:
             bound = bound_of.get(sk.index, [])
@@ -565,6 +571,8 @@ class GltfScene:
         lines = [f"{info['file']}: {info['nodes']} nodes"]
         for m in info["meshes"]:
             kind = f"skin {m['skin']}" if m["skin"] is not None else "rigid"
+            if len(m["skins"]) > 1:
+                kind = "skins " + ", ".join(str(s) for s in m["skins"])
             lines.append(
                 f"  mesh {m['index']}{_name(m['name'])}: {m['primitives']} primitives, "
                 f"{m['vertices']} vertices, {m['triangles']} triangles, {kind}, "
