@@ -11,6 +11,13 @@ What is loaded
 * Meshes: triangle primitives (modes TRIANGLES, TRIANGLE_STRIP and TRIANGLE_FAN, converted to
   triangle lists; indexed or not), ``POSITION``, ``NORMAL`` (computed when absent, see
   :func:`vertex_normals`) and every ``JOINTS_n``/``WEIGHTS_n`` set.
+* ``KHR_mesh_quantization`` (when listed in ``extensionsUsed``; it may be required): integer
+  ``POSITION`` (BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT, normalized or not) and normalized
+  BYTE/SHORT ``NORMAL``, converted to float as glTF says (normalized signed ``c``:
+  ``max(c / (2^(b-1) - 1), -1)``; unsigned ``c / (2^b - 1)``; quantized normals renormalized).
+  The file's node transforms and inverse bind matrices carry the dequantization; nothing else
+  is needed. (The other attributes it quantizes, TEXCOORD_n, TANGENT and morph targets, are
+  not read.) Without the extension an integer POSITION or NORMAL is an error naming it.
 * Skins: joints, inverse bind matrices (identity when absent), skeleton root.
 * Nodes: TRS or ``matrix`` local transforms and the hierarchy.
 * Animations: translation/rotation/scale channels with STEP, LINEAR and CUBICSPLINE samplers.
@@ -53,6 +60,7 @@ from numpy.typing import NDArray
 from vkdqs import dq
 from vkdqs.errors import InputError
 from vkdqs.gltf.accessors import (
+    _COMPONENTS,
     BYTE,
     DEFAULT_MAX_BYTES,
     FLOAT,
@@ -88,12 +96,23 @@ _PATHS = ("translation", "rotation", "scale", "weights")
 
 # Required extensions that change nothing vkdqs reads (materials, textures, lights): a file that
 # requires them still has plain geometry, skins and animations, so it loads. Any other required
-# extension (Draco, meshopt, mesh quantization, animation pointers, ...) changes how the data we
-# read must be decoded, and the spec says a loader that does not support it must fail.
+# extension (Draco, meshopt, animation pointers, ...) changes how the data we read must be
+# decoded, and the spec says a loader that does not support it must fail; KHR_mesh_quantization
+# is implemented (_SUPPORTED_REQUIRED).
 _HARMLESS_REQUIRED = re.compile(
     r"^(KHR_materials_\w+|KHR_texture_transform|KHR_texture_basisu|EXT_texture_webp|"
     r"EXT_texture_avif|KHR_lights_punctual)$"
 )
+#: Required extensions vkdqs implements.
+_SUPPORTED_REQUIRED = ("KHR_mesh_quantization",)
+_QUANTIZATION = "KHR_mesh_quantization"
+_FLOAT3 = ((FLOAT, False),)
+# KHR_mesh_quantization: the component types it allows for the attributes vkdqs reads.
+_QUANTIZED_POSITION = (
+    (FLOAT, False),
+    *((ct, norm) for ct in (BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT) for norm in (False, True)),
+)
+_QUANTIZED_NORMAL = ((FLOAT, False), (BYTE, True), (SHORT, True))
 #: The application-specific vertex attribute holding each vertex's DQS fraction for
 #: ``method="blend"`` (a float, or a normalized unsigned byte/short, in [0, 1]).
 DQS_BLEND_ATTRIBUTE = "_DQS_BLEND"
@@ -116,6 +135,8 @@ class _Reader(_AccessorReader):
         super().__init__(path, doc, glb_bin, max_bytes=max_bytes, spent=spent)
         self.weight_warnings: list[tuple[str, int, int, float]] = []
         self.ignored_morph = 0
+        # KHR_mesh_quantization listed in extensionsUsed: integer POSITION/NORMAL are allowed
+        self.quantized = False
         # Each decoded once however many users share it (see primitive() and _channel()).
         self._primitives: dict[str, tuple[Primitive, tuple | None]] = {}
         self._key_times: dict[int, tuple[NDArray[np.float64], float]] = {}
@@ -144,8 +165,9 @@ class _Reader(_AccessorReader):
                 if not isinstance(ext, str):
                     self.fail(f"{key}[{k}]", f"must be a string, got {_show(ext)}")
         for k, ext in enumerate(self.get_list(self.doc, "extensionsRequired", "")):
-            if not _HARMLESS_REQUIRED.match(ext):
+            if not _HARMLESS_REQUIRED.match(ext) and ext not in _SUPPORTED_REQUIRED:
                 self.fail(f"extensionsRequired[{k}]", f"extension {ext!r} is not supported")
+        self.quantized = _QUANTIZATION in self.get_list(self.doc, "extensionsUsed", "")
 
     def check_images(self) -> None:
         """Check each image ``uri`` as a buffer's is checked (images are not read).
@@ -282,13 +304,17 @@ class _Reader(_AccessorReader):
         apath = f"{path}.attributes"
         if "POSITION" not in attrs:
             self.fail(apath, "POSITION is missing; vkdqs needs vertex positions")
-        pos_i = self.as_index(attrs["POSITION"], f"{apath}.POSITION", "accessors")
-        float3 = ((FLOAT, False),)
-        pos = self.typed_accessor(pos_i, f"{apath}.POSITION", ("VEC3",), float3, vertex=True)
+        pos = self._vec3_attribute(attrs, apath, "POSITION", _QUANTIZED_POSITION)
         n = pos.count
         # The primitive's own positions and normals (float32 and the float64 normals math).
         self.charge(n * 48, path, f"{n} vertices")
-        positions = pos.data.astype(np.float32)
+        # KHR_mesh_quantization: integers as they are, normalized ones mapped to [-1, 1] /
+        # [0, 1]; the node transform (or a skin's inverse bind matrices) dequantizes them
+        if pos.component_type == FLOAT:
+            positions = pos.data.astype(np.float32)
+        else:
+            self.charge(n * 24, f"{apath}.POSITION", f"dequantizing {n} positions")
+            positions = pos.floats().astype(np.float32)
 
         def same_count(acc: _Accessor, user: str) -> None:
             if acc.count != n:
@@ -297,15 +323,17 @@ class _Reader(_AccessorReader):
         normals = None
         if "NORMAL" in attrs:
             user = f"{apath}.NORMAL"
-            nrm = self.typed_accessor(
-                self.as_index(attrs["NORMAL"], user, "accessors"),
-                user,
-                ("VEC3",),
-                float3,
-                vertex=True,
-            )
+            nrm = self._vec3_attribute(attrs, apath, "NORMAL", _QUANTIZED_NORMAL)
             same_count(nrm, user)
-            normals = nrm.data.astype(np.float32)
+            if nrm.component_type == FLOAT:
+                normals = nrm.data.astype(np.float32)
+            else:
+                # normalized integers are unit only to within their precision: renormalize
+                # (zero ones stay zero and are recomputed below)
+                self.charge(n * 32, user, f"dequantizing {n} normals")
+                v = nrm.floats()
+                length = np.linalg.norm(v, axis=1, keepdims=True)
+                normals = (v / np.where(length > 0.0, length, 1.0)).astype(np.float32)
 
         joints, weights = self._skin_attributes(attrs, apath, n, same_count)
         dqs_blend = None
@@ -390,6 +418,26 @@ class _Reader(_AccessorReader):
             computed,
             dqs_blend,
         )
+
+    def _vec3_attribute(
+        self, attrs: dict, apath: str, key: str, quantized: tuple[tuple[int, bool], ...]
+    ) -> _Accessor:
+        """The VEC3 accessor of attribute ``key``: float, or with KHR_mesh_quantization in
+        extensionsUsed, one of the component types in ``quantized``."""
+        user = f"{apath}.{key}"
+        i = self.as_index(attrs[key], user, "accessors")
+        if not self.quantized:
+            acc = self.accessor(i, vertex=True)
+            got = (acc.component_type, acc.normalized)
+            if acc.type == "VEC3" and got in quantized and got not in _FLOAT3:
+                what = ("normalized " if acc.normalized else "") + _COMPONENTS[got[0]][0]
+                self.fail(
+                    user,
+                    f"accessors[{i}] has {what} components, which only {_QUANTIZATION} allows; "
+                    "the file does not list it in extensionsUsed",
+                )
+        allowed = quantized if self.quantized else _FLOAT3
+        return self.typed_accessor(i, user, ("VEC3",), allowed, vertex=True)
 
     def _skin_attributes(
         self, attrs: dict, apath: str, n: int, same_count: Any
