@@ -280,3 +280,27 @@ def test_candy_wrapper_holds_with_scale(device, path):
     with Skinner(device, mesh, bone_count=2, path=path) as skinner:
         positions, _ = skinner.skin(pose)
     assert procedural.ring_radii(positions).min() >= 0.95 * 1.5 * rest
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("method", ["lbs", "dqs_scale"])
+def test_tiny_scale_does_not_look_collapsed(device, path, method):
+    """Quantized glTF files scale every skinning matrix by ~1e-4 (gltfpack: 2.4e-4): the LBS
+    cofactor normal is then ~1e-8 long, but the blend has not collapsed, so the normals must
+    follow the pose, as they do without the scale (cofactors scale with the square)."""
+    rng = np.random.default_rng(11)
+    mesh = random_mesh(rng, 500, 4, 8)
+    rigid = dq.to_matrices(random_pose(rng, 8, "dqs"))
+    tiny = rigid @ np.diag([2.4e-4, 2.4e-4, 2.4e-4, 1.0])
+    args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
+    if method == "lbs":
+        _, want_n = dq.skin_lbs(*args, rigid)
+        ref_p, ref_n = dq.skin_lbs(*args, tiny)
+    else:  # a uniform scale in rest space, then the rigid pose: DQS's normals
+        _, want_n = dq.skin_dqs(*args, dq.from_matrices(rigid))
+        ref_p, ref_n = dq.skin_dqs_scaled(*args, *dq.decompose_skinning_matrices(tiny))
+    np.testing.assert_allclose(ref_n, want_n, atol=1e-9)  # the reference: direction kept
+    with Skinner(device, mesh, bone_count=8, method=method, path=path) as skinner:
+        positions, normals = skinner.skin(tiny)
+    np.testing.assert_allclose(normals, want_n, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(positions, ref_p, rtol=0, atol=1e-5 * np.abs(ref_p).max())

@@ -64,7 +64,8 @@ __all__ = [
 DQS_EPS = 1e-6
 #: Below this sum of weights, :func:`skin_lbs` leaves the vertex at rest.
 LBS_EPS = 1e-6
-# Normals shorter than this after the LBS cofactor transform fall back to the rest normal.
+# Normals shorter than this after the LBS cofactor transform fall back to the rest normal, relative
+# to the matrix's scale (see _cofactor_normals).
 _NORMAL_EPS = 1e-6
 # |real| below this cannot be normalized.
 _NORMALIZE_EPS = 1e-8
@@ -157,6 +158,25 @@ def _true_length(length: NDArray, scale: NDArray | None) -> NDArray:
         return length
     with np.errstate(over="ignore"):
         return length * scale
+
+
+def _cofactor_normals(lin: NDArray, n: NDArray) -> tuple[NDArray, NDArray]:
+    """``cof(lin) n`` normalized for ``lin [N, 3, 3]``, and where it is degenerate (a collapsed
+    blend): no longer than ``_NORMAL_EPS * |lin|_F^2 / 3``. Cofactors scale with the square of
+    the matrix, so the bound does too (it is ``_NORMAL_EPS`` for rigid matrices), and a rig whose
+    matrices carry a tiny scale (quantized glTF) is not mistaken for collapsed. The same rule as
+    ``lbs_cofactor_eps`` in ``shaders/glsl/include/lbs.glsl``.
+    """
+    c0, c1, c2 = lin[:, :, 0], lin[:, :, 1], lin[:, :, 2]
+    cof = np.stack([_cross(c1, c2), _cross(c2, c0), _cross(c0, c1)], axis=-1)
+    v = np.einsum("nij,nj->ni", cof, n)
+    out, zero = _safe_normalize(v)
+    v, length, scale = _rescale(v, dot=True)
+    eps = _NORMAL_EPS * np.einsum("nij,nij->n", lin, lin) / 3.0
+    with np.errstate(over="ignore"):
+        degenerate = zero | ~(_true_length(length, scale) > eps)
+    out[degenerate] = 0.0
+    return out, degenerate
 
 
 def _safe_normalize(v: NDArray, eps: float = 0.0) -> tuple[NDArray, NDArray]:
@@ -868,7 +888,8 @@ def skin_lbs(
     position and normalized rest normal. Otherwise ``p' = M[:, :3] p + M[:, 3]`` and the normal
     is ``cof(M[:, :3]) n`` normalized, where the cofactor matrix (``det * inverse-transpose``) is
     built from cross products of columns, so singular blends give no NaN. A normal shorter than
-    1e-6 after the transform falls back to the normalized rest normal.
+    1e-6 after the transform (relative to the blended matrix's scale: ``|M|_F^2 / 3``, 1 for a
+    rigid one) falls back to the normalized rest normal.
 
     Parameters
     ----------
@@ -906,9 +927,7 @@ def skin_lbs(
     # Normals transform by the inverse-transpose; the cofactor matrix det * A^-T has columns
     # (a1 x a2, a2 x a0, a0 x a1) for columns a_i of A, needs no inverse, and keeps the
     # orientation for det > 0. Its scale is irrelevant after normalizing.
-    c0, c1, c2 = lin[:, :, 0], lin[:, :, 1], lin[:, :, 2]
-    cof = np.stack([_cross(c1, c2), _cross(c2, c0), _cross(c0, c1)], axis=-1)
-    out_n, degenerate = _safe_normalize(np.einsum("nij,nj->ni", cof, n), _NORMAL_EPS)
+    out_n, degenerate = _cofactor_normals(lin, n)
     rest_n, _ = _safe_normalize(n)
     out_p[at_rest] = p[at_rest]
     use_rest_n = at_rest | degenerate
@@ -1149,9 +1168,7 @@ def skin_dqs_blender(
     d = d_sum * inv[:, None]
     out_p = _rotate(r, p) + _translation(r, d)
     rs = quat_to_matrix(r) @ s_sum
-    c0, c1, c2 = rs[:, :, 0], rs[:, :, 1], rs[:, :, 2]
-    cof = np.stack([_cross(c1, c2), _cross(c2, c0), _cross(c0, c1)], axis=-1)
-    out_n, degenerate = _safe_normalize(np.einsum("nij,nj->ni", cof, n), _NORMAL_EPS)
+    out_n, degenerate = _cofactor_normals(rs, n)
     rest_n, _ = _safe_normalize(n)
     out_p[at_rest] = p[at_rest]
     use_rest_n = at_rest | degenerate
