@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from vkdqs import CapabilityError, InputError, procedural
+from vkdqs import AnimationClip, CapabilityError, InputError, procedural
 from vkdqs.gpu import QueryPool
 from vkdqs.renderer import Renderer
 from vkdqs.targets import OffscreenTarget
@@ -163,3 +163,27 @@ def test_no_timestamps_is_a_capability_error(device, monkeypatch, change, named)
         Renderer(device, target).close()  # without timing it still works
     finally:
         target.close()
+
+
+def test_crowd_frames_are_timed_and_unchanged(device):
+    """A crowd's sampling dispatch sits inside the timed span; timing changes no pixel."""
+    clip = AnimationClip(np.stack([procedural.twist_pose(a) for a in (0.0, 60.0, 120.0)]), 10.0)
+    models = np.broadcast_to(np.eye(4), (3, 4, 4)).copy()
+    models[:, 1, 3] = 3.0 * np.arange(3)
+    images, times = [], []
+    for timing in (False, True):
+        target = OffscreenTarget(device, 160, 120)
+        renderer = Renderer(device, target, clear_color=CLEAR, gpu_timing=timing)
+        try:
+            crowd = renderer.add_crowd(renderer.add_mesh(procedural.candy_wrapper()), clip, count=3)
+            crowd.set_models(models)
+            crowd.set_times([0.0, 0.05, 0.15])
+            renderer.frame_scene()
+            images.append(renderer.render_image())
+            times.append(renderer.gpu_ms)
+        finally:
+            renderer.close()
+            target.close()
+    assert covered(images[0]).sum() > 500
+    np.testing.assert_array_equal(images[0], images[1])
+    assert times[0] is None and times[1] is not None and times[1] > 0
