@@ -38,6 +38,10 @@ def test_gpu_ms_none_before_a_finished_frame_then_positive(device):
         renderer.render()
         # submitted, but nobody has seen its fence signal yet
         assert renderer.gpu_ms is None
+        renderer.render()  # the other slot: still nothing is known to have finished
+        assert renderer.gpu_ms is None
+        renderer.render()  # slot 0 again: it waits for frame 0's fence, then reads its time
+        assert renderer.gpu_ms is not None and renderer.gpu_ms > 0
         renderer.wait()
         first = renderer.gpu_ms
         assert first is not None and math.isfinite(first) and 0.0 < first < 10_000.0
