@@ -1,4 +1,4 @@
-"""Crowds against per-instance posing: frames per second and CPU milliseconds a frame.
+"""Crowds against per-instance posing: frames per second, GPU and CPU milliseconds a frame.
 
 Two meshes: a rig of ~1.7k vertices and 24 joints (a procedural tube with a 24-joint chain,
 the size of a typical glTF character) and a 5k-vertex tube (64 joints), each playing a 1 s,
@@ -13,7 +13,13 @@ default), and each method (DQS, LBS):
 
 Every frame is read back (``render_image``) at a small resolution. Reported: the median over
 rounds of the frame time (fps) and of the main thread's CPU time a frame (Python + driver calls;
-lavapipe's rasterizer threads are not counted).
+lavapipe's rasterizer threads are not counted); the median over frames of the GPU time a frame
+(``Renderer(gpu_timing=True)``: timestamps around the whole command buffer, crowd sampling,
+render pass and readback copy included), and that divided by the skinned vertices (copies x
+vertices) as GPU ns a vertex. Per mesh and method, a **single instance** (one add_instance) is
+the baseline of the crowds issue's goal "GPU time per vertex no worse than a single
+instance's"; ``empty_gpu_ms`` (a frame with nothing to draw: clear and readback) is the fixed
+cost in every frame, which the ``net`` per-vertex figures subtract.
 
     python benchmarks/bench_crowd.py [--counts 1 256 1024 4096] [--rounds 3] [--frames 2]
 
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -55,18 +62,21 @@ def grid(count: int) -> np.ndarray:
     return models
 
 
-def timed(step, renderer: Renderer, frames: int) -> tuple[float, float]:
-    """(wall seconds, main-thread CPU seconds) per frame over ``frames`` frames."""
+def timed(step, renderer: Renderer, frames: int, gpu: list[float]) -> tuple[float, float]:
+    """(wall seconds, main-thread CPU seconds) per frame over ``frames`` frames; appends each
+    frame's GPU milliseconds to ``gpu``."""
     wall0, cpu0 = time.perf_counter(), time.thread_time()
     for f in range(frames):
         step(f)
-        renderer.render_image()
+        renderer.render_image()  # waits for the frame, so gpu_ms is this frame's
+        assert renderer.gpu_ms is not None
+        gpu.append(renderer.gpu_ms)
     return (time.perf_counter() - wall0) / frames, (time.thread_time() - cpu0) / frames
 
 
 def crowd_run(device, mesh, clip, count, method):
     target = OffscreenTarget(device, W, H)
-    renderer = Renderer(device, target)
+    renderer = Renderer(device, target, gpu_timing=True)
     crowd = renderer.add_crowd(renderer.add_mesh(mesh), clip, count=count, method=method)
     crowd.set_models(grid(count))
     crowd.set_times(np.random.default_rng(0).uniform(0.0, clip.duration, count))
@@ -76,7 +86,7 @@ def crowd_run(device, mesh, clip, count, method):
 
 def instance_run(device, mesh, clip, count, method):
     target = OffscreenTarget(device, W, H)
-    renderer = Renderer(device, target)
+    renderer = Renderer(device, target, gpu_timing=True)
     rm = renderer.add_mesh(mesh)
     models = grid(count)
     insts = [
@@ -94,20 +104,38 @@ def instance_run(device, mesh, clip, count, method):
     return target, renderer, step
 
 
+def empty_run(device, mesh, clip, count, method):
+    """A frame with nothing to draw: the clear and the readback every frame pays."""
+    target = OffscreenTarget(device, W, H)
+    renderer = Renderer(device, target, gpu_timing=True)
+    return target, renderer, lambda f: None
+
+
 def bench(device, run, mesh, clip, count, method, rounds, frames) -> dict:
     target, renderer, step = run(device, mesh, clip, count, method)
+    gpu: list[float] = []
     try:
-        timed(step, renderer, 2)  # warm-up: pipelines, both frame slots
+        timed(step, renderer, 2, [])  # warm-up: pipelines, both frame slots
         wall, cpu = [], []
         for _ in range(rounds):
-            w, c = timed(step, renderer, frames)
+            w, c = timed(step, renderer, frames, gpu)
             wall.append(w)
             cpu.append(c)
     finally:
         renderer.close()
         target.close()
     frame = float(np.median(wall))
-    return {"fps": 1.0 / frame, "frame_ms": 1e3 * frame, "cpu_ms": 1e3 * float(np.median(cpu))}
+    gpu_ms = float(np.median(gpu))
+    out = {"fps": 1.0 / frame, "frame_ms": 1e3 * frame, "cpu_ms": 1e3 * float(np.median(cpu))}
+    out["gpu_ms"] = gpu_ms
+    if mesh is not None:
+        out["gpu_ns_per_vertex"] = 1e6 * gpu_ms / (count * mesh.vertex_count)
+    return out
+
+
+def per_vertex_net(gpu_ms: float, empty_ms: float, vertices: int) -> float:
+    """GPU ns a skinned vertex once the empty frame's fixed cost is taken off."""
+    return 1e6 * max(gpu_ms - empty_ms, 0.0) / vertices
 
 
 def main() -> None:
@@ -121,14 +149,26 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "crowd.json")
     args = parser.parse_args()
 
-    results = []
+    results, singles = [], []
     with Device() as device:
         name = device.info.name
+        # Process warm-up, discarded: until a large frame's buffers have been freed once,
+        # glibc serves them with fresh mmap()s (its dynamic mmap threshold), which made the
+        # first big crowd measured in a process 1.5x slower than the same crowd measured again.
+        n, joints = MESHES[args.meshes[0]]
+        warm = (procedural.tube(n, bone_count=joints, influences=4), make_clip(joints))
+        bench(device, crowd_run, *warm, min(256, max(args.counts)), "dqs", 1, 1)
+        empty = bench(device, empty_run, None, None, 0, None, args.rounds, args.frames)
+        empty_ms = empty["gpu_ms"]
         for mesh_name in args.meshes:
             n, joints = MESHES[mesh_name]
             mesh = procedural.tube(n, bone_count=joints, influences=4)
             clip = make_clip(joints)
             for method in args.methods:
+                run = (device, mesh, clip, 1, method, args.rounds, args.frames)
+                single = bench(run[0], instance_run, *run[1:])
+                single["gpu_ns_per_vertex_net"] = per_vertex_net(single["gpu_ms"], empty_ms, n)
+                singles.append({"mesh": mesh_name, "method": method, "single": single})
                 for count in args.counts:
                     row = {"mesh": mesh_name, "vertices": n, "joints": joints}
                     row |= {"method": method, "copies": count}
@@ -136,23 +176,59 @@ def main() -> None:
                     row["crowd"] = bench(run[0], crowd_run, *run[1:])
                     if count <= args.max_instances:
                         row["instances"] = bench(run[0], instance_run, *run[1:])
+                    for key in ("crowd", "instances"):
+                        if key in row:
+                            row[key]["gpu_ns_per_vertex_net"] = per_vertex_net(
+                                row[key]["gpu_ms"], empty_ms, count * n
+                            )
+                    c = row["crowd"]
+                    if "instances" in row:
+                        i = row["instances"]
+                        row["crowd/instances GPU per vertex"] = (
+                            c["gpu_ns_per_vertex"] / i["gpu_ns_per_vertex"]
+                        )
+                    row["crowd/single GPU per vertex"] = (
+                        c["gpu_ns_per_vertex"] / single["gpu_ns_per_vertex"]
+                    )
+                    row["crowd/single GPU per vertex, net"] = (
+                        c["gpu_ns_per_vertex_net"] / single["gpu_ns_per_vertex_net"]
+                        if single["gpu_ns_per_vertex_net"] > 0
+                        else None
+                    )
                     results.append(row)
 
     print(f"device: {name}, {os.cpu_count()} CPUs; {W}x{H} offscreen, readback every frame")
-    print(f"{'mesh':<8} {'method':<6} {'copies':>6} | {'crowd fps':>9} {'CPU ms':>7} | "
-          f"{'inst. fps':>9} {'CPU ms':>7} | {'CPU saved':>9}")  # fmt: skip
-    print("-" * 78)
+    print(f"empty frame (clear + readback): {empty_ms:.3f} GPU ms")
+    for s in singles:
+        one = s["single"]
+        print(
+            f"single instance {s['mesh']} {s['method']}: {one['gpu_ms']:.3f} GPU ms, "
+            f"{one['gpu_ns_per_vertex']:.1f} GPU ns/vertex "
+            f"({one['gpu_ns_per_vertex_net']:.1f} net of the empty frame)"
+        )
+    print(f"{'mesh':<8} {'method':<6} {'copies':>6} | {'crowd fps':>9} {'CPU ms':>7} "
+          f"{'GPU ms':>8} {'ns/vtx':>7} | {'inst. fps':>9} {'CPU ms':>7} {'GPU ms':>8} "
+          f"{'ns/vtx':>7} | {'CPU saved':>9} {'c/i vtx':>7} {'c/1 vtx':>7}")  # fmt: skip
+    print("-" * 124)
     for r in results:
         c, i = r["crowd"], r.get("instances")
-        inst = f"{i['fps']:9.1f} {i['cpu_ms']:7.2f}" if i else f"{'-':>9} {'-':>7}"
+        inst = (
+            f"{i['fps']:9.1f} {i['cpu_ms']:7.2f} {i['gpu_ms']:8.2f} {i['gpu_ns_per_vertex']:7.1f}"
+            if i
+            else f"{'-':>9} {'-':>7} {'-':>8} {'-':>7}"
+        )
         saved = f"{i['cpu_ms'] / c['cpu_ms']:8.1f}x" if i else f"{'-':>9}"
+        ci = f"{r['crowd/instances GPU per vertex']:7.2f}" if i else f"{'-':>7}"
         print(
             f"{r['mesh']:<8} {r['method']:<6} {r['copies']:>6} | {c['fps']:9.1f} "
-            f"{c['cpu_ms']:7.2f} | {inst} | {saved}"
+            f"{c['cpu_ms']:7.2f} {c['gpu_ms']:8.2f} {c['gpu_ns_per_vertex']:7.1f} | {inst} | "
+            f"{saved} {ci} {r['crowd/single GPU per vertex']:7.2f}"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"device": name, "cpus": os.cpu_count(), "width": W, "height": H}
-    args.out.write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
+    meta |= {"empty_gpu_ms": empty_ms, "args": sys.argv[1:]}
+    data = {"meta": meta, "single_instance": singles, "results": results}
+    args.out.write_text(json.dumps(data, indent=2) + "\n")
     print(f"wrote {args.out}")
 
 

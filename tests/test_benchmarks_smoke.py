@@ -81,3 +81,21 @@ def test_crowd_benchmark_smoke(tmp_path, device):
     ]
     assert "instances" in results[0] and "instances" not in results[1]
     assert all(r["crowd"]["cpu_ms"] > 0 for r in results)
+    # GPU time a frame and a skinned vertex, for the crowd, the instances and one instance
+    assert "GPU ms" in text and "single instance" in text
+    data = json.loads(out.read_text())
+    assert data["meta"]["empty_gpu_ms"] > 0
+    assert [(s["mesh"], s["method"]) for s in data["single_instance"]] == [
+        ("rig1.7k", "dqs"),
+        ("rig1.7k", "lbs"),
+    ]
+    for s in data["single_instance"]:
+        assert s["single"]["gpu_ms"] > 0 and s["single"]["gpu_ns_per_vertex"] > 0
+    for r in results:
+        c = r["crowd"]
+        assert c["gpu_ms"] > 0
+        expected = 1e6 * c["gpu_ms"] / (r["copies"] * r["vertices"])
+        assert abs(c["gpu_ns_per_vertex"] - expected) <= 1e-9 * expected
+        assert r["crowd/single GPU per vertex"] > 0
+    assert results[0]["instances"]["gpu_ms"] > 0
+    assert results[0]["crowd/instances GPU per vertex"] > 0

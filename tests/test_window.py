@@ -156,3 +156,26 @@ def test_viewer_crowd(xvfb):
         assert viewer.scene.methods == "dqs"
         shot = viewer.screenshot()
         assert (shot[..., :3] != shot[0, 0, :3]).any(axis=-1).sum() > 100
+
+
+def test_window_frames_are_timed(xvfb):
+    """GPU timing on a swapchain: several command buffers per frame slot (one per image) share
+    the slot's queries; with and without a capture copy after the pass."""
+    from vkdqs.renderer import Renderer
+    from vkdqs.scenes import CandyWrapperScene
+    from vkdqs.viewer import Viewer
+
+    with Viewer(size=(320, 240), samples=1, validation=validation_available()) as viewer:
+        viewer.renderer.close()
+        renderer = Renderer(viewer.device, viewer.target, gpu_timing=True)
+        viewer.renderer = renderer
+        CandyWrapperScene(renderer).set_twist(90.0)
+        renderer.frame_scene()
+        assert renderer.gpu_ms is None
+        rendered = sum(renderer.render() is not None for _ in range(8))
+        renderer.wait()
+        assert rendered == 8 and renderer.gpu_ms is not None and renderer.gpu_ms > 0
+        shot = viewer.screenshot()  # a capture copy inside the timed span
+        assert (shot[..., :3] != shot[0, 0, :3]).any(axis=-1).sum() > 100
+        assert renderer.gpu_ms is not None and renderer.gpu_ms > 0
+        assert viewer.device.messages == []

@@ -44,6 +44,7 @@ from .gpu import (
     GraphicsPipelineDesc,
     PipelineCache,
     PipelineLayout,
+    QueryPool,
     ResourceOwner,
     Semaphore,
     write_descriptors,
@@ -197,6 +198,8 @@ class _Frame:
         self.image_available = self.available.handle
         self.uniforms: Buffer | None = None
         self.sets: list[Any] = []
+        #: a submitted frame whose timestamps (queries 2 * index, 2 * index + 1) are unread
+        self.timing_pending = False
 
 
 @dataclass(frozen=True)
@@ -244,6 +247,10 @@ class Renderer(ResourceOwner):
     clear_color : 4 floats, linear RGBA
     cull : bool
         Back-face culling (meshes wound counter-clockwise seen from outside).
+    gpu_timing : bool
+        Write a timestamp at the start and the end of every frame's command buffer and report
+        the GPU time of the last finished frame as :attr:`gpu_ms`. Raises
+        :class:`~vkdqs.CapabilityError` if the device's queue has no timestamps.
     """
 
     def __init__(
@@ -254,6 +261,7 @@ class Renderer(ResourceOwner):
         frames_in_flight: int = 2,
         clear_color: ArrayLike = (0.02, 0.025, 0.035, 1.0),
         cull: bool = True,
+        gpu_timing: bool = False,
     ) -> None:
         super().__init__(device)
         device.check_owns(target, "the render target")
@@ -282,6 +290,8 @@ class Renderer(ResourceOwner):
         self._pool: DescriptorPool | None = None
         self._last: _Frame | None = None
         self._frame_counter = 0
+        self._gpu_ms: float | None = None
+        self._queries: QueryPool | None = None
         try:
             self._set_layout = self._keep(
                 DescriptorSetLayout(device, si.RENDER_BINDINGS, label="render")
@@ -296,6 +306,10 @@ class Renderer(ResourceOwner):
                 )
             )
             self._frames = [_Frame(self, i) for i in range(frames_in_flight)]
+            if gpu_timing:
+                self._queries = self._keep(
+                    QueryPool(device, 2 * frames_in_flight, label="frame timestamps")
+                )
         except BaseException:
             self.close()
             raise
@@ -622,6 +636,12 @@ class Renderer(ResourceOwner):
 
     def _record(self, cmd_buffer: CommandBuffer, frame: _Frame, image: int) -> None:
         cmd = cmd_buffer.begin()
+        if self._queries is not None:
+            # Reset, then stamp before everything (crowd compute passes included) ...
+            self._queries.record_reset(cmd, 2 * frame.index, 2)
+            self._queries.record_timestamp(
+                cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 2 * frame.index
+            )
         crowds = [c for c in self.crowds if c.visible]
         for crowd in crowds:
             pipe = self._pipelines.compute(crowd.sample_pipeline_desc(), crowd._layouts.sample)
@@ -659,6 +679,11 @@ class Renderer(ResourceOwner):
             crowd._record_draw(cmd, frame.index, pipe, self.camera.view_projection(w / h))
         vk.vkCmdEndRenderPass(cmd)
         self.target.record_after_pass(cmd, image)
+        if self._queries is not None:
+            # ... and after the target's copy-out: the span is all the GPU work of a frame.
+            self._queries.record_timestamp(
+                cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 2 * frame.index + 1
+            )
         cmd_buffer.end()
 
     def _commands_for(self, frame: _Frame, image: int) -> CommandBuffer:
@@ -691,6 +716,7 @@ class Renderer(ResourceOwner):
         )
         frame.fence.reset()
         self.device.submit([submit], frame.fence.handle, f"submitting frame {self.frames_rendered}")
+        frame.timing_pending = self._queries is not None
 
     def render(self) -> int | None:
         """Draw one frame into the target. Returns the frame slot used, or None when the target
@@ -703,6 +729,7 @@ class Renderer(ResourceOwner):
                 self._rebuild_frames()
             frame = self._frames[self._frame_counter % len(self._frames)]
             frame.fence.wait(f"frame slot {frame.index}")
+            self._read_timing(frame)
             image = self.target.acquire(frame)
             if image is None:
                 return None
@@ -728,6 +755,30 @@ class Renderer(ResourceOwner):
             self._check_open()
             if self._last is not None:
                 self._last.fence.wait("the last frame")
+                self._read_timing(self._last)
+                # the queue finished every earlier frame too; theirs are older than this one
+                for frame in self._frames:
+                    frame.timing_pending = False
+
+    def _read_timing(self, frame: _Frame) -> None:
+        """Take ``frame``'s GPU time into :attr:`gpu_ms`; its fence has signalled."""
+        if self._queries is None or not frame.timing_pending:
+            return
+        frame.timing_pending = False
+        self._gpu_ms = self._queries.elapsed_ms(2 * frame.index, 2 * frame.index + 1)
+
+    @property
+    def gpu_timing(self) -> bool:
+        """Whether frames carry timestamps (``Renderer(..., gpu_timing=True)``)."""
+        return self._queries is not None
+
+    @property
+    def gpu_ms(self) -> float | None:
+        """GPU milliseconds of the most recently finished frame, from its first command to
+        its last (crowd sampling, the render pass, the target's copy-out); None without
+        ``gpu_timing`` or before a frame is known to have finished (after the next
+        :meth:`render` of its slot, or :meth:`wait`)."""
+        return self._gpu_ms
 
     def render_image(self) -> np.ndarray:
         """Draw one frame into an offscreen target and return it as ``(H, W, 4)`` uint8 RGBA."""

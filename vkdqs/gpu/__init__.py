@@ -10,7 +10,8 @@ formats, strides) comes from :mod:`vkdqs.shader_interface`.
 
 Modules: ``calls`` (errors of Vulkan calls), ``device``, ``objects`` (DeviceObject,
 ResourceOwner), ``memory`` (Buffer, BufferView), ``images``, ``commands`` (CommandBuffer, Fence,
-Semaphore), ``descriptors``, ``shaders`` (SPIR-V, ShaderModule), ``pipelines``, ``swapchain``.
+Semaphore), ``descriptors``, ``queries`` (timestamp QueryPool), ``shaders`` (SPIR-V,
+ShaderModule), ``pipelines``, ``swapchain``.
 """
 
 # calls first: it imports the `vulkan` binding and turns a missing loader into a CapabilityError.
@@ -38,6 +39,7 @@ from .pipelines import (
     RenderPass,
     RenderPassDesc,
 )
+from .queries import QueryPool
 from .shaders import ShaderModule, SpecConstants, spirv, spirv_dir
 from .swapchain import Surface, Swapchain, SwapchainDesc
 
@@ -63,6 +65,7 @@ __all__ = [
     "ImageView",
     "PipelineCache",
     "PipelineLayout",
+    "QueryPool",
     "RenderPass",
     "RenderPassDesc",
     "ResourceOwner",

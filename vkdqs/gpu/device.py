@@ -117,6 +117,12 @@ class DeviceInfo:
     framebuffer_sample_counts: int  # color & depth VkSampleCountFlags
     vertex_pipeline_stores_and_atomics: bool
     fill_mode_non_solid: bool
+    #: nanoseconds per timestamp tick (VkPhysicalDeviceLimits::timestampPeriod)
+    timestamp_period: float
+    #: timestamps are supported on every graphics and compute queue
+    timestamp_compute_and_graphics: bool
+    #: meaningful bits of a timestamp on the chosen queue family (0: no timestamps there)
+    timestamp_valid_bits: int
 
 
 class _Messages:
@@ -355,7 +361,7 @@ class Device:
         _, index, pd, props, family = min(candidates, key=lambda c: (c[0], c[1]))
         self._physical = pd
         self._queue_family = family
-        self.info = _device_info(index, pd, props)
+        self.info = _device_info(index, pd, props, family)
         self._memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(pd)
         log.info("vkdqs device: %s (%s)", self.info.name, self.info.device_type)
 
@@ -569,9 +575,10 @@ def _pick_queue_family(pd: Any) -> int | None:
     return None
 
 
-def _device_info(index: int, pd: Any, props: Any) -> DeviceInfo:
+def _device_info(index: int, pd: Any, props: Any, family: int) -> DeviceInfo:
     limits = props.limits
     features = vk.vkGetPhysicalDeviceFeatures(pd)
+    families = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)
     return DeviceInfo(
         name=cstr(props.deviceName),
         device_type=_type_name(props),
@@ -589,6 +596,9 @@ def _device_info(index: int, pd: Any, props: Any) -> DeviceInfo:
         & limits.framebufferDepthSampleCounts,
         vertex_pipeline_stores_and_atomics=bool(features.vertexPipelineStoresAndAtomics),
         fill_mode_non_solid=bool(features.fillModeNonSolid),
+        timestamp_period=float(limits.timestampPeriod),
+        timestamp_compute_and_graphics=bool(limits.timestampComputeAndGraphics),
+        timestamp_valid_bits=int(families[family].timestampValidBits),
     )
 
 
