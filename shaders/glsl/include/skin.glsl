@@ -21,6 +21,15 @@
 #include "dqs.glsl"
 #include "lbs.glsl"
 
+#if defined(SKIN_BLEND) || defined(SKIN_COR)
+// Per-vertex aux input (xyz: center of rotation, w: DQS blend weight) in skin_vertex().
+#define SKIN_AUX
+#endif
+
+// skin_vertex() reads bone i as BONE(i) (the DQ, or the LBS rows), BONE_MATRIX(i) ("blend": the
+// [A | t] rows) and BONE_SCALE(i) (dqs_scale, dqs_blender). With SKIN_BONES_EXTERNAL the includer
+// defines them (crowd.vert: texel buffers); otherwise they index the uniform blocks below.
+#ifndef SKIN_BONES_EXTERNAL
 // The number of bones the blocks hold; the Skinner sets it to the skeleton's size.
 layout(constant_id = 0) const int MAX_BONES = 128;
 
@@ -41,17 +50,17 @@ layout(std140, set = 0, binding = 6) uniform BoneScaleBlock {
 };
 #endif
 
-#if defined(SKIN_BLEND) || defined(SKIN_COR)
-// Per-vertex aux input (xyz: center of rotation, w: DQS blend weight) in skin_vertex().
-#define SKIN_AUX
-#endif
-
 #if defined(SKIN_BLEND)
 // Per bone, the three rows of its whole skinning matrix [A | t] (same layout as LBS bones).
 layout(std140, set = 0, binding = 6) uniform BoneMatrixBlock {
     mat3x4 bone_matrices[MAX_BONES];
 };
 #endif
+
+#define BONE(i) bones[i]
+#define BONE_MATRIX(i) bone_matrices[i]
+#define BONE_SCALE(i) bone_scales[i]
+#endif  // SKIN_BONES_EXTERNAL
 
 #ifdef SKIN_DQS_BLENDER
 vec4 quat_mul(vec4 a, vec4 b) {
@@ -94,17 +103,17 @@ void skin_vertex(ivec4 j, vec4 w,
         return;
     }
 #if defined(SKIN_BLEND)
-    mat3x4 m = lbs_blend(bone_matrices[j.x], bone_matrices[j.y], bone_matrices[j.z],
-                         bone_matrices[j.w], w);
+    mat3x4 m = lbs_blend(BONE_MATRIX(j.x), BONE_MATRIX(j.y), BONE_MATRIX(j.z),
+                         BONE_MATRIX(j.w), w);
 #ifdef SKIN_INFLUENCES_8
-    m += lbs_blend(bone_matrices[j1.x], bone_matrices[j1.y], bone_matrices[j1.z],
-                   bone_matrices[j1.w], w1);
+    m += lbs_blend(BONE_MATRIX(j1.x), BONE_MATRIX(j1.y), BONE_MATRIX(j1.z),
+                   BONE_MATRIX(j1.w), w1);
 #endif
     vec3 lbs_p = lbs_transform_point(m, p);
     vec3 lbs_n = lbs_transform_normal(m, n);
-    mat2x4 dq = dq_blend(bones[j.x], bones[j.y], bones[j.z], bones[j.w], w);
+    mat2x4 dq = dq_blend(BONE(j.x), BONE(j.y), BONE(j.z), BONE(j.w), w);
 #ifdef SKIN_INFLUENCES_8
-    dq += dq_blend_more(bones[j.x][0], bones[j1.x], bones[j1.y], bones[j1.z], bones[j1.w], w1);
+    dq += dq_blend_more(BONE(j.x)[0], BONE(j1.x), BONE(j1.y), BONE(j1.z), BONE(j1.w), w1);
 #endif
     vec3 dqs_p = p;
     vec3 dqs_n = normalize(n);
@@ -122,19 +131,19 @@ void skin_vertex(ivec4 j, vec4 w,
     // The rotation: DQS's blend of the real parts (same signs), normalized. The center's
     // position: LBS of c, each bone's rigid transform applied to c, from its DQ.
     vec3 c = aux.xyz;
-    vec4 r0 = bones[j.x][0];
-    vec4 s = vec4(1.0, dq_sign(r0, bones[j.y][0]), dq_sign(r0, bones[j.z][0]),
-                  dq_sign(r0, bones[j.w][0])) * w;
-    vec4 q = r0 * s.x + bones[j.y][0] * s.y + bones[j.z][0] * s.z + bones[j.w][0] * s.w;
-    vec3 pc = w.x * dq_transform_point(bones[j.x], c) + w.y * dq_transform_point(bones[j.y], c) +
-              w.z * dq_transform_point(bones[j.z], c) + w.w * dq_transform_point(bones[j.w], c);
+    vec4 r0 = BONE(j.x)[0];
+    vec4 s = vec4(1.0, dq_sign(r0, BONE(j.y)[0]), dq_sign(r0, BONE(j.z)[0]),
+                  dq_sign(r0, BONE(j.w)[0])) * w;
+    vec4 q = r0 * s.x + BONE(j.y)[0] * s.y + BONE(j.z)[0] * s.z + BONE(j.w)[0] * s.w;
+    vec3 pc = w.x * dq_transform_point(BONE(j.x), c) + w.y * dq_transform_point(BONE(j.y), c) +
+              w.z * dq_transform_point(BONE(j.z), c) + w.w * dq_transform_point(BONE(j.w), c);
 #ifdef SKIN_INFLUENCES_8
-    vec4 s1 = vec4(dq_sign(r0, bones[j1.x][0]), dq_sign(r0, bones[j1.y][0]),
-                   dq_sign(r0, bones[j1.z][0]), dq_sign(r0, bones[j1.w][0])) * w1;
-    q += bones[j1.x][0] * s1.x + bones[j1.y][0] * s1.y + bones[j1.z][0] * s1.z +
-         bones[j1.w][0] * s1.w;
-    pc += w1.x * dq_transform_point(bones[j1.x], c) + w1.y * dq_transform_point(bones[j1.y], c) +
-          w1.z * dq_transform_point(bones[j1.z], c) + w1.w * dq_transform_point(bones[j1.w], c);
+    vec4 s1 = vec4(dq_sign(r0, BONE(j1.x)[0]), dq_sign(r0, BONE(j1.y)[0]),
+                   dq_sign(r0, BONE(j1.z)[0]), dq_sign(r0, BONE(j1.w)[0])) * w1;
+    q += BONE(j1.x)[0] * s1.x + BONE(j1.y)[0] * s1.y + BONE(j1.z)[0] * s1.z +
+         BONE(j1.w)[0] * s1.w;
+    pc += w1.x * dq_transform_point(BONE(j1.x), c) + w1.y * dq_transform_point(BONE(j1.y), c) +
+          w1.z * dq_transform_point(BONE(j1.z), c) + w1.w * dq_transform_point(BONE(j1.w), c);
 #endif
     float len = length(q);
     if (len < DQS_EPS) {
@@ -148,15 +157,15 @@ void skin_vertex(ivec4 j, vec4 w,
 #elif defined(SKIN_DQS_BLENDER)
     mat2x4 dq = mat2x4(0.0);
     mat3x4 s = mat3x4(0.0);
-    blender_add(bones[j.x], bone_scales[j.x], w.x, p, dq, s);
-    blender_add(bones[j.y], bone_scales[j.y], w.y, p, dq, s);
-    blender_add(bones[j.z], bone_scales[j.z], w.z, p, dq, s);
-    blender_add(bones[j.w], bone_scales[j.w], w.w, p, dq, s);
+    blender_add(BONE(j.x), BONE_SCALE(j.x), w.x, p, dq, s);
+    blender_add(BONE(j.y), BONE_SCALE(j.y), w.y, p, dq, s);
+    blender_add(BONE(j.z), BONE_SCALE(j.z), w.z, p, dq, s);
+    blender_add(BONE(j.w), BONE_SCALE(j.w), w.w, p, dq, s);
 #ifdef SKIN_INFLUENCES_8
-    blender_add(bones[j1.x], bone_scales[j1.x], w1.x, p, dq, s);
-    blender_add(bones[j1.y], bone_scales[j1.y], w1.y, p, dq, s);
-    blender_add(bones[j1.z], bone_scales[j1.z], w1.z, p, dq, s);
-    blender_add(bones[j1.w], bone_scales[j1.w], w1.w, p, dq, s);
+    blender_add(BONE(j1.x), BONE_SCALE(j1.x), w1.x, p, dq, s);
+    blender_add(BONE(j1.y), BONE_SCALE(j1.y), w1.y, p, dq, s);
+    blender_add(BONE(j1.z), BONE_SCALE(j1.z), w1.z, p, dq, s);
+    blender_add(BONE(j1.w), BONE_SCALE(j1.w), w1.w, p, dq, s);
 #endif
     // normalize_dq (divide by the weight sum), then mul_v3m3_dq, whose scale matrix is neutral
     // at the pivot: the position needs only the normalized DQ.
@@ -177,26 +186,26 @@ void skin_vertex(ivec4 j, vec4 w,
     bool collapsed = len < lbs_cofactor_eps(a0, a1, a2);
     skinned_n = collapsed ? normalize(n) : normalize(rotate_vector(dq[0], c / len));
 #elif defined(SKIN_LBS)
-    mat3x4 m = lbs_blend(bones[j.x], bones[j.y], bones[j.z], bones[j.w], w);
+    mat3x4 m = lbs_blend(BONE(j.x), BONE(j.y), BONE(j.z), BONE(j.w), w);
 #ifdef SKIN_INFLUENCES_8
-    m += lbs_blend(bones[j1.x], bones[j1.y], bones[j1.z], bones[j1.w], w1);
+    m += lbs_blend(BONE(j1.x), BONE(j1.y), BONE(j1.z), BONE(j1.w), w1);
 #endif
     skinned_p = lbs_transform_point(m, p);
     skinned_n = lbs_transform_normal(m, n);
 #else
 #ifdef SKIN_DQS_SCALE
     // Phase 1: blended scale/shear in rest space, exactly like LBS of the [S | 0] matrices.
-    mat3x4 s = lbs_blend(bone_scales[j.x], bone_scales[j.y], bone_scales[j.z], bone_scales[j.w], w);
+    mat3x4 s = lbs_blend(BONE_SCALE(j.x), BONE_SCALE(j.y), BONE_SCALE(j.z), BONE_SCALE(j.w), w);
 #ifdef SKIN_INFLUENCES_8
-    s += lbs_blend(bone_scales[j1.x], bone_scales[j1.y], bone_scales[j1.z], bone_scales[j1.w], w1);
+    s += lbs_blend(BONE_SCALE(j1.x), BONE_SCALE(j1.y), BONE_SCALE(j1.z), BONE_SCALE(j1.w), w1);
 #endif
     p = lbs_transform_point(s, p);
     n = lbs_transform_normal(s, n);
 #endif
     // Phase 2 (or the whole of plain DQS): blend the rigid parts.
-    mat2x4 dq = dq_blend(bones[j.x], bones[j.y], bones[j.z], bones[j.w], w);
+    mat2x4 dq = dq_blend(BONE(j.x), BONE(j.y), BONE(j.z), BONE(j.w), w);
 #ifdef SKIN_INFLUENCES_8
-    dq += dq_blend_more(bones[j.x][0], bones[j1.x], bones[j1.y], bones[j1.z], bones[j1.w], w1);
+    dq += dq_blend_more(BONE(j.x)[0], BONE(j1.x), BONE(j1.y), BONE(j1.z), BONE(j1.w), w1);
 #endif
     if (!dq_normalize(dq)) {
         skinned_p = p;
