@@ -13,6 +13,7 @@ import pytest
 from vkdqs import AnimationClip, InputError, LimitError, dq, procedural
 from vkdqs.crowd import MAX_COPIES
 from vkdqs.gltf import load_gltf
+from vkdqs.mesh import SkinnedMesh
 from vkdqs.renderer import Renderer
 from vkdqs.skinner import Skinner
 from vkdqs.targets import OffscreenTarget
@@ -25,9 +26,21 @@ ANGLES = (0.0, 50.0, 110.0, 170.0, 90.0)
 FPS = 10.0
 
 
+def with_blend_ramp(mesh: SkinnedMesh) -> SkinnedMesh:
+    """``mesh`` with a DQS fraction going from 0 to 1 over its vertices (for "blend")."""
+    return SkinnedMesh(
+        mesh.positions,
+        mesh.normals,
+        mesh.joints,
+        mesh.weights,
+        mesh.indices,
+        dqs_blend=np.linspace(0.0, 1.0, mesh.vertex_count),
+    )
+
+
 @pytest.fixture
 def scene(device):
-    mesh = procedural.candy_wrapper()
+    mesh = with_blend_ramp(procedural.candy_wrapper())
     target = OffscreenTarget(device, W, H)
     renderer = Renderer(device, target, clear_color=CLEAR)
     rm = renderer.add_mesh(mesh)
@@ -52,16 +65,18 @@ def blend_reference(clip: AnimationClip, positions: np.ndarray, method: str) -> 
     f0 = np.floor(positions).astype(int)
     f1 = np.minimum(f0 + 1, clip.frame_count - 1)
     a = (positions - f0)[:, None, None, None]
+    m = clip.frames[:, :, :3, :]
+    rows = (1 - a) * m[f0] + a * m[f1]
     if method == "lbs":
-        m = clip.frames[:, :, :3, :]
-        return (1 - a) * m[f0] + a * m[f1]
+        return rows
     d = dq.from_matrices(clip.frames)
     d0, d1 = d[f0], d[f1]
     sign = np.where((d0[..., 0, :] * d1[..., 0, :]).sum(-1) < 0, -1.0, 1.0)[..., None, None]
-    return dq.normalize((1 - a) * d0 + a * sign * d1)
+    dqs = dq.normalize((1 - a) * d0 + a * sign * d1)
+    return np.concatenate([dqs, rows], axis=-2) if method == "blend" else dqs
 
 
-@pytest.mark.parametrize("method", ["dqs", "lbs"])
+@pytest.mark.parametrize("method", ["dqs", "lbs", "blend", "cor"])
 def test_whole_frames_render_like_posed_instances(scene, method):
     _mesh, renderer, rm = scene
     clip = twist_clip()
@@ -89,9 +104,35 @@ def test_whole_frames_render_like_posed_instances(scene, method):
     instances_image = renderer.render_image()
     different = (crowd_image != instances_image).any(axis=-1)
     assert different.sum() == 0, f"{different.sum()} pixels differ"
+    if method == "blend":  # the method shows: plain DQS instances draw otherwise (a twist
+        # alone: "cor" centers lie on the axis, where cor equals DQS; see the bending test)
+        for inst in list(renderer.instances):
+            renderer.remove_instance(inst)
+        for i in range(count):
+            renderer.add_instance(
+                rm, bone_count=2, model=models[i], color=colors[i], bones=clip.frames[count - 1 - i]
+            )
+        assert (renderer.render_image() != crowd_image).any(axis=-1).sum() > 20
 
 
-@pytest.mark.parametrize("method", ["dqs", "lbs"])
+def test_cor_crowd_centers_are_computed_once_per_mesh(scene):
+    _, renderer, rm = scene
+    clip = twist_clip()
+    assert rm.centers is None
+    renderer.add_crowd(rm, clip, count=2, method="cor")
+    centers = rm.centers
+    assert centers is not None and centers.shape == (rm.mesh.vertex_count, 3)
+    renderer.add_crowd(rm, clip, count=2, method="cor")
+    assert rm.centers is centers
+    renderer.add_instance(rm, bone_count=2, method="cor")
+    assert rm.centers is centers
+    given = rm.mesh.positions.astype(np.float32)
+    renderer.add_crowd(rm, clip, count=1, method="cor", centers=given)
+    np.testing.assert_array_equal(rm.centers, given)
+    renderer.render_image()
+
+
+@pytest.mark.parametrize("method", ["dqs", "lbs", "blend", "cor"])
 def test_between_frames_bones_and_vertices_match_float64_blend(device, scene, method):
     mesh, renderer, rm = scene
     clip = twist_clip()
@@ -105,6 +146,10 @@ def test_between_frames_bones_and_vertices_match_float64_blend(device, scene, me
     got = crowd.read_bones().astype(np.float64)
     np.testing.assert_allclose(got, want, atol=2e-6)
     # the vertices those bones skin, against float64 skinning with the float64 blend
+    if method in ("blend", "cor"):
+        # their vertex shader is skin_vertex(), checked against the instance path by
+        # test_whole_frames_render_like_posed_instances; here the sampled bones
+        return
     with Skinner(device, mesh, bone_count=2, method=method) as skinner:
         for c in (1, 3, 7):
             p, _ = skinner.skin(got[c])
@@ -195,7 +240,19 @@ def test_bad_crowd_input(scene):
     scaled[2, 1, :3, :3] *= 1.5
     with pytest.raises(InputError, match="method='lbs'"):
         renderer.add_crowd(rm, AnimationClip(scaled, FPS), count=2)
+    for method in ("blend", "cor"):
+        with pytest.raises(InputError, match=rf"'{method}' crowd needs a rigid clip.*scale"):
+            renderer.add_crowd(rm, AnimationClip(scaled, FPS), count=2, method=method)
     renderer.add_crowd(rm, AnimationClip(scaled, FPS), count=2, method="lbs")  # fine
+    plain = renderer.add_mesh(procedural.candy_wrapper(), label="no blend")
+    with pytest.raises(InputError, match="dqs_blend"):
+        renderer.add_crowd(plain, clip, count=2, method="blend")
+    with pytest.raises(InputError, match="centers are for method='cor'"):
+        renderer.add_crowd(rm, clip, count=2, method="dqs", centers=rm.mesh.positions)
+    with pytest.raises(InputError, match="centers"):
+        renderer.add_crowd(rm, clip, count=2, method="cor", centers=np.zeros((3, 3)))
+    with pytest.raises(InputError, match="method"):
+        renderer.add_crowd(rm, clip, count=2, method="dqs_blender")
     crowd = renderer.add_crowd(rm, clip, count=3)
     with pytest.raises(InputError, match=r"times must have shape \(3,\)"):
         crowd.set_times([0.0, 1.0])
@@ -327,9 +384,9 @@ def test_removed_crowds_free_their_buffers(device, scene):
     assert counts[1] == counts[2] == counts[0]
 
 
-@pytest.mark.parametrize("method", ["dqs", "lbs"])
+@pytest.mark.parametrize("method", ["dqs", "lbs", "blend", "cor"])
 def test_eight_influences_render_like_posed_instances(device, method):
-    mesh = procedural.tube(600, bone_count=8, influences=8)
+    mesh = with_blend_ramp(procedural.tube(600, bone_count=8, influences=8))
     assert mesh.slots == 8
     clip = AnimationClip(np.stack([procedural.bone_chain_pose(8, a) for a in (0, 40, 80)]), 1.0)
     target = OffscreenTarget(device, W, H)
@@ -356,6 +413,14 @@ def test_eight_influences_render_like_posed_instances(device, method):
         instances_image = renderer.render_image()
         assert covered(crowd_image).sum() > 300
         assert (crowd_image != instances_image).any(axis=-1).sum() == 0
+        if method in ("blend", "cor"):  # the method shows: DQS instances bend otherwise
+            for inst in list(renderer.instances):
+                renderer.remove_instance(inst)
+            for i, k in enumerate((0, 1, 1)):
+                renderer.add_instance(
+                    rm, bone_count=8, model=models[i], color=(0.3, 0.6, 0.2), bones=clip.frames[k]
+                )
+            assert (renderer.render_image() != crowd_image).any(axis=-1).sum() > 20
     finally:
         renderer.close()
         target.close()

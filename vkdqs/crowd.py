@@ -16,14 +16,21 @@ a time, a model matrix and a colour. Per frame the renderer:
 
 Bones, frames and copies live in rgba32f texel buffers (on lavapipe texel fetches are far faster
 than storage-buffer reads), not in the 64 KiB uniform block. Limits (checked with
-:class:`~vkdqs.LimitError`): the bones of all copies (``count * joints * 2`` texels for DQS,
-``* 3`` for LBS), the clip (``frames * joints * 2|3``) and the copies (``count * 8``) must each
-fit ``maxTexelBufferElements`` (2^27 on lavapipe: e.g. 1.3M copies of a 50-joint DQS rig);
-the sampling dispatch (``count * joints / 64`` groups) must fit ``maxComputeWorkGroupCount[0]``
-(65535 groups: 4.2M bones); and ``count <=`` :data:`MAX_COPIES`. Memory is 16 bytes a texel,
-per frame in flight for bones and copies.
+:class:`~vkdqs.LimitError`): the bones of all copies (``count * joints * t`` texels, ``t``
+2 for DQS and cor, 3 for LBS, 5 for blend), the clip (``frames * joints * t``) and the copies
+(``count * 8``) must each fit ``maxTexelBufferElements`` (2^27 on lavapipe: e.g. 1.3M copies
+of a 50-joint DQS rig); the sampling dispatch (``count * joints / 64`` groups) must fit
+``maxComputeWorkGroupCount[0]`` (65535 groups: 4.2M bones); and ``count <=``
+:data:`MAX_COPIES`. Memory is 16 bytes a texel, per frame in flight for bones and copies.
 
-DQS crowds need rigid clips (no scale or shear): use ``method="lbs"`` for clips with scale.
+Methods: "dqs", "lbs", "blend" (per-vertex LBS/DQS blend by the mesh's ``dqs_blend``: the
+sampling pass writes each bone's blended DQ and its linearly blended matrix rows, 5 texels) and
+"cor" (optimized centers of rotation: DQ bones, as "dqs", and the mesh's per-vertex centers,
+computed once per mesh like a "cor" instance's). The vertex shader skins with
+``skin_vertex()`` of ``include/skin.glsl``, as ordinary instances do.
+
+DQS, blend and cor crowds need rigid clips (no scale or shear): use ``method="lbs"`` for clips
+with scale.
 All copies of a crowd share the winding of culling: if any model matrix mirrors (det < 0) the
 crowd is drawn without back-face culling.
 """
@@ -120,10 +127,22 @@ def _check_finite(arr: np.ndarray, what: str) -> None:
 
 def pack_clip(clip: AnimationClip, method: str) -> np.ndarray:
     """The clip's frames in the shader's bone layout, float32: ``(F, J, 2, 4)`` unit dual
-    quaternions ("dqs") or ``(F, J, 3, 4)`` affine rows ("lbs")."""
+    quaternions ("dqs", "cor"), ``(F, J, 3, 4)`` affine rows ("lbs"), or ``(F, J, 5, 4)``, the
+    dual quaternion then the rows ("blend"). "blend" and "cor" pack like their instances'
+    poses (:func:`vkdqs.bones.pack_rigid_pair`), so a whole frame skins exactly like an
+    instance posed with it."""
     j = clip.joint_count
     if method == "lbs":
         return bone_packing.pack_lbs(clip.frames, j, batched=True)
+    if method in ("blend", "cor"):
+        try:
+            dqs, rows = bone_packing.pack_rigid_pair(clip.frames, j, method, batched=True)
+        except InputError as exc:
+            raise InputError(
+                f"a {method!r} crowd needs a rigid clip (no scale or shear); use method='lbs' "
+                f"for this clip ({exc})"
+            ) from None
+        return dqs if method == "cor" else np.ascontiguousarray(np.concatenate([dqs, rows], -2))
     try:
         return bone_packing.pack_dqs(clip.frames, j, batched=True)
     except InputError as exc:
@@ -504,6 +523,9 @@ class Crowd:
         vk.vkCmdBindPipeline(cmd, graphics, pipeline)
         rm = self.mesh
         buffers = [b.handle for b in rm.vertex_buffers]
+        if self.method in si.AUX_METHODS:
+            assert rm.aux_buffer is not None  # made by Renderer.add_crowd
+            buffers.append(rm.aux_buffer.handle)
         vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
         vk.vkCmdBindIndexBuffer(cmd, rm.index_buffer.handle, 0, vk.VK_INDEX_TYPE_UINT32)
         vk.vkCmdBindDescriptorSets(cmd, graphics, layout, 0, 1, [s["render_set"]], 0, None)
@@ -525,7 +547,7 @@ class Crowd:
         self, *, wireframe: bool, cull: bool, samples: int
     ) -> GraphicsPipelineDesc:
         slots = self.mesh.mesh.slots
-        inputs = si.mesh_inputs(slots)
+        inputs = si.mesh_inputs(slots, self.method)
         return GraphicsPipelineDesc(
             vertex_shader=si.crowd_variant_name("crowd_render", self.method, slots),
             fragment_shader=si.crowd_variant_name("crowd_fragment", "none"),
@@ -538,11 +560,12 @@ class Crowd:
 
     def read_bones(self) -> np.ndarray:
         """The bones the GPU sampled for the last rendered frame, float32: ``(count, J, 2, 4)``
-        dual quaternions ("dqs") or ``(count, J, 3, 4)`` affine rows ("lbs"). Call after
+        dual quaternions ("dqs", "cor"), ``(count, J, 3, 4)`` affine rows ("lbs") or
+        ``(count, J, 5, 4)``, the dual quaternion then the rows ("blend"). Call after
         ``renderer.wait()`` (or ``render_image()``); for tests and debugging."""
         if self._last_slot is None:
             raise InputError("read_bones(): the crowd has not been rendered yet")
-        rows = 2 if self.method == "dqs" else 3
+        rows = si.BONE_TEXELS[self.method]
         n = self.count * self.joint_count * rows * 4
         out = self._slots[self._last_slot]["bones"].read(np.float32, n)
         return out.reshape(self.count, self.joint_count, rows, 4)

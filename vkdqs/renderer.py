@@ -444,15 +444,31 @@ class Renderer(ResourceOwner):
         method: str = "dqs",
         clips: Sequence[AnimationClip] | None = None,
         label: str | None = None,
+        centers: ArrayLike | None = None,
     ) -> Crowd:
         """``count`` copies of ``mesh`` playing ``clip`` (a :class:`vkdqs.AnimationClip`), or
         each one of ``clips`` (chosen per copy with ``crowd.set_clips``), sampled on the GPU and
-        drawn in one instanced call; see :mod:`vkdqs.crowd`."""
+        drawn in one instanced call; see :mod:`vkdqs.crowd`.
+
+        ``method`` is "dqs", "lbs", "blend" (needs the mesh's ``dqs_blend``) or "cor", which
+        skins about the mesh's centers of rotation: ``centers`` ((N, 3)), or those of an earlier
+        "cor" instance or crowd of the mesh, or computed now on the renderer's device, as for
+        :meth:`add_instance`."""
         with self._lock:
             self._check_open()
             mesh = self._check_mesh(mesh)
             if (clip is None) == (clips is None):
                 raise InputError("add_crowd() takes a clip or clips=[...], not both or neither")
+            if method == "blend" and mesh.mesh.dqs_blend is None:
+                raise InputError(
+                    f"method='blend' needs per-vertex DQS blend values; mesh {mesh.label!r} has "
+                    "none (SkinnedMesh(..., dqs_blend=b))"
+                )
+            if centers is not None and method != "cor":
+                raise InputError(f"centers are for method='cor', not {method!r}")
+            given = None
+            if method == "cor" and centers is not None:
+                given = check_centers(mesh.mesh, centers)
             if self._crowd_layouts is None:
                 self._crowd_layouts = _Layouts(self)
             crowd = Crowd(
@@ -465,6 +481,20 @@ class Renderer(ResourceOwner):
                 len(self._frames),
                 label or f"crowd {len(self.crowds)}",
             )
+            try:
+                if method == "cor" and given is None and mesh.centers is None:
+                    from .centers import centers_of_rotation
+
+                    given = centers_of_rotation(
+                        mesh.mesh, bone_count=crowd.joint_count, device=self.device
+                    )
+                if method in si.AUX_METHODS:
+                    mesh._ensure_aux(self, given)
+            except BaseException:
+                for obj in reversed(crowd._objects):
+                    self._drop(obj)
+                crowd._objects.clear()
+                raise
             self.crowds.append(crowd)
             return crowd
 

@@ -381,14 +381,19 @@ def push_bytes_of(v: Variant) -> int:
 # uniform bone blocks (a DQ's real and dual parts; an affine matrix's three rows): on lavapipe
 # texel fetches are far faster than storage-buffer reads.
 
-CROWD_METHODS = ("dqs", "lbs")
+#: Crowd methods: "blend" and "cor" skin with skin_vertex() like their instances, reading the
+#: per-vertex ``aux`` input (:data:`AUX_METHODS`).
+CROWD_METHODS = ("dqs", "lbs", "blend", "cor")
 CROWD_FRAMES = 0  #: crowd_*.comp: the clip's frames, (F * J) bones, uniform texel buffer
 CROWD_POSITIONS = 1  #: crowd_*.comp: per copy a vec2: first frame to blend, next one's weight
 CROWD_BONES_OUT = 2  #: crowd_*.comp: (copies * J) bones, storage texel buffer
 CROWD_BONES = 0  #: crowd vertex shader: the bones crowd_*.comp wrote, uniform texel buffer
 CROWD_COPIES = 9  #: crowd vertex shader: one CROWD_COPY per copy, uniform texel buffer
 #: rgba32f texels per bone in the crowd texel buffers.
-BONE_TEXELS = {"dqs": 2, "lbs": 3}
+#: "blend": the DQ then the [A | t] rows; "cor": the DQ.
+BONE_TEXELS = {"dqs": 2, "lbs": 3, "blend": 5, "cor": 2}
+#: The sampling shader of each crowd method: "cor" bones are DQs, sampled as for "dqs".
+CROWD_SAMPLE_METHOD = {"dqs": "dqs", "lbs": "lbs", "blend": "blend", "cor": "dqs"}
 #: Format of every crowd texel buffer.
 CROWD_TEXEL_FORMAT = Format.R32G32B32A32_SFLOAT
 
@@ -423,7 +428,7 @@ def crowd_variant_name(kind: str, method: str, slots: int = 4) -> str:
     if kind == "crowd_fragment":
         return "skin_crowd.frag"
     if kind == "crowd_sample":
-        return f"crowd_{method}.comp"
+        return f"crowd_{CROWD_SAMPLE_METHOD.get(method, method)}.comp"
     return f"crowd_{method}{'_8' if slots == 8 else ''}.vert"
 
 
@@ -431,8 +436,9 @@ def _crowd_variants() -> list[Variant]:
     out = []
     for method in CROWD_METHODS:
         defines = _METHOD_DEFINES[method]
-        name = crowd_variant_name("crowd_sample", method)
-        out.append(Variant(name, "crowd.comp", defines, "crowd_sample", method, 4))
+        if CROWD_SAMPLE_METHOD[method] == method:
+            name = crowd_variant_name("crowd_sample", method)
+            out.append(Variant(name, "crowd.comp", defines, "crowd_sample", method, 4))
         for slots in (4, 8):
             eight = ("SKIN_INFLUENCES_8",) if slots == 8 else ()
             name = crowd_variant_name("crowd_render", method, slots)

@@ -7,7 +7,10 @@
 // the two dual quaternions, LBS blends the 3x4 rows linearly. On a whole frame (a = 0) the
 // frame is copied unchanged, so the result equals posing an instance with that frame.
 //   default   frames and bones are dual quaternions (mat2x4: 2 rgba32f texels);
-//   SKIN_LBS  frames and bones are the three rows of affine matrices (mat3x4: 3 texels).
+//   SKIN_LBS  frames and bones are the three rows of affine matrices (mat3x4: 3 texels);
+//   SKIN_BLEND frames and bones are both, for "blend" crowds (5 texels: the DQ, then the rows):
+//             the DQ blended as for DQS, the rows linearly as for LBS.
+// "cor" crowds use the default variant (their bones are the DQs).
 
 #include "include/dqs.glsl"
 #include "include/lbs.glsl"
@@ -32,6 +35,25 @@ void store_bone(uint i, BONE b) {
     imageStore(bones, t, b[0]);
     imageStore(bones, t + 1, b[1]);
     imageStore(bones, t + 2, b[2]);
+}
+#elif defined(SKIN_BLEND)
+struct BONE {
+    mat2x4 dq;
+    mat3x4 rows;
+};
+BONE frame_bone(uint i) {
+    int t = 5 * int(i);
+    return BONE(mat2x4(texelFetch(frames, t), texelFetch(frames, t + 1)),
+                mat3x4(texelFetch(frames, t + 2), texelFetch(frames, t + 3),
+                       texelFetch(frames, t + 4)));
+}
+void store_bone(uint i, BONE b) {
+    int t = 5 * int(i);
+    imageStore(bones, t, b.dq[0]);
+    imageStore(bones, t + 1, b.dq[1]);
+    imageStore(bones, t + 2, b.rows[0]);
+    imageStore(bones, t + 3, b.rows[1]);
+    imageStore(bones, t + 4, b.rows[2]);
 }
 #else
 #define BONE mat2x4
@@ -71,6 +93,9 @@ void main() {
     BONE b1 = frame_bone(f1 * pc.joint_count + j);
 #ifdef SKIN_LBS
     store_bone(i, b0 * (1.0 - a) + b1 * a);
+#elif defined(SKIN_BLEND)
+    mat2x4 d = b0.dq * (1.0 - a) + b1.dq * (a * dq_sign(b0.dq[0], b1.dq[0]));
+    store_bone(i, BONE(dq_normalize(d) ? d : b0.dq, b0.rows * (1.0 - a) + b1.rows * a));
 #else
     mat2x4 d = b0 * (1.0 - a) + b1 * (a * dq_sign(b0[0], b1[0]));
     store_bone(i, dq_normalize(d) ? d : b0);
