@@ -3,7 +3,7 @@
 Two meshes: a rig of ~1.7k vertices and 24 joints (a procedural tube with a 24-joint chain,
 the size of a typical glTF character) and a 5k-vertex tube (64 joints), each playing a 1 s,
 30 fps clip of the chain bending back and forth. For each count of copies (1, 256, 1024, 4096 by
-default), and each method (DQS, LBS):
+default), and each of ``--methods`` (DQS and LBS by default; "blend", "cor"):
 
 * **crowd**: one :meth:`Renderer.add_crowd`, copies on a grid, out of phase; per frame
   ``crowd.advance(dt)`` and one render (the GPU samples the clip and draws one instanced call);
@@ -38,6 +38,8 @@ from pathlib import Path
 import numpy as np
 
 from vkdqs import AnimationClip, dq, procedural
+from vkdqs import shader_interface as si
+from vkdqs.compare import with_dqs_blend
 from vkdqs.gpu.device import Device
 from vkdqs.renderer import Renderer
 from vkdqs.targets import OffscreenTarget
@@ -142,7 +144,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--counts", type=int, nargs="+", default=[1, 256, 1024, 4096])
     parser.add_argument("--meshes", nargs="+", default=list(MESHES), choices=list(MESHES))
-    parser.add_argument("--methods", nargs="+", default=["dqs", "lbs"], choices=["dqs", "lbs"])
+    parser.add_argument(
+        "--methods", nargs="+", default=["dqs", "lbs"], choices=list(si.CROWD_METHODS)
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--frames", type=int, default=2, help="frames per round")
     parser.add_argument("--max-instances", type=int, default=1024)
@@ -162,9 +166,11 @@ def main() -> None:
         empty_ms = empty["gpu_ms"]
         for mesh_name in args.meshes:
             n, joints = MESHES[mesh_name]
-            mesh = procedural.tube(n, bone_count=joints, influences=4)
+            plain = procedural.tube(n, bone_count=joints, influences=4)
             clip = make_clip(joints)
             for method in args.methods:
+                # "blend": a DQS fraction of 0.5 at every vertex
+                mesh = with_dqs_blend(plain, 0.5) if method == "blend" else plain
                 run = (device, mesh, clip, 1, method, args.rounds, args.frames)
                 single = bench(run[0], instance_run, *run[1:])
                 single["gpu_ns_per_vertex_net"] = per_vertex_net(single["gpu_ms"], empty_ms, n)

@@ -319,8 +319,9 @@ def test_crowd_scene_plays_a_gltf_rig_out_of_phase(device, tmp_path):
     try:
         scene = CrowdScene.from_gltf(renderer, load_gltf(path), 9, methods="both")
         assert set(scene.crowds) == {"lbs"}  # the scaled rig: DQS crowds refuse scale
-        with pytest.raises(InputError, match="scale"):
-            scene.show("dqs")
+        for methods in ("dqs", "blend", "cor,dqs"):
+            with pytest.raises(InputError, match="scale"):
+                scene.show(methods)
         assert scene.methods == "both"
         times = scene.crowds["lbs"].times
         assert len(np.unique(np.round(times, 6))) == 9  # out of phase
@@ -333,6 +334,19 @@ def test_crowd_scene_plays_a_gltf_rig_out_of_phase(device, tmp_path):
             assert set(scene.crowds) == {"lbs", "dqs"}
             scene.show("dqs")
             assert not scene.crowds["lbs"].visible
+            assert covered(candy.render_image()).sum() > 200
+            scene.show("blend,cor")  # made when first shown; the candy wrapper gets a DQS
+            assert set(scene.crowds) == {"lbs", "dqs", "blend", "cor"}  # fraction for blend
+            assert [m for m, c in scene.crowds.items() if c.visible] == ["blend", "cor"]
+            assert scene.crowds["blend"].mesh.mesh.dqs_blend is not None
+            assert "LBS/DQS blend (left) | CoR (right)" in scene.label()
+            assert covered(candy.render_image()).sum() > 200
+            scene.show("all")
+            assert all(c.visible for c in scene.crowds.values())
+            with pytest.raises(InputError, match="a crowd shows"):
+                scene.show("dqs_blender")
+            with pytest.raises(InputError, match="a crowd shows"):
+                CrowdScene.candy_wrapper(candy, 4, methods="lbs,dqs_blender")
             assert covered(candy.render_image()).sum() > 200
         finally:
             candy.close()

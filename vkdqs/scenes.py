@@ -17,11 +17,12 @@ import numpy as np
 
 from . import dq, procedural
 from .clip import AnimationClip
-from .crowd import pack_clip
+from .crowd import Crowd, pack_clip
 from .errors import InputError
 from .mesh import SkinnedMesh
 from .methods import SCENE_METHODS, parse_methods
 from .renderer import SINGULAR_DET, Instance, Renderer, RenderMesh
+from .shader_interface import CROWD_METHODS
 
 if TYPE_CHECKING:
     from .gltf import GltfScene
@@ -691,7 +692,10 @@ class CrowdScene:
         self.count = int(count)
         self.bone_count = clip.joint_count
         self.methods = _check_crowd_methods(methods)
+        self._mesh = mesh
+        self._meshes: dict[str, RenderMesh] = {}
         rm = renderer.add_mesh(mesh, label=f"{name} mesh")
+        self._meshes["mesh"] = rm
         lo, hi = mesh.bounds
         size = np.maximum(hi - lo, 1e-6)
         self._side = int(np.ceil(np.sqrt(self.count)))
@@ -702,19 +706,14 @@ class CrowdScene:
         self._grid = self._grid * self._pitch
         self._mesh_bounds = (lo, hi)
         rng = np.random.default_rng(seed)
-        times = rng.uniform(0.0, max(clip.duration, 0.0), self.count)
-        speeds = rng.uniform(0.85, 1.15, self.count)
-        self.crowds = {}
+        self._times = rng.uniform(0.0, max(clip.duration, 0.0), self.count)
+        self._speeds = rng.uniform(0.85, 1.15, self.count)
+        #: the crowds made so far, by method ("lbs" and "dqs" at once, the others when shown)
+        self.crowds: dict[str, Crowd] = {}
+        #: methods the clip cannot drive (DQS, blend and cor of a clip with scale)
+        self._refused: dict[str, str] = {}
         for method in ("lbs", "dqs"):
-            try:
-                pack_clip(clip, method)
-            except InputError:
-                continue  # DQS of a clip with scale: LBS only
-            crowd = renderer.add_crowd(rm, clip, count=self.count, method=method, label=method)
-            crowd.set_times(times)
-            crowd.set_speeds(speeds)
-            crowd.set_colors(METHOD_COLORS[method])
-            self.crowds[method] = crowd
+            self._crowd(method)
         self.show(self.methods)
         renderer.camera.yaw, renderer.camera.pitch = 0.35, 0.45
         self.frame_camera()
@@ -752,21 +751,62 @@ class CrowdScene:
         mesh = procedural.candy_wrapper()
         return cls(renderer, mesh, clip, count, methods=methods, name="candy wrapper")
 
+    def _crowd(self, method: str) -> Crowd | None:
+        """The crowd of ``method``, made on first use; None if the clip cannot drive it."""
+        if method in self.crowds:
+            return self.crowds[method]
+        if method in self._refused:
+            return None
+        try:
+            pack_clip(self.clip, method)
+        except InputError:
+            self._refused[method] = "the clip has scale or shear"
+            return None  # DQS of a clip with scale: LBS only
+        rm = self._meshes["mesh"]
+        if method == "blend" and self._mesh.dqs_blend is None:
+            if "blend" not in self._meshes:  # a DQS fraction for the blend copies' mesh
+                m = self._mesh
+                blended = SkinnedMesh(
+                    m.positions,
+                    m.normals,
+                    m.joints,
+                    m.weights,
+                    m.indices,
+                    dqs_blend=np.full(m.vertex_count, DEFAULT_DQS_BLEND),
+                )
+                self._meshes["blend"] = self.renderer.add_mesh(blended, label=f"{self.name} blend")
+            rm = self._meshes["blend"]
+        crowd = self.renderer.add_crowd(
+            rm, self.clip, count=self.count, method=method, label=method
+        )
+        crowd.set_times(self._times)
+        crowd.set_speeds(self._speeds)
+        crowd.set_colors(METHOD_COLORS[method])
+        self.crowds[method] = crowd
+        return crowd
+
     def _shown(self) -> tuple[str, ...]:
-        return tuple(m for m in parse_methods(self.methods) if m in self.crowds)
+        return tuple(m for m in _crowd_methods_of(self.methods) if m in self.crowds)
 
     def show(self, methods: str) -> None:
-        """Show the ``"dqs"`` grid, the ``"lbs"`` grid or ``"both"`` (LBS left, DQS right)."""
+        """Show the grids of ``methods`` side by side (see :func:`parse_methods`; ``"both"``:
+        LBS left, DQS right; ``"all"``: every method a crowd draws, :data:`CROWD_METHODS`)."""
         methods = _check_crowd_methods(methods)
-        if methods == "dqs" and "dqs" not in self.crowds:
-            raise InputError(f"{self.name}: the clip has scale or shear, which DQS crowds refuse")
+        wanted = _crowd_methods_of(methods)
+        made = [m for m in wanted if self._crowd(m) is not None]
+        if not made:
+            raise InputError(
+                f"{self.name}: the clip has scale or shear, which "
+                f"{', '.join(_METHOD_NAMES[m] for m in wanted)} crowds refuse"
+            )
         self.methods = methods
         width = self._side * self._pitch
+        shown = self._shown()
         for method, crowd in self.crowds.items():
-            crowd.visible = method in self._shown()
+            crowd.visible = method in shown
             shift = 0.0
-            if len(self._shown()) == 2:
-                shift = 0.55 * width * (1.0 if method == "dqs" else -1.0)
+            if method in shown and len(shown) > 1:  # side by side, 1.1 grid widths apart
+                shift = 1.1 * width * (shown.index(method) - 0.5 * (len(shown) - 1))
             models = np.broadcast_to(np.eye(4), (self.count, 4, 4)).copy()
             models[:, :3, 3] = self._grid + np.array([shift - 0.5 * width, 0.0, -0.5 * width])
             crowd.set_models(models)
@@ -789,11 +829,23 @@ class CrowdScene:
         return False
 
     def label(self) -> str:
-        return f"{_methods_label(self.methods)}, a crowd of {self.count} ({self.clip!r})"
+        return f"{_methods_label(','.join(self._shown()))}, a crowd of {self.count} ({self.clip!r})"
+
+
+def _crowd_methods_of(methods: str) -> tuple[str, ...]:
+    """The crowd methods ``methods`` shows, left to right ("all": every crowd method)."""
+    if methods == "all":
+        return tuple(m for m in SCENE_METHODS if m in CROWD_METHODS)
+    return parse_methods(methods)
 
 
 def _check_crowd_methods(methods: str) -> str:
-    """Crowds draw "dqs", "lbs" or "both"."""
-    if methods not in ("dqs", "lbs", "both"):
-        raise InputError(f"a crowd shows 'dqs', 'lbs' or 'both', got {methods!r}")
+    """Crowds draw the methods of :data:`CROWD_METHODS`, one or several (see
+    :func:`parse_methods`), "both" or "all"."""
+    bad = [m for m in _crowd_methods_of(methods) if m not in CROWD_METHODS]
+    if bad:
+        raise InputError(
+            f"a crowd shows {', '.join(CROWD_METHODS)} (several joined by commas), 'both' or "
+            f"'all'; not {bad[0]!r} (got {methods!r})"
+        )
     return methods
