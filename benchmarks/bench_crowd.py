@@ -145,7 +145,11 @@ def main() -> None:
     parser.add_argument("--counts", type=int, nargs="+", default=[1, 256, 1024, 4096])
     parser.add_argument("--meshes", nargs="+", default=list(MESHES), choices=list(MESHES))
     parser.add_argument(
-        "--methods", nargs="+", default=["dqs", "lbs"], choices=list(si.CROWD_METHODS)
+        "--methods",
+        nargs="+",
+        default=["dqs", "lbs"],
+        # dqs_blender would need the tube's bind frames here: not measured yet
+        choices=[m for m in si.CROWD_METHODS if m != "dqs_blender"],
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--frames", type=int, default=2, help="frames per round")

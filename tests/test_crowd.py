@@ -251,8 +251,6 @@ def test_bad_crowd_input(scene):
         renderer.add_crowd(rm, clip, count=2, method="dqs", centers=rm.mesh.positions)
     with pytest.raises(InputError, match="centers"):
         renderer.add_crowd(rm, clip, count=2, method="cor", centers=np.zeros((3, 3)))
-    with pytest.raises(InputError, match="method"):
-        renderer.add_crowd(rm, clip, count=2, method="dqs_blender")
     crowd = renderer.add_crowd(rm, clip, count=3)
     with pytest.raises(InputError, match=r"times must have shape \(3,\)"):
         crowd.set_times([0.0, 1.0])
@@ -323,6 +321,9 @@ def test_crowd_scene_plays_a_gltf_rig_out_of_phase(device, tmp_path):
             with pytest.raises(InputError, match="scale"):
                 scene.show(methods)
         assert scene.methods == "both"
+        scene.show("lbs,dqs_blender")  # Blender's DQS takes scale, with the bind frames
+        assert covered(renderer.render_image()).sum() > 200
+        scene.show("both")
         times = scene.crowds["lbs"].times
         assert len(np.unique(np.round(times, 6))) == 9  # out of phase
         scene.update(0.1)
@@ -342,11 +343,10 @@ def test_crowd_scene_plays_a_gltf_rig_out_of_phase(device, tmp_path):
             assert "LBS/DQS blend (left) | CoR (right)" in scene.label()
             assert covered(candy.render_image()).sum() > 200
             scene.show("all")
+            assert set(scene.crowds) == {"lbs", "dqs", "blend", "cor", "dqs_blender"}
             assert all(c.visible for c in scene.crowds.values())
-            with pytest.raises(InputError, match="a crowd shows"):
-                scene.show("dqs_blender")
-            with pytest.raises(InputError, match="a crowd shows"):
-                CrowdScene.candy_wrapper(candy, 4, methods="lbs,dqs_blender")
+            with pytest.raises(InputError, match="methods must be one of"):
+                scene.show("dqs_scale")
             assert covered(candy.render_image()).sum() > 200
         finally:
             candy.close()
@@ -398,7 +398,7 @@ def test_removed_crowds_free_their_buffers(device, scene):
     assert counts[1] == counts[2] == counts[0]
 
 
-@pytest.mark.parametrize("method", ["dqs", "lbs", "blend", "cor"])
+@pytest.mark.parametrize("method", ["dqs", "lbs", "blend", "cor", "dqs_blender"])
 def test_eight_influences_render_like_posed_instances(device, method):
     mesh = with_blend_ramp(procedural.tube(600, bone_count=8, influences=8))
     assert mesh.slots == 8
@@ -408,7 +408,8 @@ def test_eight_influences_render_like_posed_instances(device, method):
     try:
         rm = renderer.add_mesh(mesh)
         models = grid_models(3, spacing=12.0)
-        crowd = renderer.add_crowd(rm, clip, count=3, method=method)
+        rest = blender_rest(8) if method == "dqs_blender" else None
+        crowd = renderer.add_crowd(rm, clip, count=3, method=method, rest_matrices=rest)
         crowd.set_models(models)
         crowd.set_times([0.0, 1.0, 1.0])
         crowd.set_colors([0.3, 0.6, 0.2])
@@ -423,6 +424,7 @@ def test_eight_influences_render_like_posed_instances(device, method):
                 model=models[i],
                 color=(0.3, 0.6, 0.2),
                 bones=clip.frames[k],
+                rest_matrices=rest,
             )
         instances_image = renderer.render_image()
         assert covered(crowd_image).sum() > 300
@@ -453,3 +455,85 @@ def test_mirrored_copies_and_wireframe_draw(device, scene):
     if device.info.fill_mode_non_solid:
         renderer.wireframe = True
         assert 0 < covered(renderer.render_image()).sum() < plain
+
+
+def blender_rest(joints: int) -> np.ndarray:
+    """Rest frames for "dqs_blender": translated and turned a little per joint."""
+    rest = np.tile(np.eye(4), (joints, 1, 1))
+    rest[:, 0, 3] = 0.4 * np.arange(joints)
+    c, s = np.cos(0.2), np.sin(0.2)
+    rest[:, :2, :2] = [[c, -s], [s, c]]
+    return rest
+
+
+def scaled_twist_clip() -> AnimationClip:
+    """The twist with scale and shear on joint 1 in some frames (DQS crowds refuse it)."""
+    frames = twist_clip().frames.copy()
+    frames[1:, 1, :3, :3] = frames[1:, 1, :3, :3] @ np.array(
+        [[1.3, 0.2, 0.0], [0.0, 0.8, 0.0], [0.0, 0.0, 1.1]]
+    )
+    return AnimationClip(frames, FPS)
+
+
+def test_dqs_blender_whole_frames_render_like_posed_instances(scene):
+    _mesh, renderer, rm = scene
+    clip = scaled_twist_clip()
+    rest = blender_rest(2)
+    count = clip.frame_count - 1
+    models = grid_models(count)
+    colors = np.linspace([0.8, 0.2, 0.1], [0.1, 0.4, 0.9], count)
+    crowd = renderer.add_crowd(rm, clip, count=count, method="dqs_blender", rest_matrices=rest)
+    crowd.set_models(models)
+    crowd.set_colors(colors)
+    crowd.set_times(np.arange(count)[::-1] / FPS)
+    renderer.frame_scene()
+    crowd_image = renderer.render_image()
+    assert covered(crowd_image).sum() > 500
+    renderer.remove_crowd(crowd)
+    for i in range(count):
+        renderer.add_instance(
+            rm,
+            bone_count=2,
+            method="dqs_blender",
+            model=models[i],
+            color=colors[i],
+            bones=clip.frames[count - 1 - i],
+            rest_matrices=rest,
+        )
+    different = (crowd_image != renderer.render_image()).any(axis=-1)
+    assert different.sum() == 0, f"{different.sum()} pixels differ"
+
+
+def test_dqs_blender_crowd_bones_and_input(scene):
+    _mesh, renderer, rm = scene
+    clip = scaled_twist_clip()
+    rest = blender_rest(2)
+    times = np.array([0.0, 0.05, 0.13, 0.3])
+    crowd = renderer.add_crowd(rm, clip, count=4, method="dqs_blender", rest_matrices=rest)
+    crowd.set_times(times)
+    renderer.render_image()
+    u = crowd.frame_positions()
+    got = crowd.read_bones().astype(np.float64)
+    assert got.shape == (4, 2, 5, 4)
+    # the DQ and Blender's scale rows of each frame, blended like "blend" bones
+    dqs, scales = dq.blender_bone_dqs(clip.frames, rest)
+    f0 = np.floor(u).astype(int)
+    a = (u - f0)[:, None, None, None]
+    d0, d1 = dqs[f0], dqs[f0 + 1]
+    sign = np.where((d0[..., 0, :] * d1[..., 0, :]).sum(-1) < 0, -1.0, 1.0)[..., None, None]
+    d = (1 - a) * d0 + a * sign * d1  # divided by |real|, as dq_normalize() in dqs.glsl
+    d /= np.linalg.norm(d[..., :1, :], axis=-1, keepdims=True)
+    np.testing.assert_allclose(got[:, :, :2], d, atol=2e-6)
+    np.testing.assert_allclose(got[:, :, 2:], (1 - a) * scales[f0] + a * scales[f0 + 1], atol=2e-6)
+    with pytest.raises(InputError, match="needs rest_matrices"):
+        renderer.add_crowd(rm, clip, count=2, method="dqs_blender")
+    with pytest.raises(InputError, match=r"rest_matrices must .*\(2, 4, 4\)"):
+        renderer.add_crowd(rm, clip, count=2, method="dqs_blender", rest_matrices=rest[:1])
+    with pytest.raises(InputError, match="rest_matrices are for method='dqs_blender'"):
+        renderer.add_crowd(rm, twist_clip(), count=2, method="dqs", rest_matrices=rest)
+    mirrored = clip.frames.copy()
+    mirrored[1, 0, :3, :3] = 0.0  # singular
+    with pytest.raises(InputError, match="singular"):
+        renderer.add_crowd(
+            rm, AnimationClip(mirrored, FPS), count=2, method="dqs_blender", rest_matrices=rest
+        )

@@ -156,9 +156,9 @@ def test_viewer_crowd(xvfb):
         assert viewer.scene.methods == "dqs"
         shot = viewer.screenshot()
         assert (shot[..., :3] != shot[0, 0, :3]).any(axis=-1).sum() > 100
-        # the cycle shows the crowd methods and skips dqs_blender, which crowds do not draw
+        # the cycle shows every crowd method
         seen = {viewer.cycle_methods() for _ in range(8)}
-        assert {"blend", "cor", "all"} <= seen and "dqs_blender" not in seen
+        assert {"blend", "cor", "dqs_blender", "all"} <= seen
         viewer.run(max_frames=2)
 
 

@@ -17,20 +17,22 @@ a time, a model matrix and a colour. Per frame the renderer:
 Bones, frames and copies live in rgba32f texel buffers (on lavapipe texel fetches are far faster
 than storage-buffer reads), not in the 64 KiB uniform block. Limits (checked with
 :class:`~vkdqs.LimitError`): the bones of all copies (``count * joints * t`` texels, ``t``
-2 for DQS and cor, 3 for LBS, 5 for blend), the clip (``frames * joints * t``) and the copies
-(``count * 8``) must each fit ``maxTexelBufferElements`` (2^27 on lavapipe: e.g. 1.3M copies
-of a 50-joint DQS rig); the sampling dispatch (``count * joints / 64`` groups) must fit
-``maxComputeWorkGroupCount[0]`` (65535 groups: 4.2M bones); and ``count <=``
+2 for DQS and cor, 3 for LBS, 5 for blend and dqs_blender), the clip (``frames * joints * t``)
+and the copies (``count * 8``) must each fit ``maxTexelBufferElements`` (2^27 on lavapipe: e.g.
+1.3M copies of a 50-joint DQS rig); the sampling dispatch (``count * joints / 64`` groups) must
+fit ``maxComputeWorkGroupCount[0]`` (65535 groups: 4.2M bones); and ``count <=``
 :data:`MAX_COPIES`. Memory is 16 bytes a texel, per frame in flight for bones and copies.
 
 Methods: "dqs", "lbs", "blend" (per-vertex LBS/DQS blend by the mesh's ``dqs_blend``: the
-sampling pass writes each bone's blended DQ and its linearly blended matrix rows, 5 texels) and
+sampling pass writes each bone's blended DQ and its linearly blended matrix rows, 5 texels),
 "cor" (optimized centers of rotation: DQ bones, as "dqs", and the mesh's per-vertex centers,
-computed once per mesh like a "cor" instance's). The vertex shader skins with
+computed once per mesh like a "cor" instance's) and "dqs_blender" (Blender's Preserve Volume,
+with the bones' ``rest_matrices``: the DQ and Blender's scale matrix rows, 5 texels, sampled as
+for "blend"; clips with scale welcome). The vertex shader skins with
 ``skin_vertex()`` of ``include/skin.glsl``, as ordinary instances do.
 
-DQS, blend and cor crowds need rigid clips (no scale or shear): use ``method="lbs"`` for clips
-with scale.
+DQS, blend and cor crowds need rigid clips (no scale or shear): use ``method="lbs"`` (or
+"dqs_blender") for clips with scale.
 All copies of a crowd share the winding of culling: if any model matrix mirrors (det < 0) the
 crowd is drawn without back-face culling.
 """
@@ -125,30 +127,37 @@ def _check_finite(arr: np.ndarray, what: str) -> None:
         raise InputError(f"{what}{list(index)} is {arr[index]:g}, beyond +-{MAX_MAGNITUDE:g}")
 
 
-def pack_clip(clip: AnimationClip, method: str) -> np.ndarray:
+def pack_clip(
+    clip: AnimationClip, method: str, rest_matrices: np.ndarray | None = None
+) -> np.ndarray:
     """The clip's frames in the shader's bone layout, float32: ``(F, J, 2, 4)`` unit dual
     quaternions ("dqs", "cor"), ``(F, J, 3, 4)`` affine rows ("lbs"), or ``(F, J, 5, 4)``, the
-    dual quaternion then the rows ("blend"). "blend" and "cor" pack like their instances'
-    poses (:func:`vkdqs.bones.pack_rigid_pair`), so a whole frame skins exactly like an
-    instance posed with it."""
+    dual quaternion then the rows ("blend": the matrix; "dqs_blender": Blender's scale matrix,
+    split in the bones' ``rest_matrices``). "blend", "cor" and "dqs_blender" pack like their
+    instances' poses, so a whole frame skins exactly like an instance posed with it."""
     j = clip.joint_count
     if method == "lbs":
         return bone_packing.pack_lbs(clip.frames, j, batched=True)
+    if method == "dqs_blender":
+        rest = bone_packing.check_rest_matrices(rest_matrices, j)
+        pose = bone_packing.pack_blender(clip.frames, j, rest, batched=True)
+        assert pose.scales is not None
+        return np.ascontiguousarray(np.concatenate([pose.bones, pose.scales], -2))
     if method in ("blend", "cor"):
         try:
             dqs, rows = bone_packing.pack_rigid_pair(clip.frames, j, method, batched=True)
         except InputError as exc:
             raise InputError(
                 f"a {method!r} crowd needs a rigid clip (no scale or shear); use method='lbs' "
-                f"for this clip ({exc})"
+                f"(or 'dqs_blender' with rest_matrices) for this clip ({exc})"
             ) from None
         return dqs if method == "cor" else np.ascontiguousarray(np.concatenate([dqs, rows], -2))
     try:
         return bone_packing.pack_dqs(clip.frames, j, batched=True)
     except InputError as exc:
         raise InputError(
-            f"a DQS crowd needs a rigid clip (no scale or shear); use method='lbs' for this "
-            f"clip ({exc})"
+            f"a DQS crowd needs a rigid clip (no scale or shear); use method='lbs' (or "
+            f"'dqs_blender' with rest_matrices) for this clip ({exc})"
         ) from None
 
 
@@ -170,6 +179,7 @@ class Crowd:
         method: str,
         frames_in_flight: int,
         label: str,
+        rest_matrices: np.ndarray | None = None,
     ) -> None:
         if isinstance(clips, AnimationClip):
             clips = [clips]
@@ -255,7 +265,9 @@ class Crowd:
         self._copies_gen = 0
         self._update_copies()
 
-        packed = np.concatenate([pack_clip(c, method) for c in clips])
+        if rest_matrices is not None and method != "dqs_blender":
+            raise InputError(f"rest_matrices are for method='dqs_blender', not {method!r}")
+        packed = np.concatenate([pack_clip(c, method, rest_matrices) for c in clips])
         #: The Vulkan objects this crowd made (kept by the owner; dropped by remove_crowd).
         self._objects: list[Any] = []
 
@@ -561,7 +573,7 @@ class Crowd:
     def read_bones(self) -> np.ndarray:
         """The bones the GPU sampled for the last rendered frame, float32: ``(count, J, 2, 4)``
         dual quaternions ("dqs", "cor"), ``(count, J, 3, 4)`` affine rows ("lbs") or
-        ``(count, J, 5, 4)``, the dual quaternion then the rows ("blend"). Call after
+        ``(count, J, 5, 4)``, the dual quaternion then the rows ("blend", "dqs_blender"). Call after
         ``renderer.wait()`` (or ``render_image()``); for tests and debugging."""
         if self._last_slot is None:
             raise InputError("read_bones(): the crowd has not been rendered yet")

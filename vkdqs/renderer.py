@@ -445,6 +445,7 @@ class Renderer(ResourceOwner):
         clips: Sequence[AnimationClip] | None = None,
         label: str | None = None,
         centers: ArrayLike | None = None,
+        rest_matrices: ArrayLike | None = None,
     ) -> Crowd:
         """``count`` copies of ``mesh`` playing ``clip`` (a :class:`vkdqs.AnimationClip`), or
         each one of ``clips`` (chosen per copy with ``crowd.set_clips``), sampled on the GPU and
@@ -453,7 +454,8 @@ class Renderer(ResourceOwner):
         ``method`` is "dqs", "lbs", "blend" (needs the mesh's ``dqs_blend``) or "cor", which
         skins about the mesh's centers of rotation: ``centers`` ((N, 3)), or those of an earlier
         "cor" instance or crowd of the mesh, or computed now on the renderer's device, as for
-        :meth:`add_instance`."""
+        :meth:`add_instance`. "dqs_blender" needs ``rest_matrices`` ((J, 4, 4), as for
+        :meth:`add_instance`)."""
         with self._lock:
             self._check_open()
             mesh = self._check_mesh(mesh)
@@ -480,6 +482,7 @@ class Renderer(ResourceOwner):
                 method,
                 len(self._frames),
                 label or f"crowd {len(self.crowds)}",
+                None if rest_matrices is None else np.asarray(rest_matrices),
             )
             try:
                 if method == "cor" and given is None and mesh.centers is None:

@@ -685,6 +685,7 @@ class CrowdScene:
         methods: str = "dqs",
         name: str = "crowd",
         seed: int = 0,
+        rest_matrices: np.ndarray | None = None,
     ) -> None:
         self.renderer = renderer
         self.name = name
@@ -693,6 +694,8 @@ class CrowdScene:
         self.bone_count = clip.joint_count
         self.methods = _check_crowd_methods(methods)
         self._mesh = mesh
+        #: (J, 4, 4) bind frames for the "dqs_blender" crowd (None: it cannot be shown)
+        self.rest_matrices = rest_matrices
         self._meshes: dict[str, RenderMesh] = {}
         rm = renderer.add_mesh(mesh, label=f"{name} mesh")
         self._meshes["mesh"] = rm
@@ -738,7 +741,17 @@ class CrowdScene:
         m = meshes[0]
         clip = scene.bake_clip(m.skin, 0 if animation is None else animation, fps)
         geometry = scene.skinned_mesh(m.index)
-        return cls(renderer, geometry, clip, count, methods=methods, name=scene.path.name)
+        # bind frames for "dqs_blender": the inverse bind matrices' inverses
+        rest = np.linalg.inv(scene.skins[m.skin].inverse_bind_matrices)
+        return cls(
+            renderer,
+            geometry,
+            clip,
+            count,
+            methods=methods,
+            name=scene.path.name,
+            rest_matrices=rest,
+        )
 
     @classmethod
     def candy_wrapper(
@@ -749,7 +762,10 @@ class CrowdScene:
         frames = np.stack([procedural.twist_pose(a) for a in angles])
         clip = AnimationClip(frames, (len(angles) - 1) / period)
         mesh = procedural.candy_wrapper()
-        return cls(renderer, mesh, clip, count, methods=methods, name="candy wrapper")
+        rest = np.tile(np.eye(4), (2, 1, 1))  # as CandyWrapperScene's "dqs_blender" copy
+        return cls(
+            renderer, mesh, clip, count, methods=methods, name="candy wrapper", rest_matrices=rest
+        )
 
     def _crowd(self, method: str) -> Crowd | None:
         """The crowd of ``method``, made on first use; None if the clip cannot drive it."""
@@ -757,11 +773,15 @@ class CrowdScene:
             return self.crowds[method]
         if method in self._refused:
             return None
+        if method == "dqs_blender" and self.rest_matrices is None:
+            self._refused[method] = "DQS (Blender) crowds need the bones' rest matrices"
+            return None
         try:
-            pack_clip(self.clip, method)
-        except InputError:
-            self._refused[method] = "the clip has scale or shear"
-            return None  # DQS of a clip with scale: LBS only
+            pack_clip(self.clip, method, self.rest_matrices)
+        except InputError as exc:
+            # DQS of a clip with scale: LBS only
+            self._refused[method] = f"{_METHOD_NAMES[method]} crowds refuse this clip: {exc}"
+            return None
         rm = self._meshes["mesh"]
         if method == "blend" and self._mesh.dqs_blend is None:
             if "blend" not in self._meshes:  # a DQS fraction for the blend copies' mesh
@@ -777,7 +797,12 @@ class CrowdScene:
                 self._meshes["blend"] = self.renderer.add_mesh(blended, label=f"{self.name} blend")
             rm = self._meshes["blend"]
         crowd = self.renderer.add_crowd(
-            rm, self.clip, count=self.count, method=method, label=method
+            rm,
+            self.clip,
+            count=self.count,
+            method=method,
+            label=method,
+            rest_matrices=self.rest_matrices if method == "dqs_blender" else None,
         )
         crowd.set_times(self._times)
         crowd.set_speeds(self._speeds)
@@ -795,10 +820,7 @@ class CrowdScene:
         wanted = _crowd_methods_of(methods)
         made = [m for m in wanted if self._crowd(m) is not None]
         if not made:
-            raise InputError(
-                f"{self.name}: the clip has scale or shear, which "
-                f"{', '.join(_METHOD_NAMES[m] for m in wanted)} crowds refuse"
-            )
+            raise InputError(f"{self.name}: " + "; ".join(self._refused[m] for m in wanted))
         self.methods = methods
         width = self._side * self._pitch
         shown = self._shown()

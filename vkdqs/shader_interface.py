@@ -383,17 +383,25 @@ def push_bytes_of(v: Variant) -> int:
 
 #: Crowd methods: "blend" and "cor" skin with skin_vertex() like their instances, reading the
 #: per-vertex ``aux`` input (:data:`AUX_METHODS`).
-CROWD_METHODS = ("dqs", "lbs", "blend", "cor")
+CROWD_METHODS = ("dqs", "lbs", "blend", "cor", "dqs_blender")
 CROWD_FRAMES = 0  #: crowd_*.comp: the clip's frames, (F * J) bones, uniform texel buffer
 CROWD_POSITIONS = 1  #: crowd_*.comp: per copy a vec2: first frame to blend, next one's weight
 CROWD_BONES_OUT = 2  #: crowd_*.comp: (copies * J) bones, storage texel buffer
 CROWD_BONES = 0  #: crowd vertex shader: the bones crowd_*.comp wrote, uniform texel buffer
 CROWD_COPIES = 9  #: crowd vertex shader: one CROWD_COPY per copy, uniform texel buffer
 #: rgba32f texels per bone in the crowd texel buffers.
-#: "blend": the DQ then the [A | t] rows; "cor": the DQ.
-BONE_TEXELS = {"dqs": 2, "lbs": 3, "blend": 5, "cor": 2}
-#: The sampling shader of each crowd method: "cor" bones are DQs, sampled as for "dqs".
-CROWD_SAMPLE_METHOD = {"dqs": "dqs", "lbs": "lbs", "blend": "blend", "cor": "dqs"}
+#: "blend": the DQ then the [A | t] rows; "cor": the DQ; "dqs_blender": the DQ then Blender's
+#: [S | s] scale rows.
+BONE_TEXELS = {"dqs": 2, "lbs": 3, "blend": 5, "cor": 2, "dqs_blender": 5}
+#: The sampling shader of each crowd method: "cor" bones are DQs, sampled as for "dqs";
+#: "dqs_blender" bones (a DQ and 3x4 rows) as for "blend".
+CROWD_SAMPLE_METHOD = {
+    "dqs": "dqs",
+    "lbs": "lbs",
+    "blend": "blend",
+    "cor": "dqs",
+    "dqs_blender": "blend",
+}
 #: Format of every crowd texel buffer.
 CROWD_TEXEL_FORMAT = Format.R32G32B32A32_SFLOAT
 

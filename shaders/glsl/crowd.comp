@@ -10,7 +10,8 @@
 //   SKIN_LBS  frames and bones are the three rows of affine matrices (mat3x4: 3 texels);
 //   SKIN_BLEND frames and bones are both, for "blend" crowds (5 texels: the DQ, then the rows):
 //             the DQ blended as for DQS, the rows linearly as for LBS.
-// "cor" crowds use the default variant (their bones are the DQs).
+// "cor" crowds use the default variant (their bones are the DQs), "dqs_blender" crowds SKIN_BLEND
+// (their bones are the DQ and Blender's scale matrix rows, blended alike).
 
 #include "include/dqs.glsl"
 #include "include/lbs.glsl"

@@ -6,7 +6,8 @@
 // include/skin.glsl, as in skin.vert, reading the bones through BONE() / BONE_MATRIX() from the
 // texel buffer. Variants: default DQS (bones are 2 texels: the DQ), SKIN_LBS (3: the matrix
 // rows), SKIN_BLEND (5: the DQ, then the matrix rows; aux input at location 6), SKIN_COR (2: the
-// DQ; aux input), SKIN_INFLUENCES_8 (inputs at locations 4 and 5).
+// DQ; aux input), SKIN_DQS_BLENDER (5: the DQ, then Blender's scale matrix rows),
+// SKIN_INFLUENCES_8 (inputs at locations 4 and 5).
 
 // Texel buffers: on lavapipe texel fetches are much faster than storage-buffer reads.
 layout(set = 0, binding = 0) uniform samplerBuffer bones;   // rgba32f, BONE_TEXELS per bone
@@ -18,7 +19,7 @@ mat3x4 crowd_bone(int i) {
     int t = 3 * i;
     return mat3x4(texelFetch(bones, t), texelFetch(bones, t + 1), texelFetch(bones, t + 2));
 }
-#elif defined(SKIN_BLEND)
+#elif defined(SKIN_BLEND) || defined(SKIN_DQS_BLENDER)
 mat2x4 crowd_bone(int i) {
     int t = 5 * i;
     return mat2x4(texelFetch(bones, t), texelFetch(bones, t + 1));
@@ -27,7 +28,8 @@ mat3x4 crowd_bone_matrix(int i) {
     int t = 5 * i + 2;
     return mat3x4(texelFetch(bones, t), texelFetch(bones, t + 1), texelFetch(bones, t + 2));
 }
-#define BONE_MATRIX(i) crowd_bone_matrix(i)
+#define BONE_MATRIX(i) crowd_bone_matrix(i)  // blend: [A | t]
+#define BONE_SCALE(i) crowd_bone_matrix(i)   // dqs_blender: Blender's [S | s]
 #else
 mat2x4 crowd_bone(int i) {
     int t = 2 * i;
