@@ -529,6 +529,8 @@ def test_dqs_blender_crowd_bones_and_input(scene):
         renderer.add_crowd(rm, clip, count=2, method="dqs_blender")
     with pytest.raises(InputError, match=r"rest_matrices must .*\(2, 4, 4\)"):
         renderer.add_crowd(rm, clip, count=2, method="dqs_blender", rest_matrices=rest[:1])
+    with pytest.raises(InputError, match="rest_matrices"):
+        renderer.add_crowd(rm, clip, count=2, method="dqs_blender", rest_matrices=[[1.0], [2, 3]])
     with pytest.raises(InputError, match="rest_matrices are for method='dqs_blender'"):
         renderer.add_crowd(rm, twist_clip(), count=2, method="dqs", rest_matrices=rest)
     mirrored = clip.frames.copy()

@@ -128,7 +128,7 @@ def _check_finite(arr: np.ndarray, what: str) -> None:
 
 
 def pack_clip(
-    clip: AnimationClip, method: str, rest_matrices: np.ndarray | None = None
+    clip: AnimationClip, method: str, rest_matrices: ArrayLike | None = None
 ) -> np.ndarray:
     """The clip's frames in the shader's bone layout, float32: ``(F, J, 2, 4)`` unit dual
     quaternions ("dqs", "cor"), ``(F, J, 3, 4)`` affine rows ("lbs"), or ``(F, J, 5, 4)``, the
@@ -179,7 +179,7 @@ class Crowd:
         method: str,
         frames_in_flight: int,
         label: str,
-        rest_matrices: np.ndarray | None = None,
+        rest_matrices: ArrayLike | None = None,
     ) -> None:
         if isinstance(clips, AnimationClip):
             clips = [clips]

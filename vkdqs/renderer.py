@@ -451,11 +451,11 @@ class Renderer(ResourceOwner):
         each one of ``clips`` (chosen per copy with ``crowd.set_clips``), sampled on the GPU and
         drawn in one instanced call; see :mod:`vkdqs.crowd`.
 
-        ``method`` is "dqs", "lbs", "blend" (needs the mesh's ``dqs_blend``) or "cor", which
-        skins about the mesh's centers of rotation: ``centers`` ((N, 3)), or those of an earlier
-        "cor" instance or crowd of the mesh, or computed now on the renderer's device, as for
-        :meth:`add_instance`. "dqs_blender" needs ``rest_matrices`` ((J, 4, 4), as for
-        :meth:`add_instance`)."""
+        ``method`` is "dqs", "lbs", "blend" (needs the mesh's ``dqs_blend``), "cor" or
+        "dqs_blender". "cor" skins about the mesh's centers of rotation: ``centers`` ((N, 3)),
+        or those of an earlier "cor" instance or crowd of the mesh, or computed now on the
+        renderer's device, as for :meth:`add_instance`. "dqs_blender" needs ``rest_matrices``
+        ((J, 4, 4), as for :meth:`add_instance`)."""
         with self._lock:
             self._check_open()
             mesh = self._check_mesh(mesh)
@@ -482,7 +482,7 @@ class Renderer(ResourceOwner):
                 method,
                 len(self._frames),
                 label or f"crowd {len(self.crowds)}",
-                None if rest_matrices is None else np.asarray(rest_matrices),
+                rest_matrices,
             )
             try:
                 if method == "cor" and given is None and mesh.centers is None:
