@@ -11,6 +11,14 @@ default), and each of ``--methods`` (DQS and LBS by default; "blend", "cor"):
   ``set_pose`` every frame (poses pre-converted to the method's layout, so only vkdqs's own
   validation and packing is counted), up to ``--max-instances`` copies.
 
+With ``--pygfx`` (pygfx is not a dependency: ``pip install pygfx``; skipped with one line if
+missing), an outside reference: **pygfx**, N ``pygfx.SkinnedMesh`` objects of the same mesh on the
+same grid, each with its own ``Skeleton`` (one ``Bone`` per joint), posed every frame in Python
+from the same clip at out-of-phase frames (``bone.local.matrix = ...``; pygfx skins linearly,
+so compare with the LBS rows), rendered offscreen with ``rendercanvas`` and read back
+(``canvas.draw()``), up to ``--max-pygfx`` copies; fps and CPU ms only (no GPU timestamps).
+``--pygfx-only`` measures just those and adds them to the rows of an existing ``--out`` file.
+
 Every frame is read back (``render_image``) at a small resolution. Reported: the median over
 rounds of the frame time (fps) and of the main thread's CPU time a frame (Python + driver calls;
 lavapipe's rasterizer threads are not counted); the median over frames of the GPU time a frame
@@ -22,6 +30,7 @@ instance's"; ``empty_gpu_ms`` (a frame with nothing to draw: clear and readback)
 cost in every frame, which the ``net`` per-vertex figures subtract.
 
     python benchmarks/bench_crowd.py [--counts 1 256 1024 4096] [--rounds 3] [--frames 2]
+    python benchmarks/bench_crowd.py --pygfx-only  # pygfx rows into the existing crowd.json
 
 Prints a table and writes benchmarks/results/crowd.json.
 """
@@ -135,6 +144,112 @@ def bench(device, run, mesh, clip, count, method, rounds, frames) -> dict:
     return out
 
 
+def pygfx_bench(mesh, clip, count: int, rounds: int, frames: int) -> dict:
+    """N pygfx SkinnedMesh objects, each with its own skeleton, posed in Python every frame."""
+    import pygfx as gfx
+    from rendercanvas.offscreen import RenderCanvas
+
+    canvas = RenderCanvas(size=(W, H), pixel_ratio=1)
+    renderer = gfx.WgpuRenderer(canvas)
+    scene = gfx.Scene()
+    scene.add(gfx.AmbientLight(), gfx.DirectionalLight())
+    geometry = gfx.Geometry(
+        positions=mesh.positions,
+        normals=mesh.normals,
+        indices=mesh.indices.reshape(-1, 3).astype(np.uint32),
+        skin_indices=mesh.joints.astype(np.uint32),
+        skin_weights=mesh.weights,
+    )
+    material = gfx.MeshPhongMaterial(color="#c86")
+    skeletons = []
+    for model in grid(count):
+        obj = gfx.SkinnedMesh(geometry, material)
+        obj.local.matrix = model
+        bones = [gfx.Bone() for _ in range(clip.joint_count)]
+        obj.add(*bones)  # children of the mesh: bone.world = model @ skinning matrix
+        # identity inverse binds: a bone's local matrix is the clip's skinning matrix
+        obj.bind(gfx.Skeleton(bones, [np.eye(4) for _ in bones]), np.eye(4))
+        scene.add(obj)
+        skeletons.append(bones)
+    camera = gfx.PerspectiveCamera(45, W / H)
+    camera.show_object(scene)
+    canvas.request_draw(lambda: renderer.render(scene, camera))
+    poses = list(clip.frames)
+    phase = np.random.default_rng(0).integers(0, len(poses), count)
+
+    def timed_frames(n: int) -> tuple[float, float]:
+        wall0, cpu0 = time.perf_counter(), time.thread_time()
+        for f in range(n):
+            for i, bones in enumerate(skeletons):
+                pose = poses[(f + phase[i]) % len(poses)]
+                for j, bone in enumerate(bones):
+                    bone.local.matrix = pose[j]
+            image = np.asarray(canvas.draw())  # render and read back
+            assert image.shape[:2] == (H, W)
+        return (time.perf_counter() - wall0) / n, (time.thread_time() - cpu0) / n
+
+    try:
+        timed_frames(2)  # warm-up: pipelines, buffers
+        wall, cpu = zip(*(timed_frames(frames) for _ in range(rounds)), strict=True)
+    finally:
+        canvas.close()
+    frame = float(np.median(wall))
+    return {"fps": 1.0 / frame, "frame_ms": 1e3 * frame, "cpu_ms": 1e3 * float(np.median(cpu))}
+
+
+def pygfx_info() -> dict | None:
+    """pygfx's version and adapter, or None (and one line printed) if it is not installed."""
+    try:
+        import pygfx as gfx
+        import wgpu
+    except ImportError as e:
+        print(f"pygfx reference skipped: {e} (pip install pygfx)")
+        return None
+    adapter = wgpu.gpu.request_adapter_sync().info
+    return {"pygfx": gfx.__version__, "wgpu": wgpu.__version__, "adapter": adapter["device"]}
+
+
+def pygfx_rows(args) -> dict[tuple[str, int], dict]:
+    rows = {}
+    for mesh_name in args.meshes:
+        n, joints = MESHES[mesh_name]
+        mesh = procedural.tube(n, bone_count=joints, influences=4)
+        clip = make_clip(joints)
+        for count in args.counts:
+            if count <= args.max_pygfx:
+                rows[mesh_name, count] = pygfx_bench(mesh, clip, count, args.rounds, args.frames)
+    return rows
+
+
+def pygfx_only(args) -> None:
+    """Measure only the pygfx rows and add them to the rows of the existing ``--out`` file."""
+    info = pygfx_info()
+    if info is None:
+        return
+    data = json.loads(args.out.read_text())
+    rows = pygfx_rows(args)
+    print(f"pygfx {info['pygfx']} (wgpu {info['wgpu']}) on {info['adapter']}; {W}x{H}, "
+          f"readback every frame; crowd columns from {args.out.name} (not rerun)")  # fmt: skip
+    print(f"{'mesh':<8} {'copies':>6} | {'pygfx fps':>9} {'CPU ms':>7} | "
+          f"{'crowd lbs fps':>13} {'CPU ms':>7} | {'inst. lbs fps':>13} {'CPU ms':>7}")  # fmt: skip
+    for r in data["results"]:
+        key = (r["mesh"], r["copies"])
+        if key not in rows:
+            continue
+        r["pygfx"] = rows[key]
+        if r["method"] != "lbs":
+            continue
+        p, c, i = rows[key], r["crowd"], r.get("instances")
+        inst = f"{i['fps']:13.1f} {i['cpu_ms']:7.2f}" if i else f"{'-':>13} {'-':>7}"
+        print(
+            f"{r['mesh']:<8} {r['copies']:>6} | {p['fps']:9.1f} {p['cpu_ms']:7.2f} | "
+            f"{c['fps']:13.1f} {c['cpu_ms']:7.2f} | {inst}"
+        )
+    data["meta"]["pygfx"] = info | {"args": sys.argv[1:], "max_pygfx": args.max_pygfx}
+    args.out.write_text(json.dumps(data, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
 def per_vertex_net(gpu_ms: float, empty_ms: float, vertices: int) -> float:
     """GPU ns a skinned vertex once the empty frame's fixed cost is taken off."""
     return 1e6 * max(gpu_ms - empty_ms, 0.0) / vertices
@@ -155,7 +270,13 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=2, help="frames per round")
     parser.add_argument("--max-instances", type=int, default=1024)
     parser.add_argument("--out", type=Path, default=RESULTS / "crowd.json")
+    parser.add_argument("--pygfx", action="store_true", help="add pygfx as an outside reference")
+    parser.add_argument("--pygfx-only", action="store_true", help="only pygfx, into --out")
+    parser.add_argument("--max-pygfx", type=int, default=256)
     args = parser.parse_args()
+    if args.pygfx_only:
+        pygfx_only(args)
+        return
 
     results, singles = [], []
     with Device() as device:
@@ -207,6 +328,13 @@ def main() -> None:
                     )
                     results.append(row)
 
+    pygfx, info = {}, pygfx_info() if args.pygfx else None
+    if info is not None:
+        pygfx = pygfx_rows(args)
+        for r in results:
+            if (r["mesh"], r["copies"]) in pygfx:
+                r["pygfx"] = pygfx[r["mesh"], r["copies"]]
+
     print(f"device: {name}, {os.cpu_count()} CPUs; {W}x{H} offscreen, readback every frame")
     print(f"empty frame (clear + readback): {empty_ms:.3f} GPU ms")
     for s in singles:
@@ -233,10 +361,17 @@ def main() -> None:
             f"{r['mesh']:<8} {r['method']:<6} {r['copies']:>6} | {c['fps']:9.1f} "
             f"{c['cpu_ms']:7.2f} {c['gpu_ms']:8.2f} {c['gpu_ns_per_vertex']:7.1f} | {inst} | "
             f"{saved} {ci} {r['crowd/single GPU per vertex']:7.2f}"
+            + (
+                f" | pygfx {r['pygfx']['fps']:.1f} fps, {r['pygfx']['cpu_ms']:.2f} CPU ms"
+                if "pygfx" in r
+                else ""
+            )
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"device": name, "cpus": os.cpu_count(), "width": W, "height": H}
     meta |= {"empty_gpu_ms": empty_ms, "args": sys.argv[1:]}
+    if info is not None:
+        meta["pygfx"] = info | {"max_pygfx": args.max_pygfx}
     data = {"meta": meta, "single_instance": singles, "results": results}
     args.out.write_text(json.dumps(data, indent=2) + "\n")
     print(f"wrote {args.out}")

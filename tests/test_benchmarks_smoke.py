@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -99,3 +101,23 @@ def test_crowd_benchmark_smoke(tmp_path, device):
         assert r["crowd/single GPU per vertex"] > 0
     assert results[0]["instances"]["gpu_ms"] > 0
     assert results[0]["crowd/instances GPU per vertex"] > 0
+
+
+def test_crowd_benchmark_pygfx_smoke(tmp_path, device):
+    """The optional pygfx reference (benchmark only; skipped where pygfx is not installed)."""
+    pytest.importorskip("pygfx")
+    out = tmp_path / "crowd.json"
+    args = ["--counts", "1", "3", "--meshes", "rig1.7k", "--methods", "lbs", "--rounds", "1"]
+    args += ["--frames", "1", "--max-instances", "1", "--max-pygfx", "1", "--pygfx"]
+    text = _run("bench_crowd.py", *args, "--out", str(out))
+    assert "pygfx" in text
+    data = json.loads(out.read_text())
+    assert data["meta"]["pygfx"]["max_pygfx"] == 1
+    results = data["results"]
+    assert results[0]["pygfx"]["fps"] > 0 and results[0]["pygfx"]["cpu_ms"] > 0
+    assert "pygfx" not in results[1]
+    # --pygfx-only: only the pygfx rows, into the existing file
+    del results[0]["pygfx"]
+    out.write_text(json.dumps(data))
+    _run("bench_crowd.py", "--pygfx-only", *args[:-1], "--out", str(out))
+    assert "pygfx" in json.loads(out.read_text())["results"][0]
