@@ -161,8 +161,8 @@ def pygfx_bench(mesh, clip, count: int, rounds: int, frames: int) -> dict:
         skin_weights=mesh.weights,
     )
     material = gfx.MeshPhongMaterial(color="#c86")
-    skeletons = []
-    for model in grid(count):
+    skeletons, models = [], grid(count)
+    for model in models:
         obj = gfx.SkinnedMesh(geometry, material)
         obj.local.matrix = model
         bones = [gfx.Bone() for _ in range(clip.joint_count)]
@@ -171,8 +171,14 @@ def pygfx_bench(mesh, clip, count: int, rounds: int, frames: int) -> dict:
         obj.bind(gfx.Skeleton(bones, [np.eye(4) for _ in bones]), np.eye(4))
         scene.add(obj)
         skeletons.append(bones)
-    camera = gfx.PerspectiveCamera(45, W / H)
-    camera.show_object(scene)
+    # framed as Renderer.frame_scene() frames the crowd: the rest meshes' box, along -z, 40 deg
+    lo = np.asarray(mesh.bounds[0]) + models[:, :3, 3].min(axis=0)
+    hi = np.asarray(mesh.bounds[1]) + models[:, :3, 3].max(axis=0)
+    half_fov = min(np.radians(20.0), np.arctan(np.tan(np.radians(20.0)) * W / H))
+    distance = 1.15 * np.linalg.norm(hi - lo) / 2.0 / np.sin(half_fov)
+    camera = gfx.PerspectiveCamera(40, W / H)
+    camera.local.position = (lo + hi) / 2.0 + (0.0, 0.0, distance)
+    camera.look_at((lo + hi) / 2.0)
     canvas.request_draw(lambda: renderer.render(scene, camera))
     poses = list(clip.frames)
     phase = np.random.default_rng(0).integers(0, len(poses), count)
