@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -103,21 +102,26 @@ def test_crowd_benchmark_smoke(tmp_path, device):
     assert results[0]["crowd/instances GPU per vertex"] > 0
 
 
-def test_crowd_benchmark_pygfx_smoke(tmp_path, device):
-    """The optional pygfx reference (benchmark only; skipped where pygfx is not installed)."""
-    pytest.importorskip("pygfx")
+def test_crowd_benchmark_without_pygfx(tmp_path, device):
+    """pygfx is an optional outside reference, not a dependency: where it cannot be imported
+    (simulated by a stub that fails to import), --pygfx says so in one line and measures the
+    rest. The pygfx rows themselves were measured by hand (README, Crowds)."""
+    stub = tmp_path / "stub"
+    (stub / "pygfx").mkdir(parents=True)
+    (stub / "pygfx" / "__init__.py").write_text("raise ImportError('no pygfx here')\n")
     out = tmp_path / "crowd.json"
-    args = ["--counts", "1", "3", "--meshes", "rig1.7k", "--methods", "lbs", "--rounds", "1"]
+    args = ["--counts", "1", "--meshes", "rig1.7k", "--methods", "lbs", "--rounds", "1"]
     args += ["--frames", "1", "--max-instances", "1", "--max-pygfx", "1", "--pygfx"]
-    text = _run("bench_crowd.py", *args, "--out", str(out))
-    assert "pygfx" in text
-    data = json.loads(out.read_text())
-    assert data["meta"]["pygfx"]["max_pygfx"] == 1
-    results = data["results"]
-    assert results[0]["pygfx"]["fps"] > 0 and results[0]["pygfx"]["cpu_ms"] > 0
-    assert "pygfx" not in results[1]
-    # --pygfx-only: only the pygfx rows, into the existing file
-    del results[0]["pygfx"]
-    out.write_text(json.dumps(data))
-    _run("bench_crowd.py", "--pygfx-only", *args[:-1], "--out", str(out))
-    assert "pygfx" in json.loads(out.read_text())["results"][0]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(stub), *sys.path])}
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "bench_crowd.py"), *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    skipped = [line for line in result.stdout.splitlines() if "pygfx reference skipped" in line]
+    assert skipped == ["pygfx reference skipped: no pygfx here (pip install pygfx)"]
+    (row,) = json.loads(out.read_text())["results"]
+    assert "pygfx" not in row and row["crowd"]["cpu_ms"] > 0
