@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
 
 import pytest
+
+from .xvfb import start_xvfb
 
 
 class _ValidationRecords(logging.Handler):
@@ -128,22 +129,13 @@ def xvfb():
         if _require_device():
             pytest.fail("VKDQS_REQUIRE_DEVICE=1 but Xvfb is not installed (apt-get install xvfb)")
         pytest.skip("Xvfb is not installed")
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        [exe, "-displayfd", str(write_fd), "-screen", "0", "1280x1024x24", "-nolisten", "tcp"],
-        pass_fds=(write_fd,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write_fd)
-    with os.fdopen(read_fd) as f:
-        display = f.readline().strip()
-    if not display:
-        proc.kill()
-        pytest.fail("Xvfb did not start")
+    try:
+        proc, display = start_xvfb(exe)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
     old = os.environ.get("DISPLAY")
-    os.environ["DISPLAY"] = f":{display}"
-    yield f":{display}"
+    os.environ["DISPLAY"] = display
+    yield display
     if old is None:
         os.environ.pop("DISPLAY", None)
     else:

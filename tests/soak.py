@@ -57,7 +57,6 @@ import gc
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import time
 import warnings
@@ -67,6 +66,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+try:
+    from .xvfb import start_xvfb
+except ImportError:  # run as a script: python tests/soak.py
+    from xvfb import start_xvfb  # type: ignore[no-redef]
 
 if TYPE_CHECKING:
     from vkdqs import Device, SkinnedMesh
@@ -471,21 +475,10 @@ def virtual_display() -> Iterator[str]:
     exe = shutil.which("Xvfb")
     if exe is None:
         raise RuntimeError("DISPLAY is unset and Xvfb is not installed (apt-get install xvfb)")
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        [exe, "-displayfd", str(write_fd), "-screen", "0", "1280x1024x24", "-nolisten", "tcp"],
-        pass_fds=(write_fd,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write_fd)
-    with os.fdopen(read_fd) as f:
-        display = f.readline().strip()
+    proc, display = start_xvfb(exe)
     try:
-        if not display:
-            raise RuntimeError("Xvfb did not start")
-        os.environ["DISPLAY"] = f":{display}"
-        yield os.environ["DISPLAY"]
+        os.environ["DISPLAY"] = display
+        yield display
     finally:
         os.environ.pop("DISPLAY", None)
         proc.terminate()
