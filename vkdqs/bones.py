@@ -250,14 +250,7 @@ def pack_rigid_pair(
     full = np.zeros((*arr.shape[:-2], 4, 4))
     full[..., :3, :] = arr[..., :3, :]
     full[..., 3, 3] = 1.0
-    if arr.shape[-2] == 4:
-        bad = dq.bottom_row_error(arr) > dq.AFFINE_ATOL
-        if bad.any():
-            index = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise InputError(
-                f"{_where(index, batched)}: not an affine matrix, bottom row is "
-                f"{arr[index][3].tolist()} (expected [0, 0, 0, 1])"
-            )
+    _check_affine(arr, batched)
     scaled = dq.has_scale(full, atol=dq.AFFINE_ATOL)
     if scaled.any():
         index = tuple(int(i) for i in np.argwhere(scaled)[0])
@@ -273,18 +266,24 @@ def pack_rigid_pair(
     return np.ascontiguousarray(dqs, dtype=np.float32), rows
 
 
+def _check_affine(arr: np.ndarray, batched: bool) -> None:
+    """(4, 4) bone matrices must have the bottom row (0, 0, 0, 1) (dq.AFFINE_ATOL)."""
+    if arr.shape[-2] != 4:
+        return
+    bad = dq.bottom_row_error(arr) > dq.AFFINE_ATOL
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InputError(
+            f"{_where(index, batched)}: not an affine matrix, bottom row is "
+            f"{arr[index][3].tolist()} (expected [0, 0, 0, 1])"
+        )
+
+
 def pack_lbs(bones: object, bone_count: int, *, batched: bool = False) -> np.ndarray:
     """Validated affine bone matrices as float32 ``([P,] B, 3, 4)`` (the top three rows)."""
     arr = _as_bones(bones, bone_count, batched, ((3, 4), (4, 4), (2, 4)))
     if arr.shape[-2] == 2:
         arr = dq.to_matrices(pack_dqs(arr, bone_count, batched=batched).astype(np.float64))
     _check_magnitude(arr[..., :3, :], batched, "a matrix entry")
-    if arr.shape[-2] == 4:
-        bad = dq.bottom_row_error(arr) > dq.AFFINE_ATOL
-        if bad.any():
-            index = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise InputError(
-                f"{_where(index, batched)}: not an affine matrix, bottom row is "
-                f"{arr[index][3].tolist()} (expected [0, 0, 0, 1])"
-            )
+    _check_affine(arr, batched)
     return np.ascontiguousarray(arr[..., :3, :], dtype=np.float32)
