@@ -589,36 +589,39 @@ class Renderer(ResourceOwner):
         fill = 0.6 * forward + 0.2 * up - 1.0 * right
         return key / np.linalg.norm(key), fill / np.linalg.norm(fill)
 
-    def _instance_blocks(self) -> np.ndarray:
+    def _lit_blocks(self, count: int) -> np.ndarray:
+        """``count`` instance blocks holding this frame's lights, camera and debug view."""
         key, fill = self._lights()
-        blocks = np.zeros(len(self.instances), INSTANCE_BLOCK)
-        for i, inst in enumerate(self.instances):
-            blocks[i]["model"] = inst.model.T  # column-major
-            normal = np.eye(4)
-            normal[:3, :3] = np.linalg.inv(inst.model[:3, :3]).T
-            blocks[i]["normal_matrix"] = normal.T
-            blocks[i]["base_color"] = inst.color
+        blocks = np.zeros(count, INSTANCE_BLOCK)
         blocks["key_light"] = np.r_[key, 1.0]
         blocks["fill_light"] = np.r_[fill, 0.25]
         blocks["ambient"] = (0.07, 0.075, 0.09, 0.3)
         blocks["camera_position"] = np.r_[self.camera.position, 1.0]
-        blocks["debug"] = (0, -1, 0, 0)
+        debug = (0, -1, 0, 0) if self.debug_bone is None else (1, self.debug_bone, 0, 0)
+        blocks["debug"] = debug
+        return blocks
+
+    def _instance_blocks(self) -> np.ndarray:
+        """Every instance's block: model and normal matrices (column-major), colour, lights."""
+        blocks = self._lit_blocks(len(self.instances))
+        if not self.instances:
+            return blocks
+        models = np.stack([inst.model for inst in self.instances])
+        normal = np.zeros_like(models)
+        normal[:, :3, :3] = np.swapaxes(np.linalg.inv(models[:, :3, :3]), 1, 2)
+        normal[:, 3, 3] = 1.0
+        blocks["model"] = np.swapaxes(models, 1, 2)  # column-major, as GLSL reads it
+        blocks["normal_matrix"] = np.swapaxes(normal, 1, 2)
+        blocks["base_color"] = np.stack([inst.color for inst in self.instances])
         if self.debug_bone is not None:
             # the heat map shows skinned instances only; rigid ("none") parts stay shaded
-            skinned = np.array([inst.method != "none" for inst in self.instances], dtype=bool)
-            blocks["debug"][skinned] = (1, self.debug_bone, 0, 0)
+            rigid = np.array([inst.method == "none" for inst in self.instances], dtype=bool)
+            blocks["debug"][rigid] = (0, -1, 0, 0)
         return blocks
 
     def _crowd_block(self) -> np.ndarray:
         """The instance block crowds read (lights, camera, debug; model and colour unused)."""
-        key, fill = self._lights()
-        block = np.zeros(1, INSTANCE_BLOCK)
-        block["key_light"] = np.r_[key, 1.0]
-        block["fill_light"] = np.r_[fill, 0.25]
-        block["ambient"] = (0.07, 0.075, 0.09, 0.3)
-        block["camera_position"] = np.r_[self.camera.position, 1.0]
-        block["debug"] = (0, -1, 0, 0) if self.debug_bone is None else (1, self.debug_bone, 0, 0)
-        return block
+        return self._lit_blocks(1)
 
     def _write_uniforms(self, frame: _Frame) -> None:
         blocks = self._instance_blocks()
