@@ -97,7 +97,7 @@ def meshopt_file(
     index_mode: str = "TRIANGLES",
     version: int = 0,
     filters: dict[int, tuple[str, int]] | None = None,
-) -> dict:
+) -> tuple[dict, bytes]:
     """Write ``document`` + ``binary`` (buffers[0]) with its bufferViews meshopt-compressed.
 
     Parameters
@@ -115,8 +115,8 @@ def meshopt_file(
 
     Returns
     -------
-    dict
-        The written document.
+    (dict, bytes)
+        The written document and its GLB chunk (the compressed streams).
     """
     import meshoptimizer as mo
 
@@ -186,7 +186,7 @@ def meshopt_file(
     if required:
         doc["extensionsRequired"] = sorted(set(doc.get("extensionsRequired", [])) | {extension})
     save(path, doc, bytes(out))
-    return doc
+    return doc, bytes(out)
 
 
 def draco_file(
@@ -199,7 +199,7 @@ def draco_file(
     preserve_order: bool = True,
     fallback: bool = False,
     ids: tuple[int, int, int] = (7, 3, 4),
-) -> tuple[dict, object]:
+) -> tuple[dict, bytes, object]:
     """Write ``document`` with ``meshes[mesh].primitives[0]`` Draco-compressed.
 
     The primitive's POSITION, NORMAL, JOINTS_0 and WEIGHTS_0 are read back from ``binary``
@@ -209,7 +209,7 @@ def draco_file(
     the one DracoPy assigns). With ``fallback`` the original accessors keep their bufferViews
     and the extension is only used, not required.
 
-    Returns the written document and DracoPy's decoded mesh.
+    Returns the written document, its GLB chunk and DracoPy's decoded mesh.
     """
     import DracoPy
 
@@ -274,4 +274,4 @@ def draco_file(
         doc["extensionsRequired"] = sorted(set(doc.get("extensionsRequired", [])) | {DRACO})
     doc["buffers"][0]["byteLength"] = len(new_bin)
     save(path, doc, bytes(new_bin))
-    return doc, decoded
+    return doc, bytes(new_bin), decoded
