@@ -28,6 +28,7 @@ from vkdqs.gltf.save import save
 EXT = "EXT_meshopt_compression"
 KHR = "KHR_meshopt_compression"
 DRACO = "KHR_draco_mesh_compression"
+QUANTIZATION = "KHR_mesh_quantization"
 _SIZES = {5120: 1, 5121: 1, 5122: 2, 5123: 2, 5125: 4, 5126: 4}
 _WIDTHS = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT4": 16}
 
@@ -199,6 +200,7 @@ def draco_file(
     preserve_order: bool = True,
     fallback: bool = False,
     ids: tuple[int, int, int] = (7, 3, 4),
+    quantized_positions: np.ndarray | None = None,
 ) -> tuple[dict, bytes, object]:
     """Write ``document`` with ``meshes[mesh].primitives[0]`` Draco-compressed.
 
@@ -208,6 +210,10 @@ def draco_file(
     ``preserve_order``). ``ids``: unique ids for NORMAL, JOINTS_0, WEIGHTS_0 (POSITION's is
     the one DracoPy assigns). With ``fallback`` the original accessors keep their bufferViews
     and the extension is only used, not required.
+
+    ``quantized_positions`` (uint16, ``[n, 3]``, needs ``preserve_order``): POSITION becomes a
+    normalized UNSIGNED_SHORT accessor (KHR_mesh_quantization) filled from a generic uint16 Draco
+    attribute (unique id 9) holding these values.
 
     Returns the written document, its GLB chunk and DracoPy's decoded mesh.
     """
@@ -237,7 +243,8 @@ def draco_file(
         quantization_bits=quantization_bits,
         preserve_order=preserve_order,
         normals=normals.astype(np.float64),
-        generic_attributes={jid: joints, wid: weights},
+        generic_attributes={jid: joints, wid: weights}
+        | ({} if quantized_positions is None else {9: quantized_positions}),
     )
     decoded = DracoPy.decode(stream)
     pid = next(a["unique_id"] for a in decoded.attributes if a["attribute_type"] == 0)
@@ -253,7 +260,11 @@ def draco_file(
         for key in ("POSITION", "NORMAL", "JOINTS_0", "WEIGHTS_0"):
             old = doc["accessors"][attrs[key]]
             acc = {"componentType": old["componentType"], "count": points, "type": old["type"]}
-            if key == "POSITION":
+            if key == "POSITION" and quantized_positions is not None:
+                acc.update(componentType=5123, normalized=True)
+                acc["min"] = quantized_positions.min(axis=0).tolist()
+                acc["max"] = quantized_positions.max(axis=0).tolist()
+            elif key == "POSITION":
                 acc["min"] = decoded.points.min(axis=0).tolist()
                 acc["max"] = decoded.points.max(axis=0).tolist()
             attrs[key] = len(doc["accessors"])
@@ -269,6 +280,9 @@ def draco_file(
             "attributes": {"POSITION": pid, "NORMAL": nid, "JOINTS_0": jid, "WEIGHTS_0": wid},
         }
     }
+    if quantized_positions is not None:
+        prim["extensions"][DRACO]["attributes"]["POSITION"] = 9
+        doc["extensionsUsed"] = sorted(set(doc.get("extensionsUsed", [])) | {QUANTIZATION})
     doc["extensionsUsed"] = sorted(set(doc.get("extensionsUsed", [])) | {DRACO})
     if not fallback:
         doc["extensionsRequired"] = sorted(set(doc.get("extensionsRequired", [])) | {DRACO})

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.gltf_fixtures import BYTE, SHORT, make_rig
+from tests.gltf_fixtures import BYTE, SHORT, UNSIGNED_SHORT, make_rig, quantize
 from tests.gltf_fixtures_compressed import (
     DRACO,
     EXT,
@@ -525,6 +525,19 @@ def test_draco_decodes_the_source(tmp_path, source):
     _assert_same_scene(_without_mesh0(scene), _without_mesh0(want), rotated_triangles=False)
 
 
+def test_draco_integer_attributes_fill_quantized_accessors(tmp_path, source):
+    """KHR_mesh_quantization inside Draco (as glTF-Transform writes it): a normalized
+    UNSIGNED_SHORT POSITION accessor takes the stream's uint16 values as they are."""
+    rig, _ = source
+    lo, hi = rig.positions.min(axis=0), rig.positions.max(axis=0)
+    stored, decoded = quantize((rig.positions - lo) / (hi - lo).max(), UNSIGNED_SHORT)
+    path = tmp_path / "draco.glb"
+    draco_file(path, rig.document, bytes(rig.builder.binary), quantized_positions=stored)
+    got = load_gltf(path).meshes[0].primitives[0]
+    np.testing.assert_array_equal(got.positions, decoded.astype(np.float32))
+    assert got.positions.max() == 1.0
+
+
 def _without_mesh0(scene):
     class View:
         meshes = scene.meshes[1:]
@@ -654,7 +667,8 @@ DRACO_CASES = {
     ),
     "integer_positions": (
         lambda d: _draco_acc(d, "POSITION").update(componentType=5122),
-        r"accessors\[\d+\]\.componentType: SHORT but the Draco stream holds floats",
+        r"accessors\[\d+\]\.componentType: SHORT but the Draco stream holds values that are "
+        r"not integers",
     ),
     "index_count": (
         lambda d: _draco_acc(d, "indices").update(count=3),

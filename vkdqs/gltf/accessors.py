@@ -531,26 +531,28 @@ class _AccessorReader:
                 f"{decoded.shape[0]} x {decoded.shape[1]} values",
             )
         want = _NATIVE[ct]
-        if decoded.dtype.kind == "f" and ct != FLOAT:
+        if decoded.dtype.kind not in "fiu":
+            self.fail(path, f"the Draco stream holds {decoded.dtype} values")
+        if decoded.dtype.kind in "iu" and ct == FLOAT:
             self.fail(
                 f"{path}.componentType",
-                f"{_COMPONENTS[ct][0]} but the Draco stream holds floats",
+                f"FLOAT but the Draco stream holds {decoded.dtype} integers",
             )
-        if decoded.dtype.kind in "iu":
-            if ct == FLOAT:
+        if ct != FLOAT:
+            # Integer accessors (KHR_mesh_quantization, joints, indices) take the stream's values
+            # as they are; DracoPy hands some integer attributes over as floats or wider ints.
+            if decoded.dtype.kind == "f" and not np.array_equal(decoded, np.round(decoded)):
                 self.fail(
                     f"{path}.componentType",
-                    f"FLOAT but the Draco stream holds {decoded.dtype} integers",
+                    f"{_COMPONENTS[ct][0]} but the Draco stream holds values that are not integers",
                 )
             info = np.iinfo(want)
-            lo, hi = (int(decoded.min()), int(decoded.max())) if decoded.size else (0, 0)
+            lo, hi = (decoded.min(), decoded.max()) if decoded.size else (0, 0)
             if lo < info.min or hi > info.max:
                 self.fail(
                     f"{path}.componentType",
                     f"{_COMPONENTS[ct][0]} cannot hold the Draco values in [{lo}, {hi}]",
                 )
-        elif decoded.dtype.kind != "f":
-            self.fail(path, f"the Draco stream holds {decoded.dtype} values")
         self.charge(count * rows * want.itemsize, path, f"decoding {count} elements")
         return decoded.astype(want)[:, None, :]
 
