@@ -741,3 +741,20 @@ def test_mutated_draco_streams_fail_cleanly(tmp_path, source):
         prim = scene.meshes[0].primitives[0]
         assert np.isfinite(prim.positions).all() and np.isfinite(prim.normals).all()
     assert failed > 20
+
+
+def test_cli_info_without_the_extra_is_one_line(tmp_path, source, hide, capsys):
+    from vkdqs import cli
+
+    rig, _ = source
+    path = tmp_path / "mo.glb"
+    meshopt_file(path, rig.document, bytes(rig.builder.binary), extension=KHR, version=1)
+    assert cli.main(["info", str(path)]) == 0
+    assert "mesh 0 'tube': 1 primitives, 32 vertices, 56 triangles" in capsys.readouterr().out
+    hide("meshoptimizer")
+    assert cli.main(["info", str(path)]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [
+        "vkdqs: error: mo.glb: extensionsRequired[0]: KHR_meshopt_compression needs the "
+        "meshoptimizer package, which is not installed: pip install 'vkdqs[compression]'"
+    ]
