@@ -18,6 +18,9 @@ What is loaded
   The file's node transforms and inverse bind matrices carry the dequantization; nothing else
   is needed. (The other attributes it quantizes, TEXCOORD_n, TANGENT and morph targets, are
   not read.) Without the extension an integer POSITION or NORMAL is an error naming it.
+* ``EXT_meshopt_compression``, ``KHR_meshopt_compression`` and ``KHR_draco_mesh_compression``
+  with the ``vkdqs[compression]`` extra (see :mod:`vkdqs.gltf.compression`): the decoded data
+  goes through the same checks as uncompressed data.
 * Skins: joints, inverse bind matrices (identity when absent), skeleton root.
 * Nodes: TRS or ``matrix`` local transforms and the hierarchy.
 * Animations: translation/rotation/scale channels with STEP, LINEAR and CUBICSPLINE samplers.
