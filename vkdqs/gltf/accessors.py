@@ -336,7 +336,9 @@ class _AccessorReader:
             self.fail(f"{path}.target", f"{target} is not 34962 or 34963")
         meshopt = compression.meshopt_extension(self, bv, path)
         data = self.buffer(b) if meshopt is None else b""
-        declared = self.get_int(self.array("buffers")[b], "byteLength", f"buffers[{b}]")
+        declared = self.get_int(
+            self.array("buffers")[b], "byteLength", f"buffers[{b}]", required=True, minimum=1
+        )
         if offset + length > declared:
             self.fail(
                 path,
@@ -372,7 +374,8 @@ class _AccessorReader:
             try:
                 data = self.buffer(b, fallback=True)
             except GltfError as exc:
-                self.fail(spec.path, f"{compression.missing_decoder(name)} ({exc})")
+                why = str(exc).removeprefix(f"{self.name}: ")
+                self.fail(spec.path, f"{compression.missing_decoder(name)} ({why})")
             return _View(data, offset, length, stride)
         decoded = compression.decode_meshopt(self, mo, spec, self.buffer(spec.buffer))
         return _View(decoded, 0, length, stride)

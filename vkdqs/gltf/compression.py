@@ -151,7 +151,9 @@ def meshopt_view(
             f"count {count} x byteStride {stride} = {count * stride} bytes, but "
             f"{view_path}.byteLength is {view_length}",
         )
-    declared = r.get_int(r.array("buffers")[buffer], "byteLength", f"buffers[{buffer}]")
+    declared = r.get_int(
+        r.array("buffers")[buffer], "byteLength", f"buffers[{buffer}]", required=True, minimum=1
+    )
     if offset + length > declared:
         r.fail(
             path,
