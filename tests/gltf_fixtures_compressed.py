@@ -250,16 +250,13 @@ def draco_file(
     pid = next(a["unique_id"] for a in decoded.attributes if a["attribute_type"] == 0)
     nid = next(a["unique_id"] for a in decoded.attributes if a["attribute_type"] == 1)
     points = len(decoded.points)
-    new_bin = bytearray(binary)
-    new_bin.extend(b"\0" * (-len(new_bin) % 4))
-    offset = len(new_bin)
-    new_bin.extend(stream)
-    view = len(doc["bufferViews"])
-    doc["bufferViews"].append({"buffer": 0, "byteOffset": offset, "byteLength": len(stream)})
     if not fallback:
-        for key in ("POSITION", "NORMAL", "JOINTS_0", "WEIGHTS_0"):
-            old = doc["accessors"][attrs[key]]
-            acc = {"componentType": old["componentType"], "count": points, "type": old["type"]}
+        # the primitive's accessors now describe the Draco data (no bufferView)
+        for key in ("POSITION", "NORMAL", "JOINTS_0", "WEIGHTS_0", "indices"):
+            acc = doc["accessors"][attrs[key] if key != "indices" else prim["indices"]]
+            acc.pop("bufferView")
+            acc.pop("byteOffset", None)
+            acc["count"] = faces.size if key == "indices" else points
             if key == "POSITION" and quantized_positions is not None:
                 acc.update(componentType=5123, normalized=True)
                 acc["min"] = quantized_positions.min(axis=0).tolist()
@@ -267,13 +264,25 @@ def draco_file(
             elif key == "POSITION":
                 acc["min"] = decoded.points.min(axis=0).tolist()
                 acc["max"] = decoded.points.max(axis=0).tolist()
-            attrs[key] = len(doc["accessors"])
-            doc["accessors"].append(acc)
-        old = doc["accessors"][prim["indices"]]
-        prim["indices"] = len(doc["accessors"])
-        doc["accessors"].append(
-            {"componentType": old["componentType"], "count": faces.size, "type": "SCALAR"}
-        )
+    # the file keeps only the bytes something still uses (a bufferView nothing uses shrinks to
+    # 4 bytes), then the Draco stream
+    used = {a["bufferView"] for a in doc["accessors"] if "bufferView" in a}
+    for a in doc["accessors"]:
+        for part in ("indices", "values"):
+            used.add(a.get("sparse", {}).get(part, {}).get("bufferView"))
+    new_bin = bytearray()
+    for i, bv in enumerate(doc["bufferViews"]):
+        start = bv.get("byteOffset", 0)
+        data = binary[start : start + bv["byteLength"]] if i in used else b"\0" * 4
+        new_bin.extend(b"\0" * (-len(new_bin) % 4))
+        bv.update(byteOffset=len(new_bin), byteLength=len(data))
+        if i not in used:
+            bv.pop("byteStride", None)
+        new_bin.extend(data)
+    new_bin.extend(b"\0" * (-len(new_bin) % 4))
+    view = len(doc["bufferViews"])
+    doc["bufferViews"].append({"buffer": 0, "byteOffset": len(new_bin), "byteLength": len(stream)})
+    new_bin.extend(stream)
     prim["extensions"] = {
         DRACO: {
             "bufferView": view,

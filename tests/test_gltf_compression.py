@@ -766,3 +766,24 @@ def test_cli_info_without_the_extra_is_one_line(tmp_path, source, hide, capsys):
         "vkdqs: error: mo.glb: extensionsRequired[0]: KHR_meshopt_compression needs the "
         "meshoptimizer package, which is not installed: pip install 'vkdqs[compression]'"
     ]
+
+
+def test_benchmark_smoke(tmp_path):
+    """benchmarks/bench_gltf_compression.py runs and writes its JSON (no timing asserted)."""
+    import json
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gltf_compression.py"
+    out = tmp_path / "gc.json"
+    args = ["--sizes", "1500", "--rounds", "1", "--warmup", "0", "--out", str(out)]
+    run = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr
+    assert "meshopt KHR v1" in run.stdout
+    (res,) = json.loads(out.read_text())["results"]
+    assert res["vertices"] == 1500
+    rows = res["rows"]
+    assert set(rows) == {"plain", "meshopt EXT v0", "meshopt KHR v1", "draco"}
+    assert all(rows[k]["bytes"] < rows["plain"]["bytes"] for k in rows if k != "plain")
