@@ -61,7 +61,7 @@ def decoder(extension: str) -> ModuleType | None:
     """The package that decodes ``extension`` (``meshoptimizer`` or ``DracoPy``), or None."""
     try:
         return importlib.import_module(_PACKAGES[extension])
-    except ImportError:
+    except (ImportError, OSError):  # OSError: meshoptimizer's ctypes library did not load
         return None
 
 

@@ -815,8 +815,9 @@ def load_gltf(
     ------
     GltfError
         The file cannot be read, is malformed, uses something vkdqs does not support, refers to
-        a file outside its folder, or needs more than ``max_bytes``; the message names the file,
-        the JSON path and the problem.
+        a file outside its folder, needs more than ``max_bytes``, or is compressed and the
+        decoders of ``vkdqs[compression]`` are not installed; the message names the file, the
+        JSON path and the problem.
     """
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
         raise InputError(f"max_bytes must be a positive int, got {max_bytes!r}")
