@@ -198,8 +198,10 @@ def decode_meshopt(
                 raw = mo.decode_index_sequence(n, stride, src)
             # the decoder writes `count` indices of `stride` bytes at the start of its array
             flat = np.frombuffer(raw.tobytes(), dtype=np.uint8)[:out_bytes]
-    except (RuntimeError, ValueError) as exc:
+    except RuntimeError as exc:  # the decoder's error code
         r.fail(spec.path, f"cannot decode the {spec.mode} stream ({exc}): the data is corrupt")
+    except ValueError as exc:  # the package's own limits (1 GiB per view)
+        r.fail(spec.path, f"cannot decode the {spec.mode} stream: {exc}")
     if spec.filter == "OCTAHEDRAL":
         flat = mo.decode_filter_oct(flat.copy(), n, stride)
     elif spec.filter == "QUATERNION":
