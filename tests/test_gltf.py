@@ -426,8 +426,8 @@ DOC_CASES = {
         r"skins it with skins\[0\], which has 6 joints",
     ),
     "unknown_required_extension": (
-        lambda d, r: d.update(extensionsRequired=["KHR_draco_mesh_compression"]),
-        r"extensionsRequired\[0\]: extension 'KHR_draco_mesh_compression' is not supported",
+        lambda d, r: d.update(extensionsRequired=["KHR_animation_pointer"]),
+        r"extensionsRequired\[0\]: extension 'KHR_animation_pointer' is not supported",
     ),
     "view_outside_buffer": (
         lambda d, r: d["bufferViews"][0].update(byteOffset=10**6),

@@ -2,6 +2,7 @@
 
 :func:`load_gltf` (in :mod:`vkdqs.gltf.reader`, which documents what is loaded, what is ignored,
 the errors and the limits on untrusted files) returns a :class:`GltfScene`;
+:mod:`vkdqs.gltf.compression` decodes meshopt and Draco data (the ``vkdqs[compression]`` extra);
 :mod:`vkdqs.gltf.uris` decides which files a model may read; :mod:`vkdqs.gltf.save` writes files
 it reads. Nothing here touches the GPU.
 """

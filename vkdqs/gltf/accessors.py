@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 import numpy as np
 from numpy.typing import NDArray
 
+from vkdqs.gltf import compression
 from vkdqs.gltf.errors import GltfError, _show
 from vkdqs.gltf.uris import (
     data_uri_size,
@@ -119,6 +120,9 @@ class _AccessorReader:
         self._files: dict[tuple[int, int], bytearray] = {}  # (st_dev, st_ino) -> bytes read
         self._views: dict[int, _View] = {}
         self._accessors: dict[tuple[int, bool], _Accessor] = {}
+        # Accessors whose data comes from a decoded Draco primitive: [count, k] arrays.
+        self._decoded: dict[int, np.ndarray] = {}
+        self._meshopt_parents: set | None = None  # buffers that compressed bufferViews name
 
     def fail(self, path: str, msg: str) -> NoReturn:
         where = f"{path}: " if path else ""
@@ -255,13 +259,23 @@ class _AccessorReader:
 
     # -- binary data -------------------------------------------------------------------------
 
-    def buffer(self, i: int) -> bytes | bytearray | memoryview:
+    def buffer(self, i: int, *, fallback: bool = False) -> bytes | bytearray | memoryview:
+        """The bytes of ``buffers[i]``; ``fallback``: a meshopt bufferView's uncompressed
+        fallback is wanted (read only when its decoder is missing)."""
         if i in self._buffers:
             return self._buffers[i]
         path = f"buffers[{i}]"
         b = self.array("buffers")[i]
         byte_length = self.get_int(b, "byteLength", path, required=True, minimum=1)
+        if not fallback and compression.is_fallback(self, i):
+            self.fail(
+                path,
+                "is a meshopt fallback buffer; only bufferViews with EXT_meshopt_compression or "
+                "KHR_meshopt_compression may refer to it",
+            )
         if "uri" not in b:
+            if fallback and (i != 0 or self.glb_bin is None):
+                self.fail(path, "has no data (a meshopt fallback without uncompressed data)")
             if i != 0 or self.glb_bin is None:
                 self.fail(
                     path, "has no uri (only buffers[0] of a GLB with a BIN chunk may omit it)"
@@ -320,18 +334,68 @@ class _AccessorReader:
         target = self.get_int(bv, "target", path)
         if target not in (None, _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER):
             self.fail(f"{path}.target", f"{target} is not 34962 or 34963")
-        buffer_length = self.array("buffers")[b]
-        data = self.buffer(b)
-        declared = self.get_int(buffer_length, "byteLength", f"buffers[{b}]")
+        meshopt = compression.meshopt_extension(self, bv, path)
+        data = self.buffer(b) if meshopt is None else b""
+        declared = self.get_int(
+            self.array("buffers")[b], "byteLength", f"buffers[{b}]", required=True, minimum=1
+        )
         if offset + length > declared:
             self.fail(
                 path,
                 f"byteOffset {offset} + byteLength {length} exceeds buffers[{b}] "
                 f"(byteLength {declared})",
             )
-        v = _View(data, offset, length, stride)
+        if meshopt is not None:
+            v = self._meshopt_view(i, b, meshopt, length, offset, stride)
+        else:
+            v = _View(data, offset, length, stride)
         self._views[i] = v
         return v
+
+    def _meshopt_view(
+        self,
+        i: int,
+        b: int,
+        meshopt: tuple[str, dict],
+        length: int,
+        offset: int,
+        stride: int | None,
+    ) -> _View:
+        """``bufferViews[i]`` decoded from its meshopt stream, or its uncompressed fallback in
+        ``buffers[b]`` when the decoder is missing and the extension is not required."""
+        path = f"bufferViews[{i}]"
+        name, obj = meshopt
+        spec = compression.meshopt_view(self, name, obj, path, length)
+        mo = compression.decoder(name)
+        if mo is None:
+            required = name in self.get_list(self.doc, "extensionsRequired", "")
+            if required:
+                self.fail(spec.path, compression.missing_decoder(name))
+            try:
+                data = self.buffer(b, fallback=True)
+            except GltfError as exc:
+                why = str(exc).removeprefix(f"{self.name}: ")
+                self.fail(spec.path, f"{compression.missing_decoder(name)} ({why})")
+            return _View(data, offset, length, stride)
+        decoded = compression.decode_meshopt(self, mo, spec, self.buffer(spec.buffer))
+        return _View(decoded, 0, length, stride)
+
+    def skip_buffer(self, i: int) -> bool:
+        """Whether ``buffers[i]`` is a meshopt fallback that need not be read: tagged
+        ``fallback``, or without ``uri`` (and not the GLB chunk) and used by a compressed
+        bufferView."""
+        if compression.is_fallback(self, i):
+            return True
+        b = self.array("buffers")[i]
+        if "uri" in b or (i == 0 and self.glb_bin is not None):
+            return False
+        if self._meshopt_parents is None:
+            self._meshopt_parents = {
+                bv.get("buffer")
+                for k, bv in enumerate(self.array("bufferViews"))  # over bufferViews, once
+                if compression.meshopt_extension(self, bv, f"bufferViews[{k}]")
+            }
+        return i in self._meshopt_parents
 
     def _strided(
         self,
@@ -409,7 +473,11 @@ class _AccessorReader:
         cols, rows = _TYPES[type_]
         byte_offset = self.get_int(a, "byteOffset", path, default=0, minimum=0)
         view_index = self.get_index(a, "bufferView", path, "bufferViews")
-        if view_index is None:
+        decoded = self._decoded.get(i)
+        if decoded is not None:
+            data = self._from_draco(decoded, path, ct, count, type_, normalized)
+            view_index = None
+        elif view_index is None:
             if "byteOffset" in a:
                 self.fail(f"{path}.byteOffset", "must not be defined without a bufferView")
             nbytes = count * cols * rows * comp.itemsize
@@ -435,11 +503,11 @@ class _AccessorReader:
                         f"vertex attribute elements must be 4-byte aligned (byteOffset "
                         f"{byte_offset}, element size {data[0].nbytes})",
                     )
-        sparse = self.get_obj(a, "sparse", path)
+        sparse = self.get_obj(a, "sparse", path) if decoded is None else None
         if sparse is not None:
             self._apply_sparse(sparse, f"{path}.sparse", data, comp, cols, rows, count)
         # Zeros are finite: only data from the file (dense or sparse) needs the check.
-        from_file = view_index is not None or sparse is not None
+        from_file = view_index is not None or sparse is not None or decoded is not None
         if ct == FLOAT and from_file and not np.isfinite(data).all():
             e = int(np.argwhere(~np.isfinite(data))[0][0])
             self.fail(path, f"element {e} is not finite ({data[e].ravel().tolist()})")
@@ -452,6 +520,45 @@ class _AccessorReader:
             self._accessors[key] = acc
         return acc
 
+    def _from_draco(
+        self, decoded: np.ndarray, path: str, ct: int, count: int, type_: str, normalized: bool
+    ) -> np.ndarray:
+        """``[count, 1, rows]`` data of an accessor filled from a decoded Draco primitive."""
+        cols, rows = _TYPES[type_]
+        if cols != 1:
+            self.fail(f"{path}.type", f"{type_}: a Draco attribute is a scalar or a vector")
+        if decoded.shape != (count, rows):
+            self.fail(
+                path,
+                f"count {count} x {type_} does not match the Draco stream's "
+                f"{decoded.shape[0]} x {decoded.shape[1]} values",
+            )
+        want = _NATIVE[ct]
+        if decoded.dtype.kind not in "fiu":
+            self.fail(path, f"the Draco stream holds {decoded.dtype} values")
+        if decoded.dtype.kind in "iu" and ct == FLOAT:
+            self.fail(
+                f"{path}.componentType",
+                f"FLOAT but the Draco stream holds {decoded.dtype} integers",
+            )
+        if ct != FLOAT:
+            # Integer accessors (KHR_mesh_quantization, joints, indices) take the stream's values
+            # as they are; DracoPy hands some integer attributes over as floats or wider ints.
+            if decoded.dtype.kind == "f" and not np.array_equal(decoded, np.round(decoded)):
+                self.fail(
+                    f"{path}.componentType",
+                    f"{_COMPONENTS[ct][0]} but the Draco stream holds values that are not integers",
+                )
+            info = np.iinfo(want)
+            lo, hi = (decoded.min(), decoded.max()) if decoded.size else (0, 0)
+            if lo < info.min or hi > info.max:
+                self.fail(
+                    f"{path}.componentType",
+                    f"{_COMPONENTS[ct][0]} cannot hold the Draco values in [{lo}, {hi}]",
+                )
+        self.charge(count * rows * want.itemsize, path, f"decoding {count} elements")
+        return decoded.astype(want)[:, None, :]
+
     def check_unused(self) -> None:
         """Check buffers, bufferViews and accessors that nothing we load refers to.
 
@@ -459,6 +566,14 @@ class _AccessorReader:
         the same file load or fail depending on which meshes a caller asks for.
         """
         for i in range(len(self.array("buffers"))):
+            if self.skip_buffer(i):
+                b = self.array("buffers")[i]
+                self.get_int(b, "byteLength", f"buffers[{i}]", required=True, minimum=1)
+                if "uri" in b:
+                    uri = self.get_str(b, "uri", f"buffers[{i}]")
+                    if not is_data_uri(uri):
+                        resolve_uri(self.base_dir, uri, f"buffers[{i}].uri", name=self.name)
+                continue
             self.buffer(i)
         for i in range(len(self.array("bufferViews"))):
             self.view(i)

@@ -18,6 +18,9 @@ What is loaded
   The file's node transforms and inverse bind matrices carry the dequantization; nothing else
   is needed. (The other attributes it quantizes, TEXCOORD_n, TANGENT and morph targets, are
   not read.) Without the extension an integer POSITION or NORMAL is an error naming it.
+* ``EXT_meshopt_compression``, ``KHR_meshopt_compression`` and ``KHR_draco_mesh_compression``
+  with the ``vkdqs[compression]`` extra (see :mod:`vkdqs.gltf.compression`): the decoded data
+  goes through the same checks as uncompressed data.
 * Skins: joints, inverse bind matrices (identity when absent), skeleton root.
 * Nodes: TRS or ``matrix`` local transforms and the hierarchy.
 * Animations: translation/rotation/scale channels with STEP, LINEAR and CUBICSPLINE samplers.
@@ -59,6 +62,7 @@ from numpy.typing import NDArray
 
 from vkdqs import dq
 from vkdqs.errors import InputError
+from vkdqs.gltf import compression
 from vkdqs.gltf.accessors import (
     _COMPONENTS,
     BYTE,
@@ -103,8 +107,8 @@ _HARMLESS_REQUIRED = re.compile(
     r"^(KHR_materials_\w+|KHR_texture_transform|KHR_texture_basisu|EXT_texture_webp|"
     r"EXT_texture_avif|KHR_lights_punctual)$"
 )
-#: Required extensions vkdqs implements.
-_SUPPORTED_REQUIRED = ("KHR_mesh_quantization",)
+#: Required extensions vkdqs implements (the compressions with the ``vkdqs[compression]`` extra).
+_SUPPORTED_REQUIRED = ("KHR_mesh_quantization", *compression.MESHOPT, compression.DRACO)
 _QUANTIZATION = "KHR_mesh_quantization"
 _FLOAT3 = ((FLOAT, False),)
 # KHR_mesh_quantization: the component types it allows for the attributes vkdqs reads.
@@ -167,6 +171,8 @@ class _Reader(_AccessorReader):
         for k, ext in enumerate(self.get_list(self.doc, "extensionsRequired", "")):
             if not _HARMLESS_REQUIRED.match(ext) and ext not in _SUPPORTED_REQUIRED:
                 self.fail(f"extensionsRequired[{k}]", f"extension {ext!r} is not supported")
+            if ext in (*compression.MESHOPT, compression.DRACO) and not compression.decoder(ext):
+                self.fail(f"extensionsRequired[{k}]", compression.missing_decoder(ext))
         self.quantized = _QUANTIZATION in self.get_list(self.doc, "extensionsUsed", "")
 
     def check_images(self) -> None:
@@ -286,17 +292,48 @@ class _Reader(_AccessorReader):
             self.ignored_morph += 1
         # Primitives with the same accessors decode to the same arrays: decode them once, so
         # many primitives sharing one huge accessor cost what one does.
-        key = json.dumps([attrs, prim.get("indices"), mode, flat_normals], sort_keys=True)
+        draco = compression.draco_extension(self, prim, path)
+        key = json.dumps([attrs, prim.get("indices"), mode, flat_normals, draco], sort_keys=True)
         if key in self._primitives:
             decoded, warned = self._primitives[key]
             if warned is not None:  # reported for each primitive, as if decoded again
                 self.weight_warnings.append((path, *warned[1:]))
             return decoded
         before = len(self.weight_warnings)
+        if draco is not None:
+            self._draco(path, prim, attrs, mode, draco)
         decoded = self._decode_primitive(path, prim, attrs, mode, flat_normals)
         warned = self.weight_warnings[before] if len(self.weight_warnings) > before else None
         self._primitives[key] = (decoded, warned)
         return decoded
+
+    def _draco(self, path: str, prim: dict, attrs: dict, mode: int, obj: dict) -> None:
+        """Decode the primitive's KHR_draco_mesh_compression stream into its accessors (the
+        uncompressed data is used, as the extension says, when DracoPy is missing and the
+        extension is not required; a primitive without such data is then an error)."""
+        dracopy = compression.decoder(compression.DRACO)
+        if dracopy is None:
+            ids = self.get_obj(obj, "attributes", f"{path}.extensions.{compression.DRACO}")
+            users = [f"attributes.{k}" for k in ids or {} if k in attrs] + ["indices"]
+            for user in users:
+                key = user.split(".")[-1]
+                i = attrs.get(key) if user != "indices" else prim.get("indices")
+                a = self.array("accessors")
+                if type(i) is int and 0 <= i < len(a) and "bufferView" not in a[i]:
+                    self.fail(
+                        f"{path}.{user}",
+                        "has no uncompressed data, and "
+                        + compression.missing_decoder(compression.DRACO),
+                    )
+            return
+        d = compression.decode_draco(self, dracopy, obj, path, attrs, mode, "indices" in prim)
+        targets = [(attrs[k], f"{path}.attributes.{k}", v) for k, v in d.attributes.items()]
+        targets.append((prim["indices"], f"{path}.indices", d.indices[:, None]))
+        for index, user, data in targets:
+            i = self.as_index(index, user, "accessors")
+            self._decoded[i] = data
+            self._accessors.pop((i, True), None)
+            self._accessors.pop((i, False), None)
 
     def _decode_primitive(
         self, path: str, prim: dict, attrs: dict, mode: int, flat_normals: bool
@@ -778,8 +815,9 @@ def load_gltf(
     ------
     GltfError
         The file cannot be read, is malformed, uses something vkdqs does not support, refers to
-        a file outside its folder, or needs more than ``max_bytes``; the message names the file,
-        the JSON path and the problem.
+        a file outside its folder, needs more than ``max_bytes``, or is compressed and the
+        decoders of ``vkdqs[compression]`` are not installed; the message names the file, the
+        JSON path and the problem.
     """
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
         raise InputError(f"max_bytes must be a positive int, got {max_bytes!r}")
