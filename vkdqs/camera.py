@@ -107,6 +107,38 @@ class Camera:
         self.radius = radius
         self._home = self._state()
 
+    def fit(self, points: ArrayLike, *, aspect: float = 1.0, margin: float = 1.05) -> None:
+        """Keep the view direction and move the camera so ``points`` ``(K, 3)`` fill the view:
+        the tightest perspective fit, touching the frame's edges (over ``margin``) on the
+        binding side and centred on the other (the points' own extent, not a bounding sphere).
+
+        In the camera's basis a point (x, y, z) (z along :attr:`forward`) seen from (cx, cy,
+        cz) lies inside the horizontal half-angle tan ``t`` when ``|x - cx| <= t (z - cz)``:
+        ``cx - t cz >= max(x - t z)`` and ``cx + t cz <= min(x + t z)``, which gives cx and the
+        largest cz for each axis in closed form; the camera stands at the smaller cz.
+        """
+        p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        if len(p) == 0 or not np.isfinite(p).all():
+            raise InputError("fit() needs finite points")
+        right, up, forward = self.basis()
+        local = p @ np.stack([right, up, forward]).T  # (K, 3): x, y, z in the view's basis
+        ty = math.tan(math.radians(self.fov_y_deg) / 2.0) / margin
+        tx = ty * aspect
+        centre, depth = [], []
+        for axis, t in ((0, tx), (1, ty)):
+            a = float(np.max(local[:, axis] - t * local[:, 2]))
+            b = float(np.min(local[:, axis] + t * local[:, 2]))
+            centre.append((a + b) / 2.0)
+            depth.append((b - a) / (2.0 * t))
+        cz = min(depth)
+        lo, hi = local.min(axis=0), local.max(axis=0)
+        radius = max(float(np.linalg.norm(hi - lo)) / 2.0, 1e-6)
+        eye = centre[0] * right + centre[1] * up + cz * forward
+        self.distance = max((lo[2] + hi[2]) / 2.0 - cz, 1e-4)
+        self.target = eye + self.distance * forward
+        self.radius = radius
+        self._home = self._state()
+
     @property
     def near(self) -> float:
         if self.radius is None:

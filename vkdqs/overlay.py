@@ -1,0 +1,180 @@
+"""Labels drawn into stills and the window: an RGBA image composed on the host (numpy + Pillow).
+
+Pure functions, no Vulkan: :func:`compose` lays out a label under (or above) each copy, a
+caption in the top-left corner and, for the heat maps, a colour bar with its title and its
+values; :func:`copy_label_anchors` finds where each copy's label goes from the copy's points
+and the camera. The renderer blends the result over the frame
+(:meth:`vkdqs.renderer.Renderer.set_overlay`), so stills and the viewer show the same labels.
+
+Text is Pillow's bundled scalable font (``ImageFont.load_default(size=...)``, Pillow >= 10.1):
+no system font is needed. Its size follows the image: :func:`text_px` is 4 % of the height
+(22 px at 960x540), at least 12 px. Text is white with a dark outline, legible on any
+background.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from PIL import Image, ImageDraw, ImageFont
+
+from .camera import Camera
+from .errors import InputError
+
+__all__ = [
+    "ColorBar",
+    "Label",
+    "colorbar",
+    "compose",
+    "copy_label_anchors",
+    "heat",
+    "text_px",
+]
+
+TEXT_COLOR = (245, 245, 245, 255)
+OUTLINE_COLOR = (10, 12, 16, 255)
+
+
+def text_px(height: int) -> int:
+    """Font size in pixels for an image ``height`` pixels tall."""
+    return max(12, round(0.04 * height))
+
+
+@functools.cache
+def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    return ImageFont.load_default(size=size)
+
+
+def heat(t: ArrayLike) -> NDArray[np.float64]:
+    """The shaders' heat map (``skin.frag``): blue, cyan, green, yellow, red for 0...1, linear
+    RGB ``(..., 3)``."""
+    t = np.clip(np.asarray(t, dtype=np.float64), 0.0, 1.0)[..., None]
+    return np.clip(1.5 - np.abs(4.0 * t - np.array([3.0, 2.0, 1.0])), 0.0, 1.0)
+
+
+def _to_srgb(linear: NDArray) -> NDArray[np.uint8]:
+    c = np.clip(linear, 0.0, 1.0)
+    s = np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1.0 / 2.4) - 0.055)
+    return np.round(255.0 * s).astype(np.uint8)
+
+
+@dataclass(frozen=True)
+class Label:
+    """``text`` centred horizontally on ``x`` with its top at ``y`` (pixels), kept inside the
+    image."""
+
+    text: str
+    x: float
+    y: float
+
+
+@dataclass(frozen=True)
+class ColorBar:
+    """A vertical heat-map bar at the right edge: ``low`` at the bottom, ``high`` at the top,
+    ``title`` above it; values printed with ``fmt`` and ``unit``."""
+
+    title: str
+    low: float = 0.0
+    high: float = 1.0
+    unit: str = ""
+    fmt: str = "{:.3g}"
+
+    def value_text(self, value: float) -> str:
+        return self.fmt.format(value) + (f" {self.unit}" if self.unit else "")
+
+
+def colorbar(width: int, height: int) -> NDArray[np.uint8]:
+    """The bar's pixels ``(height, width, 4)``: the heat map from 1 (top row) to 0 (bottom
+    row), sRGB-encoded as the frame shows the shaders' linear colours."""
+    t = np.linspace(1.0, 0.0, max(height, 1))
+    rgb = _to_srgb(heat(t))
+    out = np.empty((height, width, 4), np.uint8)
+    out[..., :3] = rgb[:, None, :]
+    out[..., 3] = 255
+    return out
+
+
+def bar_box(width: int, height: int) -> tuple[int, int, int, int]:
+    """Where :func:`compose` puts the colour bar: (x0, y0, x1, y1) pixels, x1/y1 exclusive."""
+    px = text_px(height)
+    bw = max(6, px // 2 + 2)
+    x1 = width - px
+    y0 = int(0.22 * height)
+    y1 = int(0.78 * height)
+    return x1 - bw, y0, x1, y1
+
+
+def _text(draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, px: int, anchor: str):
+    draw.text(
+        xy,
+        text,
+        font=_font(px),
+        fill=TEXT_COLOR,
+        anchor=anchor,
+        stroke_width=max(1, px // 10),
+        stroke_fill=OUTLINE_COLOR,
+    )
+
+
+def compose(
+    size: tuple[int, int],
+    *,
+    labels: Sequence[Label] = (),
+    caption: str = "",
+    bar: ColorBar | None = None,
+) -> NDArray[np.uint8]:
+    """The overlay image ``(H, W, 4)`` uint8 (sRGB, straight alpha; transparent where there is
+    nothing) for a ``size = (W, H)`` frame: ``labels``, ``caption`` in the top-left corner,
+    ``bar`` at the right edge."""
+    w, h = (int(v) for v in size)
+    if w < 1 or h < 1:
+        raise InputError(f"overlay size must be positive, got {size!r}")
+    img = Image.new("RGBA", (w, h), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(img)
+    px = text_px(h)
+    pad = px // 2
+    if caption:
+        _text(draw, (pad, pad), caption, px, "la")
+    for label in labels:
+        width = draw.textlength(label.text, font=_font(px))
+        x = float(np.clip(label.x, pad + width / 2, w - pad - width / 2))
+        y = float(np.clip(label.y, pad, h - pad - px))
+        _text(draw, (x, y), label.text, px, "mt")
+    out = np.asarray(img).copy()
+    if bar is not None:
+        x0, y0, x1, y1 = bar_box(w, h)
+        if x1 > x0 and y1 > y0:
+            out[y0:y1, x0:x1] = colorbar(x1 - x0, y1 - y0)
+            img = Image.fromarray(out)
+            draw = ImageDraw.Draw(img)
+            small = max(10, round(0.8 * px))
+            _text(draw, (x0 - pad // 2, y0), bar.value_text(bar.high), small, "rt")
+            _text(draw, (x0 - pad // 2, y1), bar.value_text(bar.low), small, "rb")
+            mid = (bar.low + bar.high) / 2.0
+            _text(draw, (x0 - pad // 2, (y0 + y1) / 2), bar.value_text(mid), small, "rm")
+            _text(draw, (x1, y0 - pad // 2), bar.title, small, "rb")
+            out = np.asarray(img).copy()
+    return out
+
+
+def copy_label_anchors(
+    camera: Camera, copies: Sequence[ArrayLike], size: tuple[int, int]
+) -> list[tuple[float, float]]:
+    """Where each copy's label goes: ``(x, y)`` pixels, centred under the copy's points
+    ``(K, 3)`` as the camera projects them, or above them when there is no room below."""
+    w, h = size
+    px = text_px(h)
+    out = []
+    for pts in copies:
+        p = np.asarray(pts, dtype=np.float64).reshape(-1, 3)
+        xy = camera.project(p, w, h)
+        x = float((xy[:, 0].min() + xy[:, 0].max()) / 2.0)
+        below = float(xy[:, 1].max()) + 0.3 * px
+        if below + 1.3 * px > h:
+            below = float(xy[:, 1].min()) - 1.3 * px
+        out.append((x, below))
+    return out
