@@ -11,8 +11,10 @@ from .conftest import validation_available
 
 
 def test_window_lifecycle(xvfb):
+    from vkdqs.overlay import text_px
     from vkdqs.renderer import Renderer
     from vkdqs.scenes import CandyWrapperScene
+    from vkdqs.stills import Decorations
     from vkdqs.targets import OffscreenTarget
     from vkdqs.viewer import Viewer
 
@@ -55,7 +57,8 @@ def test_window_lifecycle(xvfb):
         viewer.handle_key(glfw.KEY_RIGHT)
         viewer.drag("orbit", 30.0, 10.0)
 
-        # The window's pixels equal an offscreen render of the same frame.
+        # The window's pixels equal an offscreen render of the same frame, floor grid and
+        # labels included.
         viewer.scene.set_twist(150.0)
         shot = viewer.screenshot()
         w, h = viewer.target.extent
@@ -65,10 +68,21 @@ def test_window_lifecycle(xvfb):
             scene = CandyWrapperScene(renderer)
             scene.set_twist(150.0)
             renderer.camera = viewer.renderer.camera
+            Decorations(scene).update()
             offscreen = renderer.render_image()
+            renderer.set_overlay(None)
+            renderer.instances[-1].visible = False  # the grid
+            bare = renderer.render_image()
         diff = np.abs(shot[..., :3].astype(int) - offscreen[..., :3].astype(int))
         assert diff.max() <= 1, f"window and offscreen differ by up to {diff.max()}"
         assert len(np.unique(shot[..., 0])) > 10  # a real picture, not a cleared frame
+        # the labels and the grid are in the window's frame: the caption's corner and the two
+        # copies' labels (white text) and grid lines below the copies
+        changed = np.abs(shot[..., :3].astype(int) - bare[..., :3].astype(int)).max(axis=2) > 40
+        px = text_px(h)
+        assert changed[: 2 * px, : w // 2].sum() > 50, "no caption in the top-left corner"
+        assert (shot[: 2 * px, : w // 2, :3].min(axis=2) > 200).sum() > 20  # white text
+        assert changed[h // 2 :].sum() > 500, "no labels or grid in the lower half"
 
         viewer.renderer.close()
         viewer.target.close()

@@ -107,10 +107,18 @@ class Camera:
         self.radius = radius
         self._home = self._state()
 
-    def fit(self, points: ArrayLike, *, aspect: float = 1.0, margin: float = 1.05) -> None:
+    def fit(
+        self,
+        points: ArrayLike,
+        *,
+        aspect: float = 1.0,
+        margin: float = 1.05,
+        margin_y: float | None = None,
+    ) -> None:
         """Keep the view direction and move the camera so ``points`` ``(K, 3)`` fill the view:
-        the tightest perspective fit, touching the frame's edges (over ``margin``) on the
-        binding side and centred on the other (the points' own extent, not a bounding sphere).
+        the tightest perspective fit, touching the frame's edges (over ``margin``; vertically
+        over ``margin_y`` when given) on the binding side and centred on the other (the
+        points' own extent, not a bounding sphere).
 
         In the camera's basis a point (x, y, z) (z along :attr:`forward`) seen from (cx, cy,
         cz) lies inside the horizontal half-angle tan ``t`` when ``|x - cx| <= t (z - cz)``:
@@ -122,8 +130,9 @@ class Camera:
             raise InputError("fit() needs finite points")
         right, up, forward = self.basis()
         local = p @ np.stack([right, up, forward]).T  # (K, 3): x, y, z in the view's basis
-        ty = math.tan(math.radians(self.fov_y_deg) / 2.0) / margin
-        tx = ty * aspect
+        tan_y = math.tan(math.radians(self.fov_y_deg) / 2.0)
+        ty = tan_y / (margin if margin_y is None else margin_y)
+        tx = tan_y * aspect / margin
         centre, depth = [], []
         for axis, t in ((0, tx), (1, ty)):
             a = float(np.max(local[:, axis] - t * local[:, 2]))

@@ -161,11 +161,18 @@ def compose(
     return out
 
 
+def label_band(height: int) -> float:
+    """Pixels a line of labels takes at the top or bottom of an image ``height`` tall (stills
+    keep the copies out of these bands)."""
+    return 1.6 * text_px(height)
+
+
 def copy_label_anchors(
     camera: Camera, copies: Sequence[ArrayLike], size: tuple[int, int]
 ) -> list[tuple[float, float]]:
     """Where each copy's label goes: ``(x, y)`` pixels, centred under the copy's points
-    ``(K, 3)`` as the camera projects them, or above them when there is no room below."""
+    ``(K, 3)`` as the camera projects them (the top of the text just below the lowest point,
+    and no lower than the bottom :func:`label_band`)."""
     w, h = size
     px = text_px(h)
     out = []
@@ -173,8 +180,6 @@ def copy_label_anchors(
         p = np.asarray(pts, dtype=np.float64).reshape(-1, 3)
         xy = camera.project(p, w, h)
         x = float((xy[:, 0].min() + xy[:, 0].max()) / 2.0)
-        below = float(xy[:, 1].max()) + 0.3 * px
-        if below + 1.3 * px > h:
-            below = float(xy[:, 1].min()) - 1.3 * px
-        out.append((x, below))
+        y = min(float(xy[:, 1].max()) + 0.25 * px, h - 0.5 * (label_band(h) + px))
+        out.append((x, y))
     return out
