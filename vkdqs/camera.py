@@ -133,13 +133,24 @@ class Camera:
         tan_y = math.tan(math.radians(self.fov_y_deg) / 2.0)
         ty = tan_y / (margin if margin_y is None else margin_y)
         tx = tan_y * aspect / margin
-        centre, depth = [], []
+        bounds, depth = [], []
         for axis, t in ((0, tx), (1, ty)):
             a = float(np.max(local[:, axis] - t * local[:, 2]))
             b = float(np.min(local[:, axis] + t * local[:, 2]))
-            centre.append((a + b) / 2.0)
+            bounds.append((a, b, t))
             depth.append((b - a) / (2.0 * t))
         cz = min(depth)
+        centre = []
+        for axis, (a, b, t) in enumerate(bounds):
+            # every c in [a + t cz, b - t cz] fits; take the one whose projection is centred
+            # (max + min of (x - c) / (z - cz) = 0, decreasing in c: bisection)
+            lo_c, hi_c = a + t * cz, b - t * cz
+            x, inv = local[:, axis], 1.0 / np.maximum(local[:, 2] - cz, 1e-12)
+            for _ in range(60):
+                c = (lo_c + hi_c) / 2.0
+                u = (x - c) * inv
+                lo_c, hi_c = (c, hi_c) if u.max() + u.min() > 0.0 else (lo_c, c)
+            centre.append((lo_c + hi_c) / 2.0)
         lo, hi = local.min(axis=0), local.max(axis=0)
         radius = max(float(np.linalg.norm(hi - lo)) / 2.0, 1e-6)
         eye = centre[0] * right + centre[1] * up + cz * forward

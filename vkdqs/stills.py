@@ -47,7 +47,7 @@ DIFF_PERCENTILE = 99.0
 #: Space between two copies of a still, as a fraction of a copy's width on screen.
 STILL_GAP = 0.12
 #: The vertical field of view of stills, degrees (the viewer's camera keeps its 40).
-STILL_FOV_Y = 25.0
+STILL_FOV_Y = 20.0
 
 
 class DiffColoring:
