@@ -197,3 +197,44 @@ def test_window_frames_are_timed(xvfb):
         assert (shot[..., :3] != shot[0, 0, :3]).any(axis=-1).sum() > 100
         assert renderer.gpu_ms is not None and renderer.gpu_ms > 0
         assert viewer.device.messages == []
+
+
+def test_viewer_labels_the_diff_and_the_bone_heat_map(xvfb, tmp_path):
+    """D shows the |DQS - LBS| copy with its colour bar; B the bone heat map with a 0..1 bar
+    and the bone's name (the 0..1 bar drawn, the name the label uses)."""
+    from vkdqs.overlay import bar_box, colorbar
+    from vkdqs.viewer import Viewer
+
+    from .gltf_fixtures import make_rig
+
+    path = tmp_path / "rig.glb"
+    make_rig(scaled=False).save(path)
+    viewer = Viewer(path, size=(480, 320), samples=1, validation=validation_available())
+    glfw = viewer.glfw
+    try:
+        w, h = viewer.target.extent
+        x0, y0, x1, y1 = bar_box(w, h)
+        bar = colorbar(x1 - x0, y1 - y0)[..., :3].astype(int)
+
+        def bar_shown(shot):
+            return np.abs(shot[y0:y1, x0:x1, :3].astype(int) - bar).max() <= 1
+
+        viewer.handle_key(glfw.KEY_SPACE)  # pause
+        viewer.scene.set_time(0.5)
+        assert not bar_shown(viewer.screenshot())
+        viewer.handle_key(glfw.KEY_D)
+        assert viewer.scene.methods == "diff" and "|DQS - LBS|" in viewer.window_title
+        shot = viewer.screenshot()
+        assert bar_shown(shot)
+        top, largest = viewer.scene.diff_range
+        assert 0 < top <= largest
+        viewer.handle_key(glfw.KEY_3)
+        viewer.handle_key(glfw.KEY_B)
+        viewer.handle_key(glfw.KEY_RIGHT_BRACKET)
+        assert viewer.renderer.debug_bone == 2
+        assert viewer.scene.bone_name(2) == "bone 2 'j2|joint'"
+        assert bar_shown(viewer.screenshot())
+        viewer.handle_key(glfw.KEY_B)
+        assert not bar_shown(viewer.screenshot())
+    finally:
+        viewer.close()

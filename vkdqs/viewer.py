@@ -9,9 +9,9 @@ copies, and the heat maps (B, and ``--method diff``) get a colour bar.
 
 Keys: space pause/play, left/right scrub (twist or animation time), N/P next/previous animation,
 +/- playback speed (x2, /2), 1 DQS, 2 LBS, 3 both (LBS | DQS), 4 LBS/DQS blend, 5 CoR,
-6 DQS (Blender), 7 all, M/shift+M next/previous method set (each method, both, all),
-W wireframe, B bone-weight view ([ and ] change the bone), S screenshot PNG, R reset camera,
-H or F1 help, Esc quit.
+6 DQS (Blender), 7 all, D |DQS - LBS| per vertex (one copy, with a colour bar),
+M/shift+M next/previous method set (each method, both, all), W wireframe, B bone-weight view
+([ and ] change the bone), S screenshot PNG, R reset camera, H or F1 help, Esc quit.
 Mouse: left-drag orbit, right-drag or shift-drag pan, wheel zoom.
 """
 
@@ -48,6 +48,7 @@ METHOD_KEYS = {
     "KEY_5": "cor",
     "KEY_6": "dqs_blender",
     "KEY_7": "all",
+    "KEY_D": "diff",
 }
 
 
