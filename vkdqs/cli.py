@@ -271,7 +271,7 @@ def render(
     from .gpu import Device
     from .renderer import Renderer
     from .scenes import CandyWrapperScene, GltfScenePlayer
-    from .stills import FloorGrid, copy_points, frame_still, scene_overlay
+    from .stills import render_still
     from .targets import OffscreenTarget
 
     with Device() as device:
@@ -291,12 +291,7 @@ def render(
                 )
                 scene.set_time(time)
             try:
-                frame_still(scene, labels=labels)
-                if grid:
-                    FloorGrid(renderer).place(np.vstack(copy_points(scene)))
-                if labels:
-                    renderer.set_overlay(scene_overlay(scene))
-                image = renderer.render_image()
+                image = render_still(scene, labels=labels, grid=grid)
             finally:
                 scene.close()
     path = write_png(out, image)

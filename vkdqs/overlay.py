@@ -108,6 +108,12 @@ def bar_box(width: int, height: int) -> tuple[int, int, int, int]:
     return x1 - bw, y0, x1, y1
 
 
+def bar_band(width: int, height: int) -> float:
+    """Pixels the colour bar and its values take at the right edge (stills keep a copy shown
+    with a bar out of them, and as much room on the left, to stay centred)."""
+    return width - bar_box(width, height)[0] + 5.0 * text_px(height)
+
+
 def _text(draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, px: int, anchor: str):
     draw.text(
         xy,

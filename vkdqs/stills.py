@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from .errors import InputError
 from .mesh import SkinnedMesh
 from .methods import DIFF, method_name, parse_methods
-from .overlay import ColorBar, Label, compose, copy_label_anchors, label_band
+from .overlay import ColorBar, Label, bar_band, compose, copy_label_anchors, label_band
 
 if TYPE_CHECKING:
     from .gpu import Device
@@ -38,6 +38,7 @@ __all__ = [
     "FloorGrid",
     "floor_grid_mesh",
     "frame_still",
+    "render_still",
     "scene_overlay",
 ]
 
@@ -112,7 +113,8 @@ def frame_still(
     :class:`~vkdqs.scenes.CandyWrapperScene`): its copies side by side along the camera's
     horizontal axis, ``gap`` (a fraction of a copy's width) apart, and the camera, keeping its
     direction, at the tightest distance where every copy's posed vertices fit (``margin``),
-    leaving a band of text at the top and bottom for the labels (``labels``). A narrower field
+    leaving a band of text at the top and bottom for the labels and, for the diff copy, room
+    for its colour bar at the sides (``labels``). A narrower field
     of view than the viewer's (``fov_y_deg``) keeps copies side by side from looking turned
     against each other by perspective."""
     camera = scene.renderer.camera
@@ -123,15 +125,17 @@ def frame_still(
     spacing = (1.0 + gap) * max(float(along.max() - along.min()), 1e-6)
     w, h = scene.renderer.target.extent
     w, h = max(w, 1), max(h, 1)
-    margin_y = margin
+    margin_x = margin_y = margin
     if labels:
         margin_y = margin * h / max(h - 2.0 * label_band(h), 0.5 * h)
+        if DIFF in _shown(scene):  # the colour bar at the right edge
+            margin_x = margin * w / max(w - 2.0 * bar_band(w, h), 0.5 * w)
     # Perspective makes the near side of each copy look wider than the spacing measured in
     # the world: widen the spacing until the gap on screen is `gap` of a copy's width there.
     for _ in range(6):
         scene.place(right, spacing)
         copies = copy_points(scene, points)
-        camera.fit(np.vstack(copies), aspect=w / h, margin=margin, margin_y=margin_y)
+        camera.fit(np.vstack(copies), aspect=w / h, margin=margin_x, margin_y=margin_y)
         if len(copies) < 2:
             break
         xs = [camera.project(c, w, h)[:, 0] for c in copies]
@@ -142,6 +146,23 @@ def frame_still(
         if need <= 0.02 * float(widths.mean()) or pitch <= 0:
             break
         spacing *= 1.0 + need / pitch
+
+
+def render_still(scene: Any, *, labels: bool = True, grid: bool = True) -> NDArray[np.uint8]:
+    """The still of ``scene``'s current pose, as ``vkdqs render`` makes it: framed
+    (:func:`frame_still`), on a floor grid (``grid``), labelled (``labels``); ``(H, W, 4)``
+    uint8 from the scene's renderer (an offscreen target)."""
+    renderer = scene.renderer
+    frame_still(scene, labels=labels)
+    floor = FloorGrid(renderer) if grid else None
+    if floor is not None:
+        floor.place(np.vstack(copy_points(scene)))
+    renderer.set_overlay(scene_overlay(scene) if labels else None)
+    try:
+        return renderer.render_image()
+    finally:
+        if floor is not None:
+            renderer.remove_instance(floor.instance)
 
 
 def copy_points(scene: Any, points: NDArray | None = None) -> list[NDArray]:
