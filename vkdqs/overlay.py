@@ -114,16 +114,47 @@ def bar_band(width: int, height: int) -> float:
     return width - bar_box(width, height)[0] + 5.0 * text_px(height)
 
 
-def _text(draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, px: int, anchor: str):
-    draw.text(
-        xy,
+@functools.lru_cache(maxsize=512)
+def _stamp(text: str, px: int, anchor: str) -> tuple[NDArray[np.uint8], int, int]:
+    """``text`` rasterized into an RGBA image just its size, and where its top-left corner
+    lies relative to the anchor point (cached: labels repeat from frame to frame)."""
+    font = _font(px)
+    stroke = max(1, px // 10)
+    left, top, right, bottom = font.getbbox(text, anchor=anchor, stroke_width=stroke)
+    dx, dy = int(np.floor(left)) - 1, int(np.floor(top)) - 1
+    tw, th = int(np.ceil(right)) + 2 - dx, int(np.ceil(bottom)) + 2 - dy
+    img = Image.new("RGBA", (tw, th), (0, 0, 0, 0))
+    ImageDraw.Draw(img).text(
+        (-dx, -dy),
         text,
-        font=_font(px),
+        font=font,
         fill=TEXT_COLOR,
         anchor=anchor,
-        stroke_width=max(1, px // 10),
+        stroke_width=stroke,
         stroke_fill=OUTLINE_COLOR,
     )
+    arr = np.asarray(img).copy()
+    arr.flags.writeable = False
+    return arr, dx, dy
+
+
+def _text(out: NDArray[np.uint8], xy: tuple[float, float], text: str, px: int, anchor: str):
+    """Draw ``text`` into ``out`` (``(H, W, 4)``, in place) with Pillow's ``anchor`` at the
+    pixel nearest ``xy``, blended "over" what is there (stamping small text images: turning a
+    whole frame-sized Pillow image into numpy costs far more than the text)."""
+    src, dx, dy = _stamp(text, px, anchor)
+    x0, y0 = round(xy[0]) + dx, round(xy[1]) + dy
+    th, tw = src.shape[:2]
+    h, w = out.shape[:2]
+    ax0, ay0, ax1, ay1 = max(x0, 0), max(y0, 0), min(x0 + tw, w), min(y0 + th, h)
+    if ax1 <= ax0 or ay1 <= ay0:
+        return
+    s = src[ay0 - y0 : ay1 - y0, ax0 - x0 : ax1 - x0].astype(np.float64) / 255.0
+    d = out[ay0:ay1, ax0:ax1].astype(np.float64) / 255.0
+    sa, da = s[..., 3:], d[..., 3:]
+    alpha = sa + da * (1.0 - sa)
+    rgb = (s[..., :3] * sa + d[..., :3] * da * (1.0 - sa)) / np.maximum(alpha, 1e-12)
+    out[ay0:ay1, ax0:ax1] = np.round(255.0 * np.concatenate([rgb, alpha], axis=-1))
 
 
 def compose(
@@ -139,31 +170,26 @@ def compose(
     w, h = (int(v) for v in size)
     if w < 1 or h < 1:
         raise InputError(f"overlay size must be positive, got {size!r}")
-    img = Image.new("RGBA", (w, h), (0, 0, 0, 0))
-    draw = ImageDraw.Draw(img)
+    out = np.zeros((h, w, 4), np.uint8)
     px = text_px(h)
     pad = px // 2
     if caption:
-        _text(draw, (pad, pad), caption, px, "la")
+        _text(out, (pad, pad), caption, px, "la")
     for label in labels:
-        width = draw.textlength(label.text, font=_font(px))
+        width = _font(px).getlength(label.text)
         x = float(np.clip(label.x, pad + width / 2, w - pad - width / 2))
         y = float(np.clip(label.y, pad, h - pad - px))
-        _text(draw, (x, y), label.text, px, "mt")
-    out = np.asarray(img).copy()
+        _text(out, (x, y), label.text, px, "mt")
     if bar is not None:
         x0, y0, x1, y1 = bar_box(w, h)
         if x1 > x0 and y1 > y0:
             out[y0:y1, x0:x1] = colorbar(x1 - x0, y1 - y0)
-            img = Image.fromarray(out)
-            draw = ImageDraw.Draw(img)
             small = max(10, round(0.8 * px))
-            _text(draw, (x0 - pad // 2, y0), bar.value_text(bar.high), small, "rt")
-            _text(draw, (x0 - pad // 2, y1), bar.value_text(bar.low), small, "rb")
+            _text(out, (x0 - pad // 2, y0), bar.value_text(bar.high), small, "rt")
+            _text(out, (x0 - pad // 2, y1), bar.value_text(bar.low), small, "rb")
             mid = (bar.low + bar.high) / 2.0
-            _text(draw, (x0 - pad // 2, (y0 + y1) / 2), bar.value_text(mid), small, "rm")
-            _text(draw, (x1, y0 - pad // 2), bar.title, small, "rb")
-            out = np.asarray(img).copy()
+            _text(out, (x0 - pad // 2, (y0 + y1) / 2), bar.value_text(mid), small, "rm")
+            _text(out, (x1, y0 - pad // 2), bar.title, small, "rb")
     return out
 
 
