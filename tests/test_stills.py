@@ -236,6 +236,10 @@ def test_bad_scalar_and_overlay_inputs(device):
             renderer.set_overlay(np.zeros((48, 64, 4), np.float32))
         with pytest.raises(InputError, match="uint8 RGBA"):
             renderer.set_overlay(np.zeros((48, 64, 3), np.uint8))
+        from vkdqs.overlay_pass import check_overlay
+
+        with pytest.raises(InputError, match=r"maxTexelBufferElements.*--no-labels"):
+            check_overlay(np.zeros((10, 10, 4), np.uint8), 50)
         inst.set_scalar(np.full(mesh.mesh.vertex_count, np.nan))  # NaN shows as 0
         assert (inst.scalar == 0).all()
         grid = FloorGrid(renderer)

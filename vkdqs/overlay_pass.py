@@ -43,7 +43,8 @@ def check_overlay(image: Any, max_texels: int) -> np.ndarray:
     if arr.shape[0] * arr.shape[1] > max_texels:
         raise InputError(
             f"the overlay has {arr.shape[0] * arr.shape[1]} pixels; this device's texel buffers "
-            f"hold {max_texels} (maxTexelBufferElements)"
+            f"hold {max_texels} (maxTexelBufferElements): render a smaller image, or one without "
+            "labels (vkdqs render --no-labels)"
         )
     return np.ascontiguousarray(arr)
 
