@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEB_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslc spirv-tools xvfb
 
-.PHONY: demo test soak deps venv lint format shaders check-shaders bench figures clean
+.PHONY: demo test soak deps venv lint format shaders check-shaders bench figures pictures clean
 
 demo: deps venv
 	$(PY) -m vkdqs demo
@@ -77,6 +77,12 @@ bench: deps venv
 figures: deps venv
 	$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install -q -e '.[docs]'
 	$(PY) docs/make_figures.py
+
+# The README's pictures of a real model: make pictures FOX=path/to/Fox.glb (Khronos
+# glTF-Sample-Assets' Fox, CC-BY 4.0; not in this repository).
+pictures: deps venv
+	@test -n "$(FOX)" || { echo "usage: make pictures FOX=path/to/Fox.glb" >&2; exit 2; }
+	$(PY) docs/make_pictures.py "$(FOX)"
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

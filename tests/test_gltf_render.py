@@ -177,6 +177,7 @@ def test_animations_show_and_errors(rig_files, renderer):
 
 
 def test_viewer_plays_a_model(xvfb, rig_files):
+    from vkdqs.stills import Decorations
     from vkdqs.viewer import Viewer
 
     viewer = Viewer(rig_files["rigid"], size=(W, H), samples=1, validation=validation_available())
@@ -232,6 +233,7 @@ def test_viewer_plays_a_model(xvfb, rig_files):
             player = GltfScenePlayer(renderer, load_gltf(rig_files["rigid"]))
             player.set_time(0.6)
             renderer.camera = viewer.renderer.camera
+            Decorations(player).update()  # the viewer's floor grid and labels
             offscreen = renderer.render_image()
         diff = np.abs(shot[..., :3].astype(int) - offscreen[..., :3].astype(int))
         assert diff.max() <= 1, f"window and offscreen differ by up to {diff.max()}"

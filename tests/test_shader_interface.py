@@ -70,6 +70,7 @@ from vkdqs.shader_interface import (
     bindings_of,
     mesh_inputs,
     push_bytes_of,
+    render_inputs,
     sample_bit,
 )
 
@@ -84,13 +85,16 @@ STAGE_OF_KIND = {
     "crowd_sample": Stage.COMPUTE,
     "crowd_render": Stage.VERTEX,
     "crowd_fragment": Stage.FRAGMENT,
+    "overlay": Stage.VERTEX,
+    "overlay_fragment": Stage.FRAGMENT,
 }
 #: Kinds whose pipeline layout serves that one module, which keeps every binding of it.
-EXACT_KINDS = ("compute", "readback", "centers", "crowd_sample")
+EXACT_KINDS = ("compute", "readback", "centers", "crowd_sample", "overlay_fragment")
 #: The descriptor type a shader sees for a host descriptor type.
 SHADER_TYPE = {DescriptorType.UNIFORM_BUFFER_DYNAMIC: DescriptorType.UNIFORM_BUFFER}
 #: Vertex format -> (scalar, components, bits) of the GLSL input reading it.
 VERTEX_INPUT_TYPES = {
+    Format.R32_SFLOAT: ("float", 1, 32),
     Format.R32G32B32_SFLOAT: ("float", 3, 32),
     Format.R32G32B32A32_SFLOAT: ("float", 4, 32),
     Format.R32G32B32A32_SINT: ("int", 4, 32),
@@ -182,14 +186,18 @@ def check_bone_blocks(v: Variant, mod: Module) -> list[str]:
 
 
 def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
-    """Vertex inputs ⊆ mesh_inputs(slots) by location and type; equal where the shader skins.
+    """Vertex inputs ⊆ mesh_inputs(slots) (render_inputs for rendering variants: with the
+    scalar at location 9) by location and type; equal where the shader skins.
 
     skin_none reads all four today (the heat map uses joints and weights) but needs none of the
     influences, so for it only the Vulkan rule (every input fed) is asserted.
     """
+    if v.kind == "overlay":
+        return [f"location {n} is read by the overlay" for n in sorted(mod.inputs())]
     if v.kind not in ("render", "readback", "crowd_render"):
         return []
-    host = {m.location: m for m in mesh_inputs(v.slots, v.method)}
+    inputs = render_inputs if v.kind == "render" else mesh_inputs
+    host = {m.location: m for m in inputs(v.slots, v.method)}
     shader, problems = mod.inputs(), []
     for loc, got in sorted(shader.items()):
         m = host.get(loc)
@@ -245,7 +253,7 @@ def check_push_constants(v: Variant, mod: Module) -> list[str]:
     records no push-constant stages), so a push block there would need a host change.
     """
     size, host = mod.push_constant_size(), push_bytes_of(v)
-    want = None if v.kind in ("fragment", "crowd_fragment") else host
+    want = None if v.kind in ("fragment", "crowd_fragment", "overlay") else host
     return [] if size == want else [f"push block is {size} bytes, expected {want}"]
 
 

@@ -11,8 +11,10 @@ from .conftest import validation_available
 
 
 def test_window_lifecycle(xvfb):
+    from vkdqs.overlay import text_px
     from vkdqs.renderer import Renderer
     from vkdqs.scenes import CandyWrapperScene
+    from vkdqs.stills import Decorations
     from vkdqs.targets import OffscreenTarget
     from vkdqs.viewer import Viewer
 
@@ -55,7 +57,8 @@ def test_window_lifecycle(xvfb):
         viewer.handle_key(glfw.KEY_RIGHT)
         viewer.drag("orbit", 30.0, 10.0)
 
-        # The window's pixels equal an offscreen render of the same frame.
+        # The window's pixels equal an offscreen render of the same frame, floor grid and
+        # labels included.
         viewer.scene.set_twist(150.0)
         shot = viewer.screenshot()
         w, h = viewer.target.extent
@@ -65,10 +68,21 @@ def test_window_lifecycle(xvfb):
             scene = CandyWrapperScene(renderer)
             scene.set_twist(150.0)
             renderer.camera = viewer.renderer.camera
+            Decorations(scene).update()
             offscreen = renderer.render_image()
+            renderer.set_overlay(None)
+            renderer.instances[-1].visible = False  # the grid
+            bare = renderer.render_image()
         diff = np.abs(shot[..., :3].astype(int) - offscreen[..., :3].astype(int))
         assert diff.max() <= 1, f"window and offscreen differ by up to {diff.max()}"
         assert len(np.unique(shot[..., 0])) > 10  # a real picture, not a cleared frame
+        # the labels and the grid are in the window's frame: the caption's corner and the two
+        # copies' labels (white text) and grid lines below the copies
+        changed = np.abs(shot[..., :3].astype(int) - bare[..., :3].astype(int)).max(axis=2) > 40
+        px = text_px(h)
+        assert changed[: 2 * px, : w // 2].sum() > 50, "no caption in the top-left corner"
+        assert (shot[: 2 * px, : w // 2, :3].min(axis=2) > 200).sum() > 20  # white text
+        assert changed[h // 2 :].sum() > 500, "no labels or grid in the lower half"
 
         viewer.renderer.close()
         viewer.target.close()
@@ -183,3 +197,44 @@ def test_window_frames_are_timed(xvfb):
         assert (shot[..., :3] != shot[0, 0, :3]).any(axis=-1).sum() > 100
         assert renderer.gpu_ms is not None and renderer.gpu_ms > 0
         assert viewer.device.messages == []
+
+
+def test_viewer_labels_the_diff_and_the_bone_heat_map(xvfb, tmp_path):
+    """D shows the |DQS - LBS| copy with its colour bar; B the bone heat map with a 0..1 bar
+    and the bone's name (the 0..1 bar drawn, the name the label uses)."""
+    from vkdqs.overlay import bar_box, colorbar
+    from vkdqs.viewer import Viewer
+
+    from .gltf_fixtures import make_rig
+
+    path = tmp_path / "rig.glb"
+    make_rig(scaled=False).save(path)
+    viewer = Viewer(path, size=(480, 320), samples=1, validation=validation_available())
+    glfw = viewer.glfw
+    try:
+        w, h = viewer.target.extent
+        x0, y0, x1, y1 = bar_box(w, h)
+        bar = colorbar(x1 - x0, y1 - y0)[..., :3].astype(int)
+
+        def bar_shown(shot):
+            return np.abs(shot[y0:y1, x0:x1, :3].astype(int) - bar).max() <= 1
+
+        viewer.handle_key(glfw.KEY_SPACE)  # pause
+        viewer.scene.set_time(0.5)
+        assert not bar_shown(viewer.screenshot())
+        viewer.handle_key(glfw.KEY_D)
+        assert viewer.scene.methods == "diff" and "|DQS - LBS|" in viewer.window_title
+        shot = viewer.screenshot()
+        assert bar_shown(shot)
+        top, largest = viewer.scene.diff_range
+        assert 0 < top <= largest
+        viewer.handle_key(glfw.KEY_3)
+        viewer.handle_key(glfw.KEY_B)
+        viewer.handle_key(glfw.KEY_RIGHT_BRACKET)
+        assert viewer.renderer.debug_bone == 2
+        assert viewer.scene.bone_name(2) == "bone 2 'j2|joint'"
+        assert bar_shown(viewer.screenshot())
+        viewer.handle_key(glfw.KEY_B)
+        assert not bar_shown(viewer.screenshot())
+    finally:
+        viewer.close()

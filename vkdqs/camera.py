@@ -107,6 +107,58 @@ class Camera:
         self.radius = radius
         self._home = self._state()
 
+    def fit(
+        self,
+        points: ArrayLike,
+        *,
+        aspect: float = 1.0,
+        margin: float = 1.05,
+        margin_y: float | None = None,
+    ) -> None:
+        """Keep the view direction and move the camera so ``points`` ``(K, 3)`` fill the view:
+        the tightest perspective fit, touching the frame's edges (over ``margin``; vertically
+        over ``margin_y`` when given) on the binding side and centred on the other (the
+        points' own extent, not a bounding sphere).
+
+        In the camera's basis a point (x, y, z) (z along :attr:`forward`) seen from (cx, cy,
+        cz) lies inside the horizontal half-angle tan ``t`` when ``|x - cx| <= t (z - cz)``:
+        ``cx - t cz >= max(x - t z)`` and ``cx + t cz <= min(x + t z)``, which gives cx and the
+        largest cz for each axis in closed form; the camera stands at the smaller cz.
+        """
+        p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        if len(p) == 0 or not np.isfinite(p).all():
+            raise InputError("fit() needs finite points")
+        right, up, forward = self.basis()
+        local = p @ np.stack([right, up, forward]).T  # (K, 3): x, y, z in the view's basis
+        tan_y = math.tan(math.radians(self.fov_y_deg) / 2.0)
+        ty = tan_y / (margin if margin_y is None else margin_y)
+        tx = tan_y * aspect / margin
+        bounds, depth = [], []
+        for axis, t in ((0, tx), (1, ty)):
+            a = float(np.max(local[:, axis] - t * local[:, 2]))
+            b = float(np.min(local[:, axis] + t * local[:, 2]))
+            bounds.append((a, b, t))
+            depth.append((b - a) / (2.0 * t))
+        cz = min(depth)
+        centre = []
+        for axis, (a, b, t) in enumerate(bounds):
+            # every c in [a + t cz, b - t cz] fits; take the one whose projection is centred
+            # (max + min of (x - c) / (z - cz) = 0, decreasing in c: bisection)
+            lo_c, hi_c = a + t * cz, b - t * cz
+            x, inv = local[:, axis], 1.0 / np.maximum(local[:, 2] - cz, 1e-12)
+            for _ in range(60):
+                c = (lo_c + hi_c) / 2.0
+                u = (x - c) * inv
+                lo_c, hi_c = (c, hi_c) if u.max() + u.min() > 0.0 else (lo_c, c)
+            centre.append((lo_c + hi_c) / 2.0)
+        lo, hi = local.min(axis=0), local.max(axis=0)
+        radius = max(float(np.linalg.norm(hi - lo)) / 2.0, 1e-6)
+        eye = centre[0] * right + centre[1] * up + cz * forward
+        self.distance = max((lo[2] + hi[2]) / 2.0 - cz, 1e-4)
+        self.target = eye + self.distance * forward
+        self.radius = radius
+        self._home = self._state()
+
     @property
     def near(self) -> float:
         if self.radius is None:

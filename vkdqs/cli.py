@@ -44,7 +44,8 @@ _ANIMATION_HELP = "model: animation index or name, or 'rest' (default: the first
 _METHOD_HELP = (
     "what to draw side by side: lbs, dqs, blend (per-vertex LBS/DQS blend), cor (optimized "
     "centers of rotation), dqs_blender (Blender's Preserve Volume), several joined by commas "
-    "(lbs,dqs,cor), both (lbs,dqs: LBS left, DQS right) or all"
+    "(lbs,dqs,cor), both (lbs,dqs: LBS left, DQS right), all, or diff (one copy coloured by "
+    "|DQS - LBS| per vertex, with a colour bar in model units)"
 )
 #: Each side of --size, in pixels (Vulkan guarantees 4096 for images; desktop GPUs take 16384).
 MAX_SIZE = 16384
@@ -247,10 +248,16 @@ def render(
     size: tuple[int, int] = (960, 540),
     samples: int = 4,
     max_bytes: int | None = None,
+    labels: bool = True,
+    grid: bool = True,
 ) -> int:
     """Render the candy-wrapper scene (twisted ``twist`` degrees, then bent ``bend`` degrees at
     its joint), or a glTF ``model`` at ``time`` of ``animation`` (an index, a name or "rest";
     None: the first), offscreen to the PNG ``out``.
+
+    The copies of the pose drawn stand side by side across the image and fill it
+    (:func:`vkdqs.stills.frame_still`); ``labels`` draws the method under each copy, the
+    animation and time in the corner and the heat map's colour bar; ``grid`` a floor grid.
     """
     if model is not None and bend:
         raise InputError("--bend bends the candy wrapper; a model takes --time")
@@ -264,6 +271,7 @@ def render(
     from .gpu import Device
     from .renderer import Renderer
     from .scenes import CandyWrapperScene, GltfScenePlayer
+    from .stills import render_still
     from .targets import OffscreenTarget
 
     with Device() as device:
@@ -282,7 +290,10 @@ def render(
                     renderer, gltf, methods=method, animation=_animation(animation)
                 )
                 scene.set_time(time)
-            image = renderer.render_image()
+            try:
+                image = render_still(scene, labels=labels, grid=grid)
+            finally:
+                scene.close()
     path = write_png(out, image)
     print(f"wrote {path} ({w}x{h}, {scene.label()})")
     return 0
@@ -492,6 +503,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--size", type=_size, default="960x540", help=f"image size WxH, each 1...{MAX_SIZE}"
     )
     p.add_argument("--samples", type=int, choices=(1, 2, 4, 8), default=4, help="MSAA samples")
+    p.add_argument(
+        "--no-labels",
+        dest="labels",
+        action="store_false",
+        help="no text in the image (method per copy, animation and time, colour bar)",
+    )
+    p.add_argument("--no-grid", dest="grid", action="store_false", help="no floor grid")
 
     p = command("info", info, "what a glTF file holds: meshes, skins, animations")
     _add_model(p, optional=False)

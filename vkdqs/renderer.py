@@ -51,6 +51,7 @@ from .gpu import (
 )
 from .gpu.calls import align
 from .mesh import SkinnedMesh
+from .overlay_pass import OverlayPass, check_overlay
 from .skinner import check_centers
 from .targets import RenderTarget
 
@@ -150,6 +151,10 @@ class Instance:
     mirrored: bool = False
     #: "dqs_blender": each bone's rest frame (B, 4, 4)
     rest_matrices: np.ndarray | None = field(default=None, repr=False)
+    #: (N, 4) float32 rows of the per-vertex scalar shown as a heat map (set_scalar), or None
+    scalar: np.ndarray | None = field(default=None, repr=False)
+    #: per frame slot, the vertex buffer the scalar is written to (made by the renderer)
+    _scalar_buffers: dict = field(default_factory=dict, repr=False)
 
     @property
     def variant(self) -> str:
@@ -165,6 +170,22 @@ class Instance:
         self.pose = bone_packing.pack_pose(
             bones, self.bone_count, method, rest_matrices=self.rest_matrices
         )
+
+    def set_scalar(self, values: ArrayLike | None) -> None:
+        """Colour this instance by a per-vertex scalar ``(N,)`` in 0..1 (clipped; NaN shows as
+        0) as a heat map instead of shading its colour, e.g. |DQS - LBS| divided by the
+        colour bar's top (:mod:`vkdqs.overlay`); None shades it again."""
+        if values is None:
+            self.scalar = None
+            return
+        try:
+            v = np.asarray(values, dtype=np.float64)
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"scalar must be numbers, one per vertex: {exc}") from None
+        n = self.mesh.mesh.vertex_count
+        if v.shape != (n,):
+            raise InputError(f"scalar must have shape ({n},), one per vertex; got {v.shape}")
+        self.scalar = si.scalar_array(v)
 
     def set_model(self, model: ArrayLike) -> None:
         """Place the instance with a (4, 4) affine model matrix (mesh space to world space)."""
@@ -292,6 +313,9 @@ class Renderer(ResourceOwner):
         self._frame_counter = 0
         self._gpu_ms: float | None = None
         self._queries: QueryPool | None = None
+        self._overlay: np.ndarray | None = None
+        self._overlay_version = 0
+        self._overlay_pass: OverlayPass | None = None
         try:
             self._set_layout = self._keep(
                 DescriptorSetLayout(device, si.RENDER_BINDINGS, label="render")
@@ -434,6 +458,11 @@ class Renderer(ResourceOwner):
                 )
             self.instances = [i for i in self.instances if i is not inst]
             self._layout_stale = True
+            if inst._scalar_buffers:
+                self.device.wait_idle()  # frames in flight may read them
+                for buf in inst._scalar_buffers.values():
+                    self._drop(buf)
+                inst._scalar_buffers.clear()
 
     def add_crowd(
         self,
@@ -530,6 +559,20 @@ class Renderer(ResourceOwner):
         w, h = self.target.extent
         self.camera.frame(*self.scene_bounds(), aspect=(w / h) if h else 1.0)
 
+    def set_overlay(self, image: ArrayLike | None) -> None:
+        """Blend ``image``, an ``(H, W, 4)`` uint8 RGBA image (sRGB colour, straight alpha,
+        row 0 at the top; :func:`vkdqs.overlay.compose` makes one), over every frame from now
+        on, pixel for pixel from the top-left corner; None removes it."""
+        with self._lock:
+            self._check_open()
+            if image is None:
+                self._overlay = None
+                return
+            self._overlay = check_overlay(image, self.device.info.max_texel_buffer_elements)
+            self._overlay_version += 1
+            if self._overlay_pass is None:
+                self._overlay_pass = OverlayPass(self, len(self._frames))
+
     # -- per-frame resources -------------------------------------------------------------
 
     def _rebuild_frames(self) -> None:
@@ -565,7 +608,7 @@ class Renderer(ResourceOwner):
         variant = inst.variant
         slots = inst.mesh.mesh.slots if variant != "none" else 4
         wire = self.wireframe and self.device.info.fill_mode_non_solid
-        inputs = si.mesh_inputs(slots, variant)
+        inputs = si.render_inputs(slots, variant)
         desc = GraphicsPipelineDesc(
             vertex_shader=si.variant_name("render", variant, slots),
             fragment_shader=si.variant_name("fragment", "none"),
@@ -617,6 +660,10 @@ class Renderer(ResourceOwner):
             # the heat map shows skinned instances only; rigid ("none") parts stay shaded
             rigid = np.array([inst.method == "none" for inst in self.instances], dtype=bool)
             blocks["debug"][rigid] = (0, -1, 0, 0)
+        scalar = np.array([inst.scalar is not None for inst in self.instances], dtype=bool)
+        if self.debug_bone is not None:  # the bone heat map (B) takes over skinned instances
+            scalar &= rigid
+        blocks["debug"][scalar] = (2, -1, 0, 0)
         return blocks
 
     def _crowd_block(self) -> np.ndarray:
@@ -633,6 +680,15 @@ class Renderer(ResourceOwner):
             if pose.scales is not None:
                 uniforms.write(pose.scales, slot.scales_at)
             uniforms.write(blocks[i : i + 1], slot.block_at)
+            rows = inst.scalar
+            if rows is not None:
+                buf = inst._scalar_buffers.get(frame.index)
+                if buf is None:
+                    usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
+                    label = f"{inst.mesh.label} scalar {frame.index}"
+                    buf = self._keep(Buffer(self.device, rows.nbytes, usage, label=label))
+                    inst._scalar_buffers[frame.index] = buf
+                buf.write(rows)
 
     def _state_key(self) -> tuple:
         w, h = self.target.extent
@@ -642,7 +698,8 @@ class Renderer(ResourceOwner):
             self.wireframe,
             self.target.extent,
             vp.tobytes(),
-            tuple((i.visible, i.variant, i.mirrored) for i in self.instances),
+            tuple((i.visible, i.variant, i.mirrored, i.scalar is not None) for i in self.instances),
+            None if self._overlay is None else (self._overlay.shape, self._overlay_pass.generation),
             self.target.state_key(),
             tuple(c._state_key() for c in self.crowds),
         )
@@ -699,6 +756,9 @@ class Renderer(ResourceOwner):
             elif inst.variant in si.AUX_METHODS:
                 assert rm.aux_buffer is not None
                 buffers.append(rm.aux_buffer.handle)
+            # location 9: the instance's scalar, or any float rows (unread: debug mode off)
+            scalar = inst._scalar_buffers.get(frame.index) if inst.scalar is not None else None
+            buffers.append((scalar or rm.vertex_buffers[0]).handle)
             vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
             vk.vkCmdBindIndexBuffer(cmd, rm.index_buffer.handle, 0, vk.VK_INDEX_TYPE_UINT32)
             vk.vkCmdBindDescriptorSets(cmd, graphics, self._layout.handle, 0, 1, [ds], 0, None)
@@ -713,6 +773,9 @@ class Renderer(ResourceOwner):
             layout = crowd._layouts.render
             pipe = self._pipelines.graphics(desc, layout, self.target.render_pass).handle
             crowd._record_draw(cmd, frame.index, pipe, self.camera.view_projection(w / h))
+        if self._overlay is not None and self._overlay_pass is not None:
+            oh, ow = self._overlay.shape[:2]
+            self._overlay_pass.record(cmd, frame.index, (ow, oh), self.target.samples)
         vk.vkCmdEndRenderPass(cmd)
         self.target.record_after_pass(cmd, image)
         if self._queries is not None:
@@ -773,6 +836,8 @@ class Renderer(ResourceOwner):
             if other is not None:
                 other.fence.wait(f"frame slot {other.index}")  # type: ignore[attr-defined]
             self._write_uniforms(frame)
+            if self._overlay is not None and self._overlay_pass is not None:
+                self._overlay_pass.write(frame.index, self._overlay, self._overlay_version)
             if self.crowds:
                 block = self._crowd_block()
                 for crowd in self.crowds:

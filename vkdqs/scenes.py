@@ -20,7 +20,7 @@ from .clip import AnimationClip
 from .crowd import Crowd, pack_clip
 from .errors import InputError
 from .mesh import SkinnedMesh
-from .methods import SCENE_METHODS, parse_methods
+from .methods import DIFF, METHOD_NAMES, SCENE_METHODS, parse_methods
 from .renderer import SINGULAR_DET, Instance, Renderer, RenderMesh
 from .shader_interface import CROWD_METHODS
 
@@ -56,13 +56,18 @@ RIGID_COLORS = {
     m: tuple(0.5 * c + 0.5 * g for c, g in zip(rgba, (0.6, 0.6, 0.6, 1.0), strict=True))
     for m, rgba in METHOD_COLORS.items()
 }
-_METHOD_NAMES = {
-    "dqs": "DQS",
-    "lbs": "LBS",
-    "blend": "LBS/DQS blend",
-    "cor": "CoR",
-    "dqs_blender": "DQS (Blender)",
-}
+_METHOD_NAMES = METHOD_NAMES
+#: The "diff" copy's colour where it is not coloured by |DQS - LBS| (never shown in practice).
+DIFF_COLOR = (0.5, 0.5, 0.5, 1.0)
+
+
+def _color(method: str, rigid: bool = False) -> tuple[float, ...]:
+    return (RIGID_COLORS if rigid else METHOD_COLORS).get(method, DIFF_COLOR)
+
+
+def _renderer_method(method: str) -> str:
+    """The renderer method drawing a scene method's copy: the diff copy is posed by DQS."""
+    return "dqs" if method == DIFF else method
 
 
 def _check_methods(methods: str) -> str:
@@ -90,8 +95,13 @@ def _with_dqs_blend(mesh: SkinnedMesh) -> SkinnedMesh:
 
 
 def _offsets(shown: tuple[str, ...], spacing: float) -> dict[str, float]:
-    """x offset of each method's copy: side by side, centred, ``spacing`` apart."""
+    """Offset of each method's copy along the placement axis: side by side, centred,
+    ``spacing`` apart."""
     return {m: (k - 0.5 * (len(shown) - 1)) * spacing for k, m in enumerate(shown)}
+
+
+#: Every method a scene may make copies of.
+_ALL_METHODS = (*SCENE_METHODS, DIFF)
 
 
 class ViewerScene(Protocol):
@@ -152,6 +162,13 @@ class CandyWrapperScene:
 
     def __init__(self, renderer: Renderer, *, methods: str = "both", period: float = 4.0) -> None:
         self.renderer = renderer
+        #: the copies stand side by side along this unit vector (x; stills: the screen's)
+        self.axis = np.array([1.0, 0.0, 0.0])
+        self._spacing: float | None = None  # set by place(); None: see spacing
+        #: |DQS - LBS| on the GPU for the "diff" copy (made when first shown)
+        self._diff = None
+        #: the colour bar's range (top, largest) of the "diff" copy, once shown
+        self.diff_range: tuple[float, float] | None = None
         self.mesh = _with_dqs_blend(procedural.candy_wrapper())
         self._render_mesh = renderer.add_mesh(self.mesh, label="candy wrapper")
         self.instances: dict[str, Instance] = {}
@@ -172,8 +189,8 @@ class CandyWrapperScene:
         self.instances[method] = inst = self.renderer.add_instance(
             self._render_mesh,
             bone_count=2,
-            method=method,
-            color=METHOD_COLORS[method],
+            method=_renderer_method(method),
+            color=_color(method),
             rest_matrices=rest,
         )
         if getattr(self, "twist", 0.0) or getattr(self, "bend", 0.0):
@@ -181,7 +198,7 @@ class CandyWrapperScene:
 
     @staticmethod
     def _pose(method: str, inst: Instance, pose: np.ndarray) -> None:
-        inst.set_pose(dq.from_matrices(pose) if method == "dqs" else pose)
+        inst.set_pose(dq.from_matrices(pose) if method in ("dqs", DIFF) else pose)
 
     def show(self, methods: str) -> None:
         """The methods of ``methods`` (see :func:`parse_methods`) side by side."""
@@ -190,11 +207,15 @@ class CandyWrapperScene:
             if method not in self.instances:
                 self._add_instance(method)
         self.methods = methods
-        xs = _offsets(shown, 1.8 if self.bend == 0.0 else 2.6)  # bent copies reach sideways
+        xs = _offsets(shown, self.spacing)
         for method, inst in self.instances.items():
             inst.visible = method in shown
             # hidden copies stand in the middle, inside what frame_scene() frames
-            inst.set_model(_upright(xs.get(method, 0.0)))
+            model = _upright(0.0)
+            model[:3, 3] += xs.get(method, 0.0) * self.axis
+            inst.set_model(model)
+        if DIFF in shown and hasattr(self, "twist"):
+            self._update_diff()
 
     def frame_camera(self) -> None:
         """Aim the camera at the copies shown, keeping its direction (R returns here)."""
@@ -223,6 +244,56 @@ class CandyWrapperScene:
         pose = self.pose()
         for method, inst in self.instances.items():
             self._pose(method, inst, pose)
+        if DIFF in parse_methods(self.methods):
+            self._update_diff()
+
+    def _update_diff(self) -> None:
+        """Colour the "diff" copy by |DQS - LBS| of the current pose (GPU compute skinning)."""
+        from .stills import DiffColoring
+
+        if self._diff is None:
+            self._diff = DiffColoring(self.renderer.device)
+        d = self._diff.distances(self.mesh, 2, self.pose())
+        top, largest = self._diff.color_range([d])
+        self.instances[DIFF].set_scalar(d / top if top > 0 else np.zeros_like(d))
+        self.diff_range = (top, largest)
+
+    @property
+    def spacing(self) -> float:
+        """How far apart the copies stand: 1.8 (2.6 while bent), or what :meth:`place` set."""
+        if self._spacing is not None:
+            return self._spacing
+        return 1.8 if self.bend == 0.0 else 2.6  # bent copies reach sideways
+
+    def place(self, axis: np.ndarray, spacing: float) -> None:
+        """Stand the copies side by side ``spacing`` apart along the unit vector ``axis``."""
+        self.axis = np.asarray(axis, dtype=np.float64).reshape(3)
+        self._spacing = float(spacing)
+        self.show(self.methods)
+
+    def pose_points(self) -> np.ndarray:
+        """World points ``(K, 3)`` of one copy in the current pose as if it stood at offset
+        0: its LBS- and DQS-skinned vertices (float64 reference)."""
+        m = self.mesh
+        pose = self.pose()
+        lbs = dq.skin_lbs(m.positions, m.normals, m.joints, m.weights, pose)[0]
+        dqs = dq.skin_dqs(m.positions, m.normals, m.joints, m.weights, dq.from_matrices(pose))[0]
+        model = _upright(0.0)
+        return np.vstack([lbs, dqs]) @ model[:3, :3].T + model[:3, 3]
+
+    def caption(self) -> str:
+        """The corner text of stills and the window: where the motion is."""
+        bend = f", bend {self.bend:.0f} deg" if self.bend else ""
+        return f"candy wrapper: twist {self.twist:.0f} deg{bend}"
+
+    def bone_name(self, bone: int) -> str:
+        return f"bone {bone}"
+
+    def close(self) -> None:
+        """Release the GPU skinners of the "diff" copy (the renderer keeps the rest)."""
+        if self._diff is not None:
+            self._diff.close()
+            self._diff = None
 
     def set_bend(self, degrees: float) -> None:
         """Bend the far half ``degrees`` about the joint, in the picture's plane (the copies
@@ -298,9 +369,9 @@ def _singular(model: np.ndarray) -> bool:
     return bool(abs(np.linalg.det(model[:3, :3])) < SINGULAR_DET)
 
 
-def _translation(x: float) -> np.ndarray:
+def _translation(offset: np.ndarray) -> np.ndarray:
     m = np.eye(4)
-    m[0, 3] = x
+    m[:3, 3] = offset
     return m
 
 
@@ -451,7 +522,12 @@ class GltfScenePlayer:
         skins_used = {d.skin for d in self.draws if d.kind == "skinned"}
         self._skins = sorted(skins_used)
         self.bone_count = max((scene.skins[s].joint_count for s in self._skins), default=1)
-        self._offsets = {m: _translation(0.0) for m in SCENE_METHODS}
+        #: the copies stand side by side along this unit vector (x; stills: the screen's)
+        self.axis = np.array([1.0, 0.0, 0.0])
+        self._diff = None  # DiffColoring, made when "diff" is first shown
+        #: the colour bar's range (top, largest) of the "diff" copy, once shown
+        self.diff_range: tuple[float, float] | None = None
+        self._offsets = {m: _translation(np.zeros(3)) for m in _ALL_METHODS}
         self._blend_meshes: dict[int, RenderMesh] = {}  # id(RenderMesh) -> its "blend" copy
         for method in ("lbs", "dqs"):
             self._add_instances(method)
@@ -525,6 +601,79 @@ class GltfScenePlayer:
                     inst.set_pose(joint_matrices[draw.skin])
                 else:
                     self._set_dqs_pose(inst, draw.skin, joint_matrices[draw.skin])
+        if DIFF in shown:
+            self._update_diff(joint_matrices)
+
+    def _update_diff(self, joint_matrices: dict[int, np.ndarray]) -> None:
+        """Colour every part of the "diff" copy by |DQS - LBS| of the current pose, each
+        skinned part skinned both ways by the GPU's compute path (rigid parts: 0); the
+        colour bar's top is the 99th percentile over every drawn vertex."""
+        from .stills import DiffColoring
+
+        if self._diff is None:
+            self._diff = DiffColoring(self.renderer.device)
+        dists = []
+        for draw in self.draws:
+            if draw.kind == "skinned":
+                mats = joint_matrices[draw.skin]
+                dists.append(self._diff.distances(draw.geometry, draw.bone_count, mats))
+            else:
+                dists.append(np.zeros(draw.geometry.vertex_count))
+        top, largest = self._diff.color_range(dists)
+        for draw, d in zip(self.draws, dists, strict=True):
+            draw.instances[DIFF].set_scalar(d / top if top > 0 else np.zeros_like(d))
+        self.diff_range = (top, largest)
+
+    def place(self, axis: np.ndarray, spacing: float) -> None:
+        """Stand the copies side by side ``spacing`` apart along the unit vector ``axis``
+        (until the next animation is chosen, which measures the spacing anew)."""
+        self.axis = np.asarray(axis, dtype=np.float64).reshape(3)
+        self.spacing = float(spacing)
+        self.show(self.methods)
+
+    def pose_points(self) -> np.ndarray:
+        """World points ``(K, 3)`` of one copy in the current pose as if it stood at offset
+        0: each skinned part's LBS- and DQS-skinned vertices (float64 reference; LBS only
+        where DQS cannot take the joint matrices) and the corners of each rigid part's box."""
+        scene = self.scene
+        glob = scene.node_global_matrices(self.animation, self.time)
+        mats = skin_matrices(scene, self._skins, glob)
+        out = []
+        for draw in self.draws:
+            g = draw.geometry
+            if draw.kind == "skinned":
+                m = mats[draw.skin]
+                args = (g.positions, g.normals, g.joints, g.weights)
+                out.append(dq.skin_lbs(*args, m)[0])
+                if not dq.has_scale(m).any():
+                    out.append(dq.skin_dqs(*args, dq.from_matrices(m))[0])
+            elif not _singular(glob[draw.node]):
+                out.append((_box_corners(*g.bounds) @ glob[draw.node].T)[:, :3])
+        return np.vstack(out) if out else np.zeros((1, 3))
+
+    def caption(self) -> str:
+        """The corner text of stills and the window: the file, the animation and its time."""
+        if self.animation is None:
+            return f"{self.scene.path.name}: rest pose"
+        a = self.scene.animations[self.animation]
+        name = a.name or f"animation {self.animation}"
+        return f"{self.scene.path.name}: {name}  {self.time:.2f} / {a.duration:.2f} s"
+
+    def bone_name(self, bone: int) -> str:
+        """Joint ``bone`` of the first drawn skin: "bone 3 'Hips'"."""
+        if not self._skins:
+            return f"bone {bone}"
+        joints = self.scene.skins[self._skins[0]].joints
+        if not 0 <= bone < len(joints):
+            return f"bone {bone}"
+        name = self.scene.nodes[int(joints[bone])].name
+        return f"bone {bone} {name!r}" if name else f"bone {bone}"
+
+    def close(self) -> None:
+        """Release the GPU skinners of the "diff" copy (the renderer keeps the rest)."""
+        if self._diff is not None:
+            self._diff.close()
+            self._diff = None
 
     def _set_dqs_pose(self, inst: Instance, skin: int, matrices: np.ndarray) -> None:
         try:
@@ -548,7 +697,7 @@ class GltfScenePlayer:
                 matrix = self._rigid_matrix[id(draw)]
                 model = None if _singular(matrix) else matrix  # set_time hides it
                 inst = renderer.add_instance(
-                    rm, bone_count=1, method="none", model=model, color=RIGID_COLORS[method]
+                    rm, bone_count=1, method="none", model=model, color=_color(method, True)
                 )
             else:
                 if method == "blend" and rm.mesh.dqs_blend is None:
@@ -564,8 +713,8 @@ class GltfScenePlayer:
                 inst = renderer.add_instance(
                     rm,
                     bone_count=draw.bone_count,
-                    method=method,
-                    color=METHOD_COLORS[method],
+                    method=_renderer_method(method),
+                    color=_color(method),
                     rest_matrices=rest,
                 )
             inst.visible = False
@@ -597,7 +746,7 @@ class GltfScenePlayer:
         previous = self.methods
         self.methods = methods
         xs = _offsets(shown, self.spacing)
-        self._offsets = {m: _translation(xs.get(m, 0.0)) for m in SCENE_METHODS}
+        self._offsets = {m: _translation(xs.get(m, 0.0) * self.axis) for m in _ALL_METHODS}
         for draw in self.draws:
             for method, inst in draw.instances.items():
                 inst.visible = method in self._shown()
@@ -615,9 +764,8 @@ class GltfScenePlayer:
     def shown_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """World box around the copies shown (their offsets applied)."""
         lo, hi = self.bounds
-        xs = [self._offsets[m][0, 3] for m in self._shown()]
-        shift = np.array([1.0, 0.0, 0.0])
-        return lo + min(xs) * shift, hi + max(xs) * shift
+        shifts = np.array([self._offsets[m][:3, 3] for m in self._shown()])
+        return lo + shifts.min(axis=0), hi + shifts.max(axis=0)
 
     def frame_camera(self) -> None:
         """Aim the camera at the copies shown (keeping its direction); R in the viewer returns

@@ -38,6 +38,7 @@ class DescriptorType(IntEnum):
 class Format(IntEnum):
     """``VkFormat`` values of vertex attributes, texel buffers and colour targets."""
 
+    R8G8B8A8_UNORM = 37
     R8G8B8A8_SRGB = 43
     B8G8R8A8_SRGB = 50
     R32_SFLOAT = 100
@@ -125,6 +126,11 @@ MESH_INPUTS = (
     # xyz: the vertex's center of rotation ("cor"), w: its DQS blend weight ("blend")
     MeshInput("aux", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 9, 6, aux_only=True),
 )
+#: The per-vertex scalar the rendering shaders show as a heat map in debug mode 2 (0..1, e.g.
+#: |DQS - LBS| scaled on the host): every rendering variant (not readback, not compute) reads it
+#: at location 9 from its own vertex buffer of (N, 4) float32 rows (x used). Instances without a
+#: scalar bind their positions buffer there (read, never shown: the mode is off for them).
+SCALAR_INPUT = MeshInput("scalar", Format.R32_SFLOAT, Format.R32_SFLOAT, -1, 9)
 #: Format of the compute shader's output texel buffer (one float per texel).
 COMPUTE_OUT_FORMAT = Format.R32_SFLOAT
 
@@ -137,6 +143,20 @@ def mesh_inputs(slots: int, method: str = "dqs") -> tuple[MeshInput, ...]:
         for m in MESH_INPUTS
         if (slots == 8 or not m.eight_only) and (method in AUX_METHODS or not m.aux_only)
     )
+
+
+def render_inputs(slots: int, method: str = "dqs") -> tuple[MeshInput, ...]:
+    """The vertex inputs of a rendering variant (``skin.vert``, not readback): the
+    :func:`mesh_inputs`, then :data:`SCALAR_INPUT`."""
+    return (*mesh_inputs(slots, method), SCALAR_INPUT)
+
+
+def scalar_array(values: np.ndarray) -> np.ndarray:
+    """The (N, 4) float32 rows :data:`SCALAR_INPUT` reads: x the value, clipped to 0..1."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    out = np.zeros((len(v), 4), np.float32)
+    out[:, 0] = np.clip(np.nan_to_num(v, nan=0.0), 0.0, 1.0)
+    return out
 
 
 def aux_array(
@@ -225,12 +245,19 @@ CENTERS_BINDINGS = (
     Binding(CENTERS_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
 )
 
+#: ``overlay.frag``: the host-composed label image (:mod:`vkdqs.overlay`), one RGBA8 texel per
+#: pixel, in its own set layout and pipeline layout (not the render layout).
+OVERLAY_IMAGE = 0
+OVERLAY_TEXEL_FORMAT = Format.R8G8B8A8_UNORM
+OVERLAY_BINDINGS = (Binding(OVERLAY_IMAGE, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.FRAGMENT),)
+
 # -- push constants ---------------------------------------------------------------------------
 
 COMPUTE_PUSH_BYTES = 12  #: uint vertex_count, position_base, normal_base
 RENDER_PUSH_BYTES = 64  #: mat4 view_projection
 READBACK_PUSH_BYTES = 72  #: mat4 view_projection, uint position_base, normal_base
 CENTERS_PUSH_BYTES = 16  #: uint first_vertex, vertex_count; int bone_count; float inv_sigma2
+OVERLAY_PUSH_BYTES = 8  #: ivec2 size, the overlay image's width and height (fragment stage)
 
 # -- the renderer's instance block ------------------------------------------------------------
 
@@ -273,9 +300,10 @@ class Variant:
     """One SPIR-V module: a GLSL source compiled with a set of defines.
 
     ``kind`` is "render" (skin.vert), "readback" (skin.vert drawn as points, writing a storage
-    buffer), "compute" (skin.comp), "fragment" (skin.frag) or "centers" (cor_centers.comp, the
-    centers-of-rotation precomputation); ``method`` is a shader method or
-    "none" (the unskinned rendering baseline); ``slots`` the influence slots (4 or 8).
+    buffer), "compute" (skin.comp), "fragment" (skin.frag), "centers" (cor_centers.comp, the
+    centers-of-rotation precomputation) or "overlay" / "overlay_fragment" (the label overlay);
+    ``method`` is a shader method or "none" (the unskinned rendering baseline); ``slots`` the
+    influence slots (4 or 8).
     """
 
     name: str  # the module is shaders/spirv/<name>.spv
@@ -330,6 +358,8 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("skin_none.vert", "skin.vert", ("SKIN_NONE",), "render", "none", 4),
     Variant("skin.frag", "skin.frag", (), "fragment", "none", 4),
     Variant("cor_centers.comp", "cor_centers.comp", (), "centers", "none", 8),
+    Variant("overlay.vert", "overlay.vert", (), "overlay", "none", 4),
+    Variant("overlay.frag", "overlay.frag", (), "overlay_fragment", "none", 4),
 )
 
 
@@ -354,6 +384,8 @@ def bindings_of(v: Variant) -> tuple[Binding, ...]:
         return readback_bindings(v.method)
     if v.kind == "centers":
         return CENTERS_BINDINGS
+    if v.kind in ("overlay", "overlay_fragment"):
+        return OVERLAY_BINDINGS
     return RENDER_BINDINGS
 
 
@@ -368,6 +400,8 @@ def push_bytes_of(v: Variant) -> int:
         "crowd_sample": CROWD_SAMPLE_PUSH_BYTES,
         "crowd_render": CROWD_RENDER_PUSH_BYTES,
         "crowd_fragment": CROWD_RENDER_PUSH_BYTES,
+        "overlay": OVERLAY_PUSH_BYTES,
+        "overlay_fragment": OVERLAY_PUSH_BYTES,
     }[v.kind]
 
 

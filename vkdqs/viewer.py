@@ -3,13 +3,15 @@
 With no model it shows the embedded default: the candy-wrapper cylinder twisting back and forth
 0...180 degrees, LBS on the left and DQS on the right. With a glTF model (``.gltf``/``.glb``) it
 plays the model's first animation, LBS on the left and DQS on the right, framed automatically.
-Any set of methods can be shown side by side; the title names each copy, left to right.
+Any set of methods can be shown side by side; a label under each copy and the title name them,
+left to right; the top-left corner shows the animation and its time, a floor grid lies under the
+copies, and the heat maps (B, and ``--method diff``) get a colour bar.
 
 Keys: space pause/play, left/right scrub (twist or animation time), N/P next/previous animation,
 +/- playback speed (x2, /2), 1 DQS, 2 LBS, 3 both (LBS | DQS), 4 LBS/DQS blend, 5 CoR,
-6 DQS (Blender), 7 all, M/shift+M next/previous method set (each method, both, all),
-W wireframe, B bone-weight view ([ and ] change the bone), S screenshot PNG, R reset camera,
-H or F1 help, Esc quit.
+6 DQS (Blender), 7 all, D |DQS - LBS| per vertex (one copy, with a colour bar),
+M/shift+M next/previous method set (each method, both, all), W wireframe, B bone-weight view
+([ and ] change the bone), S screenshot PNG, R reset camera, H or F1 help, Esc quit.
 Mouse: left-drag orbit, right-drag or shift-drag pan, wheel zoom.
 """
 
@@ -29,6 +31,7 @@ from .methods import SCENE_METHODS, parse_methods
 from .png import write_png
 from .renderer import Renderer
 from .scenes import CandyWrapperScene, CrowdScene, GltfScenePlayer, ViewerScene
+from .stills import Decorations
 from .targets import SwapchainTarget
 
 HELP = __doc__.split("\n\n", 2)[2]
@@ -45,6 +48,7 @@ METHOD_KEYS = {
     "KEY_5": "cor",
     "KEY_6": "dqs_blender",
     "KEY_7": "all",
+    "KEY_D": "diff",
 }
 
 
@@ -134,6 +138,8 @@ class Viewer:
             raise CapabilityError(f"GLFW could not open the display ({why}); try `vkdqs render`")
         self.device = self.target = self.renderer = None
         self.window = None
+        #: the floor grid and labels (None for crowds, which have their own grid)
+        self.decorations: Decorations | None = None
         try:
             if not glfw.vulkan_supported():
                 raise CapabilityError("GLFW found no Vulkan loader")
@@ -177,6 +183,8 @@ class Viewer:
                 )
                 self.show(methods)
                 self.scene.frame_camera()
+            if crowd is None:
+                self.decorations = Decorations(self.scene)
         except BaseException:
             self.close()
             raise
@@ -329,6 +337,7 @@ class Viewer:
             return True
         if self.playing:
             self.scene.update(dt * self.speed)
+        self._decorate()
         if self.renderer.render() is not None:
             self.frames += 1
             self._frame_times.append(dt)
@@ -345,9 +354,15 @@ class Viewer:
             if max_frames is not None and self.frames >= max_frames:
                 break
 
+    def _decorate(self) -> None:
+        """Bring the grid and labels up to date (unless the renderer was swapped for another)."""
+        if self.decorations is not None and self.decorations.renderer is self.renderer:
+            self.decorations.update()
+
     def screenshot(self) -> np.ndarray:
         """Render one frame and return the window's image as ``(H, W, 4)`` uint8 RGBA."""
         self.target.request_capture()
+        self._decorate()
         while self.renderer.render() is None:
             self.glfw.poll_events()
         self.renderer.wait()
@@ -360,6 +375,9 @@ class Viewer:
 
     def close(self) -> None:
         """Destroy everything: renderer, swapchain, surface, device, window. Safe to call twice."""
+        close_scene = getattr(getattr(self, "scene", None), "close", None)
+        if close_scene is not None and self.device is not None and not self.device.closed:
+            close_scene()  # the diff copy's skinners
         for obj in (self.renderer, self.target, self.device):
             if obj is not None:
                 obj.close()

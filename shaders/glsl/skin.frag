@@ -2,7 +2,7 @@
 #extension GL_GOOGLE_include_directive : require
 // Lighting for skinned meshes: a key light that follows the camera, a fill light, hemisphere
 // ambient and a little Blinn-Phong specular on the mesh's base colour; or, in debug mode 1, the
-// weight of one bone as a heat map. Output is linear; the sRGB framebuffer encodes it.
+// weight of one bone as a heat map; in debug mode 2, the vertex's scalar (0..1) as a heat map. Output is linear; the sRGB framebuffer encodes it.
 // CROWD: the base colour comes per copy from crowd.vert (location 3) instead of the block.
 
 #include "include/instance.glsl"
@@ -15,6 +15,7 @@ layout(location = 3) flat in vec4 in_color;
 #define BASE_COLOR in_color
 #else
 #define BASE_COLOR inst.base_color
+layout(location = 6) in float in_scalar;
 #endif
 
 layout(location = 0) out vec4 out_color;
@@ -33,6 +34,11 @@ void main() {
     }
     vec3 view = normalize(inst.camera_position.xyz - in_world_position);
     vec3 albedo = inst.debug.x == 1 ? heat(in_bone_weight) : BASE_COLOR.rgb;
+#ifndef CROWD
+    if (inst.debug.x == 2) {
+        albedo = heat(in_scalar);
+    }
+#endif
     vec3 to_key = -normalize(inst.key_light.xyz);
     vec3 to_fill = -normalize(inst.fill_light.xyz);
     float key = max(dot(n, to_key), 0.0);

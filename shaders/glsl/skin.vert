@@ -48,6 +48,10 @@ layout(std430, set = 0, binding = 1) writeonly buffer SkinnedVertices {
 #include "include/instance.glsl"
 layout(location = 1) out vec3 out_world_position;
 layout(location = 2) out float out_bone_weight;
+// A per-vertex scalar in 0..1 shown as a heat map in debug mode 2 (e.g. |DQS - LBS|, scaled on
+// the host); instances without one bind any float buffer here (the mode is off for them).
+layout(location = 9) in float in_scalar;
+layout(location = 6) out float out_scalar;
 #endif
 
 void main() {
@@ -75,6 +79,7 @@ void main() {
     vec4 world = inst.model * vec4(p, 1.0);
     out_world_position = world.xyz;
     out_normal = mat3(inst.normal_matrix) * n;
+    out_scalar = in_scalar;
     out_bone_weight = dot(vec4(equal(in_bone_ids, ivec4(inst.debug.y))), in_weights);
 #ifdef SKIN_INFLUENCES_8
     out_bone_weight += dot(vec4(equal(in_bone_ids_1, ivec4(inst.debug.y))), in_weights_1);

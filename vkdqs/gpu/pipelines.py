@@ -247,6 +247,7 @@ class GraphicsPipelineDesc:
     clockwise: bool = False  # front faces wind clockwise (a mirroring model matrix)
     samples: int = 1
     depth_test: bool = True
+    blend: bool = False  # straight-alpha "over" blending (the label overlay)
 
 
 def _stage(stage: int, module: ShaderModule, spec_info: Any) -> Any:
@@ -296,7 +297,19 @@ def _output_states(desc: GraphicsPipelineDesc) -> dict[str, Any]:
         | vk.VK_COLOR_COMPONENT_B_BIT
         | vk.VK_COLOR_COMPONENT_A_BIT
     )
-    blend = vk.VkPipelineColorBlendAttachmentState(blendEnable=vk.VK_FALSE, colorWriteMask=rgba)
+    if desc.blend:
+        blend = vk.VkPipelineColorBlendAttachmentState(
+            blendEnable=vk.VK_TRUE,
+            srcColorBlendFactor=vk.VK_BLEND_FACTOR_SRC_ALPHA,
+            dstColorBlendFactor=vk.VK_BLEND_FACTOR_ONE_MINUS_SRC_ALPHA,
+            colorBlendOp=vk.VK_BLEND_OP_ADD,
+            srcAlphaBlendFactor=vk.VK_BLEND_FACTOR_ONE,
+            dstAlphaBlendFactor=vk.VK_BLEND_FACTOR_ONE_MINUS_SRC_ALPHA,
+            alphaBlendOp=vk.VK_BLEND_OP_ADD,
+            colorWriteMask=rgba,
+        )
+    else:
+        blend = vk.VkPipelineColorBlendAttachmentState(blendEnable=vk.VK_FALSE, colorWriteMask=rgba)
     dynamic = [vk.VK_DYNAMIC_STATE_VIEWPORT, vk.VK_DYNAMIC_STATE_SCISSOR]
     depth = vk.VK_TRUE if desc.depth_test else vk.VK_FALSE
     return dict(

@@ -8,5 +8,6 @@ layout(std140, set = 0, binding = 1) uniform InstanceBlock {
     vec4 fill_light;     // xyz: direction of the fill light (world space)
     vec4 ambient;        // rgb: ambient light; a: specular strength
     vec4 camera_position;
-    ivec4 debug;         // x: 0 shaded, 1 bone-weight heat map; y: bone shown by the heat map
+    ivec4 debug;         // x: 0 shaded, 1 bone-weight heat map, 2 scalar heat map (location 9);
+                         // y: bone shown by the heat map
 } inst;

@@ -1,0 +1,28 @@
+#version 450
+// The label overlay: an RGBA8 image composed on the host (sRGB colour, straight alpha, rows from
+// the top), one texel per pixel of a uniform texel buffer, blended over the frame. Pixels
+// outside the image (a window resized since it was composed) and transparent ones are left.
+
+layout(set = 0, binding = 0) uniform samplerBuffer overlay;  // R8G8B8A8_UNORM texels
+
+layout(push_constant) uniform OverlayPush {
+    ivec2 size;  // the image's width and height in pixels
+} pc;
+
+layout(location = 0) out vec4 out_color;
+
+vec3 srgb_to_linear(vec3 c) {
+    return mix(c / 12.92, pow((c + 0.055) / 1.055, vec3(2.4)), step(vec3(0.04045), c));
+}
+
+void main() {
+    ivec2 p = ivec2(gl_FragCoord.xy);
+    if (p.x >= pc.size.x || p.y >= pc.size.y) {
+        discard;
+    }
+    vec4 c = texelFetch(overlay, p.y * pc.size.x + p.x);
+    if (c.a == 0.0) {
+        discard;
+    }
+    out_color = vec4(srgb_to_linear(c.rgb), c.a);  // the sRGB target encodes it again
+}
