@@ -7,6 +7,9 @@ vertices they skin; bad input is refused by name.
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import numpy as np
 import pytest
 
@@ -173,6 +176,32 @@ def test_times_wrap_and_advance(scene):
     crowd.set_times([0.0, 0.0, 0.2])
     crowd.advance(0.1)
     np.testing.assert_allclose(crowd.times, [0.1, 0.2, 0.2])
+
+
+def test_advance_from_several_threads_loses_no_step(scene):
+    """advance() is a read-modify-write: 4 threads x 200 steps of an exact binary dt must add up
+    to exactly 800 steps (a lost update would leave a copy behind)."""
+    _, renderer, rm = scene
+    clip = twist_clip()
+    crowd = renderer.add_crowd(rm, clip, count=64)
+    dt = 2.0**-12
+    assert 800 * dt < clip.duration  # no wrap: the sum stays exact
+
+    def run():
+        for _ in range(200):
+            crowd.advance(dt)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, inside advance() too
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    np.testing.assert_array_equal(crowd.times, np.full(64, 800 * dt))
 
 
 def test_dqs_crowd_blends_shortest_arc(scene):

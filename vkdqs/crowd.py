@@ -40,6 +40,7 @@ crowd is drawn without back-face culling.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -257,6 +258,9 @@ class Crowd:
         self._groups = groups
         self._bone_bytes = count * joints * texels * _TEXEL_BYTES
         self._times = np.zeros(count)
+        # advance() is a read-modify-write of the times: this lock keeps concurrent advance /
+        # set_times / set_speeds / set_clips calls from losing one another's updates.
+        self._state_lock = threading.Lock()
         self._speeds = np.ones(count)
         self._models = np.broadcast_to(np.eye(4), (count, 4, 4)).copy()
         self._colors = np.broadcast_to(np.array([0.62, 0.34, 0.16, 1.0]), (count, 4)).copy()
@@ -362,18 +366,23 @@ class Crowd:
 
     def set_times(self, times: ArrayLike) -> None:
         """Each copy's time into the clip, ``(count,)`` seconds; times wrap by the duration."""
-        self._times = self._per_copy(times, "times", ())
+        arr = self._per_copy(times, "times", ())
+        with self._state_lock:
+            self._times = arr
 
     def set_speeds(self, speeds: ArrayLike) -> None:
         """Each copy's playback speed for :meth:`advance`, ``(count,)`` (1 = real time)."""
-        self._speeds = self._per_copy(speeds, "speeds", ())
+        arr = self._per_copy(speeds, "speeds", ())
+        with self._state_lock:
+            self._speeds = arr
 
     def advance(self, dt: float) -> None:
         """Move every copy's time on by ``dt`` seconds times its speed."""
         step = float(dt)
         if not np.isfinite(step):
             raise InputError(f"dt must be finite, got {dt!r}")
-        self._times = np.mod(self._times + step * self._speeds, self._durations[self._clip_of])
+        with self._state_lock:
+            self._times = np.mod(self._times + step * self._speeds, self._durations[self._clip_of])
 
     @property
     def clip_indices(self) -> np.ndarray:
@@ -393,7 +402,8 @@ class Crowd:
             raise InputError(
                 f"clip index [{i}] is {arr[i]}; the crowd has {len(self.clips)} clip(s)"
             )
-        self._clip_of = arr.astype(np.int64)
+        with self._state_lock:
+            self._clip_of = arr.astype(np.int64)
 
     def set_models(self, models: ArrayLike) -> None:
         """Place the copies: ``(count, 4, 4)`` affine model matrices (mesh to world space)."""
