@@ -58,6 +58,10 @@ from vkdqs.shader_interface import (
     INSTANCE_BLOCK,
     LOCAL_SIZE_ID,
     MAX_BONES_ID,
+    MORPH_BLOCK,
+    MORPH_DELTAS,
+    MORPH_TEXEL_FORMAT,
+    MORPH_WEIGHTS,
     RENDER_BINDINGS,
     SAMPLE_COUNTS,
     SCALE_STRIDE,
@@ -238,6 +242,28 @@ def check_instance_block(v: Variant, mod: Module) -> list[str]:
     return block_problems(mod.members(d.type_id), INSTANCE_BLOCK)
 
 
+def check_morph_bindings(v: Variant, mod: Module) -> list[str]:
+    """Every skin.* variant (not crowds, not skin.frag) reads morph deltas from an rgba32f
+    texel buffer at MORPH_DELTAS and the MorphBlock at MORPH_WEIGHTS, laid out as MORPH_BLOCK."""
+    if v.kind not in ("render", "readback", "compute"):
+        return []
+    ds, problems = set0(mod), []
+    d = ds.get(MORPH_WEIGHTS)
+    if d is None or d.type != "UNIFORM_BUFFER":
+        problems.append(f"no uniform block at binding {MORPH_WEIGHTS}")
+    else:
+        problems += block_problems(mod.members(d.type_id), MORPH_BLOCK)
+    t = ds.get(MORPH_DELTAS)
+    if t is None:
+        problems.append(f"no texel buffer at binding {MORPH_DELTAS}")
+    else:
+        scalar, dim, _, _ = mod.image(t.type_id)
+        assert MORPH_TEXEL_FORMAT == Format.R32G32B32A32_SFLOAT
+        if (scalar, dim) != ("float", DIM_BUFFER):
+            problems.append(f"binding {MORPH_DELTAS}: {scalar}/dim {dim}, host rgba32f texels")
+    return problems
+
+
 def check_push_constants(v: Variant, mod: Module) -> list[str]:
     """The push block is exactly the host range; skin.frag has none.
 
@@ -279,6 +305,7 @@ CHECKS = (
     check_vertex_inputs,
     check_specialization,
     check_instance_block,
+    check_morph_bindings,
     check_push_constants,
 )
 

@@ -35,6 +35,7 @@ from .crowd import Crowd, _Layouts
 from .errors import InputError, ObjectDestroyedError, OwnershipError
 from .gpu import (
     Buffer,
+    BufferView,
     BufferWrite,
     CommandBuffer,
     DescriptorPool,
@@ -47,11 +48,12 @@ from .gpu import (
     QueryPool,
     ResourceOwner,
     Semaphore,
+    TexelWrite,
     write_descriptors,
 )
 from .gpu.calls import align
 from .mesh import SkinnedMesh
-from .skinner import check_centers
+from .skinner import check_centers, morph_blocks
 from .targets import RenderTarget
 
 #: "dqs" switches to two-phase DQS for poses with scale; "dqs_scale" always uses it; "none"
@@ -99,6 +101,28 @@ class RenderMesh:
             )
         )
         self.index_buffer.write(mesh.indices)
+        # morph-target deltas (one zero texel without targets), read by every instance's set
+        deltas = si.morph_deltas(mesh.morph_positions, mesh.morph_normals)
+        texels = renderer.device.info.max_texel_buffer_elements
+        if len(deltas) > texels:
+            raise InputError(
+                f"mesh {label!r}: its morph targets need {len(deltas)} texels, more than this "
+                f"device's maxTexelBufferElements ({texels})"
+            )
+        self.morph_buffer = renderer._keep(
+            Buffer(
+                dev,
+                deltas.nbytes,
+                vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT,
+                label=f"{label} morph deltas",
+            )
+        )
+        self.morph_buffer.write(deltas)
+        self.morph_view = renderer._keep(
+            BufferView(
+                dev, self.morph_buffer, int(si.MORPH_TEXEL_FORMAT), label=f"{label} morph deltas"
+            )
+        )
         self.mesh = mesh
         self.label = label
         self.index_count = int(mesh.indices.size)
@@ -150,21 +174,35 @@ class Instance:
     mirrored: bool = False
     #: "dqs_blender": each bone's rest frame (B, 4, 4)
     rest_matrices: np.ndarray | None = field(default=None, repr=False)
+    #: the active morph targets and weights (a MORPH_BLOCK record); set by set_pose
+    morph: np.ndarray = field(default_factory=lambda: np.zeros((), si.MORPH_BLOCK), repr=False)
 
     @property
     def variant(self) -> str:
         """The shader variant the current pose needs ("dqs", "dqs_scale", "lbs" or "none")."""
         return "none" if self.method == "none" else self.pose.variant
 
-    def set_pose(self, bones: ArrayLike) -> None:
+    def set_pose(self, bones: ArrayLike, morph_weights: ArrayLike | None = None) -> None:
         """Validate and store this instance's pose (see :mod:`vkdqs.bones` for the layouts).
 
         For "dqs", matrices with scale/shear switch the instance to two-phase DQS.
+        ``morph_weights`` ((M,)) weights the mesh's morph targets, applied before skinning
+        (also for method "none"); None draws the rest shape.
         """
         method = "dqs" if self.method == "none" else self.method
-        self.pose = bone_packing.pack_pose(
+        morph = np.zeros((), si.MORPH_BLOCK)
+        if morph_weights is not None:
+            mesh = self.mesh.mesh
+            w = mesh.check_morph_weights(morph_weights)
+            if w.shape != (mesh.morph_target_count,):
+                raise InputError(
+                    f"morph_weights must have shape ({mesh.morph_target_count},), got {w.shape}"
+                )
+            morph = morph_blocks(mesh, w[None])[0]
+        pose = bone_packing.pack_pose(
             bones, self.bone_count, method, rest_matrices=self.rest_matrices
         )
+        self.pose, self.morph = pose, morph
 
     def set_model(self, model: ArrayLike) -> None:
         """Place the instance with a (4, 4) affine model matrix (mesh space to world space)."""
@@ -211,13 +249,16 @@ class _Slot:
     scales_at: int
     scales_size: int
     block_at: int
+    morph_at: int
 
-    def writes(self, uniforms: Buffer) -> list[BufferWrite]:
+    def writes(self, uniforms: Buffer, morph_view: BufferView) -> list[BufferWrite | TexelWrite]:
         b = {x.binding: x for x in si.RENDER_BINDINGS}
         return [
             BufferWrite(b[si.BONES], uniforms, self.bones_at, self.bones_size),
             BufferWrite(b[si.INSTANCE], uniforms, self.block_at, INSTANCE_BLOCK.itemsize),
             BufferWrite(b[si.BONE_SCALES], uniforms, self.scales_at, self.scales_size),
+            BufferWrite(b[si.MORPH_WEIGHTS], uniforms, self.morph_at, si.MORPH_BLOCK.itemsize),
+            TexelWrite(b[si.MORPH_DELTAS], morph_view),
         ]
 
 
@@ -231,8 +272,9 @@ def _layout_slots(instances: list[Instance], alignment: int) -> tuple[list[_Slot
         bones_at = offset
         scales_at = align(bones_at + bones_size, alignment)
         block_at = align(scales_at + scales_size, alignment)
-        offset = align(block_at + INSTANCE_BLOCK.itemsize, alignment)
-        slots.append(_Slot(bones_at, bones_size, scales_at, scales_size, block_at))
+        morph_at = align(block_at + INSTANCE_BLOCK.itemsize, alignment)
+        offset = align(morph_at + si.MORPH_BLOCK.itemsize, alignment)
+        slots.append(_Slot(bones_at, bones_size, scales_at, scales_size, block_at, morph_at))
     return slots, offset
 
 
@@ -556,8 +598,8 @@ class Renderer(ResourceOwner):
                 )
             )
             frame.sets = [self._pool.allocate(self._set_layout) for _ in self.instances]
-            for ds, slot in zip(frame.sets, self._slots, strict=True):
-                write_descriptors(dev, ds, slot.writes(frame.uniforms))
+            for ds, slot, inst in zip(frame.sets, self._slots, self.instances, strict=True):
+                write_descriptors(dev, ds, slot.writes(frame.uniforms, inst.mesh.morph_view))
         self._layout_gen += 1
         self._layout_stale = False
 
@@ -628,8 +670,9 @@ class Renderer(ResourceOwner):
         uniforms = frame.uniforms
         assert uniforms is not None
         for i, (inst, slot) in enumerate(zip(self.instances, self._slots, strict=True)):
-            pose = inst.pose  # read once: another thread may replace it
+            pose, morph = inst.pose, inst.morph  # read once: another thread may replace them
             uniforms.write(pose.bones, slot.bones_at)
+            uniforms.write(morph, slot.morph_at)
             if pose.scales is not None:
                 uniforms.write(pose.scales, slot.scales_at)
             uniforms.write(blocks[i : i + 1], slot.block_at)

@@ -94,6 +94,8 @@ BONE_SCALES = 6  #: BoneScaleBlock (dqs_scale) / BoneMatrixBlock (blend, cor): m
 INSTANCE = 1  #: InstanceBlock (rendering variants and skin.frag)
 READBACK_OUT = 1  #: SkinnedVertices storage buffer (readback variants)
 COMPUTE_OUT = 5  #: the compute shader's r32f output storage texel buffer
+MORPH_DELTAS = 10  #: rgba32f uniform texel buffer of morph-target deltas (every skin.* variant)
+MORPH_WEIGHTS = 11  #: MorphBlock: the active morph targets and their weights
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,10 @@ def compute_bindings(method: str, slots: int) -> tuple[Binding, ...]:
         for m in mesh_inputs(slots, method)
     ]
     out.append(Binding(COMPUTE_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, c))
+    out += [
+        Binding(MORPH_DELTAS, DescriptorType.UNIFORM_TEXEL_BUFFER, c),
+        Binding(MORPH_WEIGHTS, DescriptorType.UNIFORM_BUFFER_DYNAMIC, c),
+    ]
     return tuple(sorted(out, key=lambda b: b.binding))
 
 
@@ -197,16 +203,22 @@ def readback_bindings(method: str) -> tuple[Binding, ...]:
     out.append(Binding(READBACK_OUT, DescriptorType.STORAGE_BUFFER, v))
     if method in SECOND_BLOCK_METHODS:
         out.append(Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, v))
+    out += [
+        Binding(MORPH_DELTAS, DescriptorType.UNIFORM_TEXEL_BUFFER, v),
+        Binding(MORPH_WEIGHTS, DescriptorType.UNIFORM_BUFFER_DYNAMIC, v),
+    ]
     return tuple(out)
 
 
 #: The renderer's one set layout, shared by every rendering variant (the bone-scale block is
 #: bound for all of them, used by dqs_scale, blend and cor; skin_none uses only the instance
-#: block).
+#: block and the morph bindings).
 RENDER_BINDINGS = (
     Binding(BONES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
     Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
     Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
+    Binding(MORPH_DELTAS, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
+    Binding(MORPH_WEIGHTS, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
 )
 
 #: ``cor_centers.comp``, the centers-of-rotation precomputation (:mod:`vkdqs.centers`): its
@@ -224,6 +236,74 @@ CENTERS_BINDINGS = (
     *(Binding(b, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE) for b, _ in CENTERS_TEXELS),
     Binding(CENTERS_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
 )
+
+# -- morph targets -----------------------------------------------------------------------------
+#
+# Morph targets are applied before skinning by morph_vertex() (shaders/glsl/include/morph.glsl)
+# in skin.comp and every skin.vert variant (crowds are not morphed). The deltas of all M
+# targets of a mesh sit in one rgba32f texel buffer (binding MORPH_DELTAS): the position deltas
+# of target t at texel t * N + v, then (if the mesh has normal deltas) the normal deltas at
+# M * N + t * N + v. Per pose (or instance), the MorphBlock (binding MORPH_WEIGHTS) lists only
+# the targets with a non-zero weight, so the cost follows the active targets, not M; a mesh
+# without targets binds a one-texel buffer and an empty list (count 0), and the same SPIR-V
+# serves it.
+
+#: The most targets with a non-zero weight in one pose (more raise LimitError). 64 covers the
+#: 52 ARKit face shapes all active at once.
+MAX_ACTIVE_MORPHS = 64
+#: std140 ``MorphBlock`` of ``include/morph.glsl``: ``count.x`` active targets; per active
+#: target ``i`` the texel offset of its position deltas (``targets[i, 0]``) and of its normal
+#: deltas (``targets[i, 1]``), -1 where it has none, and its weight (``weights[i]``).
+MORPH_BLOCK = np.dtype(
+    [
+        ("count", "<i4", 4),
+        ("targets", "<i4", (MAX_ACTIVE_MORPHS, 4)),
+        ("weights", "<f4", MAX_ACTIVE_MORPHS),  # vec4[MAX_ACTIVE_MORPHS / 4] in the GLSL
+    ]
+)
+assert MORPH_BLOCK.itemsize == 16 + 20 * MAX_ACTIVE_MORPHS
+MORPH_TEXEL_FORMAT = Format.R32G32B32A32_SFLOAT
+
+
+def morph_deltas(
+    morph_positions: np.ndarray | None, morph_normals: np.ndarray | None
+) -> np.ndarray:
+    """The (rows, 4) float32 texels of the MORPH_DELTAS buffer for (M, N, 3) deltas (either may
+    be None); one zero texel when there are none (the buffer a mesh without targets binds)."""
+    parts = [d for d in (morph_positions, morph_normals) if d is not None]
+    if not parts:
+        return np.zeros((1, 4), np.float32)
+    m, n = parts[0].shape[:2]
+    out = np.zeros((len(parts), m, n, 4), np.float32)
+    for k, d in enumerate(parts):
+        out[k, :, :, :3] = d
+    return out.reshape(-1, 4)
+
+
+def morph_blocks(
+    weights: np.ndarray, vertex_count: int, has_positions: bool, has_normals: bool
+) -> np.ndarray:
+    """(P,) MORPH_BLOCK records for (P, M) ``weights`` of a mesh with ``vertex_count``
+    vertices: per pose the targets whose weight is non-zero, in target order (the caller
+    checked there are at most MAX_ACTIVE_MORPHS), with the texel offsets of
+    :func:`morph_deltas`'s layout."""
+    p, m = weights.shape
+    k = min(m, MAX_ACTIVE_MORPHS)
+    active = weights != 0
+    # the non-zero targets first, each pose's in target order
+    order = np.argsort(~active, axis=1, kind="stable")[:, :k]
+    used = np.take_along_axis(active, order, axis=1)
+    blocks = np.zeros(p, MORPH_BLOCK)
+    blocks["count"][:, 0] = active.sum(axis=1)
+    n = vertex_count
+    normal_base = m * n if has_positions else 0
+    pos = order * n if has_positions else np.full_like(order, -1)
+    nrm = normal_base + order * n if has_normals else np.full_like(order, -1)
+    blocks["targets"][:, :k, 0] = np.where(used, pos, 0)
+    blocks["targets"][:, :k, 1] = np.where(used, nrm, 0)
+    blocks["weights"][:, :k] = np.where(used, np.take_along_axis(weights, order, axis=1), 0.0)
+    return blocks
+
 
 # -- push constants ---------------------------------------------------------------------------
 

@@ -92,6 +92,7 @@ class _Program:
                 TexelWrite(self.bindings[m.binding], s._views[m.name])
                 for m in si.mesh_inputs(s.mesh.slots, method)
             ]
+            texels.append(TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view))
             write_descriptors(dev, self.set, texels)
         else:
             gdesc = GraphicsPipelineDesc(
@@ -106,6 +107,9 @@ class _Program:
                 cull_back=False,
             )
             self.pipeline = s._pipelines.graphics(gdesc, self.layout, s._render_pass)
+            write_descriptors(
+                dev, self.set, [TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view)]
+            )
         self.capacity = 0  # the Skinner's capacity this set's buffer descriptors point at
 
 
@@ -177,7 +181,9 @@ class Skinner(ResourceOwner):
         self._scale_offset = align(self._bones_bytes, alignment)
         two_phase = method in si.SECOND_BLOCK_METHODS or (method == "dqs" and allow_scale)
         scale_bytes = bone_count * si.SCALE_STRIDE if two_phase else 0
-        self._slot_bytes = align(self._scale_offset + scale_bytes, alignment)
+        # ... then the MorphBlock (active morph targets and weights; count 0 without targets)
+        self._morph_offset = align(self._scale_offset + scale_bytes, alignment)
+        self._slot_bytes = align(self._morph_offset + si.MORPH_BLOCK.itemsize, alignment)
         self._programs: dict[str, _Program] = {}
         self._pipelines = PipelineCache(self)
         self._capacity = 0
@@ -232,6 +238,22 @@ class Skinner(ResourceOwner):
                 self._views[m.name] = self._keep(
                     BufferView(dev, buf, fmt, label=f"{label} {m.name}")
                 )
+        # Morph-target deltas (one zero texel for a mesh without targets: same shaders)
+        deltas = si.morph_deltas(self.mesh.morph_positions, self.mesh.morph_normals)
+        self._morph_buffer = self._keep(
+            Buffer(
+                dev,
+                deltas.nbytes,
+                vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT,
+                label=f"{label} morph deltas",
+            )
+        )
+        self._morph_buffer.write(deltas)
+        self._morph_view = self._keep(
+            BufferView(
+                dev, self._morph_buffer, int(si.MORPH_TEXEL_FORMAT), label=f"{label} morph deltas"
+            )
+        )
         if self.path == "vertex":
             self._render_pass = self._keep(RenderPass(dev, RenderPassDesc(), label=label))
             self._framebuffer = self._keep(
@@ -263,6 +285,11 @@ class Skinner(ResourceOwner):
             writes.append(
                 BufferWrite(b[si.BONE_SCALES], self._bone_buffer, self._scale_offset, scales)
             )
+        writes.append(
+            BufferWrite(
+                b[si.MORPH_WEIGHTS], self._bone_buffer, self._morph_offset, si.MORPH_BLOCK.itemsize
+            )
+        )
         if self.path == "vertex":
             out = self._out_buffer
             writes.append(BufferWrite(b[si.READBACK_OUT], out, 0, out.size))
@@ -350,9 +377,14 @@ class Skinner(ResourceOwner):
         self._recorded = (program.method, poses)
 
     def _bind_pose(self, cmd: Any, program: _Program, bind_point: int, p: int) -> None:
-        offsets = [p * self._slot_bytes]
-        if si.BONE_SCALES in program.bindings:
-            offsets.append(p * self._slot_bytes)  # the binding's range starts at the scales
+        # one dynamic offset per dynamic binding, in binding order (bones, scales, morphs):
+        # each binding's range starts at its block within slot 0
+        dynamic = [
+            b
+            for b in sorted(program.bindings)
+            if program.bindings[b].type == si.DescriptorType.UNIFORM_BUFFER_DYNAMIC
+        ]
+        offsets = [p * self._slot_bytes] * len(dynamic)
         vk.vkCmdBindDescriptorSets(
             cmd, bind_point, program.layout.handle, 0, 1, [program.set], len(offsets), offsets
         )
@@ -404,8 +436,11 @@ class Skinner(ResourceOwner):
 
     # -- public API -------------------------------------------------------------------------
 
-    def _run(self, packed: bone_packing.PackedPose, out: np.ndarray) -> None:
-        """Skin the poses of ``packed`` in chunks, writing (2, P, N, 3) into ``out``."""
+    def _run(
+        self, packed: bone_packing.PackedPose, out: np.ndarray, morphs: np.ndarray | None = None
+    ) -> None:
+        """Skin the poses of ``packed`` in chunks, writing (2, P, N, 3) into ``out``;
+        ``morphs``: (P,) MORPH_BLOCK records, or None (no morph targets applied)."""
         if packed.variant == "dqs_scale" and not self._warned_scale:
             log.info("vkdqs: bones have scale/shear; using two-phase DQS")
             self._warned_scale = True
@@ -424,6 +459,10 @@ class Skinner(ResourceOwner):
                 first = self._scale_offset // 4
                 scales = packed.scales[start : start + poses].reshape(poses, -1)
                 slots[:, first : first + self.bone_count * si.SCALE_FLOATS] = scales
+            if morphs is not None:
+                first = self._morph_offset // 4
+                block = morphs[start : start + poses].view(np.float32).reshape(poses, -1)
+                slots[:, first : first + block.shape[1]] = block
             assert self._bone_buffer is not None and self._out_buffer is not None
             self._bone_buffer.write(slots)
             self._cmd.submit_and_wait()
@@ -440,7 +479,14 @@ class Skinner(ResourceOwner):
             rest_matrices=self.rest_matrices,
         )
 
-    def skin(self, bones: object) -> tuple[np.ndarray, np.ndarray]:
+    def _morph_blocks(self, morph_weights: object, poses: int) -> np.ndarray | None:
+        """(P,) MORPH_BLOCK records for ``morph_weights`` ((P, M)), or None."""
+        if morph_weights is None:
+            return None
+        w = self.mesh.check_morph_weights(morph_weights).reshape(-1, self.mesh.morph_target_count)
+        return morph_blocks(self.mesh, w)
+
+    def skin(self, bones: object, morph_weights: object = None) -> tuple[np.ndarray, np.ndarray]:
         """Skin the mesh with one pose.
 
         Parameters
@@ -448,11 +494,23 @@ class Skinner(ResourceOwner):
         bones : array, (B, 2, 4) unit dual quaternions or (B, 4, 4) matrices for DQS (rigid, or
             with scale/shear: two-phase DQS); (B, 4, 4) / (B, 3, 4) affine matrices (or (B, 2, 4)
             dual quaternions) for LBS.
+        morph_weights : array, (M,), optional
+            Weights of the mesh's morph targets, applied before skinning
+            (:func:`vkdqs.dq.morph`); None leaves the rest shape. At most
+            :data:`~vkdqs.shader_interface.MAX_ACTIVE_MORPHS` may be non-zero.
 
         Returns
         -------
         positions, normals : ndarray, float32, (N, 3) each
         """
+        if morph_weights is not None:
+            w = self.mesh.check_morph_weights(morph_weights)
+            if w.shape != (self.mesh.morph_target_count,):
+                raise InputError(
+                    f"morph_weights must have shape ({self.mesh.morph_target_count},), "
+                    f"got {w.shape}"
+                )
+        morphs = self._morph_blocks(morph_weights, 1)
         packed = self._pack(bones, batched=False)
         batch = bone_packing.PackedPose(
             packed.variant,
@@ -462,20 +520,33 @@ class Skinner(ResourceOwner):
         out = np.empty((2, 1, self.vertex_count, 3), np.float32)
         with self._lock:
             self._check_open()
-            self._run(batch, out)
+            self._run(batch, out, morphs)
         return out[0, 0], out[1, 0]
 
-    def skin_many(self, bones: object) -> tuple[np.ndarray, np.ndarray]:
+    def skin_many(
+        self, bones: object, morph_weights: object = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Skin the mesh with P poses ``(P, B, ...)``: one submission per chunk of poses whose
-        buffers fit :attr:`max_batch_bytes`.
+        buffers fit :attr:`max_batch_bytes`. ``morph_weights``: (P, M) morph-target weights,
+        one row per pose (None: the rest shape).
 
         Returns (P, N, 3) float32 positions and normals.
         """
         packed = self._pack(bones, batched=True)
-        out = np.empty((2, packed.bones.shape[0], self.vertex_count, 3), np.float32)
+        count = packed.bones.shape[0]
+        if morph_weights is not None:
+            w = self.mesh.check_morph_weights(morph_weights)
+            m = self.mesh.morph_target_count
+            if w.shape != (count, m):
+                raise InputError(
+                    f"morph_weights must have shape ({count}, {m}) (one row per pose), "
+                    f"got {w.shape}"
+                )
+        morphs = self._morph_blocks(morph_weights, count)
+        out = np.empty((2, count, self.vertex_count, 3), np.float32)
         with self._lock:
             self._check_open()
-            self._run(packed, out)
+            self._run(packed, out, morphs)
         return out[0], out[1]
 
     def close(self) -> None:
@@ -491,6 +562,20 @@ class Skinner(ResourceOwner):
             f"<Skinner {self.method}/{self.path} {self.vertex_count} vertices, "
             f"{self.mesh.slots} influence slots, {self.bone_count} bones ({state})>"
         )
+
+
+def morph_blocks(mesh: SkinnedMesh, weights: np.ndarray) -> np.ndarray:
+    """(P,) MORPH_BLOCK records for validated (P, M) float32 ``weights`` of ``mesh``; raises
+    :class:`LimitError` when a pose has more than MAX_ACTIVE_MORPHS non-zero weights."""
+    active = np.count_nonzero(weights, axis=1)
+    if active.size and active.max() > si.MAX_ACTIVE_MORPHS:
+        p = int(np.argmax(active > si.MAX_ACTIVE_MORPHS))
+        raise LimitError(
+            f"morph_weights[{p}] has {int(active[p])} non-zero weights; vkdqs applies at most "
+            f"{si.MAX_ACTIVE_MORPHS} active morph targets at once"
+        )
+    has_p, has_n = mesh.morph_positions is not None, mesh.morph_normals is not None
+    return si.morph_blocks(weights, mesh.vertex_count, has_p, has_n)
 
 
 def _check_centers(
@@ -538,6 +623,14 @@ def _check_limits(
             f"(at most {max_bones} bones)"
         )
     n = mesh.vertex_count
+    texels = len(si.morph_deltas(None, None)) if mesh.morph_target_count == 0 else 0
+    for d in (mesh.morph_positions, mesh.morph_normals):
+        texels += 0 if d is None else d.shape[0] * n
+    if texels > info.max_texel_buffer_elements:
+        raise LimitError(
+            f"the mesh's morph targets need {texels} texels, more than this device's "
+            f"maxTexelBufferElements ({info.max_texel_buffer_elements})"
+        )
     if path == "vertex":
         if not info.vertex_pipeline_stores_and_atomics:
             raise CapabilityError(
