@@ -785,10 +785,10 @@ def morph(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Apply morph targets to a rest mesh, as the GPU does before skinning (float64).
 
-    ``p' = p + Σ_t w_t Δp_t`` and ``n' = normalize(n + Σ_t w_t Δn_t)`` (glTF adds the normal
-    deltas; three.js, Blender and the glTF sample viewer renormalize the sum), keeping
-    ``normalize(n)`` where the sum is shorter than 1e-6. Every ``skin_*`` reference then takes
-    ``(p', n')`` as the rest vertex: morph first, then skin.
+    ``p' = p + Σ_t w_t Δp_t`` and ``n' = normalize(n̂ + Σ_t w_t Δn_t)`` with ``n̂ =
+    normalize(n)`` (glTF adds the normal deltas; three.js, Blender and the glTF sample viewer
+    renormalize the sum), keeping ``n̂`` where the sum is shorter than 1e-6. Every ``skin_*``
+    reference then takes ``(p', n')`` as the rest vertex: morph first, then skin.
 
     Parameters
     ----------
