@@ -459,6 +459,36 @@ def test_gltf_morph_memory_is_charged(tmp_path):
         load_gltf(path, max_bytes=size + 2000)
 
 
+def block_weights(block, mesh):
+    """The (M,) weights a MorphBlock record applies (targets found by their texel offsets)."""
+    groups = int(block["header"][0])
+    assert block["header"][1] == (mesh.morph_positions is not None)
+    base = block["position_base"][:groups].reshape(-1)
+    weights = block["weights"][:groups].reshape(-1)
+    out = np.zeros(mesh.morph_target_count)
+    out[base[weights != 0] // mesh.vertex_count] = weights[weights != 0]
+    return out
+
+
+def test_morph_blocks_group_the_active_targets():
+    """Active targets in groups of four, in target order, with their texel offsets (position
+    deltas, then normal deltas after all M targets'); padding has weight 0."""
+    n, m = 10, 7
+    w = np.array([[1, 0, 2, 3, 4, 5, 6], [0] * 7], np.float32)
+    blocks = si.morph_blocks(w, n, True, True)
+    assert blocks["header"].tolist() == [[2, 1, 1, 0], [0, 1, 1, 0]]
+    b = blocks[0]
+    active = [0, 2, 3, 4, 5, 6]
+    np.testing.assert_array_equal(b["position_base"][:2].reshape(-1)[:6], np.array(active) * n)
+    np.testing.assert_array_equal(
+        b["normal_base"][:2].reshape(-1)[:6], m * n + np.array(active) * n
+    )
+    np.testing.assert_array_equal(b["weights"][:2].reshape(-1), [1, 2, 3, 4, 5, 6, 0, 0])
+    only_normals = si.morph_blocks(w, n, False, True)[0]
+    assert only_normals["header"].tolist() == [2, 0, 1, 0]
+    np.testing.assert_array_equal(only_normals["normal_base"][0], np.array([0, 2, 3, 4]) * n)
+
+
 def test_player_feeds_morph_weights_and_draws_the_face(device, tmp_path):
     """The player poses each part with its weights at each time (the unskinned face too), and
     the face's pixels move as its morph targets say."""
@@ -474,11 +504,8 @@ def test_player_feeds_morph_weights_and_draws_the_face(device, tmp_path):
         for t in (0.0, 0.5, 1.5):
             player.set_time(t)
             for draw, node in ((face, 4), (tube, 3)):
-                block = draw.instances["dqs"].morph
-                want = _sample(model.weight_keys[node], t)
-                active = np.flatnonzero(want)
-                assert block["count"][0] == len(active)
-                np.testing.assert_allclose(block["weights"][: len(active)], want[active], atol=1e-7)
+                got = block_weights(draw.instances["dqs"].morph, draw.geometry)
+                np.testing.assert_allclose(got, _sample(model.weight_keys[node], t), atol=1e-7)
             # hide the tube: the image is the face alone, at its morphed place
             tube.instances["dqs"].visible = False
             img = r.render_image()
@@ -488,7 +515,8 @@ def test_player_feeds_morph_weights_and_draws_the_face(device, tmp_path):
             want_box = projected_box(r.camera, pts, W, H)
             np.testing.assert_allclose(pixel_box(covered(img)), want_box, atol=1.5)
         player.set_animation(1)  # no weights channels: the face's node weights
-        np.testing.assert_allclose(face.instances["dqs"].morph["weights"][:1], [1.0])
+        got = block_weights(face.instances["dqs"].morph, face.geometry)
+        np.testing.assert_array_equal(got, QUAD_NODE_WEIGHTS)
 
 
 def test_bake_applies_morph_weights(device, tmp_path):

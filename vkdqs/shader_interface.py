@@ -243,25 +243,27 @@ CENTERS_BINDINGS = (
 # in skin.comp and every skin.vert variant (crowds are not morphed). The deltas of all M
 # targets of a mesh sit in one rgba32f texel buffer (binding MORPH_DELTAS): the position deltas
 # of target t at texel t * N + v, then (if the mesh has normal deltas) the normal deltas at
-# M * N + t * N + v. Per pose (or instance), the MorphBlock (binding MORPH_WEIGHTS) lists only
-# the targets with a non-zero weight, so the cost follows the active targets, not M; a mesh
-# without targets binds a one-texel buffer and an empty list (count 0), and the same SPIR-V
-# serves it.
+# B + t * N + v (B = M * N with position deltas, else 0). Per pose (or instance), the MorphBlock
+# (binding MORPH_WEIGHTS) lists only the targets with a non-zero weight, in groups of four (the
+# last group padded with weight 0), so the cost follows the active targets, not M; a mesh
+# without targets binds a one-texel buffer and 0 groups, and the same SPIR-V serves it.
 
 #: The most targets with a non-zero weight in one pose (more raise LimitError). 64 covers the
 #: 52 ARKit face shapes all active at once.
 MAX_ACTIVE_MORPHS = 64
-#: std140 ``MorphBlock`` of ``include/morph.glsl``: ``count.x`` active targets; per active
-#: target ``i`` the texel offset of its position deltas (``targets[i, 0]``) and of its normal
-#: deltas (``targets[i, 1]``), -1 where it has none, and its weight (``weights[i]``).
+#: Active targets per group of the MorphBlock (one ivec4 / vec4 per group).
+MORPH_GROUP = 4
+_GROUPS = MAX_ACTIVE_MORPHS // MORPH_GROUP
+#: std140 ``MorphBlock`` of ``include/morph.glsl``.
 MORPH_BLOCK = np.dtype(
     [
-        ("count", "<i4", 4),
-        ("targets", "<i4", (MAX_ACTIVE_MORPHS, 4)),
-        ("weights", "<f4", MAX_ACTIVE_MORPHS),  # vec4[MAX_ACTIVE_MORPHS / 4] in the GLSL
+        ("header", "<i4", 4),  # x: groups, y: has position deltas, z: has normal deltas
+        ("position_base", "<i4", (_GROUPS, 4)),  # texel of each active target's vertex 0
+        ("normal_base", "<i4", (_GROUPS, 4)),
+        ("weights", "<f4", (_GROUPS, 4)),
     ]
 )
-assert MORPH_BLOCK.itemsize == 16 + 20 * MAX_ACTIVE_MORPHS
+assert MORPH_BLOCK.itemsize == 16 + 3 * 16 * _GROUPS
 MORPH_TEXEL_FORMAT = Format.R32G32B32A32_SFLOAT
 
 
@@ -284,24 +286,32 @@ def morph_blocks(
     weights: np.ndarray, vertex_count: int, has_positions: bool, has_normals: bool
 ) -> np.ndarray:
     """(P,) MORPH_BLOCK records for (P, M) ``weights`` of a mesh with ``vertex_count``
-    vertices: per pose the targets whose weight is non-zero, in target order (the caller
-    checked there are at most MAX_ACTIVE_MORPHS), with the texel offsets of
-    :func:`morph_deltas`'s layout."""
+    vertices: per pose the targets whose weight is non-zero (the caller checked there are at
+    most MAX_ACTIVE_MORPHS), in target order, in groups of MORPH_GROUP, with the texel offsets
+    of :func:`morph_deltas`'s layout."""
     p, m = weights.shape
     k = min(m, MAX_ACTIVE_MORPHS)
     active = weights != 0
     # the non-zero targets first, each pose's in target order
     order = np.argsort(~active, axis=1, kind="stable")[:, :k]
     used = np.take_along_axis(active, order, axis=1)
-    blocks = np.zeros(p, MORPH_BLOCK)
-    blocks["count"][:, 0] = active.sum(axis=1)
+    counts = active.sum(axis=1)
     n = vertex_count
+    blocks = np.zeros(p, MORPH_BLOCK)
+    blocks["header"][:, 0] = (counts + MORPH_GROUP - 1) // MORPH_GROUP
+    blocks["header"][:, 1] = has_positions
+    blocks["header"][:, 2] = has_normals
     normal_base = m * n if has_positions else 0
-    pos = order * n if has_positions else np.full_like(order, -1)
-    nrm = normal_base + order * n if has_normals else np.full_like(order, -1)
-    blocks["targets"][:, :k, 0] = np.where(used, pos, 0)
-    blocks["targets"][:, :k, 1] = np.where(used, nrm, 0)
-    blocks["weights"][:, :k] = np.where(used, np.take_along_axis(weights, order, axis=1), 0.0)
+    slots = (p, _GROUPS * MORPH_GROUP)
+    for field, values in (
+        ("position_base", np.where(used, order * n, 0) if has_positions else None),
+        ("normal_base", np.where(used, normal_base + order * n, 0) if has_normals else None),
+        ("weights", np.where(used, np.take_along_axis(weights, order, axis=1), 0.0)),
+    ):
+        if values is not None:
+            flat = np.zeros(slots, MORPH_BLOCK[field].base)
+            flat[:, :k] = values
+            blocks[field] = flat.reshape(p, _GROUPS, MORPH_GROUP)
     return blocks
 
 

@@ -1,38 +1,44 @@
 // Morph targets, applied to the rest vertex before skinning (skin.comp and every skin.vert
 // variant; crowds are not morphed). Layout and limits: vkdqs/shader_interface.py ("morph
-// targets"): the deltas of all targets in one rgba32f texel buffer, and per pose a list of
-// only the targets with a non-zero weight, so a pose costs its active targets, not all of them,
-// and a mesh without targets (count 0, a one-texel buffer) runs the same code for ~nothing.
+// targets"). The deltas of all targets sit in one rgba32f texel buffer; per pose the MorphBlock
+// lists only the targets with a non-zero weight, four at a time (a group: one ivec4 of texel
+// offsets and one vec4 of weights, no per-target branches: on lavapipe a branch does not skip
+// work, a shorter loop does), so a pose costs its active targets, not all of them, and a mesh
+// without targets (0 groups, a one-texel buffer) runs the same code for ~nothing.
 
 #define MAX_ACTIVE_MORPHS 64
 
 layout(set = 0, binding = 10) uniform samplerBuffer morph_deltas;  // rgba32f, xyz used
 
 layout(std140, set = 0, binding = 11) uniform MorphBlock {
-    ivec4 morph_count;  // x: active targets
-    // per active target: x the texel offset of its position deltas, y of its normal deltas
-    // (-1: none)
-    ivec4 morph_targets[MAX_ACTIVE_MORPHS];
-    vec4 morph_weights[MAX_ACTIVE_MORPHS / 4];
+    ivec4 morph_header;  // x: groups of 4 active targets, y: has position deltas, z: normal ones
+    ivec4 morph_position_base[MAX_ACTIVE_MORPHS / 4];  // texel of each target's vertex 0
+    ivec4 morph_normal_base[MAX_ACTIVE_MORPHS / 4];
+    vec4 morph_weights[MAX_ACTIVE_MORPHS / 4];  // 0 for the padding of the last group
 };
 
-// p + sum_i w_i dp_i and normalize(n + sum_i w_i dn_i) (n where that sum vanishes), for vertex v.
+// Vertex v: p + sum_i w_i dp_i and normalize(n + sum_i w_i dn_i) (n where that sum vanishes).
 void morph_vertex(int v, inout vec3 p, inout vec3 n) {
-    int count = morph_count.x;
-    if (count <= 0) {
+    int groups = morph_header.x;
+    if (groups <= 0) {
         return;
     }
+    vec3 dp = vec3(0.0);
     vec3 dn = vec3(0.0);
-    for (int i = 0; i < count; ++i) {
-        ivec4 t = morph_targets[i];
-        float w = morph_weights[i >> 2][i & 3];
-        if (t.x >= 0) {
-            p += w * texelFetch(morph_deltas, t.x + v).xyz;
+    for (int g = 0; g < groups; ++g) {
+        vec4 w = morph_weights[g];
+        if (morph_header.y != 0) {
+            ivec4 b = morph_position_base[g] + v;
+            dp += w.x * texelFetch(morph_deltas, b.x).xyz + w.y * texelFetch(morph_deltas, b.y).xyz +
+                  w.z * texelFetch(morph_deltas, b.z).xyz + w.w * texelFetch(morph_deltas, b.w).xyz;
         }
-        if (t.y >= 0) {
-            dn += w * texelFetch(morph_deltas, t.y + v).xyz;
+        if (morph_header.z != 0) {
+            ivec4 b = morph_normal_base[g] + v;
+            dn += w.x * texelFetch(morph_deltas, b.x).xyz + w.y * texelFetch(morph_deltas, b.y).xyz +
+                  w.z * texelFetch(morph_deltas, b.z).xyz + w.w * texelFetch(morph_deltas, b.w).xyz;
         }
     }
+    p += dp;
     vec3 m = n + dn;
     float len = length(m);
     n = len < 1e-6 ? n : m / len;
