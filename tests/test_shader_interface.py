@@ -60,6 +60,7 @@ from vkdqs.shader_interface import (
     MAX_BONES_ID,
     MORPH_BLOCK,
     MORPH_DELTAS,
+    MORPH_TARGETS_ID,
     MORPH_TEXEL_FORMAT,
     MORPH_WEIGHTS,
     RENDER_BINDINGS,
@@ -207,10 +208,13 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
 
 
 def check_specialization(v: Variant, mod: Module) -> list[str]:
-    """Exactly the SpecIds the host sets; the compute local_size_x is LOCAL_SIZE_ID."""
+    """Exactly the SpecIds the host sets; the compute local_size_x is LOCAL_SIZE_ID; every
+    skin.* variant has MORPH_TARGETS_ID."""
     compute = v.kind in ("compute", "centers", "crowd_sample")
     bones = v.method != "none" and not v.kind.startswith("crowd")  # crowds: runtime arrays
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
+    if v.kind in ("render", "readback", "compute"):
+        want |= {MORPH_TARGETS_ID}
     problems = [] if set(mod.spec_ids()) == want else [f"SpecIds {set(mod.spec_ids())} != {want}"]
     if compute and mod.workgroup_size_spec_ids() != (LOCAL_SIZE_ID, None, None):
         problems.append(f"workgroup size SpecIds are {mod.workgroup_size_spec_ids()}")

@@ -612,7 +612,10 @@ class Renderer(ResourceOwner):
             vertex_shader=si.variant_name("render", variant, slots),
             fragment_shader=si.variant_name("fragment", "none"),
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
-            spec=((si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),),
+            spec=(
+                (si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),
+                (si.MORPH_TARGETS_ID, int(inst.mesh.mesh.morph_target_count > 0)),
+            ),
             wireframe=wire,
             cull_back=self.cull,
             # a model matrix with det < 0 mirrors the mesh and flips its winding (as glTF

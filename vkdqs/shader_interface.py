@@ -58,6 +58,10 @@ class Stage(IntFlag):
 
 MAX_BONES_ID = 0  #: ``MAX_BONES``: how many bones the bone blocks hold
 LOCAL_SIZE_ID = 1  #: the compute shader's ``local_size_x``
+#: ``MORPH_TARGETS``: 1 for a mesh with morph targets, 0 (the default) compiles the morph code
+#: away, so meshes without targets cost what they did before morphs existed (on lavapipe a
+#: loop's body runs once, masked, even for zero trips).
+MORPH_TARGETS_ID = 2
 LOCAL_SIZE = 64  #: compute workgroup size vkdqs uses
 
 # -- bone blocks ------------------------------------------------------------------------------

@@ -84,7 +84,8 @@ class _Program:
         self.layout = s._keep(PipelineLayout(dev, [self.set_layout], push, stage, label=self.name))
         self.pool = s._keep(DescriptorPool(dev, self.bindings.values(), sets=1, label=self.name))
         self.set = self.pool.allocate(self.set_layout)
-        spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE))
+        morphs = (si.MORPH_TARGETS_ID, int(s.mesh.morph_target_count > 0))
+        spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morphs)
         if kind == "compute":
             desc = ComputePipelineDesc(self.name, spec)
             self.pipeline = s._pipelines.compute(desc, self.layout)
@@ -101,7 +102,7 @@ class _Program:
                 vertex_inputs=tuple(
                     (m.location, int(m.vertex_format)) for m in si.mesh_inputs(s.mesh.slots, method)
                 ),
-                spec=spec[:1],
+                spec=(spec[0], morphs),
                 topology=vk.VK_PRIMITIVE_TOPOLOGY_POINT_LIST,
                 rasterizer_discard=True,
                 cull_back=False,

@@ -8,6 +8,10 @@
 
 #define MAX_ACTIVE_MORPHS 64
 
+// 1 when the mesh has morph targets; 0 (meshes without) compiles the code below away when the
+// pipeline is made: on lavapipe a loop body runs once, masked, even for zero trips.
+layout(constant_id = 2) const int MORPH_TARGETS = 0;
+
 layout(set = 0, binding = 10) uniform samplerBuffer morph_deltas;  // rgba32f, xyz used
 
 layout(std140, set = 0, binding = 11) uniform MorphBlock {
@@ -20,7 +24,7 @@ layout(std140, set = 0, binding = 11) uniform MorphBlock {
 // Vertex v: p + sum_i w_i dp_i and normalize(n + sum_i w_i dn_i) (n where that sum vanishes).
 void morph_vertex(int v, inout vec3 p, inout vec3 n) {
     int groups = morph_header.x;
-    if (groups <= 0) {
+    if (MORPH_TARGETS == 0 || groups <= 0) {
         return;
     }
     vec3 dp = vec3(0.0);
