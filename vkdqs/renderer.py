@@ -178,6 +178,12 @@ class Instance:
     morph: np.ndarray = field(default_factory=lambda: np.zeros((), si.MORPH_BLOCK), repr=False)
 
     @property
+    def morphing(self) -> bool:
+        """Some morph target has a non-zero weight (else the pipeline without the morph code
+        draws it)."""
+        return bool(self.morph["header"][0] > 0)
+
+    @property
     def variant(self) -> str:
         """The shader variant the current pose needs ("dqs", "dqs_scale", "lbs" or "none")."""
         return "none" if self.method == "none" else self.pose.variant
@@ -614,7 +620,7 @@ class Renderer(ResourceOwner):
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
             spec=(
                 (si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),
-                (si.MORPH_TARGETS_ID, int(inst.mesh.mesh.morph_target_count > 0)),
+                (si.MORPH_TARGETS_ID, int(inst.morphing)),
             ),
             wireframe=wire,
             cull_back=self.cull,
@@ -688,7 +694,7 @@ class Renderer(ResourceOwner):
             self.wireframe,
             self.target.extent,
             vp.tobytes(),
-            tuple((i.visible, i.variant, i.mirrored) for i in self.instances),
+            tuple((i.visible, i.variant, i.mirrored, i.morphing) for i in self.instances),
             self.target.state_key(),
             tuple(c._state_key() for c in self.crowds),
         )

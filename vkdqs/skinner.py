@@ -71,11 +71,13 @@ MAX_BATCH_BYTES = 64 * 2**20
 class _Program:
     """One shader variant (e.g. "dqs", "dqs_scale", "lbs"): its pipeline and descriptor set."""
 
-    def __init__(self, skinner: Skinner, method: str) -> None:
+    def __init__(self, skinner: Skinner, method: str, morphs: bool = False) -> None:
         dev, s = skinner.device, skinner
         kind = "compute" if s.path == "compute" else "readback"
         self.variant = si.variant(kind, method, s.mesh.slots)
         self.method = method
+        #: the morph code is in (a batch with an active target) or compiled away
+        self.key = (method, morphs)
         self.name = self.variant.name
         self.bindings = {b.binding: b for b in si.bindings_of(self.variant)}
         stage = si.Stage.COMPUTE if kind == "compute" else si.Stage.VERTEX
@@ -84,8 +86,8 @@ class _Program:
         self.layout = s._keep(PipelineLayout(dev, [self.set_layout], push, stage, label=self.name))
         self.pool = s._keep(DescriptorPool(dev, self.bindings.values(), sets=1, label=self.name))
         self.set = self.pool.allocate(self.set_layout)
-        morphs = (si.MORPH_TARGETS_ID, int(s.mesh.morph_target_count > 0))
-        spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morphs)
+        morph_spec = (si.MORPH_TARGETS_ID, int(morphs))
+        spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morph_spec)
         if kind == "compute":
             desc = ComputePipelineDesc(self.name, spec)
             self.pipeline = s._pipelines.compute(desc, self.layout)
@@ -102,7 +104,7 @@ class _Program:
                 vertex_inputs=tuple(
                     (m.location, int(m.vertex_format)) for m in si.mesh_inputs(s.mesh.slots, method)
                 ),
-                spec=(spec[0], morphs),
+                spec=(spec[0], morph_spec),
                 topology=vk.VK_PRIMITIVE_TOPOLOGY_POINT_LIST,
                 rasterizer_discard=True,
                 cull_back=False,
@@ -185,10 +187,10 @@ class Skinner(ResourceOwner):
         # ... then the MorphBlock (active morph targets and weights; count 0 without targets)
         self._morph_offset = align(self._scale_offset + scale_bytes, alignment)
         self._slot_bytes = align(self._morph_offset + si.MORPH_BLOCK.itemsize, alignment)
-        self._programs: dict[str, _Program] = {}
+        self._programs: dict[tuple[str, bool], _Program] = {}
         self._pipelines = PipelineCache(self)
         self._capacity = 0
-        self._recorded: tuple[str, int] | None = None
+        self._recorded: tuple[tuple[str, bool], int] | None = None
         self._warned_scale = False
         try:
             self._create()
@@ -267,10 +269,12 @@ class Skinner(ResourceOwner):
         self._label = label
         self._program(self.method)  # build the main pipeline now, so errors surface here
 
-    def _program(self, method: str) -> _Program:
-        program = self._programs.get(method)
+    def _program(self, method: str, morphs: bool = False) -> _Program:
+        """The pipeline of ``method``; ``morphs``: with the morph code (a batch with an active
+        target), else the one where it is compiled away (no cost for 0 active targets)."""
+        program = self._programs.get((method, morphs))
         if program is None:
-            program = self._programs[method] = _Program(self, method)
+            program = self._programs[(method, morphs)] = _Program(self, method, morphs)
         if program.capacity != self._capacity and self._capacity:
             self._write_buffer_descriptors(program)
         return program
@@ -356,7 +360,7 @@ class Skinner(ResourceOwner):
 
     def _record(self, program: _Program, poses: int) -> None:
         """Record the command buffer for a batch of ``poses`` poses (once per batch size)."""
-        if self._recorded == (program.method, poses):
+        if self._recorded == (program.key, poses):
             return
         cmd = self._cmd.begin()
         if self.path == "compute":
@@ -375,7 +379,7 @@ class Skinner(ResourceOwner):
             cmd, stage, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [barrier], 0, None, 0, None
         )
         self._cmd.end()
-        self._recorded = (program.method, poses)
+        self._recorded = (program.key, poses)
 
     def _bind_pose(self, cmd: Any, program: _Program, bind_point: int, p: int) -> None:
         # one dynamic offset per dynamic binding, in binding order (bones, scales, morphs):
@@ -448,7 +452,8 @@ class Skinner(ResourceOwner):
         total = packed.bones.shape[0]
         chunk = min(total, self._batch_limit())
         self._ensure_capacity(chunk)
-        program = self._program(packed.variant)
+        active = morphs is not None and bool(morphs["header"][:, 0].any())
+        program = self._program(packed.variant, active)
         for start in range(0, total, chunk):
             poses = min(chunk, total - start)
             self._record(program, poses)
