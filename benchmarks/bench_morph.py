@@ -159,11 +159,12 @@ def main() -> None:
         json.dumps(
             {
                 "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
-                "config": vars(args) | {"out": str(args.out)},
+                "config": {k: v for k, v in vars(args).items() if k != "out"},
                 "results": results,
             },
             indent=2,
         )
+        + "\n"
     )
     print(f"\nwrote {args.out}")
 
