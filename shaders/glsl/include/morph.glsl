@@ -15,7 +15,8 @@ layout(constant_id = 2) const int MORPH_TARGETS = 0;
 layout(set = 0, binding = 10) uniform samplerBuffer morph_deltas;  // rgba32f, xyz used
 
 layout(std140, set = 0, binding = 11) uniform MorphBlock {
-    ivec4 morph_header;  // x: groups of 4 active targets, y: has position deltas, z: normal ones
+    // x: groups of 4 active targets, y: has position deltas, z: normal ones, w: texels a vertex
+    ivec4 morph_header;
     ivec4 morph_position_base[MAX_ACTIVE_MORPHS / 4];  // texel of each target's vertex 0
     ivec4 morph_normal_base[MAX_ACTIVE_MORPHS / 4];
     vec4 morph_weights[MAX_ACTIVE_MORPHS / 4];  // 0 for the padding of the last group
@@ -32,12 +33,12 @@ void morph_vertex(int v, inout vec3 p, inout vec3 n) {
     for (int g = 0; g < groups; ++g) {
         vec4 w = morph_weights[g];
         if (morph_header.y != 0) {
-            ivec4 b = morph_position_base[g] + v;
+            ivec4 b = morph_position_base[g] + morph_header.w * v;
             dp += w.x * texelFetch(morph_deltas, b.x).xyz + w.y * texelFetch(morph_deltas, b.y).xyz +
                   w.z * texelFetch(morph_deltas, b.z).xyz + w.w * texelFetch(morph_deltas, b.w).xyz;
         }
         if (morph_header.z != 0) {
-            ivec4 b = morph_normal_base[g] + v;
+            ivec4 b = morph_normal_base[g] + morph_header.w * v;
             dn += w.x * texelFetch(morph_deltas, b.x).xyz + w.y * texelFetch(morph_deltas, b.y).xyz +
                   w.z * texelFetch(morph_deltas, b.z).xyz + w.w * texelFetch(morph_deltas, b.w).xyz;
         }
