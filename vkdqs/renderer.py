@@ -176,12 +176,9 @@ class Instance:
     rest_matrices: np.ndarray | None = field(default=None, repr=False)
     #: the active morph targets and weights (a MORPH_BLOCK record); set by set_pose
     morph: np.ndarray = field(default_factory=lambda: np.zeros((), si.MORPH_BLOCK), repr=False)
-
-    @property
-    def morphing(self) -> bool:
-        """Some morph target has a non-zero weight (else the pipeline without the morph code
-        draws it)."""
-        return bool(self.morph["header"][0] > 0)
+    #: ``MORPH_TARGETS`` of its pipeline: the kinds of deltas applied, 0 without an active
+    #: target (the pipeline without the morph code); set by set_pose
+    morph_spec: int = field(default=0, repr=False)
 
     @property
     def variant(self) -> str:
@@ -197,6 +194,7 @@ class Instance:
         """
         method = "dqs" if self.method == "none" else self.method
         morph = np.zeros((), si.MORPH_BLOCK)
+        spec = 0
         if morph_weights is not None:
             mesh = self.mesh.mesh
             w = mesh.check_morph_weights(morph_weights)
@@ -205,10 +203,12 @@ class Instance:
                     f"morph_weights must have shape ({mesh.morph_target_count},), got {w.shape}"
                 )
             morph = morph_blocks(mesh, w[None])[0]
+            has_p, has_n = mesh.morph_positions is not None, mesh.morph_normals is not None
+            spec = si.morph_spec(has_p, has_n, bool(morph["header"][0] > 0))
         pose = bone_packing.pack_pose(
             bones, self.bone_count, method, rest_matrices=self.rest_matrices
         )
-        self.pose, self.morph = pose, morph
+        self.pose, self.morph, self.morph_spec = pose, morph, spec
 
     def set_model(self, model: ArrayLike) -> None:
         """Place the instance with a (4, 4) affine model matrix (mesh space to world space)."""
@@ -620,7 +620,7 @@ class Renderer(ResourceOwner):
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
             spec=(
                 (si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),
-                (si.MORPH_TARGETS_ID, int(inst.morphing)),
+                (si.MORPH_TARGETS_ID, inst.morph_spec),
             ),
             wireframe=wire,
             cull_back=self.cull,
@@ -694,7 +694,7 @@ class Renderer(ResourceOwner):
             self.wireframe,
             self.target.extent,
             vp.tobytes(),
-            tuple((i.visible, i.variant, i.mirrored, i.morphing) for i in self.instances),
+            tuple((i.visible, i.variant, i.mirrored, i.morph_spec) for i in self.instances),
             self.target.state_key(),
             tuple(c._state_key() for c in self.crowds),
         )

@@ -58,9 +58,10 @@ class Stage(IntFlag):
 
 MAX_BONES_ID = 0  #: ``MAX_BONES``: how many bones the bone blocks hold
 LOCAL_SIZE_ID = 1  #: the compute shader's ``local_size_x``
-#: ``MORPH_TARGETS``: 1 for a mesh with morph targets, 0 (the default) compiles the morph code
-#: away, so meshes without targets cost what they did before morphs existed (on lavapipe a
-#: loop's body runs once, masked, even for zero trips).
+#: ``MORPH_TARGETS``: which morph deltas a pose applies, bit 0 position and bit 1 normal deltas
+#: (:func:`morph_spec`); 0 (the default) compiles the morph code away, so meshes without
+#: targets, and poses without active ones, cost what they did before morphs existed (on
+#: lavapipe a branch runs its body under a mask, a loop's body once even for zero trips).
 MORPH_TARGETS_ID = 2
 LOCAL_SIZE = 64  #: compute workgroup size vkdqs uses
 
@@ -287,6 +288,12 @@ def morph_deltas(
     for k, d in enumerate(parts):
         out[:, :, k, :3] = d
     return out.reshape(-1, 4)
+
+
+def morph_spec(has_positions: bool, has_normals: bool, active: bool) -> int:
+    """The ``MORPH_TARGETS`` specialization value: the kinds of deltas applied (0 when no
+    target is active)."""
+    return (int(has_positions) | 2 * int(has_normals)) if active else 0
 
 
 def morph_blocks(

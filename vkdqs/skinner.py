@@ -86,7 +86,11 @@ class _Program:
         self.layout = s._keep(PipelineLayout(dev, [self.set_layout], push, stage, label=self.name))
         self.pool = s._keep(DescriptorPool(dev, self.bindings.values(), sets=1, label=self.name))
         self.set = self.pool.allocate(self.set_layout)
-        morph_spec = (si.MORPH_TARGETS_ID, int(morphs))
+        mesh = s.mesh
+        kinds = si.morph_spec(
+            mesh.morph_positions is not None, mesh.morph_normals is not None, morphs
+        )
+        morph_spec = (si.MORPH_TARGETS_ID, kinds)
         spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morph_spec)
         if kind == "compute":
             desc = ComputePipelineDesc(self.name, spec)

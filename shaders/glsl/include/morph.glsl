@@ -8,8 +8,10 @@
 
 #define MAX_ACTIVE_MORPHS 64
 
-// 1 when the mesh has morph targets; 0 (meshes without) compiles the code below away when the
-// pipeline is made: on lavapipe a loop body runs once, masked, even for zero trips.
+// Which deltas the mesh has: bit 0 position, bit 1 normal deltas. 0 (a mesh without targets, or
+// a pose without active ones) compiles the code below away when the pipeline is made, and so
+// does a missing kind: on lavapipe a branch runs its body under a mask (a loop's body once even
+// for zero trips), so only a specialization constant removes the work.
 layout(constant_id = 2) const int MORPH_TARGETS = 0;
 
 layout(set = 0, binding = 10) uniform samplerBuffer morph_deltas;  // rgba32f, xyz used
@@ -32,12 +34,12 @@ void morph_vertex(int v, inout vec3 p, inout vec3 n) {
     vec3 dn = vec3(0.0);
     for (int g = 0; g < groups; ++g) {
         vec4 w = morph_weights[g];
-        if (morph_header.y != 0) {
+        if ((MORPH_TARGETS & 1) != 0) {
             ivec4 b = morph_position_base[g] + morph_header.w * v;
             dp += w.x * texelFetch(morph_deltas, b.x).xyz + w.y * texelFetch(morph_deltas, b.y).xyz +
                   w.z * texelFetch(morph_deltas, b.z).xyz + w.w * texelFetch(morph_deltas, b.w).xyz;
         }
-        if (morph_header.z != 0) {
+        if ((MORPH_TARGETS & 2) != 0) {
             ivec4 b = morph_normal_base[g] + morph_header.w * v;
             dn += w.x * texelFetch(morph_deltas, b.x).xyz + w.y * texelFetch(morph_deltas, b.y).xyz +
                   w.z * texelFetch(morph_deltas, b.z).xyz + w.w * texelFetch(morph_deltas, b.w).xyz;
