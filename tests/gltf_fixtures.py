@@ -181,7 +181,13 @@ def make_rig(
         )
     idt = {UNSIGNED_BYTE: np.uint8, UNSIGNED_SHORT: np.uint16, UNSIGNED_INT: np.uint32}[index_type]
     idx_acc = b.add_accessor(indices.astype(idt), target="index")
-    b.add("meshes", {"name": "tube", "primitives": [{"attributes": attrs, "indices": idx_acc}]})
+    tube = {"attributes": attrs, "indices": idx_acc}
+    if morph_channel:
+        # one morph target, so the weights channel below (one value per key) is valid
+        tube["targets"] = [
+            {"POSITION": b.add_accessor(0.1 * normals.astype(np.float32), target="vertex")}
+        ]
+    b.add("meshes", {"name": "tube", "primitives": [tube]})
 
     # -- mesh 1: a rigid prop, a strip without normals and a non-indexed fan -------------------
     quad = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]], np.float32)

@@ -125,3 +125,15 @@ def test_crowd_benchmark_without_pygfx(tmp_path, device):
     assert skipped == ["pygfx reference skipped: no pygfx here (pip install pygfx)"]
     (row,) = json.loads(out.read_text())["results"]
     assert "pygfx" not in row and row["crowd"]["cpu_ms"] > 0
+
+
+def test_morph_benchmark_smoke(tmp_path, device):
+    out = tmp_path / "morph.json"
+    args = ["--sizes", "2000", "--targets", "4", "--active", "2", "--rounds", "1", "--warmup", "0"]
+    text = _run("bench_morph.py", *args, "--paths", "compute", "vertex", "--out", str(out))
+    assert "compute 2 active / no morphs time" in text
+    (res,) = json.loads(out.read_text())["results"]
+    assert (res["n"], res["targets"], res["active"]) == (2000, 4, 2)
+    assert set(res["rows"]) == {
+        f"{p}/{c}" for p in ("compute", "vertex") for c in ("no morphs", "0 active", "2 active")
+    }

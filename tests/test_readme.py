@@ -30,6 +30,8 @@ def test_using_it_example_runs(device):
     exec(compile(_block_after("## Using it"), "README.md", "exec"), namespace)
     np.testing.assert_allclose(namespace["positions"], namespace["ref_p"], atol=1e-4)
     assert namespace["many_p"].shape == (2, 2000, 3)
+    np.testing.assert_allclose(namespace["morphed_p"], namespace["ref_morphed_p"], atol=1e-4)
+    assert np.abs(namespace["morphed_p"] - namespace["ref_p"]).max() > 0.01  # it moved
     assert np.allclose(namespace["bones"], dq.from_matrices(namespace["rigid_4x4_per_bone"]))
 
 

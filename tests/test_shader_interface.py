@@ -58,6 +58,11 @@ from vkdqs.shader_interface import (
     INSTANCE_BLOCK,
     LOCAL_SIZE_ID,
     MAX_BONES_ID,
+    MORPH_BLOCK,
+    MORPH_DELTAS,
+    MORPH_TARGETS_ID,
+    MORPH_TEXEL_FORMAT,
+    MORPH_WEIGHTS,
     RENDER_BINDINGS,
     SAMPLE_COUNTS,
     SCALE_STRIDE,
@@ -211,10 +216,13 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
 
 
 def check_specialization(v: Variant, mod: Module) -> list[str]:
-    """Exactly the SpecIds the host sets; the compute local_size_x is LOCAL_SIZE_ID."""
+    """Exactly the SpecIds the host sets; the compute local_size_x is LOCAL_SIZE_ID; every
+    skin.* variant has MORPH_TARGETS_ID."""
     compute = v.kind in ("compute", "centers", "crowd_sample")
     bones = v.method != "none" and not v.kind.startswith("crowd")  # crowds: runtime arrays
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
+    if v.kind in ("render", "readback", "compute"):
+        want |= {MORPH_TARGETS_ID}
     problems = [] if set(mod.spec_ids()) == want else [f"SpecIds {set(mod.spec_ids())} != {want}"]
     if compute and mod.workgroup_size_spec_ids() != (LOCAL_SIZE_ID, None, None):
         problems.append(f"workgroup size SpecIds are {mod.workgroup_size_spec_ids()}")
@@ -244,6 +252,28 @@ def check_instance_block(v: Variant, mod: Module) -> list[str]:
     if d is None or d.type != "UNIFORM_BUFFER":
         return [f"no uniform block at binding {INSTANCE}"]
     return block_problems(mod.members(d.type_id), INSTANCE_BLOCK)
+
+
+def check_morph_bindings(v: Variant, mod: Module) -> list[str]:
+    """Every skin.* variant (not crowds, not skin.frag) reads morph deltas from an rgba32f
+    texel buffer at MORPH_DELTAS and the MorphBlock at MORPH_WEIGHTS, laid out as MORPH_BLOCK."""
+    if v.kind not in ("render", "readback", "compute"):
+        return []
+    ds, problems = set0(mod), []
+    d = ds.get(MORPH_WEIGHTS)
+    if d is None or d.type != "UNIFORM_BUFFER":
+        problems.append(f"no uniform block at binding {MORPH_WEIGHTS}")
+    else:
+        problems += block_problems(mod.members(d.type_id), MORPH_BLOCK)
+    t = ds.get(MORPH_DELTAS)
+    if t is None:
+        problems.append(f"no texel buffer at binding {MORPH_DELTAS}")
+    else:
+        scalar, dim, _, _ = mod.image(t.type_id)
+        assert MORPH_TEXEL_FORMAT == Format.R32G32B32A32_SFLOAT
+        if (scalar, dim) != ("float", DIM_BUFFER):
+            problems.append(f"binding {MORPH_DELTAS}: {scalar}/dim {dim}, host rgba32f texels")
+    return problems
 
 
 def check_push_constants(v: Variant, mod: Module) -> list[str]:
@@ -287,6 +317,7 @@ CHECKS = (
     check_vertex_inputs,
     check_specialization,
     check_instance_block,
+    check_morph_bindings,
     check_push_constants,
 )
 

@@ -248,10 +248,16 @@ class _Frames:
         nrm = None if one else np.empty(shape, np.float32)
         for i, part in enumerate(self.parts):  # over parts; whole arrays inside
             g = part.geometry
+            # (P, M) morph weights per frame (the animation's, else the node's, else the mesh's)
+            weights = (
+                np.stack([scene.morph_weights(part.mesh, part.node, animation, t) for t in times])
+                if g.morph_target_count
+                else None
+            )
             if part.kind == "skinned":
                 mats = np.stack([j[part.skin] for j in joints])
                 try:
-                    p, n = self.skinners[i].skin_many(mats)
+                    p, n = self.skinners[i].skin_many(mats, morph_weights=weights)
                 except InputError as exc:
                     raise InputError(
                         f"{scene.path.name}: skin {part.skin} "
@@ -262,9 +268,17 @@ class _Frames:
             else:
                 zeros = np.zeros((g.vertex_count, 1), np.int64)
                 ones = np.ones((g.vertex_count, 1))
+                rests = (
+                    [(g.positions, g.normals)] * len(globs)
+                    if weights is None
+                    else [
+                        dq.morph(g.positions, g.normals, g.morph_positions, g.morph_normals, w)
+                        for w in weights  # over frames
+                    ]
+                )
                 frames = [
-                    dq.skin_lbs(g.positions, g.normals, zeros, ones, gl[part.node][None])
-                    for gl in globs  # over frames
+                    dq.skin_lbs(rp, rn, zeros, ones, gl[part.node][None])
+                    for (rp, rn), gl in zip(rests, globs, strict=True)  # over frames
                 ]
                 p = np.array([f[0] for f in frames], np.float32)
                 n = np.array([f[1] for f in frames], np.float32)

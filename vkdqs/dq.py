@@ -39,6 +39,7 @@ __all__ = [
     "from_matrices",
     "from_rotation_translation",
     "has_scale",
+    "morph",
     "multiply",
     "normalize",
     "quat_conjugate",
@@ -772,6 +773,61 @@ def _check_skin_inputs(
             f"weights must have the shape of joints {j.shape}, got shape {w.shape} {w.dtype}"
         )
     return p, n, j, w
+
+
+def morph(
+    positions: ArrayLike,
+    normals: ArrayLike,
+    morph_positions: ArrayLike | None,
+    morph_normals: ArrayLike | None,
+    weights: ArrayLike,
+    /,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Apply morph targets to a rest mesh, as the GPU does before skinning (float64).
+
+    ``p' = p + Σ_t w_t Δp_t`` and ``n' = normalize(n̂ + Σ_t w_t Δn_t)`` with ``n̂ =
+    normalize(n)`` (glTF adds the normal deltas; three.js, Blender and the glTF sample viewer
+    renormalize the sum), keeping ``n̂`` where the sum is shorter than 1e-6. Every ``skin_*``
+    reference then takes ``(p', n')`` as the rest vertex: morph first, then skin.
+
+    Parameters
+    ----------
+    positions, normals : array_like, [N, 3]
+    morph_positions, morph_normals : array_like, [M, N, 3], or None (no such deltas)
+    weights : array_like, [M]
+
+    Returns
+    -------
+    positions, normals : ndarray of float64, [N, 3]
+    """
+    p = _as_float(positions, "positions")
+    n = _as_float(normals, "normals")
+    if p.ndim != 2 or p.shape[1] != 3 or n.shape != p.shape:
+        raise InputError(
+            f"positions and normals must have shape (N, 3), got {p.shape} and {n.shape}"
+        )
+    w = _as_float(weights, "weights")
+    if w.ndim != 1:
+        raise InputError(f"weights must have shape (M,), got shape {w.shape}")
+    deltas = []
+    for name, d in (("morph_positions", morph_positions), ("morph_normals", morph_normals)):
+        if d is None:
+            deltas.append(None)
+            continue
+        a = _as_float(d, name)
+        if a.shape != (w.shape[0], *p.shape):
+            raise InputError(
+                f"{name} must have shape ({w.shape[0]}, {p.shape[0]}, 3), got shape {a.shape}"
+            )
+        deltas.append(a)
+    dp, dn = deltas
+    out_p = p if dp is None else p + np.einsum("t,tnc->nc", w, dp)
+    unit = _safe_normalize(n)[0]
+    if dn is None:
+        return out_p, unit
+    summed, short_sum = _safe_normalize(unit + np.einsum("t,tnc->nc", w, dn), 1e-6)
+    summed[short_sum] = unit[short_sum]
+    return out_p, summed
 
 
 def skin_dqs(

@@ -108,6 +108,10 @@ class SkinnedMesh:
     dqs_blend : array_like, [N], optional, keyword-only
         Per-vertex DQS fraction in ``[0, 1]`` for ``method="blend"``: positions
         ``(1 - b) LBS + b DQS`` (Maya's "weight blended" skinning).
+    morph_positions, morph_normals : array_like, [M, N, 3], optional, keyword-only
+        Morph targets (blend shapes): per target, the position and normal deltas added to the
+        rest vertex, weighted, before skinning (:func:`vkdqs.dq.morph`). Either may be given
+        alone (a target that moves only normals, or only positions); both must agree on M.
 
     Attributes
     ----------
@@ -119,6 +123,7 @@ class SkinnedMesh:
     weights : ndarray of float32, [N, S]
     indices : ndarray of uint32, [M] or None
     dqs_blend : ndarray of float32, [N] or None
+    morph_positions, morph_normals : ndarray of float32, [M, N, 3] or None
 
     Notes
     -----
@@ -152,6 +157,8 @@ class SkinnedMesh:
         indices: ArrayLike | None = None,
         *,
         dqs_blend: ArrayLike | None = None,
+        morph_positions: ArrayLike | None = None,
+        morph_normals: ArrayLike | None = None,
     ) -> None:
         pos = _real_array(positions, "positions")
         if pos.ndim != 2 or pos.shape[1] != 3 or pos.shape[0] < 1:
@@ -257,6 +264,41 @@ class SkinnedMesh:
         self.dqs_blend: NDArray[np.float32] | None = (
             None if dqs_blend is None else _frozen(self._check_dqs_blend(dqs_blend, n))
         )
+        self.morph_positions: NDArray[np.float32] | None = self._check_morph(
+            morph_positions, "morph_positions", n
+        )
+        self.morph_normals: NDArray[np.float32] | None = self._check_morph(
+            morph_normals, "morph_normals", n
+        )
+        if self.morph_positions is not None and self.morph_normals is not None:
+            mp, mn = len(self.morph_positions), len(self.morph_normals)
+            if mp != mn:
+                raise InputError(
+                    f"morph_positions has {mp} targets but morph_normals has {mn}: "
+                    "both must have shape (M, N, 3) with the same M"
+                )
+
+    @staticmethod
+    def _check_morph(deltas: ArrayLike | None, name: str, n: int) -> NDArray[np.float32] | None:
+        if deltas is None:
+            return None
+        d = _real_array(deltas, name)
+        if d.ndim != 3 or d.shape[1:] != (n, 3) or d.shape[0] < 1:
+            raise InputError(
+                f"{name} must have shape (M, {n}, 3) with M >= 1 (one (N, 3) array of deltas "
+                f"per morph target), got {_describe(d)}"
+            )
+        d = d.astype(np.float64, copy=False)
+        if not np.isfinite(d).all():
+            t, v, c = _first(~np.isfinite(d))
+            raise InputError(f"{name}[{t}, {v}, {c}] = {d[t, v, c]}: deltas must be finite")
+        if np.abs(d).max() > MAX_MAGNITUDE:
+            t, v, c = _first(np.abs(d) > MAX_MAGNITUDE)
+            raise LimitError(
+                f"{name}[{t}, {v}, {c}] = {d[t, v, c]:g} exceeds +-{MAX_MAGNITUDE:g}: the GPU "
+                "computes in float32"
+            )
+        return _frozen(d.astype(np.float32))
 
     @staticmethod
     def _check_dqs_blend(dqs_blend: ArrayLike, n: int) -> NDArray[np.float32]:
@@ -308,6 +350,43 @@ class SkinnedMesh:
     def vertex_count(self) -> int:
         """Number of vertices ``N``."""
         return int(self.positions.shape[0])
+
+    @property
+    def morph_target_count(self) -> int:
+        """Number of morph targets ``M`` (0 without any)."""
+        for d in (self.morph_positions, self.morph_normals):
+            if d is not None:
+                return int(d.shape[0])
+        return 0
+
+    def check_morph_weights(self, weights: ArrayLike, name: str = "morph_weights") -> NDArray:
+        """``weights`` as a validated float32 ``(..., M)`` array for this mesh's targets.
+
+        Raises :class:`InputError` for a mesh without targets, a wrong last axis, or a
+        non-finite weight (naming ``name`` and the index).
+        """
+        m = self.morph_target_count
+        if m == 0:
+            raise InputError(
+                f"{name} given, but the mesh has no morph targets "
+                "(SkinnedMesh(..., morph_positions=...))"
+            )
+        w = _real_array(weights, name)
+        if w.ndim < 1 or w.shape[-1] != m:
+            raise InputError(
+                f"{name} must have shape (..., {m}) (one weight per morph target), "
+                f"got {_describe(w)}"
+            )
+        w = w.astype(np.float64, copy=False)
+        if not np.isfinite(w).all():
+            idx = _first(~np.isfinite(w))
+            where = ", ".join(map(str, idx))
+            raise InputError(f"{name}[{where}] = {w[idx]}: morph weights must be finite")
+        if np.abs(w).max(initial=0.0) > MAX_MAGNITUDE:
+            idx = _first(np.abs(w) > MAX_MAGNITUDE)
+            where = ", ".join(map(str, idx))
+            raise InputError(f"{name}[{where}] = {w[idx]:g} exceeds +-{MAX_MAGNITUDE:g}")
+        return w.astype(np.float32)
 
     @property
     def influence_count(self) -> int:

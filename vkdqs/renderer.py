@@ -35,6 +35,7 @@ from .crowd import Crowd, _Layouts
 from .errors import InputError, ObjectDestroyedError, OwnershipError
 from .gpu import (
     Buffer,
+    BufferView,
     BufferWrite,
     CommandBuffer,
     DescriptorPool,
@@ -47,12 +48,13 @@ from .gpu import (
     QueryPool,
     ResourceOwner,
     Semaphore,
+    TexelWrite,
     write_descriptors,
 )
 from .gpu.calls import align
 from .mesh import SkinnedMesh
 from .overlay_pass import OverlayPass, check_overlay
-from .skinner import check_centers
+from .skinner import check_centers, morph_blocks
 from .targets import RenderTarget
 
 #: "dqs" switches to two-phase DQS for poses with scale; "dqs_scale" always uses it; "none"
@@ -100,6 +102,28 @@ class RenderMesh:
             )
         )
         self.index_buffer.write(mesh.indices)
+        # morph-target deltas (one zero texel without targets), read by every instance's set
+        deltas = si.morph_deltas(mesh.morph_positions, mesh.morph_normals)
+        texels = renderer.device.info.max_texel_buffer_elements
+        if len(deltas) > texels:
+            raise InputError(
+                f"mesh {label!r}: its morph targets need {len(deltas)} texels, more than this "
+                f"device's maxTexelBufferElements ({texels})"
+            )
+        self.morph_buffer = renderer._keep(
+            Buffer(
+                dev,
+                deltas.nbytes,
+                vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT,
+                label=f"{label} morph deltas",
+            )
+        )
+        self.morph_buffer.write(deltas)
+        self.morph_view = renderer._keep(
+            BufferView(
+                dev, self.morph_buffer, int(si.MORPH_TEXEL_FORMAT), label=f"{label} morph deltas"
+            )
+        )
         self.mesh = mesh
         self.label = label
         self.index_count = int(mesh.indices.size)
@@ -155,21 +179,41 @@ class Instance:
     scalar: np.ndarray | None = field(default=None, repr=False)
     #: per frame slot, the vertex buffer the scalar is written to (made by the renderer)
     _scalar_buffers: dict = field(default_factory=dict, repr=False)
+    #: the active morph targets and weights (a MORPH_BLOCK record); set by set_pose
+    morph: np.ndarray = field(default_factory=lambda: np.zeros((), si.MORPH_BLOCK), repr=False)
+    #: ``MORPH_TARGETS`` of its pipeline: the kinds of deltas applied, 0 without an active
+    #: target (the pipeline without the morph code); set by set_pose
+    morph_spec: int = field(default=0, repr=False)
 
     @property
     def variant(self) -> str:
         """The shader variant the current pose needs ("dqs", "dqs_scale", "lbs" or "none")."""
         return "none" if self.method == "none" else self.pose.variant
 
-    def set_pose(self, bones: ArrayLike) -> None:
+    def set_pose(self, bones: ArrayLike, morph_weights: ArrayLike | None = None) -> None:
         """Validate and store this instance's pose (see :mod:`vkdqs.bones` for the layouts).
 
         For "dqs", matrices with scale/shear switch the instance to two-phase DQS.
+        ``morph_weights`` ((M,)) weights the mesh's morph targets, applied before skinning
+        (also for method "none"); None draws the rest shape.
         """
         method = "dqs" if self.method == "none" else self.method
-        self.pose = bone_packing.pack_pose(
+        morph = np.zeros((), si.MORPH_BLOCK)
+        spec = 0
+        if morph_weights is not None:
+            mesh = self.mesh.mesh
+            w = mesh.check_morph_weights(morph_weights)
+            if w.shape != (mesh.morph_target_count,):
+                raise InputError(
+                    f"morph_weights must have shape ({mesh.morph_target_count},), got {w.shape}"
+                )
+            morph = morph_blocks(mesh, w[None])[0]
+            has_p, has_n = mesh.morph_positions is not None, mesh.morph_normals is not None
+            spec = si.morph_spec(has_p, has_n, bool(morph["header"][0] > 0))
+        pose = bone_packing.pack_pose(
             bones, self.bone_count, method, rest_matrices=self.rest_matrices
         )
+        self.pose, self.morph, self.morph_spec = pose, morph, spec
 
     def set_scalar(self, values: ArrayLike | None) -> None:
         """Colour this instance by a per-vertex scalar ``(N,)`` in 0..1 (clipped; NaN shows as
@@ -232,13 +276,16 @@ class _Slot:
     scales_at: int
     scales_size: int
     block_at: int
+    morph_at: int
 
-    def writes(self, uniforms: Buffer) -> list[BufferWrite]:
+    def writes(self, uniforms: Buffer, morph_view: BufferView) -> list[BufferWrite | TexelWrite]:
         b = {x.binding: x for x in si.RENDER_BINDINGS}
         return [
             BufferWrite(b[si.BONES], uniforms, self.bones_at, self.bones_size),
             BufferWrite(b[si.INSTANCE], uniforms, self.block_at, INSTANCE_BLOCK.itemsize),
             BufferWrite(b[si.BONE_SCALES], uniforms, self.scales_at, self.scales_size),
+            BufferWrite(b[si.MORPH_WEIGHTS], uniforms, self.morph_at, si.MORPH_BLOCK.itemsize),
+            TexelWrite(b[si.MORPH_DELTAS], morph_view),
         ]
 
 
@@ -252,8 +299,9 @@ def _layout_slots(instances: list[Instance], alignment: int) -> tuple[list[_Slot
         bones_at = offset
         scales_at = align(bones_at + bones_size, alignment)
         block_at = align(scales_at + scales_size, alignment)
-        offset = align(block_at + INSTANCE_BLOCK.itemsize, alignment)
-        slots.append(_Slot(bones_at, bones_size, scales_at, scales_size, block_at))
+        morph_at = align(block_at + INSTANCE_BLOCK.itemsize, alignment)
+        offset = align(morph_at + si.MORPH_BLOCK.itemsize, alignment)
+        slots.append(_Slot(bones_at, bones_size, scales_at, scales_size, block_at, morph_at))
     return slots, offset
 
 
@@ -599,8 +647,8 @@ class Renderer(ResourceOwner):
                 )
             )
             frame.sets = [self._pool.allocate(self._set_layout) for _ in self.instances]
-            for ds, slot in zip(frame.sets, self._slots, strict=True):
-                write_descriptors(dev, ds, slot.writes(frame.uniforms))
+            for ds, slot, inst in zip(frame.sets, self._slots, self.instances, strict=True):
+                write_descriptors(dev, ds, slot.writes(frame.uniforms, inst.mesh.morph_view))
         self._layout_gen += 1
         self._layout_stale = False
 
@@ -613,7 +661,10 @@ class Renderer(ResourceOwner):
             vertex_shader=si.variant_name("render", variant, slots),
             fragment_shader=si.variant_name("fragment", "none"),
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
-            spec=((si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),),
+            spec=(
+                (si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),
+                (si.MORPH_TARGETS_ID, inst.morph_spec),
+            ),
             wireframe=wire,
             cull_back=self.cull,
             # a model matrix with det < 0 mirrors the mesh and flips its winding (as glTF
@@ -675,8 +726,9 @@ class Renderer(ResourceOwner):
         uniforms = frame.uniforms
         assert uniforms is not None
         for i, (inst, slot) in enumerate(zip(self.instances, self._slots, strict=True)):
-            pose = inst.pose  # read once: another thread may replace it
+            pose, morph = inst.pose, inst.morph  # read once: another thread may replace them
             uniforms.write(pose.bones, slot.bones_at)
+            uniforms.write(morph, slot.morph_at)
             if pose.scales is not None:
                 uniforms.write(pose.scales, slot.scales_at)
             uniforms.write(blocks[i : i + 1], slot.block_at)
@@ -698,7 +750,10 @@ class Renderer(ResourceOwner):
             self.wireframe,
             self.target.extent,
             vp.tobytes(),
-            tuple((i.visible, i.variant, i.mirrored, i.scalar is not None) for i in self.instances),
+            tuple(
+                (i.visible, i.variant, i.mirrored, i.scalar is not None, i.morph_spec)
+                for i in self.instances
+            ),
             None if self._overlay is None else (self._overlay.shape, self._overlay_pass.generation),
             self.target.state_key(),
             tuple(c._state_key() for c in self.crowds),

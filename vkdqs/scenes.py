@@ -90,7 +90,14 @@ def _with_dqs_blend(mesh: SkinnedMesh) -> SkinnedMesh:
         return mesh
     blend = np.full(mesh.vertex_count, DEFAULT_DQS_BLEND)
     return SkinnedMesh(
-        mesh.positions, mesh.normals, mesh.joints, mesh.weights, mesh.indices, dqs_blend=blend
+        mesh.positions,
+        mesh.normals,
+        mesh.joints,
+        mesh.weights,
+        mesh.indices,
+        dqs_blend=blend,
+        morph_positions=mesh.morph_positions,
+        morph_normals=mesh.morph_normals,
     )
 
 
@@ -369,6 +376,10 @@ def _singular(model: np.ndarray) -> bool:
     return bool(abs(np.linalg.det(model[:3, :3])) < SINGULAR_DET)
 
 
+#: The one bone of a rigid part's geometry (posed only to carry its morph weights).
+_RIGID_POSE = np.eye(4)[None]
+
+
 def _translation(offset: np.ndarray) -> np.ndarray:
     m = np.eye(4)
     m[:3, 3] = offset
@@ -376,7 +387,10 @@ def _translation(offset: np.ndarray) -> np.ndarray:
 
 
 def _rigid_geometry(mesh: GltfMesh) -> SkinnedMesh:
-    """A glTF mesh's primitives merged, bound rigidly to bone 0 (drawn with method "none")."""
+    """A glTF mesh's primitives merged, bound rigidly to bone 0 (drawn with method "none"),
+    with its morph targets."""
+    from .gltf.scene import merged_morphs
+
     pos, nrm, idx = [], [], []
     offset = 0
     for p in mesh.primitives:  # a few primitives; the data inside is whole arrays
@@ -385,12 +399,15 @@ def _rigid_geometry(mesh: GltfMesh) -> SkinnedMesh:
         idx.append(p.indices.astype(np.int64) + offset)
         offset += p.vertex_count
     n = offset
+    morph_p, morph_n = merged_morphs(mesh)
     return SkinnedMesh(
         np.concatenate(pos),
         np.concatenate(nrm),
         np.zeros((n, 1), np.uint32),
         np.ones((n, 1), np.float32),
         np.concatenate(idx),
+        morph_positions=morph_p,
+        morph_normals=morph_n,
     )
 
 
@@ -590,6 +607,12 @@ class GltfScenePlayer:
         joint_matrices = skin_matrices(self.scene, self._skins, glob)
         shown = self._shown()
         for draw in self.draws:  # over parts; the work inside is whole arrays
+            # morph weights: the animation's for this node, else the node's, else the mesh's
+            weights = (
+                self.scene.morph_weights(draw.mesh, draw.node, self.animation, time)
+                if draw.geometry.morph_target_count
+                else None
+            )
             for method in shown:
                 inst = draw.instances[method]
                 if draw.kind == "rigid":
@@ -597,10 +620,12 @@ class GltfScenePlayer:
                     inst.visible = not _singular(model)  # scaled to 0: draw nothing
                     if inst.visible:
                         inst.set_model(model)
+                        if weights is not None:  # unskinned morphing parts (faces)
+                            inst.set_pose(_RIGID_POSE, morph_weights=weights)
                 elif method == "lbs":
-                    inst.set_pose(joint_matrices[draw.skin])
+                    inst.set_pose(joint_matrices[draw.skin], morph_weights=weights)
                 else:
-                    self._set_dqs_pose(inst, draw.skin, joint_matrices[draw.skin])
+                    self._set_dqs_pose(inst, draw.skin, joint_matrices[draw.skin], weights)
         if DIFF in shown:
             self._update_diff(joint_matrices)
 
@@ -675,9 +700,15 @@ class GltfScenePlayer:
             self._diff.close()
             self._diff = None
 
-    def _set_dqs_pose(self, inst: Instance, skin: int, matrices: np.ndarray) -> None:
+    def _set_dqs_pose(
+        self,
+        inst: Instance,
+        skin: int,
+        matrices: np.ndarray,
+        weights: np.ndarray | None = None,
+    ) -> None:
         try:
-            inst.set_pose(matrices)
+            inst.set_pose(matrices, morph_weights=weights)
         except InputError as exc:
             what = "DQS" if inst.method == "dqs" else f"method {inst.method!r}"
             raise InputError(

@@ -59,6 +59,11 @@ class Stage(IntFlag):
 
 MAX_BONES_ID = 0  #: ``MAX_BONES``: how many bones the bone blocks hold
 LOCAL_SIZE_ID = 1  #: the compute shader's ``local_size_x``
+#: ``MORPH_TARGETS``: which morph deltas a pose applies, bit 0 position and bit 1 normal deltas
+#: (:func:`morph_spec`); 0 (the default) compiles the morph code away, so meshes without
+#: targets, and poses without active ones, cost what they did before morphs existed (on
+#: lavapipe a branch runs its body under a mask, a loop's body once even for zero trips).
+MORPH_TARGETS_ID = 2
 LOCAL_SIZE = 64  #: compute workgroup size vkdqs uses
 
 # -- bone blocks ------------------------------------------------------------------------------
@@ -95,6 +100,8 @@ BONE_SCALES = 6  #: BoneScaleBlock (dqs_scale) / BoneMatrixBlock (blend, cor): m
 INSTANCE = 1  #: InstanceBlock (rendering variants and skin.frag)
 READBACK_OUT = 1  #: SkinnedVertices storage buffer (readback variants)
 COMPUTE_OUT = 5  #: the compute shader's r32f output storage texel buffer
+MORPH_DELTAS = 10  #: rgba32f uniform texel buffer of morph-target deltas (every skin.* variant)
+MORPH_WEIGHTS = 11  #: MorphBlock: the active morph targets and their weights
 
 
 @dataclass(frozen=True)
@@ -207,6 +214,10 @@ def compute_bindings(method: str, slots: int) -> tuple[Binding, ...]:
         for m in mesh_inputs(slots, method)
     ]
     out.append(Binding(COMPUTE_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, c))
+    out += [
+        Binding(MORPH_DELTAS, DescriptorType.UNIFORM_TEXEL_BUFFER, c),
+        Binding(MORPH_WEIGHTS, DescriptorType.UNIFORM_BUFFER_DYNAMIC, c),
+    ]
     return tuple(sorted(out, key=lambda b: b.binding))
 
 
@@ -217,16 +228,22 @@ def readback_bindings(method: str) -> tuple[Binding, ...]:
     out.append(Binding(READBACK_OUT, DescriptorType.STORAGE_BUFFER, v))
     if method in SECOND_BLOCK_METHODS:
         out.append(Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, v))
+    out += [
+        Binding(MORPH_DELTAS, DescriptorType.UNIFORM_TEXEL_BUFFER, v),
+        Binding(MORPH_WEIGHTS, DescriptorType.UNIFORM_BUFFER_DYNAMIC, v),
+    ]
     return tuple(out)
 
 
 #: The renderer's one set layout, shared by every rendering variant (the bone-scale block is
 #: bound for all of them, used by dqs_scale, blend and cor; skin_none uses only the instance
-#: block).
+#: block and the morph bindings).
 RENDER_BINDINGS = (
     Binding(BONES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
     Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
     Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
+    Binding(MORPH_DELTAS, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
+    Binding(MORPH_WEIGHTS, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
 )
 
 #: ``cor_centers.comp``, the centers-of-rotation precomputation (:mod:`vkdqs.centers`): its
@@ -250,6 +267,94 @@ CENTERS_BINDINGS = (
 OVERLAY_IMAGE = 0
 OVERLAY_TEXEL_FORMAT = Format.R8G8B8A8_UNORM
 OVERLAY_BINDINGS = (Binding(OVERLAY_IMAGE, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.FRAGMENT),)
+# -- morph targets -----------------------------------------------------------------------------
+#
+# Morph targets are applied before skinning by morph_vertex() (shaders/glsl/include/morph.glsl)
+# in skin.comp and every skin.vert variant (crowds are not morphed). The deltas of all M
+# targets of a mesh sit in one rgba32f texel buffer (binding MORPH_DELTAS), target by target,
+# each vertex's S kinds side by side (S = 2 with position and normal deltas, else 1): target
+# t's position delta of vertex v at texel (t * N + v) * S, its normal delta at the next texel
+# (a vertex's two fetches share a cache line: 25 % faster on lavapipe than two planes). Per
+# pose (or instance), the MorphBlock (binding MORPH_WEIGHTS) lists only the targets with a
+# non-zero weight, in groups of four (the last group padded with weight 0), so the cost follows
+# the active targets, not M; a mesh without targets binds a one-texel buffer, and a pose
+# without active targets (0 groups) runs the pipeline specialized with MORPH_TARGETS = 0.
+
+#: The most targets with a non-zero weight in one pose (more raise LimitError). 64 covers the
+#: 52 ARKit face shapes all active at once.
+MAX_ACTIVE_MORPHS = 64
+#: Active targets per group of the MorphBlock (one ivec4 / vec4 per group).
+MORPH_GROUP = 4
+_GROUPS = MAX_ACTIVE_MORPHS // MORPH_GROUP
+#: std140 ``MorphBlock`` of ``include/morph.glsl``.
+MORPH_BLOCK = np.dtype(
+    [
+        # x: groups, y: has position deltas, z: has normal deltas, w: texels per vertex (S)
+        ("header", "<i4", 4),
+        ("position_base", "<i4", (_GROUPS, 4)),  # texel of each active target's vertex 0
+        ("normal_base", "<i4", (_GROUPS, 4)),
+        ("weights", "<f4", (_GROUPS, 4)),
+    ]
+)
+assert MORPH_BLOCK.itemsize == 16 + 3 * 16 * _GROUPS
+MORPH_TEXEL_FORMAT = Format.R32G32B32A32_SFLOAT
+
+
+def morph_deltas(
+    morph_positions: np.ndarray | None, morph_normals: np.ndarray | None
+) -> np.ndarray:
+    """The (rows, 4) float32 texels of the MORPH_DELTAS buffer for (M, N, 3) deltas (either may
+    be None); one zero texel when there are none (the buffer a mesh without targets binds)."""
+    parts = [d for d in (morph_positions, morph_normals) if d is not None]
+    if not parts:
+        return np.zeros((1, 4), np.float32)
+    m, n = parts[0].shape[:2]
+    out = np.zeros((m, n, len(parts), 4), np.float32)
+    for k, d in enumerate(parts):
+        out[:, :, k, :3] = d
+    return out.reshape(-1, 4)
+
+
+def morph_spec(has_positions: bool, has_normals: bool, active: bool) -> int:
+    """The ``MORPH_TARGETS`` specialization value: the kinds of deltas applied (0 when no
+    target is active)."""
+    return (int(has_positions) | 2 * int(has_normals)) if active else 0
+
+
+def morph_blocks(
+    weights: np.ndarray, vertex_count: int, has_positions: bool, has_normals: bool
+) -> np.ndarray:
+    """(P,) MORPH_BLOCK records for (P, M) ``weights`` of a mesh with ``vertex_count``
+    vertices: per pose the targets whose weight is non-zero (the caller checked there are at
+    most MAX_ACTIVE_MORPHS), in target order, in groups of MORPH_GROUP, with the texel offsets
+    of :func:`morph_deltas`'s layout."""
+    p, m = weights.shape
+    k = min(m, MAX_ACTIVE_MORPHS)
+    active = weights != 0
+    # the non-zero targets first, each pose's in target order
+    order = np.argsort(~active, axis=1, kind="stable")[:, :k]
+    used = np.take_along_axis(active, order, axis=1)
+    counts = active.sum(axis=1)
+    n = vertex_count
+    blocks = np.zeros(p, MORPH_BLOCK)
+    blocks["header"][:, 0] = (counts + MORPH_GROUP - 1) // MORPH_GROUP
+    blocks["header"][:, 1] = has_positions
+    blocks["header"][:, 2] = has_normals
+    stride = int(has_positions) + int(has_normals)
+    blocks["header"][:, 3] = stride
+    first = order * n * stride  # each target's texel of vertex 0
+    slots = (p, _GROUPS * MORPH_GROUP)
+    for field, values in (
+        ("position_base", np.where(used, first, 0) if has_positions else None),
+        ("normal_base", np.where(used, first + stride - 1, 0) if has_normals else None),
+        ("weights", np.where(used, np.take_along_axis(weights, order, axis=1), 0.0)),
+    ):
+        if values is not None:
+            flat = np.zeros(slots, MORPH_BLOCK[field].base)
+            flat[:, :k] = values
+            blocks[field] = flat.reshape(p, _GROUPS, MORPH_GROUP)
+    return blocks
+
 
 # -- push constants ---------------------------------------------------------------------------
 

@@ -71,11 +71,13 @@ MAX_BATCH_BYTES = 64 * 2**20
 class _Program:
     """One shader variant (e.g. "dqs", "dqs_scale", "lbs"): its pipeline and descriptor set."""
 
-    def __init__(self, skinner: Skinner, method: str) -> None:
+    def __init__(self, skinner: Skinner, method: str, morphs: bool = False) -> None:
         dev, s = skinner.device, skinner
         kind = "compute" if s.path == "compute" else "readback"
         self.variant = si.variant(kind, method, s.mesh.slots)
         self.method = method
+        #: the morph code is in (a batch with an active target) or compiled away
+        self.key = (method, morphs)
         self.name = self.variant.name
         self.bindings = {b.binding: b for b in si.bindings_of(self.variant)}
         stage = si.Stage.COMPUTE if kind == "compute" else si.Stage.VERTEX
@@ -84,7 +86,12 @@ class _Program:
         self.layout = s._keep(PipelineLayout(dev, [self.set_layout], push, stage, label=self.name))
         self.pool = s._keep(DescriptorPool(dev, self.bindings.values(), sets=1, label=self.name))
         self.set = self.pool.allocate(self.set_layout)
-        spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE))
+        mesh = s.mesh
+        kinds = si.morph_spec(
+            mesh.morph_positions is not None, mesh.morph_normals is not None, morphs
+        )
+        morph_spec = (si.MORPH_TARGETS_ID, kinds)
+        spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morph_spec)
         if kind == "compute":
             desc = ComputePipelineDesc(self.name, spec)
             self.pipeline = s._pipelines.compute(desc, self.layout)
@@ -92,6 +99,7 @@ class _Program:
                 TexelWrite(self.bindings[m.binding], s._views[m.name])
                 for m in si.mesh_inputs(s.mesh.slots, method)
             ]
+            texels.append(TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view))
             write_descriptors(dev, self.set, texels)
         else:
             gdesc = GraphicsPipelineDesc(
@@ -100,12 +108,15 @@ class _Program:
                 vertex_inputs=tuple(
                     (m.location, int(m.vertex_format)) for m in si.mesh_inputs(s.mesh.slots, method)
                 ),
-                spec=spec[:1],
+                spec=(spec[0], morph_spec),
                 topology=vk.VK_PRIMITIVE_TOPOLOGY_POINT_LIST,
                 rasterizer_discard=True,
                 cull_back=False,
             )
             self.pipeline = s._pipelines.graphics(gdesc, self.layout, s._render_pass)
+            write_descriptors(
+                dev, self.set, [TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view)]
+            )
         self.capacity = 0  # the Skinner's capacity this set's buffer descriptors point at
 
 
@@ -177,11 +188,13 @@ class Skinner(ResourceOwner):
         self._scale_offset = align(self._bones_bytes, alignment)
         two_phase = method in si.SECOND_BLOCK_METHODS or (method == "dqs" and allow_scale)
         scale_bytes = bone_count * si.SCALE_STRIDE if two_phase else 0
-        self._slot_bytes = align(self._scale_offset + scale_bytes, alignment)
-        self._programs: dict[str, _Program] = {}
+        # ... then the MorphBlock (active morph targets and weights; count 0 without targets)
+        self._morph_offset = align(self._scale_offset + scale_bytes, alignment)
+        self._slot_bytes = align(self._morph_offset + si.MORPH_BLOCK.itemsize, alignment)
+        self._programs: dict[tuple[str, bool], _Program] = {}
         self._pipelines = PipelineCache(self)
         self._capacity = 0
-        self._recorded: tuple[str, int] | None = None
+        self._recorded: tuple[tuple[str, bool], int] | None = None
         self._warned_scale = False
         try:
             self._create()
@@ -232,6 +245,22 @@ class Skinner(ResourceOwner):
                 self._views[m.name] = self._keep(
                     BufferView(dev, buf, fmt, label=f"{label} {m.name}")
                 )
+        # Morph-target deltas (one zero texel for a mesh without targets: same shaders)
+        deltas = si.morph_deltas(self.mesh.morph_positions, self.mesh.morph_normals)
+        self._morph_buffer = self._keep(
+            Buffer(
+                dev,
+                deltas.nbytes,
+                vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT,
+                label=f"{label} morph deltas",
+            )
+        )
+        self._morph_buffer.write(deltas)
+        self._morph_view = self._keep(
+            BufferView(
+                dev, self._morph_buffer, int(si.MORPH_TEXEL_FORMAT), label=f"{label} morph deltas"
+            )
+        )
         if self.path == "vertex":
             self._render_pass = self._keep(RenderPass(dev, RenderPassDesc(), label=label))
             self._framebuffer = self._keep(
@@ -244,10 +273,12 @@ class Skinner(ResourceOwner):
         self._label = label
         self._program(self.method)  # build the main pipeline now, so errors surface here
 
-    def _program(self, method: str) -> _Program:
-        program = self._programs.get(method)
+    def _program(self, method: str, morphs: bool = False) -> _Program:
+        """The pipeline of ``method``; ``morphs``: with the morph code (a batch with an active
+        target), else the one where it is compiled away (no cost for 0 active targets)."""
+        program = self._programs.get((method, morphs))
         if program is None:
-            program = self._programs[method] = _Program(self, method)
+            program = self._programs[(method, morphs)] = _Program(self, method, morphs)
         if program.capacity != self._capacity and self._capacity:
             self._write_buffer_descriptors(program)
         return program
@@ -263,6 +294,11 @@ class Skinner(ResourceOwner):
             writes.append(
                 BufferWrite(b[si.BONE_SCALES], self._bone_buffer, self._scale_offset, scales)
             )
+        writes.append(
+            BufferWrite(
+                b[si.MORPH_WEIGHTS], self._bone_buffer, self._morph_offset, si.MORPH_BLOCK.itemsize
+            )
+        )
         if self.path == "vertex":
             out = self._out_buffer
             writes.append(BufferWrite(b[si.READBACK_OUT], out, 0, out.size))
@@ -328,7 +364,7 @@ class Skinner(ResourceOwner):
 
     def _record(self, program: _Program, poses: int) -> None:
         """Record the command buffer for a batch of ``poses`` poses (once per batch size)."""
-        if self._recorded == (program.method, poses):
+        if self._recorded == (program.key, poses):
             return
         cmd = self._cmd.begin()
         if self.path == "compute":
@@ -347,12 +383,17 @@ class Skinner(ResourceOwner):
             cmd, stage, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [barrier], 0, None, 0, None
         )
         self._cmd.end()
-        self._recorded = (program.method, poses)
+        self._recorded = (program.key, poses)
 
     def _bind_pose(self, cmd: Any, program: _Program, bind_point: int, p: int) -> None:
-        offsets = [p * self._slot_bytes]
-        if si.BONE_SCALES in program.bindings:
-            offsets.append(p * self._slot_bytes)  # the binding's range starts at the scales
+        # one dynamic offset per dynamic binding, in binding order (bones, scales, morphs):
+        # each binding's range starts at its block within slot 0
+        dynamic = [
+            b
+            for b in sorted(program.bindings)
+            if program.bindings[b].type == si.DescriptorType.UNIFORM_BUFFER_DYNAMIC
+        ]
+        offsets = [p * self._slot_bytes] * len(dynamic)
         vk.vkCmdBindDescriptorSets(
             cmd, bind_point, program.layout.handle, 0, 1, [program.set], len(offsets), offsets
         )
@@ -404,15 +445,19 @@ class Skinner(ResourceOwner):
 
     # -- public API -------------------------------------------------------------------------
 
-    def _run(self, packed: bone_packing.PackedPose, out: np.ndarray) -> None:
-        """Skin the poses of ``packed`` in chunks, writing (2, P, N, 3) into ``out``."""
+    def _run(
+        self, packed: bone_packing.PackedPose, out: np.ndarray, morphs: np.ndarray | None = None
+    ) -> None:
+        """Skin the poses of ``packed`` in chunks, writing (2, P, N, 3) into ``out``;
+        ``morphs``: (P,) MORPH_BLOCK records, or None (no morph targets applied)."""
         if packed.variant == "dqs_scale" and not self._warned_scale:
             log.info("vkdqs: bones have scale/shear; using two-phase DQS")
             self._warned_scale = True
         total = packed.bones.shape[0]
         chunk = min(total, self._batch_limit())
         self._ensure_capacity(chunk)
-        program = self._program(packed.variant)
+        active = morphs is not None and bool(morphs["header"][:, 0].any())
+        program = self._program(packed.variant, active)
         for start in range(0, total, chunk):
             poses = min(chunk, total - start)
             self._record(program, poses)
@@ -424,6 +469,10 @@ class Skinner(ResourceOwner):
                 first = self._scale_offset // 4
                 scales = packed.scales[start : start + poses].reshape(poses, -1)
                 slots[:, first : first + self.bone_count * si.SCALE_FLOATS] = scales
+            if morphs is not None:
+                first = self._morph_offset // 4
+                block = morphs[start : start + poses].view(np.float32).reshape(poses, -1)
+                slots[:, first : first + block.shape[1]] = block
             assert self._bone_buffer is not None and self._out_buffer is not None
             self._bone_buffer.write(slots)
             self._cmd.submit_and_wait()
@@ -440,7 +489,14 @@ class Skinner(ResourceOwner):
             rest_matrices=self.rest_matrices,
         )
 
-    def skin(self, bones: object) -> tuple[np.ndarray, np.ndarray]:
+    def _morph_blocks(self, morph_weights: object, poses: int) -> np.ndarray | None:
+        """(P,) MORPH_BLOCK records for ``morph_weights`` ((P, M)), or None."""
+        if morph_weights is None:
+            return None
+        w = self.mesh.check_morph_weights(morph_weights).reshape(-1, self.mesh.morph_target_count)
+        return morph_blocks(self.mesh, w)
+
+    def skin(self, bones: object, morph_weights: object = None) -> tuple[np.ndarray, np.ndarray]:
         """Skin the mesh with one pose.
 
         Parameters
@@ -448,11 +504,23 @@ class Skinner(ResourceOwner):
         bones : array, (B, 2, 4) unit dual quaternions or (B, 4, 4) matrices for DQS (rigid, or
             with scale/shear: two-phase DQS); (B, 4, 4) / (B, 3, 4) affine matrices (or (B, 2, 4)
             dual quaternions) for LBS.
+        morph_weights : array, (M,), optional
+            Weights of the mesh's morph targets, applied before skinning
+            (:func:`vkdqs.dq.morph`); None leaves the rest shape. At most
+            :data:`~vkdqs.shader_interface.MAX_ACTIVE_MORPHS` may be non-zero.
 
         Returns
         -------
         positions, normals : ndarray, float32, (N, 3) each
         """
+        if morph_weights is not None:
+            w = self.mesh.check_morph_weights(morph_weights)
+            if w.shape != (self.mesh.morph_target_count,):
+                raise InputError(
+                    f"morph_weights must have shape ({self.mesh.morph_target_count},), "
+                    f"got {w.shape}"
+                )
+        morphs = self._morph_blocks(morph_weights, 1)
         packed = self._pack(bones, batched=False)
         batch = bone_packing.PackedPose(
             packed.variant,
@@ -462,20 +530,33 @@ class Skinner(ResourceOwner):
         out = np.empty((2, 1, self.vertex_count, 3), np.float32)
         with self._lock:
             self._check_open()
-            self._run(batch, out)
+            self._run(batch, out, morphs)
         return out[0, 0], out[1, 0]
 
-    def skin_many(self, bones: object) -> tuple[np.ndarray, np.ndarray]:
+    def skin_many(
+        self, bones: object, morph_weights: object = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Skin the mesh with P poses ``(P, B, ...)``: one submission per chunk of poses whose
-        buffers fit :attr:`max_batch_bytes`.
+        buffers fit :attr:`max_batch_bytes`. ``morph_weights``: (P, M) morph-target weights,
+        one row per pose (None: the rest shape).
 
         Returns (P, N, 3) float32 positions and normals.
         """
         packed = self._pack(bones, batched=True)
-        out = np.empty((2, packed.bones.shape[0], self.vertex_count, 3), np.float32)
+        count = packed.bones.shape[0]
+        if morph_weights is not None:
+            w = self.mesh.check_morph_weights(morph_weights)
+            m = self.mesh.morph_target_count
+            if w.shape != (count, m):
+                raise InputError(
+                    f"morph_weights must have shape ({count}, {m}) (one row per pose), "
+                    f"got {w.shape}"
+                )
+        morphs = self._morph_blocks(morph_weights, count)
+        out = np.empty((2, count, self.vertex_count, 3), np.float32)
         with self._lock:
             self._check_open()
-            self._run(packed, out)
+            self._run(packed, out, morphs)
         return out[0], out[1]
 
     def close(self) -> None:
@@ -491,6 +572,20 @@ class Skinner(ResourceOwner):
             f"<Skinner {self.method}/{self.path} {self.vertex_count} vertices, "
             f"{self.mesh.slots} influence slots, {self.bone_count} bones ({state})>"
         )
+
+
+def morph_blocks(mesh: SkinnedMesh, weights: np.ndarray) -> np.ndarray:
+    """(P,) MORPH_BLOCK records for validated (P, M) float32 ``weights`` of ``mesh``; raises
+    :class:`LimitError` when a pose has more than MAX_ACTIVE_MORPHS non-zero weights."""
+    active = np.count_nonzero(weights, axis=1)
+    if active.size and active.max() > si.MAX_ACTIVE_MORPHS:
+        p = int(np.argmax(active > si.MAX_ACTIVE_MORPHS))
+        raise LimitError(
+            f"morph_weights[{p}] has {int(active[p])} non-zero weights; vkdqs applies at most "
+            f"{si.MAX_ACTIVE_MORPHS} active morph targets at once"
+        )
+    has_p, has_n = mesh.morph_positions is not None, mesh.morph_normals is not None
+    return si.morph_blocks(weights, mesh.vertex_count, has_p, has_n)
 
 
 def _check_centers(
@@ -538,6 +633,14 @@ def _check_limits(
             f"(at most {max_bones} bones)"
         )
     n = mesh.vertex_count
+    texels = len(si.morph_deltas(None, None)) if mesh.morph_target_count == 0 else 0
+    for d in (mesh.morph_positions, mesh.morph_normals):
+        texels += 0 if d is None else d.shape[0] * n
+    if texels > info.max_texel_buffer_elements:
+        raise LimitError(
+            f"the mesh's morph targets need {texels} texels, more than this device's "
+            f"maxTexelBufferElements ({info.max_texel_buffer_elements})"
+        )
     if path == "vertex":
         if not info.vertex_pipeline_stores_and_atomics:
             raise CapabilityError(

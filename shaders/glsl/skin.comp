@@ -7,6 +7,7 @@
 // host reads them back as two tightly packed (N, 3) arrays.
 
 #include "include/skin.glsl"
+#include "include/morph.glsl"
 
 layout(local_size_x_id = 1) in;
 
@@ -35,8 +36,9 @@ void main() {
         return;
     }
     int iv = int(v);
-    vec3 p;
-    vec3 n;
+    vec3 p = texelFetch(in_positions, iv).xyz;
+    vec3 n = texelFetch(in_normals, iv).xyz;
+    morph_vertex(iv, p, n);
     skin_vertex(texelFetch(in_joints, iv), texelFetch(in_weights, iv),
 #ifdef SKIN_INFLUENCES_8
                 texelFetch(in_joints_1, iv), texelFetch(in_weights_1, iv),
@@ -44,7 +46,7 @@ void main() {
 #ifdef SKIN_AUX
                 texelFetch(in_aux, iv),
 #endif
-                texelFetch(in_positions, iv).xyz, texelFetch(in_normals, iv).xyz, p, n);
+                p, n, p, n);
     int i = int(pc.position_base + 3u * v);
     int k = int(pc.normal_base + 3u * v);
     imageStore(out_data, i, vec4(p.x));

@@ -10,6 +10,7 @@
 //                  discard), so tests read back exactly what this shader computes.
 
 #include "include/skin.glsl"
+#include "include/morph.glsl"
 
 layout(location = 0) in vec3 in_position;
 layout(location = 1) in vec3 in_normal;
@@ -55,13 +56,11 @@ layout(location = 6) out float out_scalar;
 #endif
 
 void main() {
-    vec3 p;
-    vec3 n;
-#ifdef SKIN_NONE
-    p = in_position;
-    n = in_normal;
-#else
-    skin_vertex(SKIN_INFLUENCES, SKIN_AUX_ARG in_position, in_normal, p, n);
+    vec3 p = in_position;
+    vec3 n = in_normal;
+    morph_vertex(gl_VertexIndex, p, n);  // the renderer draws with vertexOffset 0
+#ifndef SKIN_NONE
+    skin_vertex(SKIN_INFLUENCES, SKIN_AUX_ARG p, n, p, n);
 #endif
 #ifdef SKIN_READBACK
     out_normal = n;

@@ -39,6 +39,54 @@ class Channel:
     out_tangents: NDArray[np.float64] | None = None
 
 
+@dataclass(frozen=True, eq=False)
+class WeightsChannel:
+    """A ``weights`` channel: the morph-target weights of one node's mesh over time.
+
+    Attributes
+    ----------
+    node : int
+    interpolation : str
+        ``"LINEAR"``, ``"STEP"`` or ``"CUBICSPLINE"``.
+    times : ndarray of float64, [K]
+    values : ndarray of float64, [K, M]
+    in_tangents, out_tangents : ndarray of float64, [K, M] or None
+        CUBICSPLINE tangents.
+    """
+
+    node: int
+    interpolation: str
+    times: NDArray[np.float64]
+    values: NDArray[np.float64]
+    in_tangents: NDArray[np.float64] | None = None
+    out_tangents: NDArray[np.float64] | None = None
+
+    def sample(self, time: float, /) -> NDArray[np.float64]:
+        """The (M,) weights at ``time`` seconds (clamped to the first/last key), interpolated
+        as glTF says (STEP: the key at or before; LINEAR: lerp; CUBICSPLINE: the Hermite
+        spline with tangents scaled by the key interval)."""
+        t = float(time)
+        if not np.isfinite(t):
+            raise InputError(f"time must be finite, got {time!r}")
+        times = self.times
+        k0 = int(np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 1))
+        k1 = min(k0 + 1, len(times) - 1)
+        v0, v1 = self.values[k0], self.values[k1]
+        dt = times[k1] - times[k0]
+        if k1 == k0 or dt <= 0 or self.interpolation == "STEP":
+            return v0.copy()
+        u = min(max((t - times[k0]) / dt, 0.0), 1.0)
+        if self.interpolation == "LINEAR" or self.in_tangents is None or self.out_tangents is None:
+            return v0 + u * (v1 - v0)
+        u2, u3 = u * u, u * u * u
+        return (
+            (2 * u3 - 3 * u2 + 1) * v0
+            + dt * (u3 - 2 * u2 + u) * self.out_tangents[k0]
+            + (-2 * u3 + 3 * u2) * v1
+            + dt * (u3 - u2) * self.in_tangents[k1]
+        )
+
+
 _STEP, _LINEAR, _CUBIC = 0, 1, 2
 
 
@@ -91,9 +139,11 @@ class Animation:
     name : str
     channels : tuple of Channel
     duration : float
-        Last key time over all channels (including ignored morph-weight channels), in seconds.
+        Last key time over all channels (including morph-weight channels), in seconds.
+    weight_channels : tuple of WeightsChannel
+        The morph-target ``weights`` channels (:meth:`GltfScene.morph_weights` samples them).
     ignored_channels : int
-        Morph-target ``weights`` channels (and channels without a target node), not sampled.
+        Channels without a target node, not sampled.
 
     Raises
     ------
@@ -108,9 +158,11 @@ class Animation:
         *,
         duration: float,
         ignored_channels: int = 0,
+        weight_channels: tuple[WeightsChannel, ...] = (),
     ) -> None:
         self.name = name
         self.channels = channels
+        self.weight_channels = weight_channels
         self.duration = float(duration)
         self.ignored_channels = ignored_channels
         checked: set[int] = set()

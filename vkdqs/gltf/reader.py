@@ -16,19 +16,23 @@ What is loaded
   BYTE/SHORT ``NORMAL``, converted to float as glTF says (normalized signed ``c``:
   ``max(c / (2^(b-1) - 1), -1)``; unsigned ``c / (2^b - 1)``; quantized normals renormalized).
   The file's node transforms and inverse bind matrices carry the dequantization; nothing else
-  is needed. (The other attributes it quantizes, TEXCOORD_n, TANGENT and morph targets, are
+  is needed. Morph-target deltas may be quantized as the extension lists (POSITION: BYTE or
+  SHORT, normalized or not; NORMAL: normalized BYTE or SHORT). (TEXCOORD_n and TANGENT are
   not read.) Without the extension an integer POSITION or NORMAL is an error naming it.
 * ``EXT_meshopt_compression``, ``KHR_meshopt_compression`` and ``KHR_draco_mesh_compression``
   with the ``vkdqs[compression]`` extra (see :mod:`vkdqs.gltf.compression`): the decoded data
   goes through the same checks as uncompressed data.
+* Morph targets: each primitive's ``targets`` (POSITION and NORMAL deltas, sparse accessors
+  too; TANGENT and other target attributes are ignored), the same count on every primitive of a
+  mesh; ``mesh.weights``, ``node.weights`` (lengths checked) and ``mesh.extras.targetNames``.
 * Skins: joints, inverse bind matrices (identity when absent), skeleton root.
 * Nodes: TRS or ``matrix`` local transforms and the hierarchy.
-* Animations: translation/rotation/scale channels with STEP, LINEAR and CUBICSPLINE samplers.
+* Animations: translation/rotation/scale channels with STEP, LINEAR and CUBICSPLINE samplers,
+  and ``weights`` channels (M values per key, on a node whose mesh has M targets).
 
 What is ignored (the specification lets a loader ignore it): materials, textures, images (their
 ``uri`` is checked, not read), samplers, cameras, lights, ``extras``, unknown ``extensionsUsed``,
-other vertex attributes (TEXCOORD_n, COLOR_n, TANGENT, ...), morph targets and ``weights``
-animation channels (logged once at INFO level on the ``vkdqs.gltf`` logger).
+other vertex attributes (TEXCOORD_n, COLOR_n, TANGENT, ...).
 
 Untrusted files
 ---------------
@@ -76,7 +80,7 @@ from vkdqs.gltf.accessors import (
     _AccessorReader,
     over_budget,
 )
-from vkdqs.gltf.animation import Animation, Channel
+from vkdqs.gltf.animation import Animation, Channel, WeightsChannel
 from vkdqs.gltf.container import _parse_glb, _parse_json
 from vkdqs.gltf.errors import GltfError, _show
 from vkdqs.gltf.geometry import _triangulate, vertex_normals
@@ -117,6 +121,20 @@ _QUANTIZED_POSITION = (
     *((ct, norm) for ct in (BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT) for norm in (False, True)),
 )
 _QUANTIZED_NORMAL = ((FLOAT, False), (BYTE, True), (SHORT, True))
+# KHR_mesh_quantization: morph-target deltas (signed only: a delta has a sign).
+_QUANTIZED_DELTA_POSITION = (
+    (FLOAT, False),
+    *((ct, norm) for ct in (BYTE, SHORT) for norm in (False, True)),
+)
+_QUANTIZED_DELTA_NORMAL = _QUANTIZED_NORMAL
+# Component types of a ``weights`` sampler's output (glTF 2.0, animation samplers).
+_WEIGHT_OUTPUTS = (
+    (FLOAT, False),
+    (BYTE, True),
+    (UNSIGNED_BYTE, True),
+    (SHORT, True),
+    (UNSIGNED_SHORT, True),
+)
 #: The application-specific vertex attribute holding each vertex's DQS fraction for
 #: ``method="blend"`` (a float, or a normalized unsigned byte/short, in [0, 1]).
 DQS_BLEND_ATTRIBUTE = "_DQS_BLEND"
@@ -138,7 +156,8 @@ class _Reader(_AccessorReader):
     ) -> None:
         super().__init__(path, doc, glb_bin, max_bytes=max_bytes, spent=spent)
         self.weight_warnings: list[tuple[str, int, int, float]] = []
-        self.ignored_morph = 0
+        # morph targets of each mesh (set by meshes(); weights channels check against it)
+        self._morph_counts: list[int] = []
         # KHR_mesh_quantization listed in extensionsUsed: integer POSITION/NORMAL are allowed
         self.quantized = False
         # Each decoded once however many users share it (see primitive() and _channel()).
@@ -228,7 +247,10 @@ class _Reader(_AccessorReader):
                 flat = self.get_numbers(nd, "matrix", path, 16, [])
                 matrix = flat.reshape(4, 4).T  # glTF stores matrices column-major
             name = self.get_str(nd, "name", path)
-            out.append([i, name, children, mesh, skin, t, r, s, matrix])
+            weights = self.number_list(nd, "weights", path)
+            if weights is not None and mesh is None:
+                self.fail(f"{path}.weights", "a node with weights must have a mesh")
+            out.append([i, name, children, mesh, skin, t, r, s, matrix, weights])
         # Every node must be reachable from a root: anything left over sits on a cycle. The walk
         # (depth first, each node once) also gives each node's preorder position and subtree
         # size: b is under a iff first[a] <= first[b] < first[a] + size[a].
@@ -251,9 +273,19 @@ class _Reader(_AccessorReader):
                 size[parent[i]] += size[i]
         self._first, self._size = first, np.array(size, dtype=np.int64)
         return tuple(
-            Node(i, name, parent[i], tuple(ch), mesh, skin, t, r, s, m)
-            for i, name, ch, mesh, skin, t, r, s, m in out
+            Node(i, name, parent[i], tuple(ch), mesh, skin, t, r, s, m, w)
+            for i, name, ch, mesh, skin, t, r, s, m, w in out
         )
+
+    def number_list(self, parent: dict, key: str, path: str) -> NDArray[np.float64] | None:
+        """An optional array of any number of finite numbers (morph ``weights``)."""
+        if key not in parent:
+            return None
+        value = parent[key]
+        if not isinstance(value, list) or not value:
+            self.fail(f"{path}.{key}", f"must be a non-empty array of numbers, got {_show(value)}")
+        self.charge(len(value) * 8, f"{path}.{key}", f"{len(value)} weights")
+        return self.get_numbers(parent, key, path, len(value), [])
 
     def scene_roots(self, nodes: tuple[Node, ...]) -> tuple[int, ...]:
         scenes = self.array("scenes")
@@ -288,12 +320,13 @@ class _Reader(_AccessorReader):
                 f"{mode} ({_MODES[mode]}) is not supported; vkdqs draws triangles "
                 "(TRIANGLES, TRIANGLE_STRIP, TRIANGLE_FAN)",
             )
-        if "targets" in prim:
-            self.ignored_morph += 1
         # Primitives with the same accessors decode to the same arrays: decode them once, so
         # many primitives sharing one huge accessor cost what one does.
         draco = compression.draco_extension(self, prim, path)
-        key = json.dumps([attrs, prim.get("indices"), mode, flat_normals, draco], sort_keys=True)
+        key = json.dumps(
+            [attrs, prim.get("indices"), mode, flat_normals, draco, prim.get("targets")],
+            sort_keys=True,
+        )
         if key in self._primitives:
             decoded, warned = self._primitives[key]
             if warned is not None:  # reported for each primitive, as if decoded again
@@ -372,6 +405,7 @@ class _Reader(_AccessorReader):
                 length = np.linalg.norm(v, axis=1, keepdims=True)
                 normals = (v / np.where(length > 0.0, length, 1.0)).astype(np.float32)
 
+        morph_p, morph_n, target_count = self._morph_targets(prim, path, n, same_count)
         joints, weights = self._skin_attributes(attrs, apath, n, same_count)
         dqs_blend = None
         if DQS_BLEND_ATTRIBUTE in attrs:
@@ -432,6 +466,11 @@ class _Reader(_AccessorReader):
             joints = None if joints is None else joints[tri]
             weights = None if weights is None else weights[tri]
             dqs_blend = None if dqs_blend is None else dqs_blend[tri]
+            corner = tri.reshape(-1)
+            if morph_p is not None or morph_n is not None:
+                self.charge(len(tri) * 24 * target_count, path, "flat-shaded morph deltas")
+            morph_p = None if morph_p is None else morph_p[:, corner]
+            morph_n = None if morph_n is None else morph_n[:, corner]
             tri = np.arange(len(tri), dtype=np.int64)
             face = vertex_normals(positions, tri)
             normals = face.astype(np.float32)
@@ -454,7 +493,41 @@ class _Reader(_AccessorReader):
             mode,
             computed,
             dqs_blend,
+            morph_p,
+            morph_n,
+            target_count,
         )
+
+    def _morph_targets(
+        self, prim: dict, path: str, n: int, same_count: Any
+    ) -> tuple[NDArray[np.float32] | None, NDArray[np.float32] | None, int]:
+        """A primitive's ``targets``: (M, n, 3) POSITION and NORMAL deltas (zeros for a target
+        without one, None when no target has it) and M."""
+        targets = self.get_list(prim, "targets", path)
+        if not targets:
+            if "targets" in prim:
+                self.fail(f"{path}.targets", "must not be empty")
+            return None, None, 0
+        m = len(targets)
+        out: dict[str, NDArray[np.float32]] = {}
+        for t, target in enumerate(targets):  # over morph targets
+            tpath = f"{path}.targets[{t}]"
+            if not isinstance(target, dict):
+                self.fail(tpath, f"must be an object, got {_show(target)}")
+            for key, quantized in (
+                ("POSITION", _QUANTIZED_DELTA_POSITION),
+                ("NORMAL", _QUANTIZED_DELTA_NORMAL),
+            ):
+                if key not in target:
+                    continue
+                acc = self._vec3_attribute(target, tpath, key, quantized)
+                same_count(acc, f"{tpath}.{key}")
+                if key not in out:
+                    self.charge(m * n * 12, f"{tpath}.{key}", f"{m} morph targets of {n} deltas")
+                    out[key] = np.zeros((m, n, 3), np.float32)
+                self.charge(n * 24, f"{tpath}.{key}", f"{n} deltas")
+                out[key][t] = acc.floats() if acc.component_type != FLOAT else acc.data
+        return out.get("POSITION"), out.get("NORMAL"), m
 
     def _vec3_attribute(
         self, attrs: dict, apath: str, key: str, quantized: tuple[tuple[int, bool], ...]
@@ -538,8 +611,44 @@ class _Reader(_AccessorReader):
                 if not isinstance(prim, dict):
                     self.fail(f"{path}.primitives[{p}]", f"must be an object, got {_show(prim)}")
                 decoded.append(self.primitive(m, p, prim, flat_normals))
+                count = decoded[-1].target_count
+                if count != decoded[0].target_count:
+                    self.fail(
+                        f"{path}.primitives[{p}].targets",
+                        f"{count} morph targets, but primitives[0] has "
+                        f"{decoded[0].target_count}; every primitive of a mesh needs the same",
+                    )
             out.append(decoded)
+            self._morph_counts.append(decoded[0].target_count)
         return out
+
+    def check_node_weights(self, nodes: tuple[Node, ...]) -> None:
+        """Each node's ``weights`` has one value per morph target of its mesh."""
+        for nd in nodes:  # over nodes, at load
+            if nd.mesh is None or nd.weights is None:
+                continue
+            count = self._morph_counts[nd.mesh]
+            if len(nd.weights) != count:
+                self.fail(
+                    f"nodes[{nd.index}].weights",
+                    f"has {len(nd.weights)} values but meshes[{nd.mesh}] has {count} morph targets",
+                )
+
+    def mesh_morph_info(self, m: int) -> tuple[NDArray[np.float64] | None, tuple[str, ...]]:
+        """``meshes[m].weights`` and ``extras.targetNames`` (checked against the targets)."""
+        path = f"meshes[{m}]"
+        mesh = self.array("meshes")[m]
+        count = self._morph_counts[m]
+        weights = self.number_list(mesh, "weights", path)
+        if weights is not None and len(weights) != count:
+            self.fail(f"{path}.weights", f"has {len(weights)} values for {count} morph targets")
+        names: tuple[str, ...] = ()
+        extras = mesh.get("extras")
+        raw = extras.get("targetNames") if isinstance(extras, dict) else None
+        # extras are the application's: malformed names are ignored, not an error
+        if isinstance(raw, list) and len(raw) == count and all(isinstance(x, str) for x in raw):
+            names = tuple(raw)
+        return weights, names
 
     def skins(self, nodes: tuple[Node, ...]) -> tuple[Skin, ...]:
         out = []
@@ -651,6 +760,7 @@ class _Reader(_AccessorReader):
                 if not isinstance(s, dict):
                     self.fail(f"{path}.samplers[{k}]", f"must be an object, got {_show(s)}")
             decoded: list[Channel] = []
+            morphs: list[WeightsChannel] = []
             ignored = 0
             duration = 0.0
             seen: dict[tuple[int, str], int] = {}
@@ -687,10 +797,10 @@ class _Reader(_AccessorReader):
                 duration = max(duration, end)
                 if channel is None:
                     ignored += 1
+                elif isinstance(channel, WeightsChannel):
+                    morphs.append(channel)
                 else:
                     decoded.append(channel)
-            if ignored:
-                self.ignored_morph += ignored
             # Animation packs each distinct key array once (times, values, tangents; width 4).
             distinct = {id(x): x for ch in decoded for x in (ch.times, ch.values, ch.in_tangents)}
             rows = sum(len(x) for x in distinct.values() if x is not None)
@@ -701,13 +811,14 @@ class _Reader(_AccessorReader):
                     tuple(decoded),
                     duration=duration,
                     ignored_channels=ignored,
+                    weight_channels=tuple(morphs),
                 )
             )
         return tuple(out)
 
     def _channel(
         self, sampler: dict, spath: str, node: int | None, kind: str, cpath: str
-    ) -> tuple[Channel | None, float]:
+    ) -> tuple[Channel | WeightsChannel | None, float]:
         interp = self.get_str(sampler, "interpolation", spath, default="LINEAR")
         if interp not in _INTERPOLATIONS:
             self.fail(
@@ -731,15 +842,50 @@ class _Reader(_AccessorReader):
                 )
             self._key_times[ii] = (times, float(times[-1]))
         times, end = self._key_times[ii]
-        if node is None or kind == "weights":
-            # Morph target weights (and extension-defined targets) are not used by vkdqs.
+        if node is None:
+            # extension-defined targets (no node) are not used by vkdqs
             return None, end
         k = len(times)
+        if kind == "weights":
+            return self._weights_channel(f"{cpath}.target", node, interp, times, oi, out_user), end
         key = (oi, kind == "rotation", interp, k)
         if key not in self._key_values:
             self._key_values[key] = self._key_values_of(oi, out_user, kind, interp, k)
         values, in_t, out_t = self._key_values[key]
         return Channel(node, kind, interp, times, values, in_t, out_t), end
+
+    def _weights_channel(
+        self, tpath: str, node: int, interp: str, times: NDArray, oi: int, out_user: str
+    ) -> WeightsChannel:
+        """A ``weights`` channel of ``node``: M values per key (x3 for CUBICSPLINE)."""
+        mesh = self.array("nodes")[node].get("mesh")
+        count = self._morph_counts[mesh] if isinstance(mesh, int) else 0
+        if count == 0:
+            self.fail(
+                tpath, f"animates the weights of nodes[{node}], whose mesh has no morph targets"
+            )
+        k = len(times)
+        key = (oi, "weights", interp, k, count)
+        if key not in self._key_values:
+            acc = self.typed_accessor(oi, out_user, ("SCALAR",), _WEIGHT_OUTPUTS)
+            need = k * count * (3 if interp == "CUBICSPLINE" else 1)
+            if acc.count != need:
+                self.fail(
+                    out_user,
+                    f"accessors[{oi}] has {acc.count} elements; {interp} with {k} keys of "
+                    f"{count} morph weights needs {need}",
+                )
+            self.charge(acc.count * 24, out_user, f"{acc.count} morph weights")
+            values = acc.floats()[:, 0]
+            in_t = out_t = None
+            if interp == "CUBICSPLINE":
+                triples = values.reshape(k, 3, count)
+                in_t, values, out_t = triples[:, 0], triples[:, 1].copy(), triples[:, 2]
+            else:
+                values = values.reshape(k, count)
+            self._key_values[key] = (values, in_t, out_t)
+        values, in_t, out_t = self._key_values[key]
+        return WeightsChannel(node, interp, times, values, in_t, out_t)
 
     def _key_values_of(
         self, oi: int, out_user: str, kind: str, interp: str, k: int
@@ -851,6 +997,7 @@ def load_gltf(
     prims = r.meshes(flat_normals)
     skins = r.skins(nodes)
     r.check_skinned_nodes(nodes, prims, skins)
+    r.check_node_weights(nodes)
     animations = r.animations(nodes)
     r.check_unused()
 
@@ -863,8 +1010,18 @@ def load_gltf(
         mesh_users = tuple(users.get(m, ()))
         used = tuple(dict.fromkeys(nodes[u].skin for u in mesh_users if nodes[u].skin is not None))
         name_m = r.get_str(r.array("meshes")[m], "name", f"meshes[{m}]")
+        weights, target_names = r.mesh_morph_info(m)
         meshes.append(
-            Mesh(m, name_m, tuple(mesh_prims), mesh_users, used[0] if used else None, used)
+            Mesh(
+                m,
+                name_m,
+                tuple(mesh_prims),
+                mesh_users,
+                used[0] if used else None,
+                used,
+                weights,
+                target_names,
+            )
         )
 
     if r.weight_warnings:
@@ -878,9 +1035,5 @@ def load_gltf(
             where,
             v,
             total,
-        )
-    if r.ignored_morph:
-        _log.info(
-            "%s: morph targets are ignored (%d primitives/channels use them)", name, r.ignored_morph
         )
     return GltfScene(path, nodes, tuple(meshes), skins, animations, roots)

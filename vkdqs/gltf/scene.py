@@ -58,6 +58,8 @@ class Node:
     scale : ndarray, [3]
     matrix : ndarray, [4, 4] or None
         The node's ``matrix`` when it has one (then TRS are identity and unused).
+    weights : ndarray, [M] or None
+        The node's morph-target ``weights`` (they override its mesh's), None when it has none.
     """
 
     index: int
@@ -70,6 +72,7 @@ class Node:
     rotation: NDArray[np.float64]
     scale: NDArray[np.float64]
     matrix: NDArray[np.float64] | None
+    weights: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,6 +96,9 @@ class Primitive:
     dqs_blend : ndarray of float32, [N] or None
         The application attribute ``_DQS_BLEND`` (each vertex's DQS fraction for
         ``method="blend"``), None when the primitive has none.
+    morph_positions, morph_normals : ndarray of float32, [M, N, 3] or None
+        The ``targets``' POSITION and NORMAL deltas (zeros for a target without one; None when
+        no target has it). Every primitive of a mesh has the same M.
     """
 
     positions: NDArray[np.float32]
@@ -103,6 +109,9 @@ class Primitive:
     mode: int
     normals_computed: bool
     dqs_blend: NDArray[np.float32] | None = None
+    morph_positions: NDArray[np.float32] | None = None
+    morph_normals: NDArray[np.float32] | None = None
+    target_count: int = 0
 
     @property
     def vertex_count(self) -> int:
@@ -140,6 +149,10 @@ class Mesh:
         Every skin a node uses with this mesh, in node order without repeats (glTF lets nodes
         share a mesh, each with its own skin; its joint indices then refer to each node's skin,
         and the loader checked them against each).
+    weights : ndarray, [M] or None
+        The mesh's default morph-target ``weights``; None when the file gives none.
+    target_names : tuple of str
+        ``extras.targetNames`` (the de-facto convention of Blender and three.js), or ``()``.
     """
 
     index: int
@@ -148,6 +161,13 @@ class Mesh:
     nodes: tuple[int, ...]
     skin: int | None
     skins: tuple[int, ...] = ()
+    weights: NDArray[np.float64] | None = None
+    target_names: tuple[str, ...] = ()
+
+    @property
+    def morph_target_count(self) -> int:
+        """Morph targets ``M`` of every primitive (0 without any)."""
+        return self.primitives[0].target_count if self.primitives else 0
 
     @property
     def skinned(self) -> bool:
@@ -368,6 +388,58 @@ class GltfScene:
         glob = self.node_global_matrices(animation, time)
         return glob[sk.joints] @ sk.inverse_bind_matrices
 
+    def morph_weights(
+        self,
+        mesh: int,
+        node: int | None = None,
+        animation: int | str | None = None,
+        time: float = 0.0,
+    ) -> NDArray[np.float64]:
+        """The morph-target weights a mesh is drawn with by a node, at ``time`` of an animation.
+
+        glTF's precedence: the animation's ``weights`` channel for that node when it has one,
+        else the node's ``weights``, else the mesh's ``weights``, else zeros.
+
+        Parameters
+        ----------
+        mesh : int
+        node : int, optional
+            A node whose ``mesh`` is ``mesh``; default the first such node (or none).
+        animation : int, str or None
+            None: no animation.
+        time : float
+
+        Returns
+        -------
+        ndarray of float64, [M]
+            ``M = meshes[mesh].morph_target_count`` (0 for a mesh without targets).
+        """
+        m = self.meshes[self._index(mesh, self.meshes, "mesh")]
+        if node is None:
+            node = m.nodes[0] if m.nodes else None
+        else:
+            node = self._index(node, self.nodes, "node")
+            if self.nodes[node].mesh != m.index:
+                raise InputError(
+                    f"{self.path.name}: nodes[{node}] does not draw meshes[{m.index}] "
+                    f"(its mesh is {self.nodes[node].mesh})"
+                )
+        count = m.morph_target_count
+        time = float(time)
+        if not np.isfinite(time):
+            raise InputError(f"time must be finite, got {time!r}")
+        if count and animation is not None:
+            anim = self._animation(animation)
+            for ch in anim.weight_channels:
+                if ch.node == node:
+                    return ch.sample(time)
+        nd = None if node is None else self.nodes[node]
+        if count and nd is not None and nd.weights is not None:
+            return nd.weights.copy()
+        if count and m.weights is not None:
+            return m.weights.copy()
+        return np.zeros(count)
+
     def bake_clip(
         self, skin: int = 0, animation: int | str = 0, fps: float = 30.0
     ) -> AnimationClip:
@@ -451,6 +523,7 @@ class GltfScene:
                 "JOINTS_0/WEIGHTS_0; it is a rigid mesh (see GltfScene.rigid_meshes)"
             )
         width = max(p.joints.shape[1] for p in m.primitives)
+        morph_p, morph_n = merged_morphs(m)
         pos, nrm, jnt, wgt, idx, blend = [], [], [], [], [], []
         offset = 0
         for p in m.primitives:  # a few primitives; the data inside is whole arrays
@@ -476,6 +549,8 @@ class GltfScene:
                     if any(p.dqs_blend is not None for p in m.primitives)
                     else None
                 ),
+                morph_positions=morph_p,
+                morph_normals=morph_n,
             )
         except InputError as exc:
             raise GltfError(f"{self.path.name}: meshes[{m.index}]: {exc}") from exc
@@ -510,6 +585,8 @@ class GltfScene:
                 "max_influences": m.max_influences,
                 "computed_normals": any(p.normals_computed for p in m.primitives),
                 "dqs_blend": any(p.dqs_blend is not None for p in m.primitives),
+                "morph_targets": m.morph_target_count,
+                "morph_target_names": list(m.target_names),
             }
             for m in self.meshes
         ]
@@ -553,7 +630,10 @@ class GltfScene:
                 "duration": a.duration,
                 "channels": len(a.channels),
                 "ignored_channels": a.ignored_channels,
-                "interpolations": sorted({ch.interpolation for ch in a.channels}),
+                "morph_weight_channels": len(a.weight_channels),
+                "interpolations": sorted(
+                    {ch.interpolation for ch in (*a.channels, *a.weight_channels)}
+                ),
             }
             for i, a in enumerate(self.animations)
         ]
@@ -578,6 +658,7 @@ class GltfScene:
                 f"{m['vertices']} vertices, {m['triangles']} triangles, {kind}, "
                 f"max {m['max_influences']} influences"
                 + (", DQS blend values (_DQS_BLEND)" if m["dqs_blend"] else "")
+                + _morph_text(m["morph_targets"], m["morph_target_names"])
             )
         for s in info["skins"]:
             scaled = ", scaled joints" if s["scaled_joints"] else ""
@@ -592,6 +673,11 @@ class GltfScene:
             lines.append(
                 f"  animation {a['index']}{_name(a['name'])}: {a['duration']:.3f} s, "
                 f"{a['channels']} channels ({'/'.join(a['interpolations'])})"
+                + (
+                    f", {a['morph_weight_channels']} morph weights channels"
+                    if a["morph_weight_channels"]
+                    else ""
+                )
             )
         return "\n".join(lines)
 
@@ -619,6 +705,34 @@ class GltfScene:
             rest = rest.copy()
             rest[self._matrix_nodes] = np.linalg.norm(self._matrices[:, :3, :3], axis=1)
         return bool(np.any(np.abs(rest[joints] - 1.0) > atol))
+
+
+def _morph_text(count: int, names: list[str]) -> str:
+    """``, 3 morph targets ('a', 'b', 'c')`` for a summary line; nothing without targets."""
+    if not count:
+        return ""
+    shown = ", ".join(repr(n) for n in names[:8]) + (", ..." if len(names) > 8 else "")
+    return f", {count} morph target{'s' if count > 1 else ''}" + (f" ({shown})" if names else "")
+
+
+def merged_morphs(
+    mesh: Mesh,
+) -> tuple[NDArray[np.float32] | None, NDArray[np.float32] | None]:
+    """The morph deltas of a mesh's primitives side by side, ``(M, N, 3)`` each, in the vertex
+    order of :meth:`GltfScene.skinned_mesh` (zeros where a primitive lacks a kind that another
+    has); None for a kind no primitive has."""
+    out: list[NDArray[np.float32] | None] = []
+    for kind in ("morph_positions", "morph_normals"):
+        if mesh.morph_target_count == 0 or all(getattr(p, kind) is None for p in mesh.primitives):
+            out.append(None)
+            continue
+        parts = []
+        for p in mesh.primitives:  # a few primitives; the data inside is whole arrays
+            d = getattr(p, kind)
+            shape = (mesh.morph_target_count, p.vertex_count, 3)
+            parts.append(np.zeros(shape, np.float32) if d is None else d)
+        out.append(np.concatenate(parts, axis=1))
+    return out[0], out[1]
 
 
 def _name(name: str) -> str:
