@@ -108,6 +108,11 @@ class SkinnedMesh:
     dqs_blend : array_like, [N], optional, keyword-only
         Per-vertex DQS fraction in ``[0, 1]`` for ``method="blend"``: positions
         ``(1 - b) LBS + b DQS`` (Maya's "weight blended" skinning).
+    uvs : array_like, [N, 2], optional, keyword-only
+        Texture coordinates (glTF ``TEXCOORD_0``: ``v = 0`` is the top of the image); finite.
+    colors : array_like, [N, 3] or [N, 4], optional, keyword-only
+        Linear vertex colours (glTF ``COLOR_0``), finite; alpha 1 when RGB. The renderer
+        multiplies them into the material's colour.
 
     Attributes
     ----------
@@ -119,6 +124,8 @@ class SkinnedMesh:
     weights : ndarray of float32, [N, S]
     indices : ndarray of uint32, [M] or None
     dqs_blend : ndarray of float32, [N] or None
+    uvs : ndarray of float32, [N, 2] or None
+    colors : ndarray of float32, [N, 4] or None
 
     Notes
     -----
@@ -152,6 +159,8 @@ class SkinnedMesh:
         indices: ArrayLike | None = None,
         *,
         dqs_blend: ArrayLike | None = None,
+        uvs: ArrayLike | None = None,
+        colors: ArrayLike | None = None,
     ) -> None:
         pos = _real_array(positions, "positions")
         if pos.ndim != 2 or pos.shape[1] != 3 or pos.shape[0] < 1:
@@ -257,6 +266,32 @@ class SkinnedMesh:
         self.dqs_blend: NDArray[np.float32] | None = (
             None if dqs_blend is None else _frozen(self._check_dqs_blend(dqs_blend, n))
         )
+        self.uvs: NDArray[np.float32] | None = (
+            None if uvs is None else _frozen(self._check_rows(uvs, n, "uvs", (2,)))
+        )
+        self.colors: NDArray[np.float32] | None = None
+        if colors is not None:
+            c = self._check_rows(colors, n, "colors", (3, 4))
+            self.colors = _frozen(
+                c if c.shape[1] == 4 else np.hstack([c, np.ones((n, 1), c.dtype)])
+            )
+
+    @staticmethod
+    def _check_rows(
+        x: ArrayLike, n: int, name: str, widths: tuple[int, ...]
+    ) -> NDArray[np.float32]:
+        a = _real_array(x, name)
+        if a.ndim != 2 or a.shape[0] != n or a.shape[1] not in widths:
+            shapes = " or ".join(f"({n}, {w})" for w in widths)
+            raise InputError(f"{name} must have shape {shapes}, got {_describe(a)}")
+        a = a.astype(np.float64, copy=False)
+        if not np.isfinite(a).all():
+            v, c = _first(~np.isfinite(a))
+            raise InputError(f"{name}[{v}, {c}] = {a[v, c]}: {name} must be finite")
+        if np.abs(a).max() > MAX_MAGNITUDE:
+            v, c = _first(np.abs(a) > MAX_MAGNITUDE)
+            raise LimitError(f"{name}[{v}, {c}] = {a[v, c]:g} exceeds +-{MAX_MAGNITUDE:g}")
+        return a.astype(np.float32)
 
     @staticmethod
     def _check_dqs_blend(dqs_blend: ArrayLike, n: int) -> NDArray[np.float32]:

@@ -19,6 +19,7 @@ from . import dq, procedural
 from .clip import AnimationClip
 from .crowd import Crowd, pack_clip
 from .errors import InputError
+from .gltf.scene import surface_arrays
 from .mesh import SkinnedMesh
 from .methods import SCENE_METHODS, parse_methods
 from .renderer import SINGULAR_DET, Instance, Renderer, RenderMesh
@@ -85,7 +86,14 @@ def _with_dqs_blend(mesh: SkinnedMesh) -> SkinnedMesh:
         return mesh
     blend = np.full(mesh.vertex_count, DEFAULT_DQS_BLEND)
     return SkinnedMesh(
-        mesh.positions, mesh.normals, mesh.joints, mesh.weights, mesh.indices, dqs_blend=blend
+        mesh.positions,
+        mesh.normals,
+        mesh.joints,
+        mesh.weights,
+        mesh.indices,
+        dqs_blend=blend,
+        uvs=mesh.uvs,
+        colors=mesh.colors,
     )
 
 
@@ -320,6 +328,7 @@ def _rigid_geometry(mesh: GltfMesh) -> SkinnedMesh:
         np.zeros((n, 1), np.uint32),
         np.ones((n, 1), np.float32),
         np.concatenate(idx),
+        **surface_arrays(mesh.primitives),
     )
 
 

@@ -18,7 +18,7 @@ from vkdqs.gltf.accessors import UNSIGNED_INT as UNSIGNED_INT
 from vkdqs.gltf.accessors import UNSIGNED_SHORT as UNSIGNED_SHORT
 from vkdqs.gltf.animation import Animation, Channel
 from vkdqs.gltf.container import GLB_MAGIC as GLB_MAGIC
-from vkdqs.gltf.errors import GltfError
+from vkdqs.gltf.errors import GltfError, GltfWarning
 from vkdqs.gltf.geometry import vertex_normals
 from vkdqs.gltf.reader import WEIGHT_SUM_TOL as WEIGHT_SUM_TOL
 from vkdqs.gltf.reader import load_gltf
@@ -30,6 +30,7 @@ __all__ = [
     "Channel",
     "GltfError",
     "GltfScene",
+    "GltfWarning",
     "Mesh",
     "Node",
     "Primitive",

@@ -16,15 +16,24 @@ What is loaded
   BYTE/SHORT ``NORMAL``, converted to float as glTF says (normalized signed ``c``:
   ``max(c / (2^(b-1) - 1), -1)``; unsigned ``c / (2^b - 1)``; quantized normals renormalized).
   The file's node transforms and inverse bind matrices carry the dequantization; nothing else
-  is needed. (The other attributes it quantizes, TEXCOORD_n, TANGENT and morph targets, are
-  not read.) Without the extension an integer POSITION or NORMAL is an error naming it.
+  is needed. ``TEXCOORD_0`` may be (normalized or not) BYTE/SHORT or non-normalized
+  UNSIGNED_BYTE/SHORT too, and ``TANGENT`` normalized BYTE/SHORT (morph targets are not read).
+  Without the extension such an accessor is an error naming it.
+* ``TEXCOORD_0`` (float, normalized unsigned byte/short), ``COLOR_0`` (VEC3/VEC4 float or
+  normalized unsigned byte/short; linear) and ``TANGENT`` (VEC4, ``w`` = +-1; kept on the
+  :class:`Primitive`, not drawn) and each primitive's ``material``.
+* Materials, textures, samplers and images (:mod:`vkdqs.gltf.materials`): base colour factor
+  and texture (PNG, JPEG, ``EXT_texture_webp``; ``KHR_texture_transform``), alpha mode,
+  double-sidedness. A broken, missing or refused image is a :class:`GltfWarning` and an
+  untextured draw.
 * Skins: joints, inverse bind matrices (identity when absent), skeleton root.
 * Nodes: TRS or ``matrix`` local transforms and the hierarchy.
 * Animations: translation/rotation/scale channels with STEP, LINEAR and CUBICSPLINE samplers.
 
-What is ignored (the specification lets a loader ignore it): materials, textures, images (their
-``uri`` is checked, not read), samplers, cameras, lights, ``extras``, unknown ``extensionsUsed``,
-other vertex attributes (TEXCOORD_n, COLOR_n, TANGENT, ...), morph targets and ``weights``
+What is ignored (the specification lets a loader ignore it): material properties other than the
+base colour, alpha and sidedness, images no base-colour texture uses (their ``uri`` is checked,
+not read), cameras, lights, ``extras``, unknown ``extensionsUsed``, other vertex attributes
+(TEXCOORD_1, COLOR_1, ...), morph targets and ``weights``
 animation channels (logged once at INFO level on the ``vkdqs.gltf`` logger).
 
 Untrusted files
@@ -51,6 +60,7 @@ import json
 import logging
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +86,9 @@ from vkdqs.gltf.animation import Animation, Channel
 from vkdqs.gltf.container import _parse_glb, _parse_json
 from vkdqs.gltf.errors import GltfError, _show
 from vkdqs.gltf.geometry import _triangulate, vertex_normals
+from vkdqs.gltf.materials import read_materials
 from vkdqs.gltf.scene import GltfScene, Mesh, Node, Primitive, Skin
-from vkdqs.gltf.uris import is_data_uri, open_regular_file, read_at_most, resolve_uri
+from vkdqs.gltf.uris import open_regular_file, read_at_most
 
 _log = logging.getLogger("vkdqs.gltf")
 
@@ -113,6 +124,20 @@ _QUANTIZED_POSITION = (
     *((ct, norm) for ct in (BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT) for norm in (False, True)),
 )
 _QUANTIZED_NORMAL = ((FLOAT, False), (BYTE, True), (SHORT, True))
+# TEXCOORD_n: glTF core, and what KHR_mesh_quantization adds.
+_TEXCOORD = ((FLOAT, False), (UNSIGNED_BYTE, True), (UNSIGNED_SHORT, True))
+_QUANTIZED_TEXCOORD = (
+    *_TEXCOORD,
+    (BYTE, False),
+    (BYTE, True),
+    (SHORT, False),
+    (SHORT, True),
+    (UNSIGNED_BYTE, False),
+    (UNSIGNED_SHORT, False),
+)
+_COLOR = ((FLOAT, False), (UNSIGNED_BYTE, True), (UNSIGNED_SHORT, True))
+_TANGENT = ((FLOAT, False),)
+_QUANTIZED_TANGENT = ((FLOAT, False), (BYTE, True), (SHORT, True))
 #: The application-specific vertex attribute holding each vertex's DQS fraction for
 #: ``method="blend"`` (a float, or a normalized unsigned byte/short, in [0, 1]).
 DQS_BLEND_ATTRIBUTE = "_DQS_BLEND"
@@ -168,18 +193,6 @@ class _Reader(_AccessorReader):
             if not _HARMLESS_REQUIRED.match(ext) and ext not in _SUPPORTED_REQUIRED:
                 self.fail(f"extensionsRequired[{k}]", f"extension {ext!r} is not supported")
         self.quantized = _QUANTIZATION in self.get_list(self.doc, "extensionsUsed", "")
-
-    def check_images(self) -> None:
-        """Check each image ``uri`` as a buffer's is checked (images are not read).
-
-        A texture loader will read these files; the URI rules (its own folder only) hold now, so
-        a file that names ``../../secret.png`` is refused today rather than read later.
-        """
-        for i, image in enumerate(self.array("images")):  # over images, at load
-            if "uri" in image:
-                uri = self.get_str(image, "uri", f"images[{i}]")
-                if not is_data_uri(uri):
-                    resolve_uri(self.base_dir, uri, f"images[{i}].uri", name=self.name)
 
     def nodes(self) -> tuple[Node, ...]:
         raw = self.array("nodes")
@@ -286,17 +299,19 @@ class _Reader(_AccessorReader):
             self.ignored_morph += 1
         # Primitives with the same accessors decode to the same arrays: decode them once, so
         # many primitives sharing one huge accessor cost what one does.
+        material = self.get_index(prim, "material", path, "materials")
         key = json.dumps([attrs, prim.get("indices"), mode, flat_normals], sort_keys=True)
         if key in self._primitives:
             decoded, warned = self._primitives[key]
             if warned is not None:  # reported for each primitive, as if decoded again
                 self.weight_warnings.append((path, *warned[1:]))
-            return decoded
-        before = len(self.weight_warnings)
-        decoded = self._decode_primitive(path, prim, attrs, mode, flat_normals)
-        warned = self.weight_warnings[before] if len(self.weight_warnings) > before else None
-        self._primitives[key] = (decoded, warned)
-        return decoded
+        else:
+            before = len(self.weight_warnings)
+            decoded = self._decode_primitive(path, prim, attrs, mode, flat_normals)
+            warned = self.weight_warnings[before] if len(self.weight_warnings) > before else None
+            self._primitives[key] = (decoded, warned)
+        # the arrays are shared; only the material differs between such primitives
+        return decoded if decoded.material == material else replace(decoded, material=material)
 
     def _decode_primitive(
         self, path: str, prim: dict, attrs: dict, mode: int, flat_normals: bool
@@ -336,6 +351,7 @@ class _Reader(_AccessorReader):
                 normals = (v / np.where(length > 0.0, length, 1.0)).astype(np.float32)
 
         joints, weights = self._skin_attributes(attrs, apath, n, same_count)
+        uvs, colors, tangents = self._surface_attributes(attrs, apath, n, same_count)
         dqs_blend = None
         if DQS_BLEND_ATTRIBUTE in attrs:
             user = f"{apath}.{DQS_BLEND_ATTRIBUTE}"
@@ -395,6 +411,9 @@ class _Reader(_AccessorReader):
             joints = None if joints is None else joints[tri]
             weights = None if weights is None else weights[tri]
             dqs_blend = None if dqs_blend is None else dqs_blend[tri]
+            uvs = None if uvs is None else uvs[tri]
+            colors = None if colors is None else colors[tri]
+            tangents = None if tangents is None else tangents[tri]
             tri = np.arange(len(tri), dtype=np.int64)
             face = vertex_normals(positions, tri)
             normals = face.astype(np.float32)
@@ -417,7 +436,64 @@ class _Reader(_AccessorReader):
             mode,
             computed,
             dqs_blend,
+            uvs=uvs,
+            colors=colors,
+            tangents=tangents,
         )
+
+    def _quantized_only(self, acc: _Accessor, i: int, user: str, core: tuple) -> None:
+        """GltfError for an accessor type only KHR_mesh_quantization allows, in a file that does
+        not list it."""
+        got = (acc.component_type, acc.normalized)
+        if not self.quantized and got not in core:
+            what = ("normalized " if acc.normalized else "") + _COMPONENTS[got[0]][0]
+            self.fail(
+                user,
+                f"accessors[{i}] has {what} components, which only {_QUANTIZATION} allows; "
+                "the file does not list it in extensionsUsed",
+            )
+
+    def _surface_attributes(
+        self, attrs: dict, apath: str, n: int, same_count: Any
+    ) -> tuple[NDArray | None, NDArray | None, NDArray | None]:
+        """TEXCOORD_0 ``(N, 2)``, COLOR_0 ``(N, 4)`` and TANGENT ``(N, 4)`` as float32, or None."""
+        uvs = colors = tangents = None
+        if "TEXCOORD_0" in attrs:
+            user = f"{apath}.TEXCOORD_0"
+            i = self.as_index(attrs["TEXCOORD_0"], user, "accessors")
+            acc = self.typed_accessor(i, user, ("VEC2",), _QUANTIZED_TEXCOORD, vertex=True)
+            self._quantized_only(acc, i, user, _TEXCOORD)
+            same_count(acc, user)
+            self.charge(n * 24, user, f"{n} texture coordinates")
+            uvs = acc.floats().astype(np.float32)
+        if "COLOR_0" in attrs:
+            user = f"{apath}.COLOR_0"
+            i = self.as_index(attrs["COLOR_0"], user, "accessors")
+            acc = self.typed_accessor(i, user, ("VEC3", "VEC4"), _COLOR, vertex=True)
+            same_count(acc, user)
+            self.charge(n * 48, user, f"{n} vertex colours")
+            c = acc.floats()
+            if c.shape[1] == 3:
+                c = np.hstack([c, np.ones((n, 1))])
+            bad = ~((c >= 0.0) & (c <= 1.0))
+            if np.any(bad):
+                v, k = np.argwhere(bad)[0]
+                self.fail(user, f"vertex {v} has colour component {c[v, k]}, not in [0, 1]")
+            colors = c.astype(np.float32)
+        if "TANGENT" in attrs:
+            user = f"{apath}.TANGENT"
+            i = self.as_index(attrs["TANGENT"], user, "accessors")
+            acc = self.typed_accessor(i, user, ("VEC4",), _QUANTIZED_TANGENT, vertex=True)
+            self._quantized_only(acc, i, user, _TANGENT)
+            same_count(acc, user)
+            self.charge(n * 48, user, f"{n} tangents")
+            t = acc.floats()
+            bad = np.abs(np.abs(t[:, 3]) - 1.0) > 1e-3
+            if np.any(bad):
+                v = int(np.argmax(bad))
+                self.fail(user, f"vertex {v} has tangent w = {t[v, 3]}; glTF needs +1 or -1")
+            tangents = t.astype(np.float32)
+        return uvs, colors, tangents
 
     def _vec3_attribute(
         self, attrs: dict, apath: str, key: str, quantized: tuple[tuple[int, bool], ...]
@@ -807,7 +883,7 @@ def load_gltf(
     doc = _parse_json(json_bytes, name, charge)
     r = _Reader(path, doc, glb_bin, max_bytes=max_bytes, spent=spent)
     r.check_asset()
-    r.check_images()
+    materials = read_materials(r)
     nodes = r.nodes()
     roots = r.scene_roots(nodes)
     prims = r.meshes(flat_normals)
@@ -845,4 +921,4 @@ def load_gltf(
         _log.info(
             "%s: morph targets are ignored (%d primitives/channels use them)", name, r.ignored_morph
         )
-    return GltfScene(path, nodes, tuple(meshes), skins, animations, roots)
+    return GltfScene(path, nodes, tuple(meshes), skins, animations, roots, materials=materials)
