@@ -57,6 +57,10 @@ from vkdqs.shader_interface import (
     INSTANCE,
     INSTANCE_BLOCK,
     LOCAL_SIZE_ID,
+    MATERIAL_BINDINGS,
+    MATERIAL_BLOCK,
+    MATERIAL_SET,
+    MATERIAL_UNIFORMS,
     MAX_BONES_ID,
     RENDER_BINDINGS,
     SAMPLE_COUNTS,
@@ -70,6 +74,7 @@ from vkdqs.shader_interface import (
     bindings_of,
     mesh_inputs,
     push_bytes_of,
+    render_inputs,
     sample_bit,
 )
 
@@ -91,6 +96,7 @@ EXACT_KINDS = ("compute", "readback", "centers", "crowd_sample")
 SHADER_TYPE = {DescriptorType.UNIFORM_BUFFER_DYNAMIC: DescriptorType.UNIFORM_BUFFER}
 #: Vertex format -> (scalar, components, bits) of the GLSL input reading it.
 VERTEX_INPUT_TYPES = {
+    Format.R32G32_SFLOAT: ("float", 2, 32),
     Format.R32G32B32_SFLOAT: ("float", 3, 32),
     Format.R32G32B32A32_SFLOAT: ("float", 4, 32),
     Format.R32G32B32A32_SINT: ("int", 4, 32),
@@ -127,8 +133,12 @@ def check_bindings(v: Variant, mod: Module) -> list[str]:
     stage, exact = Stage[mod.stage], v.kind in EXACT_KINDS
     host = {b.binding: b for b in bindings_of(v)}
     problems = [] if len(host) == len(bindings_of(v)) else ["host layout repeats a binding"]
+    # the renderer's pipelines also have the material set (set 1)
+    materials = (
+        {b.binding: b for b in MATERIAL_BINDINGS} if v.kind in ("render", "fragment") else {}
+    )
     for (set_, n), d in sorted(mod.descriptors().items()):
-        b = host.get(n) if set_ == 0 else None
+        b = host.get(n) if set_ == 0 else materials.get(n) if set_ == MATERIAL_SET else None
         if b is None:
             problems.append(f"set {set_} binding {n} ({d.type}) is not in the host layout")
             continue
@@ -189,7 +199,8 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
     """
     if v.kind not in ("render", "readback", "crowd_render"):
         return []
-    host = {m.location: m for m in mesh_inputs(v.slots, v.method)}
+    inputs = render_inputs if v.kind == "render" else mesh_inputs
+    host = {m.location: m for m in inputs(v.slots, v.method)}
     shader, problems = mod.inputs(), []
     for loc, got in sorted(shader.items()):
         m = host.get(loc)
@@ -238,6 +249,16 @@ def check_instance_block(v: Variant, mod: Module) -> list[str]:
     return block_problems(mod.members(d.type_id), INSTANCE_BLOCK)
 
 
+def check_material_block(v: Variant, mod: Module) -> list[str]:
+    """skin.frag's MaterialBlock (set 1) is MATERIAL_BLOCK; no other module reads set 1."""
+    d = mod.descriptors().get((MATERIAL_SET, MATERIAL_UNIFORMS))
+    if v.name != "skin.frag":
+        return [] if d is None else ["reads the material block"]
+    if d is None or d.type != "UNIFORM_BUFFER":
+        return [f"no uniform block at set {MATERIAL_SET} binding {MATERIAL_UNIFORMS}"]
+    return block_problems(mod.members(d.type_id), MATERIAL_BLOCK)
+
+
 def check_push_constants(v: Variant, mod: Module) -> list[str]:
     """The push block is exactly the host range; skin.frag has none.
 
@@ -279,6 +300,7 @@ CHECKS = (
     check_vertex_inputs,
     check_specialization,
     check_instance_block,
+    check_material_block,
     check_push_constants,
 )
 
@@ -317,6 +339,14 @@ def test_render_modules_use_exactly_the_render_layout() -> None:
                 used[n] = (d.type, stages | Stage[mod.stage])
     host = {b.binding: (SHADER_TYPE.get(b.type, b.type).name, b.stages) for b in RENDER_BINDINGS}
     assert used == host
+
+
+def test_the_fragment_shader_uses_exactly_the_material_set() -> None:
+    """skin.frag reads every MATERIAL_BINDINGS entry of set 1 (the texture as a combined image
+    sampler), with its type; the crowd fragment shader (untextured) reads none."""
+    used = {n: d.type for (s, n), d in module("skin.frag").descriptors().items() if s == 1}
+    assert used == {b.binding: b.type.name for b in MATERIAL_BINDINGS}
+    assert all(s == 0 for s, _ in module("skin_crowd.frag").descriptors())
 
 
 def test_vulkan_enum_values() -> None:
@@ -426,6 +456,18 @@ MISMATCHES: dict[str, tuple[Callable, str, Callable[[], Module], str]] = {
         "skin.frag",
         _patch("skin.frag", OP_MEMBER_DECORATE, lambda a: a[1:3] == (7, OFFSET), 3, 200),
         "debug: shader Member(offset=200",
+    ),
+    "material-alpha-offset": (
+        check_material_block,
+        "skin.frag",
+        _patch("skin.frag", OP_MEMBER_DECORATE, lambda a: a[1:4] == (3, OFFSET, 48), 3, 52),
+        "alpha: shader Member(offset=52",
+    ),
+    "material-block-in-crowd-frag": (
+        check_material_block,
+        "skin_crowd.frag",
+        _given("skin.frag"),
+        "reads the material block",
     ),
     "readback-push-given-render": (
         check_push_constants,

@@ -66,6 +66,18 @@ class Sampler:
                 )
 
 
+def srgb_to_linear(c: ArrayLike) -> NDArray[np.float64]:
+    """sRGB-encoded values in [0, 1] to linear light (the IEC 61966-2-1 curve)."""
+    c = np.asarray(c, dtype=np.float64)
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def linear_to_srgb(c: ArrayLike) -> NDArray[np.float64]:
+    """Linear values in [0, 1] to sRGB encoding (what an sRGB framebuffer stores, over 255)."""
+    c = np.clip(np.asarray(c, dtype=np.float64), 0.0, 1.0)
+    return np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055)
+
+
 def uv_transform(
     offset: ArrayLike = (0.0, 0.0), rotation: float = 0.0, scale: ArrayLike = (1.0, 1.0)
 ) -> NDArray[np.float64]:

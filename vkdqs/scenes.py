@@ -361,6 +361,16 @@ def gltf_parts(scene: GltfScene) -> list[GltfDraw]:
     return skinned_parts + rigid_parts
 
 
+def _materials_of(scene: GltfScene, mesh: int) -> dict[str, object]:
+    """``material`` and ``groups`` for :meth:`Renderer.add_mesh` of a glTF mesh's merged
+    primitives (one group per primitive, its material)."""
+    groups = scene.mesh_groups(mesh)
+    return {
+        "material": [g[2] for g in groups],
+        "groups": [(first, count, k) for k, (first, count, _) in enumerate(groups)],
+    }
+
+
 def skin_matrices(
     scene: GltfScene, skins: Iterable[int], glob: np.ndarray
 ) -> dict[int, np.ndarray]:
@@ -451,7 +461,9 @@ class GltfScenePlayer:
             if id(draw.geometry) not in uploaded:
                 label = f"{name} mesh {m.index} {m.name}".strip()
                 label += " (rigid)" if draw.kind == "rigid" else ""
-                uploaded[id(draw.geometry)] = renderer.add_mesh(draw.geometry, label=label)
+                uploaded[id(draw.geometry)] = renderer.add_mesh(
+                    draw.geometry, label=label, **_materials_of(scene, m.index)
+                )
             draw.render_mesh = uploaded[id(draw.geometry)]
             if draw.kind == "skinned":
                 draw.bone_count = scene.skins[draw.skin].joint_count
@@ -460,6 +472,15 @@ class GltfScenePlayer:
         skins_used = {d.skin for d in self.draws if d.kind == "skinned"}
         self._skins = sorted(skins_used)
         self.bone_count = max((scene.skins[s].joint_count for s in self._skins), default=1)
+        # A model with its own colours keeps them in every copy (labels tell the copies apart);
+        # an uncoloured one gets the methods' tints.
+        self._own_colors = any(
+            draw.geometry.colors is not None
+            or any(
+                scene.material(p.material).has_own_color for p in scene.meshes[draw.mesh].primitives
+            )
+            for draw in self.draws
+        )
         self._offsets = {m: _translation(0.0) for m in SCENE_METHODS}
         self._blend_meshes: dict[int, RenderMesh] = {}  # id(RenderMesh) -> its "blend" copy
         for method in ("lbs", "dqs"):
@@ -557,13 +578,15 @@ class GltfScenePlayer:
                 matrix = self._rigid_matrix[id(draw)]
                 model = None if _singular(matrix) else matrix  # set_time hides it
                 inst = renderer.add_instance(
-                    rm, bone_count=1, method="none", model=model, color=RIGID_COLORS[method]
+                    rm, bone_count=1, method="none", model=model, color=self._color(draw, method)
                 )
             else:
                 if method == "blend" and rm.mesh.dqs_blend is None:
                     if id(rm) not in self._blend_meshes:  # once per mesh, however many nodes
                         self._blend_meshes[id(rm)] = renderer.add_mesh(
-                            _with_dqs_blend(rm.mesh), label=f"{rm.label} (blend)"
+                            _with_dqs_blend(rm.mesh),
+                            label=f"{rm.label} (blend)",
+                            **_materials_of(self.scene, draw.mesh),
                         )
                     rm = self._blend_meshes[id(rm)]
                 rest = None
@@ -574,11 +597,18 @@ class GltfScenePlayer:
                     rm,
                     bone_count=draw.bone_count,
                     method=method,
-                    color=METHOD_COLORS[method],
+                    color=self._color(draw, method),
                     rest_matrices=rest,
                 )
             inst.visible = False
             draw.instances[method] = inst
+
+    def _color(self, draw: GltfDraw, method: str) -> tuple[float, ...]:
+        """The instance colour of a copy: white (the model's own colours) when the file gives
+        the part a texture, a base colour or vertex colours anywhere; else the method's tint."""
+        if self._own_colors:
+            return (1.0, 1.0, 1.0, 1.0)
+        return RIGID_COLORS[method] if draw.kind == "rigid" else METHOD_COLORS[method]
 
     def update(self, dt: float) -> None:
         """Advance by ``dt`` seconds, looping over the animation."""

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 class DescriptorType(IntEnum):
     """``VkDescriptorType`` values used by vkdqs's shaders."""
 
+    COMBINED_IMAGE_SAMPLER = 1
     UNIFORM_TEXEL_BUFFER = 4
     STORAGE_TEXEL_BUFFER = 5
     UNIFORM_BUFFER = 6
@@ -41,6 +42,7 @@ class Format(IntEnum):
     R8G8B8A8_SRGB = 43
     B8G8R8A8_SRGB = 50
     R32_SFLOAT = 100
+    R32G32_SFLOAT = 103
     R32G32B32_SFLOAT = 106
     R32G32B32A32_SINT = 108
     R32G32B32A32_SFLOAT = 109
@@ -151,6 +153,31 @@ def aux_array(
     return out
 
 
+#: Inputs only the rendering variants (``render`` kind: skin.vert without SKIN_READBACK) read:
+#: texture coordinates and the linear vertex colour (the material's inputs). A mesh without
+#: them binds one constant row of ones (stride 0) instead: white, and a UV that samples the
+#: 1x1 white texture of untextured materials.
+SURFACE_INPUTS = (
+    MeshInput("uvs", Format.R32G32B32A32_SFLOAT, Format.R32G32_SFLOAT, -1, 7),
+    MeshInput("colors", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, -1, 8),
+)
+
+
+def render_inputs(slots: int, method: str = "dqs") -> tuple[MeshInput, ...]:
+    """The vertex inputs of a rendering variant: :func:`mesh_inputs` then :data:`SURFACE_INPUTS`."""
+    return (*mesh_inputs(slots, method), *SURFACE_INPUTS)
+
+
+def surface_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
+    """The mesh's (N, 4) float32 rows for :data:`SURFACE_INPUTS` it has (uv padded with 0)."""
+    out = {}
+    if mesh.uvs is not None:
+        out["uvs"] = np.hstack([mesh.uvs, np.zeros((mesh.vertex_count, 2), np.float32)])
+    if mesh.colors is not None:
+        out["colors"] = np.ascontiguousarray(mesh.colors, dtype=np.float32)
+    return out
+
+
 def mesh_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
     """The mesh as the shaders read it: one (N, 4) 32-bit array per :func:`mesh_inputs` entry."""
     n = mesh.vertex_count
@@ -208,6 +235,26 @@ RENDER_BINDINGS = (
     Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
     Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
 )
+
+#: The renderer's material set (set :data:`MATERIAL_SET`, one per material): the base-colour
+#: texture (sRGB, sampled with the material's sampler) and the :data:`MATERIAL_BLOCK`.
+MATERIAL_SET = 1
+MATERIAL_TEXTURE = 0
+MATERIAL_UNIFORMS = 1
+MATERIAL_BINDINGS = (
+    Binding(MATERIAL_TEXTURE, DescriptorType.COMBINED_IMAGE_SAMPLER, Stage.FRAGMENT),
+    Binding(MATERIAL_UNIFORMS, DescriptorType.UNIFORM_BUFFER, Stage.FRAGMENT),
+)
+#: std140 ``MaterialBlock`` of skin.frag (set 1, binding :data:`MATERIAL_UNIFORMS`).
+MATERIAL_BLOCK = np.dtype(
+    [
+        ("base_color", "<f4", 4),  # linear RGBA factor
+        ("uv_row0", "<f4", 4),  # first two rows of the 3x3 UV transform (xyz; w unused)
+        ("uv_row1", "<f4", 4),
+        ("alpha", "<f4", 4),  # x: alpha cutoff (< 0: opaque, nothing discarded)
+    ]
+)
+assert MATERIAL_BLOCK.itemsize == 64
 
 #: ``cor_centers.comp``, the centers-of-rotation precomputation (:mod:`vkdqs.centers`): its
 #: texel buffers (binding, format) and output.

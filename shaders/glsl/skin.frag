@@ -4,6 +4,9 @@
 // ambient and a little Blinn-Phong specular on the mesh's base colour; or, in debug mode 1, the
 // weight of one bone as a heat map. Output is linear; the sRGB framebuffer encodes it.
 // CROWD: the base colour comes per copy from crowd.vert (location 3) instead of the block.
+// Otherwise the base colour is the instance's colour x the material's factor x its sRGB texture
+// (set 1, sampled at the KHR_texture_transform of TEXCOORD_0) x the vertex colour; fragments
+// whose alpha is below the material's cutoff are discarded (alphaMode MASK).
 
 #include "include/instance.glsl"
 
@@ -15,6 +18,18 @@ layout(location = 3) flat in vec4 in_color;
 #define BASE_COLOR in_color
 #else
 #define BASE_COLOR inst.base_color
+#endif
+
+#ifndef CROWD
+layout(location = 3) in vec2 in_uv;
+layout(location = 4) in vec4 in_vertex_color;
+layout(set = 1, binding = 0) uniform sampler2D base_color_texture;
+layout(std140, set = 1, binding = 1) uniform MaterialBlock {
+    vec4 base_color;  // linear RGBA factor
+    vec4 uv_row0;     // the UV transform's first two rows (xyz)
+    vec4 uv_row1;
+    vec4 alpha;       // x: alpha cutoff (< 0: opaque)
+} material;
 #endif
 
 layout(location = 0) out vec4 out_color;
@@ -32,7 +47,17 @@ void main() {
         n = -n;  // back faces only show through holes; light them as seen
     }
     vec3 view = normalize(inst.camera_position.xyz - in_world_position);
-    vec3 albedo = inst.debug.x == 1 ? heat(in_bone_weight) : BASE_COLOR.rgb;
+    vec4 base = BASE_COLOR;
+#ifndef CROWD
+    vec3 uvw = vec3(in_uv, 1.0);
+    vec2 uv = vec2(dot(material.uv_row0.xyz, uvw), dot(material.uv_row1.xyz, uvw));
+    vec4 surface = material.base_color * texture(base_color_texture, uv) * in_vertex_color;
+    if (surface.a < material.alpha.x) {
+        discard;
+    }
+    base.rgb *= surface.rgb;
+#endif
+    vec3 albedo = inst.debug.x == 1 ? heat(in_bone_weight) : base.rgb;
     vec3 to_key = -normalize(inst.key_light.xyz);
     vec3 to_fill = -normalize(inst.fill_light.xyz);
     float key = max(dot(n, to_key), 0.0);

@@ -247,6 +247,9 @@ class GraphicsPipelineDesc:
     clockwise: bool = False  # front faces wind clockwise (a mirroring model matrix)
     samples: int = 1
     depth_test: bool = True
+    #: locations of ``vertex_inputs`` fed by one row for every vertex (binding stride 0): the
+    #: renderer's constant white/UV row for meshes without colours or texture coordinates
+    constant_inputs: tuple[int, ...] = ()
 
 
 def _stage(stage: int, module: ShaderModule, spec_info: Any) -> Any:
@@ -257,11 +260,13 @@ def _stage(stage: int, module: ShaderModule, spec_info: Any) -> Any:
     )
 
 
-def _vertex_input_state(inputs: tuple[tuple[int, int], ...]) -> Any:
+def _vertex_input_state(inputs: tuple[tuple[int, int], ...], constant: tuple[int, ...] = ()) -> Any:
     rate = vk.VK_VERTEX_INPUT_RATE_VERTEX
     bindings = [
-        vk.VkVertexInputBindingDescription(binding=i, stride=MESH_ROW_BYTES, inputRate=rate)
-        for i, _ in enumerate(inputs)
+        vk.VkVertexInputBindingDescription(
+            binding=i, stride=0 if loc in constant else MESH_ROW_BYTES, inputRate=rate
+        )
+        for i, (loc, _) in enumerate(inputs)
     ]
     attrs = [
         vk.VkVertexInputAttributeDescription(location=loc, binding=i, format=int(fmt), offset=0)
@@ -344,7 +349,7 @@ class GraphicsPipeline(DeviceObject):
             info = vk.VkGraphicsPipelineCreateInfo(
                 stageCount=len(stages),
                 pStages=stages,
-                pVertexInputState=_vertex_input_state(desc.vertex_inputs),
+                pVertexInputState=_vertex_input_state(desc.vertex_inputs, desc.constant_inputs),
                 pInputAssemblyState=vk.VkPipelineInputAssemblyStateCreateInfo(
                     topology=desc.topology
                 ),
