@@ -36,6 +36,10 @@ class _Default(enum.Enum):
         return self.value
 
 
+#: glTF's default material (primitives without ``material``): one object, so a renderer makes
+#: it once.
+_DEFAULT_MATERIAL = Material()
+
 #: ``GltfScene.skinning_matrices``'s default animation: animation 0, or the rest pose when the
 #: file has none.
 FIRST_ANIMATION = _Default.FIRST_ANIMATION
@@ -438,7 +442,7 @@ class GltfScene:
 
     def material(self, index: int | None) -> Material:
         """``materials[index]``, or glTF's default material (white, opaque) for None."""
-        return Material() if index is None else self.materials[index]
+        return _DEFAULT_MATERIAL if index is None else self.materials[index]
 
     def mesh_groups(self, mesh: int = 0) -> list[tuple[int, int, Material]]:
         """Each primitive of a mesh as ``(first index, index count, material)`` in the merged
