@@ -389,3 +389,19 @@ def test_a_textured_skinned_rig_keeps_its_geometry_and_its_colours(tmp_path, dev
             np.testing.assert_allclose(pixel_box(part), want, atol=2.0, err_msg=method)
             colours = img[..., :3][part].astype(int)
             assert (colours[:, 1] >= colours[:, 0]).all() and (colours[:, 1] >= colours[:, 2]).all()
+
+
+def test_cli_renders_a_model_with_a_broken_image_saying_so_in_one_line(tmp_path, device, capsys):
+    from vkdqs import cli
+
+    doc = quad_document(image_uri="gone.png", material={"doubleSided": True})
+    model = write(doc, tmp_path)
+    out = tmp_path / "still.png"
+    args = ["render", str(model), "--out", str(out), "--size", "64x48", "--samples", "1"]
+    assert cli.main(args) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "vkdqs: warning: quad.gltf: images[0].uri: cannot read 'gone.png': No such file or "
+        "directory; its materials draw untextured"
+    ]
+    assert out.is_file()

@@ -54,12 +54,20 @@ _TRANSFORM = "KHR_texture_transform"
 
 
 def _warn(reader: _AccessorReader, path: str, msg: str) -> None:
-    warnings.warn(f"{reader.name}: {path}: {msg}", GltfWarning, stacklevel=5)
+    """Note a :class:`GltfWarning`; :func:`vkdqs.gltf.load_gltf` issues the notes when it
+    returns (so they point at its caller)."""
+    reader.notes.append(f"{reader.name}: {path}: {msg}")
 
 
 def _warn_error(reader: _AccessorReader, exc: GltfError, then: str) -> None:
     """A GltfError (which names the file and JSON path) as a warning ending in ``then``."""
-    warnings.warn(f"{exc}; {then}", GltfWarning, stacklevel=5)
+    reader.notes.append(f"{exc}; {then}")
+
+
+def issue_warnings(reader: _AccessorReader) -> None:
+    """Issue the reader's notes as GltfWarnings, attributed to the caller of ``load_gltf``."""
+    for note in reader.notes:
+        warnings.warn(note, GltfWarning, stacklevel=3)
 
 
 class _Materials:

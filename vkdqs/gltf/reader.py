@@ -86,7 +86,7 @@ from vkdqs.gltf.animation import Animation, Channel
 from vkdqs.gltf.container import _parse_glb, _parse_json
 from vkdqs.gltf.errors import GltfError, _show
 from vkdqs.gltf.geometry import _triangulate, vertex_normals
-from vkdqs.gltf.materials import read_materials
+from vkdqs.gltf.materials import issue_warnings, read_materials
 from vkdqs.gltf.scene import GltfScene, Mesh, Node, Primitive, Skin
 from vkdqs.gltf.uris import open_regular_file, read_at_most
 
@@ -921,4 +921,5 @@ def load_gltf(
         _log.info(
             "%s: morph targets are ignored (%d primitives/channels use them)", name, r.ignored_morph
         )
+    issue_warnings(r)
     return GltfScene(path, nodes, tuple(meshes), skins, animations, roots, materials=materials)
