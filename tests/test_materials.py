@@ -440,3 +440,17 @@ def test_documents_stay_json(tmp_path):
     """The fixtures write plain JSON (no numpy scalars left in the document)."""
     b = quad_document(image=encode(CHECKER), colors=np.ones((4, 4), np.float32))
     json.dumps(b.document)
+
+
+def test_material_copies_what_it_is_given():
+    tex = CHECKER.copy()
+    m = Material(texture=tex, uv_transform=np.eye(3))
+    tex[0, 0] = 0  # the caller's array stays writable, and the material keeps its own
+    assert m.texture[0, 0, 0] == 255 and not m.texture.flags.writeable
+
+
+def test_unused_textures_are_checked_too(tmp_path):
+    b = quad_document(image=encode(CHECKER))
+    b.add("textures", {"source": 5})
+    with pytest.raises(GltfError, match=r"textures\[1\]\.source: 5 is not an index into images"):
+        load(b, tmp_path)

@@ -157,7 +157,7 @@ class Material:
                     f"Material.texture is {t.shape[1]}x{t.shape[0]}; sides up to "
                     f"{MAX_TEXTURE_SIDE} are supported"
                 )
-            object.__setattr__(self, "texture", _frozen(t))
+            object.__setattr__(self, "texture", _frozen(t.copy()))  # the caller's stays writable
         if not isinstance(self.sampler, Sampler):
             raise InputError(f"Material.sampler must be a vkdqs.Sampler, got {self.sampler!r}")
         try:
@@ -168,7 +168,7 @@ class Material:
             raise InputError(
                 "Material.uv_transform must be a finite (3, 3) matrix with last row (0, 0, 1)"
             )
-        object.__setattr__(self, "uv_transform", _frozen(m))
+        object.__setattr__(self, "uv_transform", _frozen(m.copy()))
         if self.alpha_mode not in ALPHA_MODES:
             raise InputError(
                 f"Material.alpha_mode must be one of {ALPHA_MODES}, got {self.alpha_mode!r}"

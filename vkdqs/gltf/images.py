@@ -21,6 +21,8 @@ from vkdqs.material import MAX_TEXTURE_SIDE
 
 #: Image formats vkdqs decodes (Pillow format names) and the MIME types glTF gives them.
 FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
+#: What Pillow may report for an image it opened as one of FORMATS (a multi-picture JPEG).
+_ALSO = {"MPO": "image/jpeg"}
 #: Largest side of an image vkdqs decodes at all (larger ones are refused before decoding).
 MAX_IMAGE_SIDE = 16384
 
@@ -52,7 +54,8 @@ def decode_image(
         raise ImageProblem(f"not a PNG, JPEG or WebP image Pillow can read ({exc})") from None
     with img:
         width, height = img.size
-        if mime_type is not None and FORMATS.get(img.format or "") != mime_type:
+        kind = img.format or ""
+        if mime_type is not None and FORMATS.get(kind, _ALSO.get(kind)) != mime_type:
             raise ImageProblem(f"mimeType {mime_type!r} but the data is {img.format}")
         if not (1 <= width <= MAX_IMAGE_SIDE and 1 <= height <= MAX_IMAGE_SIDE):
             raise ImageProblem(

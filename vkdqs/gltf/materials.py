@@ -257,10 +257,15 @@ def read_materials(reader: _AccessorReader) -> tuple[Material, ...]:
                 _warn_error(reader, exc, "not read (its materials draw untextured)")
                 m._images[i] = None
     for t in range(len(reader.array("textures"))):  # over textures, at load: JSON checks
-        tex = reader.array("textures")[t]
-        sampler = reader.get_index(tex, "sampler", f"textures[{t}]", "samplers")
+        tex, tpath = reader.array("textures")[t], f"textures[{t}]"
+        sampler = reader.get_index(tex, "sampler", tpath, "samplers")
         if sampler is not None:
             m.sampler(sampler)
+        reader.get_index(tex, "source", tpath, "images")
+        ext = reader.get_obj(tex, "extensions", tpath) or {}
+        webp = reader.get_obj(ext, _WEBP, f"{tpath}.extensions")
+        if webp is not None:
+            reader.get_index(webp, "source", f"{tpath}.extensions.{_WEBP}", "images")
     for s in range(len(reader.array("samplers"))):
         m.sampler(s)
     return tuple(m.material(i) for i in range(len(reader.array("materials"))))
