@@ -454,3 +454,10 @@ def test_unused_textures_are_checked_too(tmp_path):
     b.add("textures", {"source": 5})
     with pytest.raises(GltfError, match=r"textures\[1\]\.source: 5 is not an index into images"):
         load(b, tmp_path)
+
+
+def test_an_image_used_by_two_materials_is_one_array(tmp_path):
+    b = quad_document(image=encode(CHECKER))
+    b.add("materials", {"pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}})
+    scene = load(b, tmp_path)
+    assert scene.materials[0].texture is scene.materials[1].texture

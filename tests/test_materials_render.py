@@ -335,7 +335,7 @@ def test_textures_and_materials_are_made_once_and_freed_with_the_renderer(fresh_
         before = fresh_device.live_objects()
         with Renderer(fresh_device, target) as renderer:
             a = Material(texture=tex, sampler=NEAREST)
-            b = Material(texture=tex, sampler=NEAREST, base_color=(1, 0, 0, 1))
+            b = Material(texture=a.texture, sampler=NEAREST, base_color=(1, 0, 0, 1))
             renderer.add_mesh(quad(), material=[a, b, a], groups=[(0, 3, 0), (3, 3, 1)])
             renderer.add_mesh(quad(), material=a)
             renderer.add_mesh(quad(), material=[Material(), Material(base_color=(0, 1, 0))])

@@ -66,7 +66,9 @@ from vkdqs.shader_interface import (
     SAMPLE_COUNTS,
     SCALE_STRIDE,
     SECOND_BLOCK_METHODS,
+    TEXTURED_ID,
     VARIANTS,
+    VERTEX_COLORS_ID,
     DescriptorType,
     Format,
     Stage,
@@ -218,6 +220,8 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
     compute = v.kind in ("compute", "centers", "crowd_sample")
     bones = v.method != "none" and not v.kind.startswith("crowd")  # crowds: runtime arrays
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
+    if v.kind == "fragment":  # skin.frag: texture and vertex colour on or off
+        want |= {TEXTURED_ID, VERTEX_COLORS_ID}
     problems = [] if set(mod.spec_ids()) == want else [f"SpecIds {set(mod.spec_ids())} != {want}"]
     if compute and mod.workgroup_size_spec_ids() != (LOCAL_SIZE_ID, None, None):
         problems.append(f"workgroup size SpecIds are {mod.workgroup_size_spec_ids()}")

@@ -110,7 +110,9 @@ class Material:
     texture : ndarray of uint8, [H, W, 4], or None
         Base-colour texture, RGBA, sRGB-encoded (as image files are); row 0 is the top of the
         image, which is where ``v = 0`` samples (glTF's convention). Sides up to
-        :data:`MAX_TEXTURE_SIDE`. None: untextured (factor only).
+        :data:`MAX_TEXTURE_SIDE`. None: untextured (factor only). A writable array is copied;
+        a read-only one (e.g. another material's ``texture``) is shared, and a renderer
+        uploads each shared texture once.
     sampler : Sampler
     uv_transform : array_like, [3, 3]
         Applied to ``(u, v, 1)`` before sampling (see :func:`uv_transform`); last row (0, 0, 1).
@@ -157,7 +159,10 @@ class Material:
                     f"Material.texture is {t.shape[1]}x{t.shape[0]}; sides up to "
                     f"{MAX_TEXTURE_SIDE} are supported"
                 )
-            object.__setattr__(self, "texture", _frozen(t.copy()))  # the caller's stays writable
+            # A read-only array (another material's texture, a decoded glTF image) is shared, so
+            # a renderer uploads it once; a writable one is copied (the caller may change it).
+            shared = not t.flags.writeable and t.flags.c_contiguous
+            object.__setattr__(self, "texture", t if shared else _frozen(t.copy()))
         if not isinstance(self.sampler, Sampler):
             raise InputError(f"Material.sampler must be a vkdqs.Sampler, got {self.sampler!r}")
         try:

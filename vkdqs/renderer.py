@@ -741,6 +741,10 @@ class Renderer(ResourceOwner):
             fragment_shader=si.variant_name("fragment", "none"),
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
             spec=((si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),),
+            fragment_spec=(
+                (si.TEXTURED_ID, int(material.texture is not None)),
+                (si.VERTEX_COLORS_ID, int("colors" in surface)),
+            ),
             wireframe=wire,
             cull_back=self.cull and not material.double_sided,
             constant_inputs=tuple(m.location for m in si.SURFACE_INPUTS if m.name not in surface),

@@ -61,6 +61,10 @@ class Stage(IntFlag):
 MAX_BONES_ID = 0  #: ``MAX_BONES``: how many bones the bone blocks hold
 LOCAL_SIZE_ID = 1  #: the compute shader's ``local_size_x``
 LOCAL_SIZE = 64  #: compute workgroup size vkdqs uses
+#: skin.frag: sample the material's texture (false for untextured materials: no texture fetch)
+TEXTURED_ID = 2
+#: skin.frag: multiply the vertex colour (false for meshes without colours)
+VERTEX_COLORS_ID = 3
 
 # -- bone blocks ------------------------------------------------------------------------------
 

@@ -70,4 +70,6 @@ def decode_image(
             out = np.asarray(rgba, dtype=np.uint8)
         except Exception as exc:  # truncated or corrupt pixel data
             raise ImageProblem(f"cannot decode its pixels ({exc})") from None
-    return np.ascontiguousarray(out)
+    out = np.ascontiguousarray(out)
+    out.flags.writeable = False  # shared by every material using the image
+    return out

@@ -247,6 +247,8 @@ class GraphicsPipelineDesc:
     clockwise: bool = False  # front faces wind clockwise (a mirroring model matrix)
     samples: int = 1
     depth_test: bool = True
+    #: the fragment shader's specialization constants (``spec`` is the vertex shader's)
+    fragment_spec: tuple[tuple[int, int], ...] = ()
     #: locations of ``vertex_inputs`` fed by one row for every vertex (binding stride 0): the
     #: renderer's constant white/UV row for meshes without colours or texture coordinates
     constant_inputs: tuple[int, ...] = ()
@@ -337,6 +339,7 @@ class GraphicsPipeline(DeviceObject):
     ) -> None:
         vk_device = device.handle
         spec = SpecConstants(dict(desc.spec))
+        fragment_spec = SpecConstants(dict(desc.fragment_spec))
         modules = [ShaderModule(device, desc.vertex_shader)]
         if desc.fragment_shader is not None:
             modules.append(ShaderModule(device, desc.fragment_shader))
@@ -344,7 +347,8 @@ class GraphicsPipeline(DeviceObject):
             spec_info = spec.info()
             stages = [_stage(Stage.VERTEX, modules[0], spec_info)]
             if desc.fragment_shader is not None:
-                stages.append(_stage(Stage.FRAGMENT, modules[1], None))
+                fragment_info = fragment_spec.info() if desc.fragment_spec else None
+                stages.append(_stage(Stage.FRAGMENT, modules[1], fragment_info))
             outputs = {} if desc.rasterizer_discard else _output_states(desc)
             info = vk.VkGraphicsPipelineCreateInfo(
                 stageCount=len(stages),
