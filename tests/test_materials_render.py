@@ -405,3 +405,21 @@ def test_cli_renders_a_model_with_a_broken_image_saying_so_in_one_line(tmp_path,
         "directory; its materials draw untextured"
     ]
     assert out.is_file()
+
+
+def test_materials_benchmark_smoke(tmp_path, device):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_materials.py"
+    out = tmp_path / "materials.json"
+    args = ["--vertices", "2000", "--rounds", "1", "--frames", "2", "--out", str(out)]
+    result = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert "vs untextured" in result.stdout
+    cases = [r["case"] for r in json.loads(out.read_text())["results"]]
+    assert cases == ["untextured", "textured", "textured+colors", "mask+2-sided"]
