@@ -423,3 +423,23 @@ def test_materials_benchmark_smoke(tmp_path, device):
     assert "vs untextured" in result.stdout
     cases = [r["case"] for r in json.loads(out.read_text())["results"]]
     assert cases == ["untextured", "textured", "textured+colors", "mask+2-sided"]
+
+
+def test_the_player_tints_only_uncoloured_models(tmp_path, renderer):
+    """A model with COLOR_0 (and no material) keeps its colours in every copy; one without
+    colours or materials gets the method tints."""
+    from vkdqs.scenes import METHOD_COLORS, RIGID_COLORS
+
+    for inst in list(renderer.instances):
+        renderer.remove_instance(inst)
+    coloured = load_gltf(write(quad_document(colors=np.ones((4, 4), np.float32) * 0.5), tmp_path))
+    player = GltfScenePlayer(renderer, coloured, methods="lbs,dqs")
+    for inst in player.draws[0].instances.values():
+        np.testing.assert_array_equal(inst.color, (1, 1, 1, 1))
+    plain = quad_document()
+    del plain.document["meshes"][0]["primitives"][0]["material"]
+    del plain.document["materials"]
+    player = GltfScenePlayer(renderer, load_gltf(write(plain, tmp_path, "plain.gltf")))
+    for method, inst in player.draws[0].instances.items():
+        np.testing.assert_array_equal(inst.color, RIGID_COLORS[method])
+    assert RIGID_COLORS["lbs"] != RIGID_COLORS["dqs"] and "lbs" in METHOD_COLORS
