@@ -68,6 +68,9 @@ METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor", "dqs_blender", "none")
 SINGULAR_DET = 1e-12
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
 _log = logging.getLogger("vkdqs.renderer")
+#: The material of meshes added without one: white, untextured, opaque (one object, so each
+#: renderer makes its descriptor set once).
+_PLAIN = Material()
 
 
 def _bone_bucket(bone_count: int) -> int:
@@ -291,7 +294,7 @@ def _check_groups(
     """The materials and ``(first, count, material index)`` ranges of :meth:`Renderer.add_mesh`,
     checked."""
     if material is None:
-        materials = [Material()]
+        materials = [_PLAIN]
     elif isinstance(material, Material):
         materials = [material]
     else:
