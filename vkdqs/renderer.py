@@ -11,6 +11,12 @@ Command buffers are recorded once and reused while nothing structural changes (i
 camera, wireframe, debug view, target size): per frame, the Python work for an instance is two
 memory copies into mapped memory.
 
+Materials (:class:`vkdqs.Material`, given to :meth:`Renderer.add_mesh`) are descriptor set 1:
+one set per material, made once per renderer, holding its sRGB texture (a 1x1 white one when
+untextured) with its sampler, and its factor, UV transform and alpha cutoff. A mesh's index
+ranges (``groups``) are drawn in order, each with its material's set and a pipeline for its
+sidedness; meshes without UVs or colours read one constant row instead (vertex stride 0).
+
 Ownership: meshes and instances belong to the renderer that made them, and the target must be
 made on the renderer's Device; anything else is refused with :class:`~vkdqs.OwnershipError`.
 Threads: every public method takes the renderer's lock (and the target's, while drawing).

@@ -2,8 +2,9 @@
 
 :func:`load_gltf` (in :mod:`vkdqs.gltf.reader`, which documents what is loaded, what is ignored,
 the errors and the limits on untrusted files) returns a :class:`GltfScene`;
-:mod:`vkdqs.gltf.uris` decides which files a model may read; :mod:`vkdqs.gltf.save` writes files
-it reads. Nothing here touches the GPU.
+:mod:`vkdqs.gltf.uris` decides which files a model may read; :mod:`vkdqs.gltf.materials` reads
+materials, textures and images (decoded by :mod:`vkdqs.gltf.images`); :mod:`vkdqs.gltf.save`
+writes files it reads. Nothing here touches the GPU.
 """
 
 from __future__ import annotations
