@@ -241,6 +241,8 @@ class Module:
             _, dim, sampled, _ = self.image(type_id)
             if dim == DIM_BUFFER and sampled in (1, 2):
                 return ("UNIFORM_TEXEL_BUFFER", "STORAGE_TEXEL_BUFFER")[sampled - 1]
+            if op == OP_TYPE_SAMPLED_IMAGE and sampled == 1:
+                return "COMBINED_IMAGE_SAMPLER"
         if op == OP_TYPE_STRUCT:
             block = self.decoration(type_id, BLOCK) is not None
             if storage == UNIFORM and block:

@@ -371,7 +371,7 @@ def test_ignored_parts(tmp_path, caplog):
     doc["materials"] = [{"name": "m"}]
     doc["cameras"] = [{"type": "perspective"}]
     doc["extras"] = {"anything": [1, 2]}
-    doc["meshes"][0]["primitives"][0]["attributes"]["TEXCOORD_0"] = 0
+    doc["meshes"][0]["primitives"][0]["attributes"]["TEXCOORD_1"] = 0  # not read
     with caplog.at_level(logging.INFO, logger="vkdqs.gltf"):
         scene = load_gltf(write(rig, tmp_path))
     # the weights channel is read (see tests/test_morph.py), not ignored

@@ -17,6 +17,7 @@ LAYERS = {
     "errors": 0,
     "dq": 1,
     "mesh": 1,
+    "material": 1,
     "bones": 1,
     "procedural": 1,
     "camera": 1,

@@ -57,6 +57,10 @@ from vkdqs.shader_interface import (
     INSTANCE,
     INSTANCE_BLOCK,
     LOCAL_SIZE_ID,
+    MATERIAL_BINDINGS,
+    MATERIAL_BLOCK,
+    MATERIAL_SET,
+    MATERIAL_UNIFORMS,
     MAX_BONES_ID,
     MORPH_BLOCK,
     MORPH_DELTAS,
@@ -67,7 +71,9 @@ from vkdqs.shader_interface import (
     SAMPLE_COUNTS,
     SCALE_STRIDE,
     SECOND_BLOCK_METHODS,
+    TEXTURED_ID,
     VARIANTS,
+    VERTEX_COLORS_ID,
     DescriptorType,
     Format,
     Stage,
@@ -100,6 +106,7 @@ SHADER_TYPE = {DescriptorType.UNIFORM_BUFFER_DYNAMIC: DescriptorType.UNIFORM_BUF
 #: Vertex format -> (scalar, components, bits) of the GLSL input reading it.
 VERTEX_INPUT_TYPES = {
     Format.R32_SFLOAT: ("float", 1, 32),
+    Format.R32G32_SFLOAT: ("float", 2, 32),
     Format.R32G32B32_SFLOAT: ("float", 3, 32),
     Format.R32G32B32A32_SFLOAT: ("float", 4, 32),
     Format.R32G32B32A32_SINT: ("int", 4, 32),
@@ -136,8 +143,12 @@ def check_bindings(v: Variant, mod: Module) -> list[str]:
     stage, exact = Stage[mod.stage], v.kind in EXACT_KINDS
     host = {b.binding: b for b in bindings_of(v)}
     problems = [] if len(host) == len(bindings_of(v)) else ["host layout repeats a binding"]
+    # the renderer's pipelines also have the material set (set 1)
+    materials = (
+        {b.binding: b for b in MATERIAL_BINDINGS} if v.kind in ("render", "fragment") else {}
+    )
     for (set_, n), d in sorted(mod.descriptors().items()):
-        b = host.get(n) if set_ == 0 else None
+        b = host.get(n) if set_ == 0 else materials.get(n) if set_ == MATERIAL_SET else None
         if b is None:
             problems.append(f"set {set_} binding {n} ({d.type}) is not in the host layout")
             continue
@@ -223,6 +234,8 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
     if v.kind in ("render", "readback", "compute"):
         want |= {MORPH_TARGETS_ID}
+    if v.kind == "fragment":  # skin.frag: texture and vertex colour on or off
+        want |= {TEXTURED_ID, VERTEX_COLORS_ID}
     problems = [] if set(mod.spec_ids()) == want else [f"SpecIds {set(mod.spec_ids())} != {want}"]
     if compute and mod.workgroup_size_spec_ids() != (LOCAL_SIZE_ID, None, None):
         problems.append(f"workgroup size SpecIds are {mod.workgroup_size_spec_ids()}")
@@ -276,6 +289,16 @@ def check_morph_bindings(v: Variant, mod: Module) -> list[str]:
     return problems
 
 
+def check_material_block(v: Variant, mod: Module) -> list[str]:
+    """skin.frag's MaterialBlock (set 1) is MATERIAL_BLOCK; no other module reads set 1."""
+    d = mod.descriptors().get((MATERIAL_SET, MATERIAL_UNIFORMS))
+    if v.name != "skin.frag":
+        return [] if d is None else ["reads the material block"]
+    if d is None or d.type != "UNIFORM_BUFFER":
+        return [f"no uniform block at set {MATERIAL_SET} binding {MATERIAL_UNIFORMS}"]
+    return block_problems(mod.members(d.type_id), MATERIAL_BLOCK)
+
+
 def check_push_constants(v: Variant, mod: Module) -> list[str]:
     """The push block is exactly the host range; skin.frag has none.
 
@@ -318,6 +341,7 @@ CHECKS = (
     check_specialization,
     check_instance_block,
     check_morph_bindings,
+    check_material_block,
     check_push_constants,
 )
 
@@ -356,6 +380,14 @@ def test_render_modules_use_exactly_the_render_layout() -> None:
                 used[n] = (d.type, stages | Stage[mod.stage])
     host = {b.binding: (SHADER_TYPE.get(b.type, b.type).name, b.stages) for b in RENDER_BINDINGS}
     assert used == host
+
+
+def test_the_fragment_shader_uses_exactly_the_material_set() -> None:
+    """skin.frag reads every MATERIAL_BINDINGS entry of set 1 (the texture as a combined image
+    sampler), with its type; the crowd fragment shader (untextured) reads none."""
+    used = {n: d.type for (s, n), d in module("skin.frag").descriptors().items() if s == 1}
+    assert used == {b.binding: b.type.name for b in MATERIAL_BINDINGS}
+    assert all(s == 0 for s, _ in module("skin_crowd.frag").descriptors())
 
 
 def test_vulkan_enum_values() -> None:
@@ -465,6 +497,18 @@ MISMATCHES: dict[str, tuple[Callable, str, Callable[[], Module], str]] = {
         "skin.frag",
         _patch("skin.frag", OP_MEMBER_DECORATE, lambda a: a[1:3] == (7, OFFSET), 3, 200),
         "debug: shader Member(offset=200",
+    ),
+    "material-alpha-offset": (
+        check_material_block,
+        "skin.frag",
+        _patch("skin.frag", OP_MEMBER_DECORATE, lambda a: a[1:4] == (3, OFFSET, 48), 3, 52),
+        "alpha: shader Member(offset=52",
+    ),
+    "material-block-in-crowd-frag": (
+        check_material_block,
+        "skin_crowd.frag",
+        _given("skin.frag"),
+        "reads the material block",
     ),
     "readback-push-given-render": (
         check_push_constants,

@@ -46,14 +46,17 @@ __all__ = [
     "Crowd",
     "Device",
     "GltfError",
+    "GltfWarning",
     "InputError",
     "LimitError",
+    "Material",
     "NoSuitableDeviceError",
     "ObjectDestroyedError",
     "OffscreenTarget",
     "OwnershipError",
     "PngImage",
     "Renderer",
+    "Sampler",
     "ShaderError",
     "SkinnedMesh",
     "Skinner",
@@ -86,6 +89,9 @@ _LAZY = {
     "procedural": ".procedural",
     "load_gltf": ".gltf",
     "GltfError": ".gltf",
+    "GltfWarning": ".gltf",
+    "Material": ".material",
+    "Sampler": ".material",
 }
 
 _NEEDS_VULKAN = {".crowd", ".gpu.device", ".renderer", ".skinner", ".targets"}

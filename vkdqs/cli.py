@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -541,7 +542,9 @@ def main(argv: list[str] | None = None) -> int:
         args["device"] = int(args["device"])
     _tolerate_unencodable_output()
     try:
-        return func(**args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return func(**args)
     except VkdqsError as exc:
         message = str(exc)
         if isinstance(exc, InputError):  # about the model file: name it
@@ -558,6 +561,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("vkdqs: interrupted", file=sys.stderr)
         return 130
+
+
+def _show_warning(
+    message: Warning | str, category: type[Warning], *_: object, **__: object
+) -> None:
+    """A warning from vkdqs (e.g. a glTF image it cannot use) as one line, without the source
+    line Python shows."""
+    print(f"vkdqs: warning: {message}", file=sys.stderr)
 
 
 def _tolerate_unencodable_output() -> None:

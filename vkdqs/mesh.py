@@ -112,6 +112,11 @@ class SkinnedMesh:
         Morph targets (blend shapes): per target, the position and normal deltas added to the
         rest vertex, weighted, before skinning (:func:`vkdqs.dq.morph`). Either may be given
         alone (a target that moves only normals, or only positions); both must agree on M.
+    uvs : array_like, [N, 2], optional, keyword-only
+        Texture coordinates (glTF ``TEXCOORD_0``: ``v = 0`` is the top of the image); finite.
+    colors : array_like, [N, 3] or [N, 4], optional, keyword-only
+        Linear vertex colours (glTF ``COLOR_0``), finite; alpha 1 when RGB. The renderer
+        multiplies them into the material's colour.
 
     Attributes
     ----------
@@ -124,6 +129,8 @@ class SkinnedMesh:
     indices : ndarray of uint32, [M] or None
     dqs_blend : ndarray of float32, [N] or None
     morph_positions, morph_normals : ndarray of float32, [M, N, 3] or None
+    uvs : ndarray of float32, [N, 2] or None
+    colors : ndarray of float32, [N, 4] or None
 
     Notes
     -----
@@ -159,6 +166,8 @@ class SkinnedMesh:
         dqs_blend: ArrayLike | None = None,
         morph_positions: ArrayLike | None = None,
         morph_normals: ArrayLike | None = None,
+        uvs: ArrayLike | None = None,
+        colors: ArrayLike | None = None,
     ) -> None:
         pos = _real_array(positions, "positions")
         if pos.ndim != 2 or pos.shape[1] != 3 or pos.shape[0] < 1:
@@ -277,6 +286,15 @@ class SkinnedMesh:
                     f"morph_positions has {mp} targets but morph_normals has {mn}: "
                     "both must have shape (M, N, 3) with the same M"
                 )
+        self.uvs: NDArray[np.float32] | None = (
+            None if uvs is None else _frozen(self._check_rows(uvs, n, "uvs", (2,)))
+        )
+        self.colors: NDArray[np.float32] | None = None
+        if colors is not None:
+            c = self._check_rows(colors, n, "colors", (3, 4))
+            self.colors = _frozen(
+                c if c.shape[1] == 4 else np.hstack([c, np.ones((n, 1), c.dtype)])
+            )
 
     @staticmethod
     def _check_morph(deltas: ArrayLike | None, name: str, n: int) -> NDArray[np.float32] | None:
@@ -299,6 +317,23 @@ class SkinnedMesh:
                 "computes in float32"
             )
         return _frozen(d.astype(np.float32))
+
+    @staticmethod
+    def _check_rows(
+        x: ArrayLike, n: int, name: str, widths: tuple[int, ...]
+    ) -> NDArray[np.float32]:
+        a = _real_array(x, name)
+        if a.ndim != 2 or a.shape[0] != n or a.shape[1] not in widths:
+            shapes = " or ".join(f"({n}, {w})" for w in widths)
+            raise InputError(f"{name} must have shape {shapes}, got {_describe(a)}")
+        a = a.astype(np.float64, copy=False)
+        if not np.isfinite(a).all():
+            v, c = _first(~np.isfinite(a))
+            raise InputError(f"{name}[{v}, {c}] = {a[v, c]}: {name} must be finite")
+        if np.abs(a).max() > MAX_MAGNITUDE:
+            v, c = _first(np.abs(a) > MAX_MAGNITUDE)
+            raise LimitError(f"{name}[{v}, {c}] = {a[v, c]:g} exceeds +-{MAX_MAGNITUDE:g}")
+        return a.astype(np.float32)
 
     @staticmethod
     def _check_dqs_blend(dqs_blend: ArrayLike, n: int) -> NDArray[np.float32]:

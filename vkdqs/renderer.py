@@ -11,6 +11,12 @@ Command buffers are recorded once and reused while nothing structural changes (i
 camera, wireframe, debug view, target size): per frame, the Python work for an instance is two
 memory copies into mapped memory.
 
+Materials (:class:`vkdqs.Material`, given to :meth:`Renderer.add_mesh`) are descriptor set 1:
+one set per material, made once per renderer, holding its sRGB texture (a 1x1 white one when
+untextured) with its sampler, and its factor, UV transform and alpha cutoff. A mesh's index
+ranges (``groups``) are drawn in order, each with its material's set and a pipeline for its
+sidedness; meshes without UVs or colours read one constant row instead (vertex stride 0).
+
 Ownership: meshes and instances belong to the renderer that made them, and the target must be
 made on the renderer's Device; anything else is refused with :class:`~vkdqs.OwnershipError`.
 Threads: every public method takes the renderer's lock (and the target's, while drawing).
@@ -18,6 +24,7 @@ Threads: every public method takes the renderer's lock (and the target's, while 
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,15 +50,19 @@ from .gpu import (
     Device,
     Fence,
     GraphicsPipelineDesc,
+    ImageWrite,
     PipelineCache,
     PipelineLayout,
     QueryPool,
     ResourceOwner,
+    Sampler,
     Semaphore,
     TexelWrite,
+    Texture,
     write_descriptors,
 )
 from .gpu.calls import align
+from .material import Material
 from .mesh import SkinnedMesh
 from .overlay_pass import OverlayPass, check_overlay
 from .skinner import check_centers, morph_blocks
@@ -65,6 +76,10 @@ METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor", "dqs_blender", "none")
 #: |det| of a model matrix's 3x3 below which it is singular (scaled to zero): not drawable.
 SINGULAR_DET = 1e-12
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
+_log = logging.getLogger("vkdqs.renderer")
+#: The material of meshes added without one: white, untextured, opaque (one object, so each
+#: renderer makes its descriptor set once).
+_PLAIN = Material()
 
 
 def _bone_bucket(bone_count: int) -> int:
@@ -124,6 +139,14 @@ class RenderMesh:
                 dev, self.morph_buffer, int(si.MORPH_TEXEL_FORMAT), label=f"{label} morph deltas"
             )
         )
+        #: ``{"uvs": Buffer, "colors": Buffer}`` for the :data:`si.SURFACE_INPUTS` the mesh has
+        self.surface_buffers: dict[str, Buffer] = {}
+        for name, arr in si.surface_arrays(mesh).items():
+            buf = renderer._keep(Buffer(dev, arr.nbytes, usage, label=f"{label} {name}"))
+            buf.write(arr)
+            self.surface_buffers[name] = buf
+        #: ``(first index, index count, material)`` drawn per instance, in order
+        self.groups: list[tuple[int, int, _GpuMaterial]] = []
         self.mesh = mesh
         self.label = label
         self.index_count = int(mesh.indices.size)
@@ -154,6 +177,39 @@ class RenderMesh:
     def renderer(self) -> Renderer | None:
         """The renderer that uploaded this mesh (None once it is gone)."""
         return self._renderer()
+
+
+class _GpuMaterial:
+    """A material's descriptor set (set 1): its texture (or the renderer's white one), sampler
+    and uniform block; made once per Material per renderer."""
+
+    def __init__(self, renderer: Renderer, material: Material, label: str) -> None:
+        dev = renderer.device
+        self.material = material
+        texture = renderer._texture(material.texture, label)
+        sampler = renderer._sampler(material)
+        block = np.zeros(1, si.MATERIAL_BLOCK)
+        block["base_color"] = material.base_color
+        block["uv_row0"][0, :3] = material.uv_transform[0]
+        block["uv_row1"][0, :3] = material.uv_transform[1]
+        block["alpha"][0, 0] = material.cutoff
+        self.uniforms = renderer._keep(
+            Buffer(dev, block.nbytes, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label=f"{label} block")
+        )
+        self.uniforms.write(block)
+        self.pool = renderer._keep(
+            DescriptorPool(dev, si.MATERIAL_BINDINGS, sets=1, label=f"{label} set")
+        )
+        self.set = self.pool.allocate(renderer._material_layout)
+        b = {x.binding: x for x in si.MATERIAL_BINDINGS}
+        write_descriptors(
+            dev,
+            self.set,
+            [
+                ImageWrite(b[si.MATERIAL_TEXTURE], texture.view, sampler),
+                BufferWrite(b[si.MATERIAL_UNIFORMS], self.uniforms, 0, block.nbytes),
+            ],
+        )
 
 
 @dataclass(eq=False)
@@ -305,6 +361,52 @@ def _layout_slots(instances: list[Instance], alignment: int) -> tuple[list[_Slot
     return slots, offset
 
 
+def _check_groups(
+    mesh: SkinnedMesh,
+    material: Material | Sequence[Material] | None,
+    groups: Sequence[tuple[int, int, int]] | None,
+) -> tuple[list[Material], list[tuple[int, int, int]]]:
+    """The materials and ``(first, count, material index)`` ranges of :meth:`Renderer.add_mesh`,
+    checked."""
+    if material is None:
+        materials = [_PLAIN]
+    elif isinstance(material, Material):
+        materials = [material]
+    else:
+        try:
+            materials = list(material)
+        except TypeError:
+            raise InputError(
+                f"material must be a vkdqs.Material or a list of them, got {material!r}"
+            ) from None
+        bad = [m for m in materials if not isinstance(m, Material)]
+        if bad or not materials:
+            raise InputError(
+                f"material must be a vkdqs.Material or a non-empty list of them, got {bad[:1]}"
+            )
+    total = 0 if mesh.indices is None else int(mesh.indices.size)
+    if groups is None:
+        return materials, [(0, total, 0)]
+    ranges = []
+    for g, item in enumerate(groups):
+        try:
+            first, count, k = (int(x) for x in item)
+            ok = tuple(item) == (first, count, k)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise InputError(f"groups[{g}] must be (first index, index count, material index)")
+        if first < 0 or count < 0 or first % 3 or count % 3 or first + count > total:
+            raise InputError(
+                f"groups[{g}] = {(first, count, k)} is not a range of whole triangles in the "
+                f"mesh's {total} indices"
+            )
+        if not 0 <= k < len(materials):
+            raise InputError(f"groups[{g}] uses material {k}; there are {len(materials)}")
+        ranges.append((first, count, k))
+    return materials, ranges
+
+
 class Renderer(ResourceOwner):
     """Draws skinned mesh instances into ``target`` (an Offscreen- or SwapchainTarget).
 
@@ -364,14 +466,24 @@ class Renderer(ResourceOwner):
         self._overlay: np.ndarray | None = None
         self._overlay_version = 0
         self._overlay_pass: OverlayPass | None = None
+        # Materials, textures and samplers, each made once: by Material identity, by texture
+        # array identity (the array is kept, so its id stays unique) and by Sampler value.
+        self._materials: dict[int, tuple[Material, _GpuMaterial]] = {}
+        self._textures: dict[int, tuple[np.ndarray | None, Texture]] = {}
+        self._samplers: dict[Any, Sampler] = {}
+        self._constant_row: Buffer | None = None
+        self._blend_noted = False
         try:
             self._set_layout = self._keep(
                 DescriptorSetLayout(device, si.RENDER_BINDINGS, label="render")
             )
+            self._material_layout = self._keep(
+                DescriptorSetLayout(device, si.MATERIAL_BINDINGS, label="material")
+            )
             self._layout = self._keep(
                 PipelineLayout(
                     device,
-                    [self._set_layout],
+                    [self._set_layout, self._material_layout],
                     si.RENDER_PUSH_BYTES,
                     si.Stage.VERTEX,
                     label="render",
@@ -395,13 +507,79 @@ class Renderer(ResourceOwner):
 
     # -- scene ----------------------------------------------------------------------------
 
-    def add_mesh(self, mesh: SkinnedMesh, *, label: str | None = None) -> RenderMesh:
-        """Upload ``mesh`` once; draw it with any number of instances."""
+    def add_mesh(
+        self,
+        mesh: SkinnedMesh,
+        *,
+        label: str | None = None,
+        material: Material | Sequence[Material] | None = None,
+        groups: Sequence[tuple[int, int, int]] | None = None,
+    ) -> RenderMesh:
+        """Upload ``mesh`` once; draw it with any number of instances.
+
+        ``material`` colours it (a :class:`vkdqs.Material`; None: white, untextured, opaque,
+        so the instance's colour shows). Several materials, three.js-style: ``material`` a list
+        and ``groups`` a list of ``(first index, index count, material index)`` ranges of
+        ``mesh.indices`` (whole triangles), drawn in order; without ``groups`` the whole mesh
+        uses ``material`` (or its first entry). A ``"BLEND"`` material draws as MASK with
+        cutoff 0.5 (noted once in the log).
+        """
         with self._lock:
             self._check_open()
-            rm = RenderMesh(self, mesh, label or f"mesh {len(self.meshes)}")
+            label = label or f"mesh {len(self.meshes)}"
+            materials, ranges = _check_groups(mesh, material, groups)
+            rm = RenderMesh(self, mesh, label)
+            gpu = [self._material(m, f"{label} material {k}") for k, m in enumerate(materials)]
+            rm.groups = [(first, count, gpu[k]) for first, count, k in ranges]
             self.meshes.append(rm)
             return rm
+
+    def _material(self, material: Material, label: str) -> _GpuMaterial:
+        entry = self._materials.get(id(material))
+        if entry is not None:
+            return entry[1]
+        if material.alpha_mode == "BLEND" and not self._blend_noted:
+            self._blend_noted = True
+            _log.warning(
+                "material %r is alphaMode BLEND: vkdqs draws it as MASK (alpha cutoff 0.5), "
+                "without sorting or blending",
+                material.name or label,
+            )
+        gm = _GpuMaterial(self, material, label)
+        self._materials[id(material)] = (material, gm)
+        return gm
+
+    def _texture(self, rgba: np.ndarray | None, label: str) -> Texture:
+        """The texture of ``rgba`` (uploaded once), or a 1x1 white one for None."""
+        entry = self._textures.get(id(rgba))
+        if entry is None:
+            pixels = np.full((1, 1, 4), 255, np.uint8) if rgba is None else rgba
+            name = "white texture" if rgba is None else f"{label} texture"
+            entry = (rgba, self._keep(Texture(self.device, pixels, label=name)))
+            self._textures[id(rgba)] = entry
+        return entry[1]
+
+    def _sampler(self, material: Material) -> Sampler:
+        key = material.sampler if material.texture is not None else None
+        if key not in self._samplers:
+            desc = material.sampler if key is not None else Material().sampler
+            self._samplers[key] = self._keep(Sampler(self.device, desc, label=f"sampler {key}"))
+        return self._samplers[key]
+
+    def _constant(self) -> Buffer:
+        """One vertex row of ones, read by every vertex (stride 0) of meshes without UVs or
+        colours: white, and a UV that samples the white texture of untextured materials."""
+        if self._constant_row is None:
+            self._constant_row = self._keep(
+                Buffer(
+                    self.device,
+                    si.MESH_ROW_BYTES,
+                    vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT,
+                    label="constant vertex row",
+                )
+            )
+            self._constant_row.write(np.ones(4, np.float32))
+        return self._constant_row
 
     def _check_mesh(self, mesh: object) -> RenderMesh:
         if isinstance(mesh, SkinnedMesh):
@@ -652,11 +830,12 @@ class Renderer(ResourceOwner):
         self._layout_gen += 1
         self._layout_stale = False
 
-    def _pipeline(self, inst: Instance) -> Any:
+    def _pipeline(self, inst: Instance, material: Material) -> Any:
         variant = inst.variant
         slots = inst.mesh.mesh.slots if variant != "none" else 4
         wire = self.wireframe and self.device.info.fill_mode_non_solid
         inputs = si.render_inputs(slots, variant)
+        surface = inst.mesh.surface_buffers
         desc = GraphicsPipelineDesc(
             vertex_shader=si.variant_name("render", variant, slots),
             fragment_shader=si.variant_name("fragment", "none"),
@@ -665,8 +844,13 @@ class Renderer(ResourceOwner):
                 (si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),
                 (si.MORPH_TARGETS_ID, inst.morph_spec),
             ),
+            fragment_spec=(
+                (si.TEXTURED_ID, int(material.texture is not None)),
+                (si.VERTEX_COLORS_ID, int("colors" in surface)),
+            ),
             wireframe=wire,
-            cull_back=self.cull,
+            cull_back=self.cull and not material.double_sided,
+            constant_inputs=tuple(m.location for m in si.SURFACE_INPUTS if m.name not in surface),
             # a model matrix with det < 0 mirrors the mesh and flips its winding (as glTF
             # requires renderers to handle)
             clockwise=inst.mirrored,
@@ -801,23 +985,30 @@ class Renderer(ResourceOwner):
             if not inst.visible:
                 continue
             rm = inst.mesh
-            pipe = self._pipeline(inst)
-            if pipe != bound:
-                vk.vkCmdBindPipeline(cmd, graphics, pipe)
-                bound = pipe
             buffers = [b.handle for b in rm.vertex_buffers]
             if inst.variant == "none":
                 buffers = buffers[: len(si.mesh_inputs(4))]
             elif inst.variant in si.AUX_METHODS:
                 assert rm.aux_buffer is not None
                 buffers.append(rm.aux_buffer.handle)
+            for m in si.SURFACE_INPUTS:
+                buf = rm.surface_buffers.get(m.name) or self._constant()
+                buffers.append(buf.handle)
             # location 9: the instance's scalar, or any float rows (unread: debug mode off)
             scalar = inst._scalar_buffers.get(frame.index) if inst.scalar is not None else None
             buffers.append((scalar or rm.vertex_buffers[0]).handle)
             vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
             vk.vkCmdBindIndexBuffer(cmd, rm.index_buffer.handle, 0, vk.VK_INDEX_TYPE_UINT32)
             vk.vkCmdBindDescriptorSets(cmd, graphics, self._layout.handle, 0, 1, [ds], 0, None)
-            vk.vkCmdDrawIndexed(cmd, rm.index_count, 1, 0, 0, 0)
+            for first, count, gm in rm.groups:
+                pipe = self._pipeline(inst, gm.material)
+                if pipe != bound:
+                    vk.vkCmdBindPipeline(cmd, graphics, pipe)
+                    bound = pipe
+                vk.vkCmdBindDescriptorSets(
+                    cmd, graphics, self._layout.handle, si.MATERIAL_SET, 1, [gm.set], 0, None
+                )
+                vk.vkCmdDrawIndexed(cmd, count, 1, first, 0, 0)
         w, h = self.target.extent
         for crowd in crowds:
             desc = crowd.draw_pipeline_desc(

@@ -19,6 +19,7 @@ from . import dq, procedural
 from .clip import AnimationClip
 from .crowd import Crowd, pack_clip
 from .errors import InputError
+from .gltf.scene import surface_arrays
 from .mesh import SkinnedMesh
 from .methods import DIFF, METHOD_NAMES, SCENE_METHODS, parse_methods
 from .renderer import SINGULAR_DET, Instance, Renderer, RenderMesh
@@ -98,6 +99,8 @@ def _with_dqs_blend(mesh: SkinnedMesh) -> SkinnedMesh:
         dqs_blend=blend,
         morph_positions=mesh.morph_positions,
         morph_normals=mesh.morph_normals,
+        uvs=mesh.uvs,
+        colors=mesh.colors,
     )
 
 
@@ -408,6 +411,7 @@ def _rigid_geometry(mesh: GltfMesh) -> SkinnedMesh:
         np.concatenate(idx),
         morph_positions=morph_p,
         morph_normals=morph_n,
+        **surface_arrays(mesh.primitives),
     )
 
 
@@ -438,6 +442,16 @@ def gltf_parts(scene: GltfScene) -> list[GltfDraw]:
                 rigid[nd.mesh] = _rigid_geometry(scene.meshes[nd.mesh])
             rigid_parts.append(GltfDraw("rigid", nd.mesh, None, nd.index, rigid[nd.mesh]))
     return skinned_parts + rigid_parts
+
+
+def _materials_of(scene: GltfScene, mesh: int) -> dict[str, object]:
+    """``material`` and ``groups`` for :meth:`Renderer.add_mesh` of a glTF mesh's merged
+    primitives (one group per primitive, its material)."""
+    groups = scene.mesh_groups(mesh)
+    return {
+        "material": [g[2] for g in groups],
+        "groups": [(first, count, k) for k, (first, count, _) in enumerate(groups)],
+    }
 
 
 def skin_matrices(
@@ -530,7 +544,9 @@ class GltfScenePlayer:
             if id(draw.geometry) not in uploaded:
                 label = f"{name} mesh {m.index} {m.name}".strip()
                 label += " (rigid)" if draw.kind == "rigid" else ""
-                uploaded[id(draw.geometry)] = renderer.add_mesh(draw.geometry, label=label)
+                uploaded[id(draw.geometry)] = renderer.add_mesh(
+                    draw.geometry, label=label, **_materials_of(scene, m.index)
+                )
             draw.render_mesh = uploaded[id(draw.geometry)]
             if draw.kind == "skinned":
                 draw.bone_count = scene.skins[draw.skin].joint_count
@@ -544,6 +560,15 @@ class GltfScenePlayer:
         self._diff = None  # DiffColoring, made when "diff" is first shown
         #: the colour bar's range (top, largest) of the "diff" copy, once shown
         self.diff_range: tuple[float, float] | None = None
+        # A model with its own colours keeps them in every copy (labels tell the copies apart);
+        # an uncoloured one gets the methods' tints.
+        self._own_colors = any(
+            draw.geometry.colors is not None
+            or any(
+                scene.material(p.material).has_own_color for p in scene.meshes[draw.mesh].primitives
+            )
+            for draw in self.draws
+        )
         self._offsets = {m: _translation(np.zeros(3)) for m in _ALL_METHODS}
         self._blend_meshes: dict[int, RenderMesh] = {}  # id(RenderMesh) -> its "blend" copy
         for method in ("lbs", "dqs"):
@@ -728,13 +753,15 @@ class GltfScenePlayer:
                 matrix = self._rigid_matrix[id(draw)]
                 model = None if _singular(matrix) else matrix  # set_time hides it
                 inst = renderer.add_instance(
-                    rm, bone_count=1, method="none", model=model, color=_color(method, True)
+                    rm, bone_count=1, method="none", model=model, color=self._color(draw, method)
                 )
             else:
                 if method == "blend" and rm.mesh.dqs_blend is None:
                     if id(rm) not in self._blend_meshes:  # once per mesh, however many nodes
                         self._blend_meshes[id(rm)] = renderer.add_mesh(
-                            _with_dqs_blend(rm.mesh), label=f"{rm.label} (blend)"
+                            _with_dqs_blend(rm.mesh),
+                            label=f"{rm.label} (blend)",
+                            **_materials_of(self.scene, draw.mesh),
                         )
                     rm = self._blend_meshes[id(rm)]
                 rest = None
@@ -745,11 +772,18 @@ class GltfScenePlayer:
                     rm,
                     bone_count=draw.bone_count,
                     method=_renderer_method(method),
-                    color=_color(method),
+                    color=self._color(draw, method),
                     rest_matrices=rest,
                 )
             inst.visible = False
             draw.instances[method] = inst
+
+    def _color(self, draw: GltfDraw, method: str) -> tuple[float, ...]:
+        """The instance colour of a copy: white (the model's own colours) when the file gives
+        the part a texture, a base colour or vertex colours anywhere; else the method's tint."""
+        if self._own_colors:
+            return (1.0, 1.0, 1.0, 1.0)
+        return _color(method, draw.kind == "rigid")
 
     def update(self, dt: float) -> None:
         """Advance by ``dt`` seconds, looping over the animation."""

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 class DescriptorType(IntEnum):
     """``VkDescriptorType`` values used by vkdqs's shaders."""
 
+    COMBINED_IMAGE_SAMPLER = 1
     UNIFORM_TEXEL_BUFFER = 4
     STORAGE_TEXEL_BUFFER = 5
     UNIFORM_BUFFER = 6
@@ -42,6 +43,7 @@ class Format(IntEnum):
     R8G8B8A8_SRGB = 43
     B8G8R8A8_SRGB = 50
     R32_SFLOAT = 100
+    R32G32_SFLOAT = 103
     R32G32B32_SFLOAT = 106
     R32G32B32A32_SINT = 108
     R32G32B32A32_SFLOAT = 109
@@ -65,6 +67,10 @@ LOCAL_SIZE_ID = 1  #: the compute shader's ``local_size_x``
 #: lavapipe a branch runs its body under a mask, a loop's body once even for zero trips).
 MORPH_TARGETS_ID = 2
 LOCAL_SIZE = 64  #: compute workgroup size vkdqs uses
+#: skin.frag: sample the material's texture (false for untextured materials: no texture fetch)
+TEXTURED_ID = 3
+#: skin.frag: multiply the vertex colour (false for meshes without colours)
+VERTEX_COLORS_ID = 4
 
 # -- bone blocks ------------------------------------------------------------------------------
 
@@ -152,12 +158,6 @@ def mesh_inputs(slots: int, method: str = "dqs") -> tuple[MeshInput, ...]:
     )
 
 
-def render_inputs(slots: int, method: str = "dqs") -> tuple[MeshInput, ...]:
-    """The vertex inputs of a rendering variant (``skin.vert``, not readback): the
-    :func:`mesh_inputs`, then :data:`SCALAR_INPUT`."""
-    return (*mesh_inputs(slots, method), SCALAR_INPUT)
-
-
 def scalar_array(values: np.ndarray) -> np.ndarray:
     """The (N, 4) float32 rows :data:`SCALAR_INPUT` reads: x the value, clipped to 0..1."""
     v = np.asarray(values, dtype=np.float64).reshape(-1)
@@ -175,6 +175,33 @@ def aux_array(
         out[:, :3] = centers
     if dqs_blend is not None:
         out[:, 3] = dqs_blend
+    return out
+
+
+#: Inputs only the rendering variants (``render`` kind: skin.vert without SKIN_READBACK) read:
+#: texture coordinates and the linear vertex colour (the material's inputs). A mesh without
+#: them binds one constant row of ones (stride 0) instead: white, and a UV that samples the
+#: 1x1 white texture of untextured materials.
+SURFACE_INPUTS = (
+    MeshInput("uvs", Format.R32G32B32A32_SFLOAT, Format.R32G32_SFLOAT, -1, 7),
+    MeshInput("colors", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, -1, 8),
+)
+
+
+def render_inputs(slots: int, method: str = "dqs") -> tuple[MeshInput, ...]:
+    """The vertex inputs of a rendering variant (``skin.vert``, not readback), in location
+    order: :func:`mesh_inputs`, then :data:`SURFACE_INPUTS` (7, 8), then :data:`SCALAR_INPUT`
+    (9)."""
+    return (*mesh_inputs(slots, method), *SURFACE_INPUTS, SCALAR_INPUT)
+
+
+def surface_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
+    """The mesh's (N, 4) float32 rows for :data:`SURFACE_INPUTS` it has (uv padded with 0)."""
+    out = {}
+    if mesh.uvs is not None:
+        out["uvs"] = np.hstack([mesh.uvs, np.zeros((mesh.vertex_count, 2), np.float32)])
+    if mesh.colors is not None:
+        out["colors"] = np.ascontiguousarray(mesh.colors, dtype=np.float32)
     return out
 
 
@@ -245,6 +272,26 @@ RENDER_BINDINGS = (
     Binding(MORPH_DELTAS, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
     Binding(MORPH_WEIGHTS, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
 )
+
+#: The renderer's material set (set :data:`MATERIAL_SET`, one per material): the base-colour
+#: texture (sRGB, sampled with the material's sampler) and the :data:`MATERIAL_BLOCK`.
+MATERIAL_SET = 1
+MATERIAL_TEXTURE = 0
+MATERIAL_UNIFORMS = 1
+MATERIAL_BINDINGS = (
+    Binding(MATERIAL_TEXTURE, DescriptorType.COMBINED_IMAGE_SAMPLER, Stage.FRAGMENT),
+    Binding(MATERIAL_UNIFORMS, DescriptorType.UNIFORM_BUFFER, Stage.FRAGMENT),
+)
+#: std140 ``MaterialBlock`` of skin.frag (set 1, binding :data:`MATERIAL_UNIFORMS`).
+MATERIAL_BLOCK = np.dtype(
+    [
+        ("base_color", "<f4", 4),  # linear RGBA factor
+        ("uv_row0", "<f4", 4),  # first two rows of the 3x3 UV transform (xyz; w unused)
+        ("uv_row1", "<f4", 4),
+        ("alpha", "<f4", 4),  # x: alpha cutoff (< 0: opaque, nothing discarded)
+    ]
+)
+assert MATERIAL_BLOCK.itemsize == 64
 
 #: ``cor_centers.comp``, the centers-of-rotation precomputation (:mod:`vkdqs.centers`): its
 #: texel buffers (binding, format) and output.

@@ -2,8 +2,12 @@
 #extension GL_GOOGLE_include_directive : require
 // Lighting for skinned meshes: a key light that follows the camera, a fill light, hemisphere
 // ambient and a little Blinn-Phong specular on the mesh's base colour; or, in debug mode 1, the
-// weight of one bone as a heat map; in debug mode 2, the vertex's scalar (0..1) as a heat map. Output is linear; the sRGB framebuffer encodes it.
+// weight of one bone as a heat map; in debug mode 2, the vertex's scalar (0..1) as a heat map.
+// Output is linear; the sRGB framebuffer encodes it.
 // CROWD: the base colour comes per copy from crowd.vert (location 3) instead of the block.
+// Otherwise the base colour is the instance's colour x the material's factor x its sRGB texture
+// (set 1, sampled at the KHR_texture_transform of TEXCOORD_0) x the vertex colour; fragments
+// whose alpha is below the material's cutoff are discarded (alphaMode MASK).
 
 #include "include/instance.glsl"
 
@@ -16,6 +20,22 @@ layout(location = 3) flat in vec4 in_color;
 #else
 #define BASE_COLOR inst.base_color
 layout(location = 6) in float in_scalar;
+#endif
+
+#ifndef CROWD
+layout(location = 3) in vec2 in_uv;
+layout(location = 4) in vec4 in_vertex_color;
+layout(set = 1, binding = 0) uniform sampler2D base_color_texture;
+// Chosen per pipeline (shader_interface.TEXTURED_ID, VERTEX_COLORS_ID): untextured materials and
+// meshes without colours skip the fetch and the multiply (lavapipe: ~10% of a frame).
+layout(constant_id = 3) const bool TEXTURED = true;
+layout(constant_id = 4) const bool VERTEX_COLORS = true;
+layout(std140, set = 1, binding = 1) uniform MaterialBlock {
+    vec4 base_color;  // linear RGBA factor
+    vec4 uv_row0;     // the UV transform's first two rows (xyz)
+    vec4 uv_row1;
+    vec4 alpha;       // x: alpha cutoff (< 0: opaque)
+} material;
 #endif
 
 layout(location = 0) out vec4 out_color;
@@ -33,7 +53,23 @@ void main() {
         n = -n;  // back faces only show through holes; light them as seen
     }
     vec3 view = normalize(inst.camera_position.xyz - in_world_position);
-    vec3 albedo = inst.debug.x == 1 ? heat(in_bone_weight) : BASE_COLOR.rgb;
+    vec4 base = BASE_COLOR;
+#ifndef CROWD
+    vec4 surface = material.base_color;
+    if (TEXTURED) {
+        vec3 uvw = vec3(in_uv, 1.0);
+        vec2 uv = vec2(dot(material.uv_row0.xyz, uvw), dot(material.uv_row1.xyz, uvw));
+        surface *= texture(base_color_texture, uv);
+    }
+    if (VERTEX_COLORS) {
+        surface *= in_vertex_color;
+    }
+    if (surface.a < material.alpha.x) {
+        discard;
+    }
+    base.rgb *= surface.rgb;
+#endif
+    vec3 albedo = inst.debug.x == 1 ? heat(in_bone_weight) : base.rgb;
 #ifndef CROWD
     if (inst.debug.x == 2) {
         albedo = heat(in_scalar);

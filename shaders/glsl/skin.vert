@@ -53,6 +53,11 @@ layout(location = 2) out float out_bone_weight;
 // the host); instances without one bind any float buffer here (the mode is off for them).
 layout(location = 9) in float in_scalar;
 layout(location = 6) out float out_scalar;
+// The material's inputs (shader_interface.SURFACE_INPUTS): TEXCOORD_0 and the linear COLOR_0.
+layout(location = 7) in vec2 in_uv;
+layout(location = 8) in vec4 in_color;
+layout(location = 3) out vec2 out_uv;
+layout(location = 4) out vec4 out_color;
 #endif
 
 void main() {
@@ -83,6 +88,8 @@ void main() {
 #ifdef SKIN_INFLUENCES_8
     out_bone_weight += dot(vec4(equal(in_bone_ids_1, ivec4(inst.debug.y))), in_weights_1);
 #endif
+    out_uv = in_uv;
+    out_color = in_color;
     gl_Position = pc.view_projection * world;
 #endif
 }

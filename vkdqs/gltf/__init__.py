@@ -3,8 +3,9 @@
 :func:`load_gltf` (in :mod:`vkdqs.gltf.reader`, which documents what is loaded, what is ignored,
 the errors and the limits on untrusted files) returns a :class:`GltfScene`;
 :mod:`vkdqs.gltf.compression` decodes meshopt and Draco data (the ``vkdqs[compression]`` extra);
-:mod:`vkdqs.gltf.uris` decides which files a model may read; :mod:`vkdqs.gltf.save` writes files
-it reads. Nothing here touches the GPU.
+:mod:`vkdqs.gltf.uris` decides which files a model may read; :mod:`vkdqs.gltf.materials` reads
+materials, textures and images (decoded by :mod:`vkdqs.gltf.images`); :mod:`vkdqs.gltf.save`
+writes files it reads. Nothing here touches the GPU.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from vkdqs.gltf.accessors import UNSIGNED_INT as UNSIGNED_INT
 from vkdqs.gltf.accessors import UNSIGNED_SHORT as UNSIGNED_SHORT
 from vkdqs.gltf.animation import Animation, Channel
 from vkdqs.gltf.container import GLB_MAGIC as GLB_MAGIC
-from vkdqs.gltf.errors import GltfError
+from vkdqs.gltf.errors import GltfError, GltfWarning
 from vkdqs.gltf.geometry import vertex_normals
 from vkdqs.gltf.reader import WEIGHT_SUM_TOL as WEIGHT_SUM_TOL
 from vkdqs.gltf.reader import load_gltf
@@ -31,6 +32,7 @@ __all__ = [
     "Channel",
     "GltfError",
     "GltfScene",
+    "GltfWarning",
     "Mesh",
     "Node",
     "Primitive",

@@ -114,6 +114,7 @@ class _AccessorReader:
         self.glb_bin = glb_bin
         self.max_bytes = max_bytes
         self.spent = spent  # bytes charged so far against max_bytes
+        self.notes: list[str] = []  # GltfWarnings to issue once loading is done
         self.zero_filled = 0  # bytes of accessors without a bufferView
         self._arrays: dict[str, list[dict]] = {}
         self._buffers: dict[int, bytes | bytearray | memoryview] = {}

@@ -15,6 +15,12 @@ class GltfError(InputError):
     """
 
 
+class GltfWarning(UserWarning):
+    """Something in a glTF file vkdqs skips but can draw without: a broken, missing or refused
+    image (that material draws untextured), a texture on a second UV set. The message names the
+    file and the JSON path."""
+
+
 def _show(value: Any) -> str:
     """A JSON value for an error message, cut to 40 characters."""
     text = repr(value)

@@ -17,22 +17,31 @@ What is loaded
   ``max(c / (2^(b-1) - 1), -1)``; unsigned ``c / (2^b - 1)``; quantized normals renormalized).
   The file's node transforms and inverse bind matrices carry the dequantization; nothing else
   is needed. Morph-target deltas may be quantized as the extension lists (POSITION: BYTE or
-  SHORT, normalized or not; NORMAL: normalized BYTE or SHORT). (TEXCOORD_n and TANGENT are
-  not read.) Without the extension an integer POSITION or NORMAL is an error naming it.
+  SHORT, normalized or not; NORMAL: normalized BYTE or SHORT), ``TEXCOORD_0`` may be
+  (normalized or not) BYTE/SHORT or non-normalized UNSIGNED_BYTE/SHORT too, and ``TANGENT``
+  normalized BYTE/SHORT. Without the extension such an accessor is an error naming it.
 * ``EXT_meshopt_compression``, ``KHR_meshopt_compression`` and ``KHR_draco_mesh_compression``
   with the ``vkdqs[compression]`` extra (see :mod:`vkdqs.gltf.compression`): the decoded data
   goes through the same checks as uncompressed data.
 * Morph targets: each primitive's ``targets`` (POSITION and NORMAL deltas, sparse accessors
   too; TANGENT and other target attributes are ignored), the same count on every primitive of a
   mesh; ``mesh.weights``, ``node.weights`` (lengths checked) and ``mesh.extras.targetNames``.
+* ``TEXCOORD_0`` (float, normalized unsigned byte/short), ``COLOR_0`` (VEC3/VEC4 float or
+  normalized unsigned byte/short; linear) and ``TANGENT`` (VEC4, ``w`` = +-1; kept on the
+  :class:`Primitive`, not drawn) and each primitive's ``material``.
+* Materials, textures, samplers and images (:mod:`vkdqs.gltf.materials`): base colour factor
+  and texture (PNG, JPEG, ``EXT_texture_webp``; ``KHR_texture_transform``), alpha mode,
+  double-sidedness. A broken, missing or refused image is a :class:`GltfWarning` and an
+  untextured draw.
 * Skins: joints, inverse bind matrices (identity when absent), skeleton root.
 * Nodes: TRS or ``matrix`` local transforms and the hierarchy.
 * Animations: translation/rotation/scale channels with STEP, LINEAR and CUBICSPLINE samplers,
   and ``weights`` channels (M values per key, on a node whose mesh has M targets).
 
-What is ignored (the specification lets a loader ignore it): materials, textures, images (their
-``uri`` is checked, not read), samplers, cameras, lights, ``extras``, unknown ``extensionsUsed``,
-other vertex attributes (TEXCOORD_n, COLOR_n, TANGENT, ...).
+What is ignored (the specification lets a loader ignore it): material properties other than the
+base colour, alpha and sidedness, images no base-colour texture uses (their ``uri`` is checked,
+not read), cameras, lights, ``extras``, unknown ``extensionsUsed``, other vertex attributes
+(TEXCOORD_1, COLOR_1, ...).
 
 Untrusted files
 ---------------
@@ -58,6 +67,7 @@ import json
 import logging
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +94,9 @@ from vkdqs.gltf.animation import Animation, Channel, WeightsChannel
 from vkdqs.gltf.container import _parse_glb, _parse_json
 from vkdqs.gltf.errors import GltfError, _show
 from vkdqs.gltf.geometry import _triangulate, vertex_normals
+from vkdqs.gltf.materials import issue_warnings, read_materials
 from vkdqs.gltf.scene import GltfScene, Mesh, Node, Primitive, Skin
-from vkdqs.gltf.uris import is_data_uri, open_regular_file, read_at_most, resolve_uri
+from vkdqs.gltf.uris import open_regular_file, read_at_most
 
 _log = logging.getLogger("vkdqs.gltf")
 
@@ -135,6 +146,20 @@ _WEIGHT_OUTPUTS = (
     (SHORT, True),
     (UNSIGNED_SHORT, True),
 )
+# TEXCOORD_n: glTF core, and what KHR_mesh_quantization adds.
+_TEXCOORD = ((FLOAT, False), (UNSIGNED_BYTE, True), (UNSIGNED_SHORT, True))
+_QUANTIZED_TEXCOORD = (
+    *_TEXCOORD,
+    (BYTE, False),
+    (BYTE, True),
+    (SHORT, False),
+    (SHORT, True),
+    (UNSIGNED_BYTE, False),
+    (UNSIGNED_SHORT, False),
+)
+_COLOR = ((FLOAT, False), (UNSIGNED_BYTE, True), (UNSIGNED_SHORT, True))
+_TANGENT = ((FLOAT, False),)
+_QUANTIZED_TANGENT = ((FLOAT, False), (BYTE, True), (SHORT, True))
 #: The application-specific vertex attribute holding each vertex's DQS fraction for
 #: ``method="blend"`` (a float, or a normalized unsigned byte/short, in [0, 1]).
 DQS_BLEND_ATTRIBUTE = "_DQS_BLEND"
@@ -193,18 +218,6 @@ class _Reader(_AccessorReader):
             if ext in (*compression.MESHOPT, compression.DRACO) and not compression.decoder(ext):
                 self.fail(f"extensionsRequired[{k}]", compression.missing_decoder(ext))
         self.quantized = _QUANTIZATION in self.get_list(self.doc, "extensionsUsed", "")
-
-    def check_images(self) -> None:
-        """Check each image ``uri`` as a buffer's is checked (images are not read).
-
-        A texture loader will read these files; the URI rules (its own folder only) hold now, so
-        a file that names ``../../secret.png`` is refused today rather than read later.
-        """
-        for i, image in enumerate(self.array("images")):  # over images, at load
-            if "uri" in image:
-                uri = self.get_str(image, "uri", f"images[{i}]")
-                if not is_data_uri(uri):
-                    resolve_uri(self.base_dir, uri, f"images[{i}].uri", name=self.name)
 
     def nodes(self) -> tuple[Node, ...]:
         raw = self.array("nodes")
@@ -323,6 +336,7 @@ class _Reader(_AccessorReader):
         # Primitives with the same accessors decode to the same arrays: decode them once, so
         # many primitives sharing one huge accessor cost what one does.
         draco = compression.draco_extension(self, prim, path)
+        material = self.get_index(prim, "material", path, "materials")
         key = json.dumps(
             [attrs, prim.get("indices"), mode, flat_normals, draco, prim.get("targets")],
             sort_keys=True,
@@ -331,14 +345,15 @@ class _Reader(_AccessorReader):
             decoded, warned = self._primitives[key]
             if warned is not None:  # reported for each primitive, as if decoded again
                 self.weight_warnings.append((path, *warned[1:]))
-            return decoded
-        before = len(self.weight_warnings)
-        if draco is not None:
-            self._draco(path, prim, attrs, mode, draco)
-        decoded = self._decode_primitive(path, prim, attrs, mode, flat_normals)
-        warned = self.weight_warnings[before] if len(self.weight_warnings) > before else None
-        self._primitives[key] = (decoded, warned)
-        return decoded
+        else:
+            before = len(self.weight_warnings)
+            if draco is not None:
+                self._draco(path, prim, attrs, mode, draco)
+            decoded = self._decode_primitive(path, prim, attrs, mode, flat_normals)
+            warned = self.weight_warnings[before] if len(self.weight_warnings) > before else None
+            self._primitives[key] = (decoded, warned)
+        # the arrays are shared; only the material differs between such primitives
+        return decoded if decoded.material == material else replace(decoded, material=material)
 
     def _draco(self, path: str, prim: dict, attrs: dict, mode: int, obj: dict) -> None:
         """Decode the primitive's KHR_draco_mesh_compression stream into its accessors (the
@@ -407,6 +422,7 @@ class _Reader(_AccessorReader):
 
         morph_p, morph_n, target_count = self._morph_targets(prim, path, n, same_count)
         joints, weights = self._skin_attributes(attrs, apath, n, same_count)
+        uvs, colors, tangents = self._surface_attributes(attrs, apath, n, same_count)
         dqs_blend = None
         if DQS_BLEND_ATTRIBUTE in attrs:
             user = f"{apath}.{DQS_BLEND_ATTRIBUTE}"
@@ -471,6 +487,9 @@ class _Reader(_AccessorReader):
                 self.charge(len(tri) * 24 * target_count, path, "flat-shaded morph deltas")
             morph_p = None if morph_p is None else morph_p[:, corner]
             morph_n = None if morph_n is None else morph_n[:, corner]
+            uvs = None if uvs is None else uvs[tri]
+            colors = None if colors is None else colors[tri]
+            tangents = None if tangents is None else tangents[tri]
             tri = np.arange(len(tri), dtype=np.int64)
             face = vertex_normals(positions, tri)
             normals = face.astype(np.float32)
@@ -496,6 +515,9 @@ class _Reader(_AccessorReader):
             morph_p,
             morph_n,
             target_count,
+            uvs=uvs,
+            colors=colors,
+            tangents=tangents,
         )
 
     def _morph_targets(
@@ -528,6 +550,60 @@ class _Reader(_AccessorReader):
                 self.charge(n * 24, f"{tpath}.{key}", f"{n} deltas")
                 out[key][t] = acc.floats() if acc.component_type != FLOAT else acc.data
         return out.get("POSITION"), out.get("NORMAL"), m
+
+    def _quantized_only(self, acc: _Accessor, i: int, user: str, core: tuple) -> None:
+        """GltfError for an accessor type only KHR_mesh_quantization allows, in a file that does
+        not list it."""
+        got = (acc.component_type, acc.normalized)
+        if not self.quantized and got not in core:
+            what = ("normalized " if acc.normalized else "") + _COMPONENTS[got[0]][0]
+            self.fail(
+                user,
+                f"accessors[{i}] has {what} components, which only {_QUANTIZATION} allows; "
+                "the file does not list it in extensionsUsed",
+            )
+
+    def _surface_attributes(
+        self, attrs: dict, apath: str, n: int, same_count: Any
+    ) -> tuple[NDArray | None, NDArray | None, NDArray | None]:
+        """TEXCOORD_0 ``(N, 2)``, COLOR_0 ``(N, 4)`` and TANGENT ``(N, 4)`` as float32, or None."""
+        uvs = colors = tangents = None
+        if "TEXCOORD_0" in attrs:
+            user = f"{apath}.TEXCOORD_0"
+            i = self.as_index(attrs["TEXCOORD_0"], user, "accessors")
+            acc = self.typed_accessor(i, user, ("VEC2",), _QUANTIZED_TEXCOORD, vertex=True)
+            self._quantized_only(acc, i, user, _TEXCOORD)
+            same_count(acc, user)
+            self.charge(n * 24, user, f"{n} texture coordinates")
+            uvs = acc.floats().astype(np.float32)
+        if "COLOR_0" in attrs:
+            user = f"{apath}.COLOR_0"
+            i = self.as_index(attrs["COLOR_0"], user, "accessors")
+            acc = self.typed_accessor(i, user, ("VEC3", "VEC4"), _COLOR, vertex=True)
+            same_count(acc, user)
+            self.charge(n * 48, user, f"{n} vertex colours")
+            c = acc.floats()
+            if c.shape[1] == 3:
+                c = np.hstack([c, np.ones((n, 1))])
+            bad = ~((c >= 0.0) & (c <= 1.0))
+            if np.any(bad):
+                v, k = np.argwhere(bad)[0]
+                self.fail(user, f"vertex {v} has colour component {c[v, k]}, not in [0, 1]")
+            colors = c.astype(np.float32)
+        if "TANGENT" in attrs:
+            user = f"{apath}.TANGENT"
+            i = self.as_index(attrs["TANGENT"], user, "accessors")
+            acc = self.typed_accessor(i, user, ("VEC4",), _QUANTIZED_TANGENT, vertex=True)
+            self._quantized_only(acc, i, user, _TANGENT)
+            same_count(acc, user)
+            self.charge(n * 48, user, f"{n} tangents")
+            t = acc.floats()
+            bad = np.abs(np.abs(t[:, 3]) - 1.0) > 1e-3
+            if np.any(bad):
+                v = int(np.argmax(bad))
+                self.fail(user, f"vertex {v} has tangent w = {t[v, 3]}; glTF needs +1 or -1")
+            tangents = t.astype(np.float32)
+        return uvs, colors, tangents
 
     def _vec3_attribute(
         self, attrs: dict, apath: str, key: str, quantized: tuple[tuple[int, bool], ...]
@@ -991,7 +1067,7 @@ def load_gltf(
     doc = _parse_json(json_bytes, name, charge)
     r = _Reader(path, doc, glb_bin, max_bytes=max_bytes, spent=spent)
     r.check_asset()
-    r.check_images()
+    materials = read_materials(r)
     nodes = r.nodes()
     roots = r.scene_roots(nodes)
     prims = r.meshes(flat_normals)
@@ -1036,4 +1112,5 @@ def load_gltf(
             v,
             total,
         )
-    return GltfScene(path, nodes, tuple(meshes), skins, animations, roots)
+    issue_warnings(r)
+    return GltfScene(path, nodes, tuple(meshes), skins, animations, roots, materials=materials)

@@ -25,6 +25,7 @@ from vkdqs.clip import AnimationClip
 from vkdqs.errors import InputError
 from vkdqs.gltf.animation import Animation
 from vkdqs.gltf.errors import GltfError
+from vkdqs.material import Material
 from vkdqs.mesh import SkinnedMesh
 
 
@@ -34,6 +35,10 @@ class _Default(enum.Enum):
     def __repr__(self) -> str:
         return self.value
 
+
+#: glTF's default material (primitives without ``material``): one object, so a renderer makes
+#: it once.
+_DEFAULT_MATERIAL = Material()
 
 #: ``GltfScene.skinning_matrices``'s default animation: animation 0, or the rest pose when the
 #: file has none.
@@ -99,6 +104,14 @@ class Primitive:
     morph_positions, morph_normals : ndarray of float32, [M, N, 3] or None
         The ``targets``' POSITION and NORMAL deltas (zeros for a target without one; None when
         no target has it). Every primitive of a mesh has the same M.
+    uvs : ndarray of float32, [N, 2] or None
+        ``TEXCOORD_0`` (normalized integers converted; quantized integers as they are).
+    colors : ndarray of float32, [N, 4] or None
+        ``COLOR_0``, linear RGBA (alpha 1 for a VEC3 colour).
+    tangents : ndarray of float32, [N, 4] or None
+        ``TANGENT`` (xyz, handedness w = +-1): read and checked, not drawn.
+    material : int or None
+        Index into ``GltfScene.materials``; None for glTF's default material.
     """
 
     positions: NDArray[np.float32]
@@ -112,6 +125,10 @@ class Primitive:
     morph_positions: NDArray[np.float32] | None = None
     morph_normals: NDArray[np.float32] | None = None
     target_count: int = 0
+    uvs: NDArray[np.float32] | None = None
+    colors: NDArray[np.float32] | None = None
+    tangents: NDArray[np.float32] | None = None
+    material: int | None = None
 
     @property
     def vertex_count(self) -> int:
@@ -244,6 +261,8 @@ class GltfScene:
     animations : tuple of Animation
     scene_roots : tuple of int
         Root nodes of the default scene (``scene``, else scene 0, else every parentless node).
+    materials : tuple of vkdqs.Material
+        ``materials[i]`` of the file, textures decoded (see :mod:`vkdqs.gltf.materials`).
     """
 
     def __init__(
@@ -254,8 +273,11 @@ class GltfScene:
         skins: tuple[Skin, ...],
         animations: tuple[Animation, ...],
         scene_roots: tuple[int, ...],
+        *,
+        materials: tuple[Material, ...] = (),
     ) -> None:
         self.path = path
+        self.materials = materials
         self.nodes = nodes
         self.meshes = meshes
         self.skins = skins
@@ -490,11 +512,28 @@ class GltfScene:
 
     # -- meshes ------------------------------------------------------------------------------
 
+    def material(self, index: int | None) -> Material:
+        """``materials[index]``, or glTF's default material (white, opaque) for None."""
+        return _DEFAULT_MATERIAL if index is None else self.materials[index]
+
+    def mesh_groups(self, mesh: int = 0) -> list[tuple[int, int, Material]]:
+        """Each primitive of a mesh as ``(first index, index count, material)`` in the merged
+        index array of :meth:`skinned_mesh` (primitives in file order), for
+        ``Renderer.add_mesh(..., groups=...)``."""
+        m = self.meshes[self._index(mesh, self.meshes, "mesh")]
+        out, first = [], 0
+        for p in m.primitives:  # a few primitives
+            out.append((first, int(p.indices.size), self.material(p.material)))
+            first += int(p.indices.size)
+        return out
+
     def skinned_mesh(self, mesh: int = 0) -> SkinnedMesh:
         """The primitives of one mesh merged into a :class:`vkdqs.SkinnedMesh`.
 
         A primitive's ``_DQS_BLEND`` attribute becomes ``SkinnedMesh.dqs_blend`` (0, plain LBS,
         on the mesh's other primitives; None when no primitive has it).
+        ``TEXCOORD_0`` and ``COLOR_0`` become ``uvs`` and ``colors`` likewise (0 and white on
+        primitives without them; None when no primitive has them).
         Indices are offset per primitive; the influences of ``JOINTS_0/WEIGHTS_0``,
         ``JOINTS_1/WEIGHTS_1``, ... are side by side (SkinnedMesh sorts, compacts and renormalizes
         them). Joint indices refer to the skin of each node that draws the mesh (``Mesh.skins``:
@@ -551,6 +590,7 @@ class GltfScene:
                 ),
                 morph_positions=morph_p,
                 morph_normals=morph_n,
+                **surface_arrays(m.primitives),
             )
         except InputError as exc:
             raise GltfError(f"{self.path.name}: meshes[{m.index}]: {exc}") from exc
@@ -733,6 +773,24 @@ def merged_morphs(
             parts.append(np.zeros(shape, np.float32) if d is None else d)
         out.append(np.concatenate(parts, axis=1))
     return out[0], out[1]
+
+
+def surface_arrays(primitives: tuple[Primitive, ...]) -> dict[str, np.ndarray | None]:
+    """``uvs`` and ``colors`` of primitives merged in order (zeros / white where a primitive
+    has none; None when none has them), as SkinnedMesh keywords."""
+    out: dict[str, np.ndarray | None] = {}
+    for key, width, fill in (("uvs", 2, 0.0), ("colors", 4, 1.0)):
+        arrays = [getattr(p, key) for p in primitives]
+        if all(a is None for a in arrays):
+            out[key] = None
+            continue
+        out[key] = np.concatenate(
+            [
+                np.full((p.vertex_count, width), fill, np.float32) if a is None else a
+                for p, a in zip(primitives, arrays, strict=True)
+            ]
+        )
+    return out
 
 
 def _name(name: str) -> str:

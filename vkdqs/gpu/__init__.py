@@ -21,11 +21,12 @@ from .descriptors import (
     BufferWrite,
     DescriptorPool,
     DescriptorSetLayout,
+    ImageWrite,
     TexelWrite,
     write_descriptors,
 )
 from .device import VALIDATION_LAYER, Device, DeviceInfo, ValidationMessage, available_layers
-from .images import Image, ImageView, pick_depth_format
+from .images import Image, ImageView, Sampler, Texture, can_blit_mips, pick_depth_format
 from .memory import Buffer, BufferView
 from .objects import DeviceObject, ResourceOwner
 from .pipelines import (
@@ -63,12 +64,14 @@ __all__ = [
     "GraphicsPipelineDesc",
     "Image",
     "ImageView",
+    "ImageWrite",
     "PipelineCache",
     "PipelineLayout",
     "QueryPool",
     "RenderPass",
     "RenderPassDesc",
     "ResourceOwner",
+    "Sampler",
     "Semaphore",
     "ShaderModule",
     "SpecConstants",
@@ -76,8 +79,10 @@ __all__ = [
     "Swapchain",
     "SwapchainDesc",
     "TexelWrite",
+    "Texture",
     "ValidationMessage",
     "available_layers",
+    "can_blit_mips",
     "pick_depth_format",
     "spirv",
     "spirv_dir",

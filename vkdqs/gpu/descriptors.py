@@ -88,10 +88,21 @@ class TexelWrite:
     view: DeviceObject
 
 
+@dataclass(frozen=True)
+class ImageWrite:
+    """A sampled image view (in SHADER_READ_ONLY_OPTIMAL) and its sampler for one combined
+    image sampler binding."""
+
+    binding: Binding
+    view: Any  # a VkImageView handle (a Texture's .view)
+    sampler: DeviceObject
+
+
 def write_descriptors(
-    device: Device, dst_set: Any, writes: Sequence[BufferWrite | TexelWrite]
+    device: Device, dst_set: Any, writes: Sequence[BufferWrite | TexelWrite | ImageWrite]
 ) -> None:
-    """Point a set's bindings at buffers and texel views (one ``vkUpdateDescriptorSets``)."""
+    """Point a set's bindings at buffers, texel views and textures (one
+    ``vkUpdateDescriptorSets``)."""
     structs = []
     keep = []  # the cffi structs the writes point into must live until the update call
     for w in writes:
@@ -103,6 +114,14 @@ def write_descriptors(
         )
         if isinstance(w, TexelWrite):
             structs.append(vk.VkWriteDescriptorSet(**common, pTexelBufferView=[w.view.handle]))
+        elif isinstance(w, ImageWrite):
+            image = vk.VkDescriptorImageInfo(
+                sampler=w.sampler.handle,
+                imageView=w.view,
+                imageLayout=vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
+            )
+            keep.append(image)
+            structs.append(vk.VkWriteDescriptorSet(**common, pImageInfo=[image]))
         else:
             info = vk.VkDescriptorBufferInfo(buffer=w.buffer.handle, offset=w.offset, range=w.size)
             keep.append(info)

@@ -248,6 +248,11 @@ class GraphicsPipelineDesc:
     samples: int = 1
     depth_test: bool = True
     blend: bool = False  # straight-alpha "over" blending (the label overlay)
+    #: the fragment shader's specialization constants (``spec`` is the vertex shader's)
+    fragment_spec: tuple[tuple[int, int], ...] = ()
+    #: locations of ``vertex_inputs`` fed by one row for every vertex (binding stride 0): the
+    #: renderer's constant white/UV row for meshes without colours or texture coordinates
+    constant_inputs: tuple[int, ...] = ()
 
 
 def _stage(stage: int, module: ShaderModule, spec_info: Any) -> Any:
@@ -258,11 +263,13 @@ def _stage(stage: int, module: ShaderModule, spec_info: Any) -> Any:
     )
 
 
-def _vertex_input_state(inputs: tuple[tuple[int, int], ...]) -> Any:
+def _vertex_input_state(inputs: tuple[tuple[int, int], ...], constant: tuple[int, ...] = ()) -> Any:
     rate = vk.VK_VERTEX_INPUT_RATE_VERTEX
     bindings = [
-        vk.VkVertexInputBindingDescription(binding=i, stride=MESH_ROW_BYTES, inputRate=rate)
-        for i, _ in enumerate(inputs)
+        vk.VkVertexInputBindingDescription(
+            binding=i, stride=0 if loc in constant else MESH_ROW_BYTES, inputRate=rate
+        )
+        for i, (loc, _) in enumerate(inputs)
     ]
     attrs = [
         vk.VkVertexInputAttributeDescription(location=loc, binding=i, format=int(fmt), offset=0)
@@ -345,6 +352,7 @@ class GraphicsPipeline(DeviceObject):
     ) -> None:
         vk_device = device.handle
         spec = SpecConstants(dict(desc.spec))
+        fragment_spec = SpecConstants(dict(desc.fragment_spec))
         modules = [ShaderModule(device, desc.vertex_shader)]
         if desc.fragment_shader is not None:
             modules.append(ShaderModule(device, desc.fragment_shader))
@@ -352,12 +360,13 @@ class GraphicsPipeline(DeviceObject):
             spec_info = spec.info()
             stages = [_stage(Stage.VERTEX, modules[0], spec_info)]
             if desc.fragment_shader is not None:
-                stages.append(_stage(Stage.FRAGMENT, modules[1], None))
+                fragment_info = fragment_spec.info() if desc.fragment_spec else None
+                stages.append(_stage(Stage.FRAGMENT, modules[1], fragment_info))
             outputs = {} if desc.rasterizer_discard else _output_states(desc)
             info = vk.VkGraphicsPipelineCreateInfo(
                 stageCount=len(stages),
                 pStages=stages,
-                pVertexInputState=_vertex_input_state(desc.vertex_inputs),
+                pVertexInputState=_vertex_input_state(desc.vertex_inputs, desc.constant_inputs),
                 pInputAssemblyState=vk.VkPipelineInputAssemblyStateCreateInfo(
                     topology=desc.topology
                 ),
