@@ -271,3 +271,48 @@ def test_the_picture_script_runs_on_a_model(device, rig_path, tmp_path, capsys):
         np.testing.assert_array_equal(a, read_png(b))
     assert module.main([str(tmp_path / "missing.glb")]) == 1
     assert "pass the path to Fox.glb" in capsys.readouterr().err
+
+
+def test_diff_and_framing_of_a_morphing_model_morph_first(device, tmp_path):
+    """The diff copy skins the morphed rest mesh (weights at the player's time, as drawn), and
+    the framed points are those of the morphed, skinned pose: both against float64."""
+    from .gltf_fixtures_morph import make_morph_model
+
+    path = tmp_path / "morph.glb"
+    make_morph_model().save(path)
+    scene = load_gltf(path)
+    with (
+        OffscreenTarget(device, W, H, samples=1) as target,
+        Renderer(device, target) as renderer,
+    ):
+        player = GltfScenePlayer(renderer, scene, methods="diff", animation=0)
+        player.set_time(0.6)
+        glob = scene.node_global_matrices(player.animation, player.time)
+        skinned = [d for d in player.draws if d.kind == "skinned"]
+        assert skinned and any(d.kind == "rigid" for d in player.draws)
+        ref_points, moved = [], 0.0
+        for draw in skinned:
+            g = draw.geometry
+            w = scene.morph_weights(draw.mesh, draw.node, player.animation, player.time)
+            assert np.abs(w).max() > 0.1  # the pose has active targets
+            rest = dq.morph(g.positions, g.normals, g.morph_positions, g.morph_normals, w)
+            m = skin_matrices(scene, (draw.skin,), glob)[draw.skin]
+            lbs = dq.skin_lbs(*rest, g.joints, g.weights, m)[0]
+            dqs = dq.skin_dqs(*rest, g.joints, g.weights, dq.from_matrices(m))[0]
+            want = np.linalg.norm(dqs - lbs, axis=1)
+            top = player.diff_range[0]
+            got = draw.instances["diff"].scalar[:, 0] * top
+            np.testing.assert_allclose(got, np.minimum(want, top), atol=1e-5 * g.extent)
+            unmorphed = dq.skin_lbs(g.positions, g.normals, g.joints, g.weights, m)[0]
+            moved = max(moved, float(np.abs(lbs - unmorphed).max()))
+            plain = dq.skin_dqs(g.positions, g.normals, g.joints, g.weights, dq.from_matrices(m))
+            plain_diff = np.minimum(np.linalg.norm(plain[0] - unmorphed, axis=1), top)
+            # without the morph the diff would be off by far more than the tolerance above
+            assert np.abs(plain_diff - got).max() > 1e-4 * g.extent
+            ref_points += [lbs, dqs]
+        assert moved > 0.01  # the morph changes the framed points
+        points = player.pose_points()
+        ref = np.vstack(ref_points)
+        # every morphed, skinned vertex is among the framed points (rigid parts add boxes)
+        np.testing.assert_allclose(points[: len(ref)], ref, atol=1e-9)
+        player.close()

@@ -632,12 +632,7 @@ class GltfScenePlayer:
         joint_matrices = skin_matrices(self.scene, self._skins, glob)
         shown = self._shown()
         for draw in self.draws:  # over parts; the work inside is whole arrays
-            # morph weights: the animation's for this node, else the node's, else the mesh's
-            weights = (
-                self.scene.morph_weights(draw.mesh, draw.node, self.animation, time)
-                if draw.geometry.morph_target_count
-                else None
-            )
+            weights = self._morph_weights(draw, time)
             for method in shown:
                 inst = draw.instances[method]
                 if draw.kind == "rigid":
@@ -654,6 +649,30 @@ class GltfScenePlayer:
         if DIFF in shown:
             self._update_diff(joint_matrices)
 
+    def _morph_weights(self, draw: GltfDraw, time: float) -> np.ndarray | None:
+        """A part's morph weights at ``time``: the animation's for its node, else the node's,
+        else the mesh's; None for a mesh without targets."""
+        if not draw.geometry.morph_target_count:
+            return None
+        return self.scene.morph_weights(draw.mesh, draw.node, self.animation, time)
+
+    def _morphed_rest(self, draw: GltfDraw, time: float) -> tuple[np.ndarray, np.ndarray]:
+        """The part's rest positions and normals with its morph targets applied at ``time``
+        (float64 reference, :func:`vkdqs.dq.morph`), as the GPU skins them."""
+        g = draw.geometry
+        weights = self._morph_weights(draw, time)
+        if weights is None:
+            return g.positions, g.normals
+        return dq.morph(g.positions, g.normals, g.morph_positions, g.morph_normals, weights)
+
+    def _morphed_bounds(self, draw: GltfDraw, time: float) -> tuple[np.ndarray, np.ndarray]:
+        """(lo, hi) of the part's morphed rest positions at ``time`` (its bounds without
+        targets)."""
+        if not draw.geometry.morph_target_count:
+            return draw.geometry.bounds
+        p = self._morphed_rest(draw, time)[0]
+        return p.min(axis=0), p.max(axis=0)
+
     def _update_diff(self, joint_matrices: dict[int, np.ndarray]) -> None:
         """Colour every part of the "diff" copy by |DQS - LBS| of the current pose, each
         skinned part skinned both ways by the GPU's compute path (rigid parts: 0); the
@@ -666,7 +685,8 @@ class GltfScenePlayer:
         for draw in self.draws:
             if draw.kind == "skinned":
                 mats = joint_matrices[draw.skin]
-                dists.append(self._diff.distances(draw.geometry, draw.bone_count, mats))
+                weights = self._morph_weights(draw, self.time)
+                dists.append(self._diff.distances(draw.geometry, draw.bone_count, mats, weights))
             else:
                 dists.append(np.zeros(draw.geometry.vertex_count))
         top, largest = self._diff.color_range(dists)
@@ -693,12 +713,16 @@ class GltfScenePlayer:
             g = draw.geometry
             if draw.kind == "skinned":
                 m = mats[draw.skin]
-                args = (g.positions, g.normals, g.joints, g.weights)
+                args = (*self._morphed_rest(draw, self.time), g.joints, g.weights)
                 out.append(dq.skin_lbs(*args, m)[0])
                 if not dq.has_scale(m).any():
                     out.append(dq.skin_dqs(*args, dq.from_matrices(m))[0])
             elif not _singular(glob[draw.node]):
-                out.append((_box_corners(*g.bounds) @ glob[draw.node].T)[:, :3])
+                out.append(
+                    (_box_corners(*self._morphed_bounds(draw, self.time)) @ glob[draw.node].T)[
+                        :, :3
+                    ]
+                )
         return np.vstack(out) if out else np.zeros((1, 3))
 
     def caption(self) -> str:
@@ -859,11 +883,12 @@ class GltfScenePlayer:
                 g = draw.geometry
                 if draw.kind == "skinned":
                     mats = skin_matrices(scene, (draw.skin,), glob)[draw.skin]
-                    pts, _ = dq.skin_lbs(g.positions, g.normals, g.joints, g.weights, mats)
+                    rest = self._morphed_rest(draw, t)
+                    pts, _ = dq.skin_lbs(*rest, g.joints, g.weights, mats)
                 elif _singular(glob[draw.node]):
                     continue  # hidden at this time
                 else:
-                    pts = (_box_corners(*g.bounds) @ glob[draw.node].T)[:, :3]
+                    pts = (_box_corners(*self._morphed_bounds(draw, t)) @ glob[draw.node].T)[:, :3]
                 lo = np.minimum(lo, pts.min(axis=0))
                 hi = np.maximum(hi, pts.max(axis=0))
         if not np.isfinite(lo).all():  # every part hidden all the time

@@ -72,13 +72,18 @@ class DiffColoring:
         return self._skinners[key]
 
     def distances(
-        self, mesh: SkinnedMesh, bone_count: int, matrices: NDArray
+        self,
+        mesh: SkinnedMesh,
+        bone_count: int,
+        matrices: NDArray,
+        morph_weights: NDArray | None = None,
     ) -> NDArray[np.float64]:
         """``(N,)`` distances between the DQS- and LBS-skinned positions of ``mesh`` under the
-        joint matrices ``(B, 4, 4)`` (two-phase DQS where they carry scale), in the matrices'
-        output units (world units for glTF skins)."""
-        dqs = self._skinner(mesh, bone_count, "dqs").skin(matrices)[0]
-        lbs = self._skinner(mesh, bone_count, "lbs").skin(matrices)[0]
+        joint matrices ``(B, 4, 4)`` (two-phase DQS where they carry scale), its morph targets
+        weighted by ``morph_weights`` ``(M,)`` first, in the matrices' output units (world
+        units for glTF skins)."""
+        dqs = self._skinner(mesh, bone_count, "dqs").skin(matrices, morph_weights=morph_weights)[0]
+        lbs = self._skinner(mesh, bone_count, "lbs").skin(matrices, morph_weights=morph_weights)[0]
         return np.linalg.norm(dqs.astype(np.float64) - lbs.astype(np.float64), axis=1)
 
     @staticmethod
