@@ -141,3 +141,26 @@ def test_info_needs_no_vulkan_loader(tmp_path):
     result = _run(["-c", _NO_LOADER, "info", "rig.glb"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("rig.glb: 12 nodes")
+
+
+def test_a_closed_output_pipe_stops_quietly(tmp_path):
+    """`vkdqs info model.glb | head -1`: the reader goes away, vkdqs stops without a message
+    or a traceback (status 141, as for a process a SIGPIPE ended)."""
+    from .gltf_fixtures import make_rig
+
+    make_rig(scaled=False).save(tmp_path / "rig.glb")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will read: every write fails with EPIPE
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "vkdqs", "info", "rig.glb"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert result.returncode == 141
+    assert result.stderr == ""

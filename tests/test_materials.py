@@ -461,3 +461,27 @@ def test_an_image_used_by_two_materials_is_one_array(tmp_path):
     b.add("materials", {"pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}})
     scene = load(b, tmp_path)
     assert scene.materials[0].texture is scene.materials[1].texture
+
+
+def test_info_lists_materials_and_surface_attributes(tmp_path, capsys):
+    colors = np.tile([[1.0, 0.5, 0.25, 1.0]], (len(QUAD_UVS), 1))
+    b = quad_document(
+        image=encode(PICTURE),
+        colors=colors,
+        material={"name": "skin", "alphaMode": "MASK", "alphaCutoff": 0.25, "doubleSided": True},
+    )
+    path = write(b, tmp_path)
+    from vkdqs import cli
+
+    assert cli.main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "TEXCOORD_0, COLOR_0, material 0" in out
+    assert (
+        "material 0 'skin': base colour (1, 1, 1, 1), texture 7x5, MASK 0.25, double-sided" in out
+    )
+    assert cli.main(["info", "--json", str(path)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["meshes"][0]["materials"] == [0]
+    assert info["meshes"][0]["texcoords"] and info["meshes"][0]["colors"]
+    mat = info["materials"][0]
+    assert mat["texture"] == [7, 5] and mat["alpha_mode"] == "MASK" and mat["double_sided"]

@@ -544,7 +544,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
-            return func(**args)
+            status = func(**args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below
+        return status
+    except BrokenPipeError:  # e.g. `vkdqs info model.glb | head -3`: stop quietly, as cat does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit does not fail again
+        return 141  # 128 + SIGPIPE, what a shell reports for a process killed by it
     except VkdqsError as exc:
         message = str(exc)
         if isinstance(exc, InputError):  # about the model file: name it

@@ -625,6 +625,11 @@ class GltfScene:
                 "max_influences": m.max_influences,
                 "computed_normals": any(p.normals_computed for p in m.primitives),
                 "dqs_blend": any(p.dqs_blend is not None for p in m.primitives),
+                "materials": sorted(
+                    {-1 if p.material is None else p.material for p in m.primitives}
+                ),
+                "texcoords": any(p.uvs is not None for p in m.primitives),
+                "colors": any(p.colors is not None for p in m.primitives),
                 "morph_targets": m.morph_target_count,
                 "morph_target_names": list(m.target_names),
             }
@@ -677,12 +682,25 @@ class GltfScene:
             }
             for i, a in enumerate(self.animations)
         ]
+        materials = [
+            {
+                "index": i,
+                "name": mat.name,
+                "base_color": list(mat.base_color),
+                "texture": None if mat.texture is None else list(mat.texture.shape[1::-1]),
+                "alpha_mode": mat.alpha_mode,
+                "alpha_cutoff": mat.alpha_cutoff,
+                "double_sided": mat.double_sided,
+            }
+            for i, mat in enumerate(self.materials)
+        ]
         return {
             "file": self.path.name,
             "nodes": len(self.nodes),
             "meshes": meshes,
             "skins": skins,
             "animations": animations,
+            "materials": materials,
         }
 
     def summary(self) -> str:
@@ -699,6 +717,7 @@ class GltfScene:
                 f"max {m['max_influences']} influences"
                 + (", DQS blend values (_DQS_BLEND)" if m["dqs_blend"] else "")
                 + _morph_text(m["morph_targets"], m["morph_target_names"])
+                + _surface_text(m)
             )
         for s in info["skins"]:
             scaled = ", scaled joints" if s["scaled_joints"] else ""
@@ -709,6 +728,8 @@ class GltfScene:
                 f"  skin {s['index']}{_name(s['name'])}: {s['joints']} joints, "
                 f"max {s['max_influences']} influences{scaled}; methods {', '.join(s['methods'])}"
             )
+        for mat in info["materials"]:
+            lines.append(f"  material {mat['index']}{_name(mat['name'])}: {_material_text(mat)}")
         for a in info["animations"]:
             lines.append(
                 f"  animation {a['index']}{_name(a['name'])}: {a['duration']:.3f} s, "
@@ -791,6 +812,28 @@ def surface_arrays(primitives: tuple[Primitive, ...]) -> dict[str, np.ndarray | 
             ]
         )
     return out
+
+
+def _surface_text(mesh: dict[str, Any]) -> str:
+    """``, TEXCOORD_0, COLOR_0, materials 0, 2`` for a mesh's summary line."""
+    out = (", TEXCOORD_0" if mesh["texcoords"] else "") + (", COLOR_0" if mesh["colors"] else "")
+    named = [str(i) for i in mesh["materials"] if i >= 0]
+    if named:
+        out += f", material{'s' if len(named) > 1 else ''} {', '.join(named)}"
+    return out
+
+
+def _material_text(mat: dict[str, Any]) -> str:
+    """``base colour (1, 0.5, 0, 1), texture 1024x1024, MASK 0.5, double-sided``."""
+    color = ", ".join(f"{c:.3g}" for c in mat["base_color"])
+    out = f"base colour ({color})"
+    if mat["texture"] is not None:
+        out += f", texture {mat['texture'][0]}x{mat['texture'][1]}"
+    if mat["alpha_mode"] == "MASK":
+        out += f", MASK {mat['alpha_cutoff']:.3g}"
+    elif mat["alpha_mode"] == "BLEND":
+        out += ", BLEND (drawn as MASK 0.5)"
+    return out + (", double-sided" if mat["double_sided"] else "")
 
 
 def _name(name: str) -> str:
