@@ -128,6 +128,15 @@ def test_no_vulkan_loader_in_the_library_is_a_capability_error(tmp_path):
         "        assert isinstance(exc.__cause__, OSError)\n"
         "    else:\n"
         "        raise AssertionError(name)\n"
+        "import importlib\n"
+        "for module in ('skinner', 'renderer', 'targets', 'crowd', 'centers', 'overlay_pass',\n"
+        "               'gpu.device'):  # direct imports of the GPU layers say the same\n"
+        "    try:\n"
+        "        importlib.import_module('vkdqs.' + module)\n"
+        "    except vkdqs.CapabilityError as exc:\n"
+        "        assert 'apt-get install libvulkan1' in str(exc), (module, exc)\n"
+        "    else:\n"
+        "        raise AssertionError(module)\n"
         "import vkdqs.dq, vkdqs.gltf, vkdqs.mesh  # the numpy layer needs no loader\n"
     )
     result = _run(["-c", _NO_LOADER, "--code", code], cwd=tmp_path)

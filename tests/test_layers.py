@@ -135,6 +135,19 @@ def test_the_numpy_layers_do_not_import_vulkan_or_glfw():
     assert not bad, "\n".join(bad)
 
 
+def test_only_the_gpu_layer_imports_the_vulkan_binding():
+    """Above vkdqs.gpu, modules take ``vk`` from vkdqs.gpu.calls, whose guarded import turns a
+    missing loader library into a CapabilityError; importing ``vulkan`` directly would let a
+    direct ``from vkdqs.skinner import Skinner`` fail with the binding's raw OSError."""
+    _, externals = _graph()
+    bad = [
+        f"vkdqs.{m} imports vulkan: use `from .gpu.calls import vk`"
+        for m, ext in externals.items()
+        if not m.startswith("gpu.") and "vulkan" in ext
+    ]
+    assert not bad, "\n".join(bad)
+
+
 def test_no_import_cycles():
     graph, _ = _graph()
     state: dict[str, int] = {}

@@ -14,7 +14,6 @@ import time
 from typing import Any
 
 import numpy as np
-import vulkan as vk
 from numpy.typing import NDArray
 
 from . import shader_interface as si
@@ -34,6 +33,7 @@ from .gpu import (
     TexelWrite,
     write_descriptors,
 )
+from .gpu.calls import vk
 from .mesh import SkinnedMesh
 
 __all__ = ["centers_of_rotation"]

@@ -45,7 +45,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import vulkan as vk
 from numpy.typing import ArrayLike
 
 from . import bones as bone_packing
@@ -64,6 +63,7 @@ from .gpu import (
     TexelWrite,
     write_descriptors,
 )
+from .gpu.calls import vk
 
 if TYPE_CHECKING:
     from .gpu import ResourceOwner

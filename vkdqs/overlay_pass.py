@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import vulkan as vk
 
 from . import shader_interface as si
 from .errors import InputError
@@ -28,6 +27,7 @@ from .gpu import (
     TexelWrite,
     write_descriptors,
 )
+from .gpu.calls import vk
 
 if TYPE_CHECKING:
     from .renderer import Renderer

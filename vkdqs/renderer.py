@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import vulkan as vk
 from numpy.typing import ArrayLike
 
 from . import bones as bone_packing
@@ -61,7 +60,7 @@ from .gpu import (
     Texture,
     write_descriptors,
 )
-from .gpu.calls import align
+from .gpu.calls import align, vk
 from .material import Material
 from .mesh import SkinnedMesh
 from .overlay_pass import OverlayPass, check_overlay

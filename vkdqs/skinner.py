@@ -29,7 +29,6 @@ import math
 from typing import Any
 
 import numpy as np
-import vulkan as vk
 
 from . import bones as bone_packing
 from . import shader_interface as si
@@ -53,7 +52,7 @@ from .gpu import (
     TexelWrite,
     write_descriptors,
 )
-from .gpu.calls import align
+from .gpu.calls import align, vk
 from .mesh import SkinnedMesh
 
 log = logging.getLogger("vkdqs")

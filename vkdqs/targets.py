@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
-import vulkan as vk
 
 from . import shader_interface as si
 from .errors import InputError
@@ -34,6 +33,7 @@ from .gpu import (
     SwapchainDesc,
     pick_depth_format,
 )
+from .gpu.calls import vk
 from .gpu.swapchain import image_views
 
 

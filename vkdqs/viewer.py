@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import vulkan as vk
 
 from .errors import CapabilityError, InputError, VulkanError
 from .gltf import GltfScene, load_gltf
 from .gpu import Device
+from .gpu.calls import vk
 from .methods import SCENE_METHODS, parse_methods
 from .png import write_png
 from .renderer import Renderer
