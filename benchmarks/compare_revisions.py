@@ -1,11 +1,12 @@
 """Compare two revisions' benchmarks in one run: old, new, old, new, ... in separate processes.
 
 Each revision is a repository root with its own ``.venv`` (``make venv``). For each of K pairs it
-runs bench_skinning.py and bench_render.py (same options for both sides), the old root first,
-then the new one, each in a fresh process that does its own warm-up and writes its JSON to a
-temporary file through the benchmark's ``--out`` (nothing under benchmarks/results/ of either
-root is touched). Per metric it reports the median over pairs for old and new and the median of
-the per-pair ratios new/old: noise that hits both halves of a pair cancels out of the ratio.
+runs bench_skinning.py and bench_render.py (same options for both sides), the old root first in
+even pairs and the new one first in odd pairs, each in a fresh process that does its own
+warm-up and writes its JSON to a temporary file through the benchmark's ``--out`` (nothing
+under benchmarks/results/ of either root is touched). Per metric it reports the median over
+pairs for old and new and the median of the per-pair ratios new/old: noise that hits both
+halves of a pair cancels out of the ratio.
 
     python benchmarks/compare_revisions.py OLD_ROOT NEW_ROOT [--pairs 5]
 
@@ -114,7 +115,9 @@ def main() -> None:
     t0 = time.perf_counter()
     for pair in range(args.pairs):
         for script, bench_args, flatten in benches:
-            for side in ("old", "new"):
+            # Alternate which side goes first: on a busy machine the order of a pair alone
+            # skews its ratio (the first process of a pair ran measurably slower here).
+            for side in ("old", "new") if pair % 2 == 0 else ("new", "old"):
                 flat = flatten(_run(roots[side], script, bench_args, args.timeout))
                 for metric, value in flat.items():
                     values.setdefault(metric, {"old": [], "new": []})[side].append(value)
