@@ -42,6 +42,7 @@ from tests.spirv_reflect import (
     words_of,
 )
 from vkdqs.shader_interface import (
+    ALPHA_MASK_ID,
     BONE_SCALES,
     BONE_STRIDE,
     BONES,
@@ -235,7 +236,7 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
     if v.kind in ("render", "readback", "compute"):
         want |= {MORPH_TARGETS_ID}
     if v.kind == "fragment":  # skin.frag: texture and vertex colour on or off
-        want |= {TEXTURED_ID, VERTEX_COLORS_ID}
+        want |= {TEXTURED_ID, VERTEX_COLORS_ID, ALPHA_MASK_ID}
     problems = [] if set(mod.spec_ids()) == want else [f"SpecIds {set(mod.spec_ids())} != {want}"]
     if compute and mod.workgroup_size_spec_ids() != (LOCAL_SIZE_ID, None, None):
         problems.append(f"workgroup size SpecIds are {mod.workgroup_size_spec_ids()}")

@@ -846,6 +846,7 @@ class Renderer(ResourceOwner):
             fragment_spec=(
                 (si.TEXTURED_ID, int(material.texture is not None)),
                 (si.VERTEX_COLORS_ID, int("colors" in surface)),
+                (si.ALPHA_MASK_ID, int(material.alpha_mode != "OPAQUE")),
             ),
             wireframe=wire,
             cull_back=self.cull and not material.double_sided,

@@ -71,6 +71,9 @@ LOCAL_SIZE = 64  #: compute workgroup size vkdqs uses
 TEXTURED_ID = 3
 #: skin.frag: multiply the vertex colour (false for meshes without colours)
 VERTEX_COLORS_ID = 4
+#: skin.frag: discard below the material's alpha cutoff (MASK/BLEND); opaque materials are built
+#: without the discard, which would otherwise keep the rasterizer from testing depth early
+ALPHA_MASK_ID = 5
 
 # -- bone blocks ------------------------------------------------------------------------------
 
