@@ -258,3 +258,25 @@ def test_usd_keeps_the_look(look, device, tmp_path, suffix):
         )
         with Image.open(asset.resolvedPath) as img:
             np.testing.assert_array_equal(np.asarray(img.convert("RGBA")), m.texture)
+
+
+def test_a_primitive_without_triangles_joins_its_neighbour(device, tmp_path):
+    """The prop's strip cut to two indices (no triangle) with a material of its own: its
+    vertices join the group around it, its material is not written, and no empty primitive."""
+    rig = textured_rig(CHECKER)
+    b, doc = rig.builder, rig.builder.document
+    strip = doc["meshes"][1]["primitives"][0]
+    strip["indices"] = b.add_accessor(np.array([0, 1], np.uint8), target="index")
+    strip["material"] = b.add("materials", {"pbrMetallicRoughness": {}, "name": "unused"})
+    rig.save(tmp_path / "cut.glb")
+    scene = load_gltf(tmp_path / "cut.glb")
+    bake = vkdqs.bake(scene, animation="linear", fps=5, device=device)
+    assert bake.groups == (baking.BakeGroup(0, 59, 0, 43, 0),)
+    assert len(bake.materials) == 1 and bake.materials[0] is scene.materials[0]
+    again = load_gltf(bake.save(tmp_path / "cut_bake.glb"))
+    (prim,) = again.meshes[0].primitives
+    np.testing.assert_array_equal(prim.positions, bake.rest_positions)
+    np.testing.assert_array_equal(prim.uvs, bake.uvs)
+    assert [m.name for m in again.materials] == [""]
+    _same_material(again.materials[0], scene.materials[0])
+    _check_frames(scene, 0, bake.times, prim.positions + prim.morph_positions, bake.normals, "dqs")

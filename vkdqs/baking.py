@@ -12,16 +12,27 @@ numpy, as :func:`vkdqs.dq.skin_lbs` with one bone).
 
 Formats (by the file's extension):
 
+Every format keeps the model's look (:class:`_Surface`): each vertex's ``TEXCOORD_0`` and
+``COLOR_0`` and the primitives' materials, as runs of faces with one material
+(:class:`BakeGroup`; each covers a range of the vertices too, as the primitives did).
+
 * ``.npz``: ``times (F,)`` float64, ``positions (F, V, 3)`` and ``normals (F, V, 3)`` float32,
-  ``faces (T, 3)`` uint32. Written frame batch by frame batch (positions straight into the zip
-  entry, normals through a temporary file appended at the end).
-* ``.glb``: the rest mesh, one morph target (position and normal deltas) per frame and a LINEAR
-  ``weights`` animation that is one-hot at each baked time, so glTF players show exactly the
-  baked frames at those times. Deltas stream to a temporary file; the JSON (which holds each
-  target's min/max) is written once they are known.
+  ``faces (T, 3)`` uint32, ``groups (G, 5)`` int64 (first face, face count, first vertex, vertex
+  count, material or -1), ``materials`` (a JSON string, a list of material summaries whose
+  ``texture`` is the ``i`` of ``texture_<i> (H, W, 4)`` uint8), and ``uvs (V, 2)`` /
+  ``colors (V, 4)`` float32 when the model has them. Written frame batch by frame batch
+  (positions straight into the zip entry, normals through a temporary file appended at the
+  end).
+* ``.glb``: the rest mesh, one primitive per group (its range of the vertices, TEXCOORD_0,
+  COLOR_0, its material with the texture as an embedded PNG), one morph target (position and
+  normal deltas) per frame and a LINEAR ``weights`` animation that is one-hot at each baked
+  time, so glTF players show exactly the baked frames at those times. Deltas stream to a
+  temporary file; the JSON (which holds each target's min/max) is written once they are known.
 * ``.usd``, ``.usda``, ``.usdc``: a ``UsdGeom.Mesh`` with time-sampled points, normals and
-  extent, ``timeCodesPerSecond = fps`` (time code = seconds * fps). Needs ``usd-core``
-  (``pip install 'vkdqs[usd]'``); USD keeps the samples in memory until it saves.
+  extent, ``timeCodesPerSecond = fps`` (time code = seconds * fps), ``primvars:st`` and
+  ``primvars:displayColor``, UsdPreviewSurface materials (textures as PNG files next to it).
+  Needs ``usd-core`` (``pip install 'vkdqs[usd]'``); USD keeps the samples in memory until it
+  saves.
 """
 
 from __future__ import annotations
@@ -120,27 +131,37 @@ class _Surface:
 def _surface(scene: GltfScene, parts: list[GltfDraw]) -> _Surface:
     """The uvs, colours and material groups of ``parts`` merged in order (as :class:`_Frames`
     merges their vertices and faces): one group per run of primitives with one material."""
+    # (source material, faces, vertices) of each primitive, in the order the parts merge them;
+    # a primitive without triangles (e.g. a strip of two indices) joins its neighbour's run
+    runs: list[list] = []
+    lead = 0  # vertices of such primitives before the first run
+    for part in parts:  # over parts, then their few primitives
+        for p in scene.meshes[part.mesh].primitives:
+            nf = int(p.indices.size) // 3
+            if nf == 0:
+                if runs:
+                    runs[-1][2] += p.vertex_count
+                else:
+                    lead += p.vertex_count
+            elif runs and runs[-1][0] == p.material:
+                runs[-1][1] += nf
+                runs[-1][2] += p.vertex_count
+            else:
+                runs.append([p.material, nf, p.vertex_count + lead])
+                lead = 0
     groups: list[BakeGroup] = []
     index: dict[int, int] = {}
     materials: list[Material] = []
     face, vertex = 0, 0
-    for part in parts:  # over parts, then their few primitives
-        for p in scene.meshes[part.mesh].primitives:
-            m = None
-            if p.material is not None:
-                m = index.setdefault(p.material, len(materials))
-                if m == len(materials):
-                    materials.append(scene.materials[p.material])
-            nf = int(p.indices.size) // 3
-            last = groups[-1] if groups else None
-            if last is not None and last.material == m:
-                groups[-1] = last._replace(
-                    face_count=last.face_count + nf, vertex_count=last.vertex_count + p.vertex_count
-                )
-            else:
-                groups.append(BakeGroup(face, nf, vertex, p.vertex_count, m))
-            face += nf
-            vertex += p.vertex_count
+    for source, nf, nv in runs:  # over runs: material indices in order of first use
+        m = None
+        if source is not None:
+            m = index.setdefault(source, len(materials))
+            if m == len(materials):
+                materials.append(scene.materials[source])
+        groups.append(BakeGroup(face, nf, vertex, nv, m))
+        face += nf
+        vertex += nv
     merged = {}
     for key, width, fill in (("uvs", 2, 0.0), ("colors", 4, 1.0)):
         arrays = [getattr(part.geometry, key) for part in parts]
