@@ -240,6 +240,8 @@ def test_usd_keeps_the_look(look, device, tmp_path, suffix):
         assert (threshold.Get() if threshold else None) == (
             pytest.approx(m.alpha_cutoff) if m.alpha_mode == "MASK" else None
         )
+        opacity = surface.GetInput("opacity")  # glTF's OPAQUE ignores alpha
+        assert bool(opacity) == (m.alpha_mode != "OPAQUE")
         diffuse = surface.GetInput("diffuseColor")
         source = UsdShade.Shader(diffuse.GetConnectedSources()[0][0].source.GetPrim())
         if m.texture is None:  # the model has COLOR_0: displayColor (COLOR_0 x factor)
@@ -256,6 +258,8 @@ def test_usd_keeps_the_look(look, device, tmp_path, suffix):
             m.sampler.wrap_s,
             m.sampler.wrap_t,
         )
+        if opacity:
+            assert opacity.GetConnectedSources()[0][0].sourceName == "a"
         with Image.open(asset.resolvedPath) as img:
             np.testing.assert_array_equal(np.asarray(img.convert("RGBA")), m.texture)
 
@@ -280,3 +284,19 @@ def test_a_primitive_without_triangles_joins_its_neighbour(device, tmp_path):
     assert [m.name for m in again.materials] == [""]
     _same_material(again.materials[0], scene.materials[0])
     _check_frames(scene, 0, bake.times, prim.positions + prim.morph_positions, bake.normals, "dqs")
+
+
+def test_save_checks_an_edited_bake(look, device, tmp_path):
+    import dataclasses
+
+    b = vkdqs.bake(load_gltf(look), animation="rest", device=device)
+    g = b.groups
+    for bad, match in (
+        ({"groups": g[1:]}, "cover the faces and vertices in order"),
+        ({"groups": g[:-1]}, "cover 59 faces and 39 vertices of 61 and 43"),
+        ({"groups": (*g[:-1], g[-1]._replace(material=7))}, "names a material of 3"),
+        ({"uvs": b.uvs[:5]}, r"Bake.uvs must be \(43, 2\)"),
+    ):
+        with pytest.raises(vkdqs.InputError, match=match):
+            dataclasses.replace(b, **bad).save(tmp_path / "x.glb")
+    assert list(tmp_path.iterdir()) == []

@@ -112,6 +112,24 @@ class _Surface:
     materials: tuple[Material, ...]
     groups: tuple[BakeGroup, ...]
 
+    def check(self, vertices: int, faces: int) -> None:
+        """InputError unless the groups tile the faces and vertices in order, name existing
+        materials, and uvs/colors have a row per vertex (a :class:`Bake` edited by hand)."""
+        face = vertex = 0
+        for g in self.groups:  # a few groups
+            if (g.first_face, g.first_vertex) != (face, vertex) or min(g[1], g[3]) < 1:
+                raise InputError(f"Bake.groups must cover the faces and vertices in order, got {g}")
+            if g.material is not None and not 0 <= g.material < len(self.materials):
+                raise InputError(f"Bake.groups: {g} names a material of {len(self.materials)}")
+            face, vertex = face + g.face_count, vertex + g.vertex_count
+        if (face, vertex) != (faces, vertices):
+            raise InputError(
+                f"Bake.groups cover {face} faces and {vertex} vertices of {faces} and {vertices}"
+            )
+        for name, a, width in (("uvs", self.uvs, 2), ("colors", self.colors, 4)):
+            if a is not None and np.shape(a) != (vertices, width):
+                raise InputError(f"Bake.{name} must be ({vertices}, {width}), got {np.shape(a)}")
+
     def textures(self) -> tuple[list[NDArray[np.uint8]], list[int | None]]:
         """The distinct texture arrays, and each material's index into them (or None)."""
         found: dict[int, int] = {}
@@ -227,6 +245,7 @@ class Bake:
         path = _check_path(path)
         groups = self.groups or (BakeGroup(0, len(self.faces), 0, len(self.rest_positions), None),)
         surface = _Surface(self.uvs, self.colors, tuple(self.materials), tuple(groups))
+        surface.check(len(self.rest_positions), len(self.faces))
         writer = _open_writer(
             path, self.times, self.faces, self.rest_positions, self.rest_normals, self.fps, surface
         )
@@ -1288,7 +1307,9 @@ def _usd_surface(
         pbr.CreateInput("roughness", Sdf.ValueTypeNames.Float).Set(1.0)
         mat.CreateSurfaceOutput().ConnectToSource(pbr.ConnectableAPI(), "surface")
         diffuse = pbr.CreateInput("diffuseColor", Sdf.ValueTypeNames.Color3f)
-        opacity = pbr.CreateInput("opacity", Sdf.ValueTypeNames.Float)
+        # glTF's OPAQUE ignores alpha: only MASK and BLEND set an opacity
+        see_through = m.alpha_mode != "OPAQUE"
+        opacity = pbr.CreateInput("opacity", Sdf.ValueTypeNames.Float) if see_through else None
         if t is not None:
             reader = UsdShade.Shader.Define(stage, f"{where}/TexCoordReader")
             reader.CreateIdAttr("UsdPrimvarReader_float2")
@@ -1309,16 +1330,17 @@ def _usd_surface(
             tex.CreateOutput("rgb", Sdf.ValueTypeNames.Float3)
             tex.CreateOutput("a", Sdf.ValueTypeNames.Float)
             diffuse.ConnectToSource(tex.ConnectableAPI(), "rgb")
-            opacity.ConnectToSource(tex.ConnectableAPI(), "a")
+            if opacity is not None:
+                opacity.ConnectToSource(tex.ConnectableAPI(), "a")
         elif surface.colors is not None:
             reader = UsdShade.Shader.Define(stage, f"{where}/DisplayColorReader")
             reader.CreateIdAttr("UsdPrimvarReader_float3")
             reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("displayColor")
             reader.CreateOutput("result", Sdf.ValueTypeNames.Float3)
             diffuse.ConnectToSource(reader.ConnectableAPI(), "result")
-            opacity.Set(m.base_color[3])
         else:
             diffuse.Set(Gf.Vec3f(*m.base_color[:3]))
+        if opacity is not None and t is None:
             opacity.Set(m.base_color[3])
         if m.alpha_mode == "MASK":
             pbr.CreateInput("opacityThreshold", Sdf.ValueTypeNames.Float).Set(m.alpha_cutoff)
