@@ -300,3 +300,46 @@ def test_save_checks_an_edited_bake(look, device, tmp_path):
         with pytest.raises(vkdqs.InputError, match=match):
             dataclasses.replace(b, **bad).save(tmp_path / "x.glb")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_usd_colours_by_factor_alone(device, tmp_path):
+    """No TEXCOORD_0, no COLOR_0: displayColor is each face's base colour factor (uniform), and
+    each UsdPreviewSurface's diffuseColor the factor itself; the untextured bake writes no PNG."""
+    from pxr import Usd, UsdGeom, UsdShade
+
+    from .gltf_fixtures import make_rig
+
+    rig = make_rig(scaled=False)
+    doc = rig.builder.document
+    red = rig.builder.add("materials", {"pbrMetallicRoughness": {"baseColorFactor": [1, 0, 0, 1]}})
+    blue = rig.builder.add("materials", {"pbrMetallicRoughness": {"baseColorFactor": [0, 0, 1, 1]}})
+    doc["meshes"][0]["primitives"][0]["material"] = red
+    doc["meshes"][1]["primitives"][1]["material"] = blue
+    rig.save(tmp_path / "plain.glb")
+    scene = load_gltf(tmp_path / "plain.glb")
+    b = vkdqs.bake(scene, animation="rest", device=device)
+    assert b.uvs is None and b.colors is None
+    out = tmp_path / "plain.usda"
+    b.save(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.glb", "plain.usda"]
+    stage = Usd.Stage.Open(str(out))
+    mesh = UsdGeom.Mesh(stage.GetPrimAtPath("/Bake/Mesh"))
+    primvars = UsdGeom.PrimvarsAPI(mesh)
+    assert not primvars.GetPrimvar("st")
+    color = primvars.GetPrimvar("displayColor")
+    assert color.GetInterpolation() == "uniform"
+    want = np.ones((len(b.faces), 3))
+    for g in b.groups:
+        if g.material is not None:
+            want[g.first_face : g.first_face + g.face_count] = b.materials[g.material].base_color[
+                :3
+            ]
+    np.testing.assert_array_equal(np.array(color.Get()), want)
+    assert {tuple(c) for c in want} == {(1, 0, 0), (1, 1, 1), (0, 0, 1)}
+    subsets = UsdShade.MaterialBindingAPI(mesh).GetMaterialBindSubsets()
+    assert len(subsets) == 2  # red and blue; the faces of glTF's default material stay unbound
+    for subset in subsets:
+        bound, _ = UsdShade.MaterialBindingAPI(subset.GetPrim()).ComputeBoundMaterial()
+        k = int(bound.GetPrim().GetName().removeprefix("Material"))
+        diffuse = bound.ComputeSurfaceSource()[0].GetInput("diffuseColor").Get()
+        np.testing.assert_array_equal(diffuse, b.materials[k].base_color[:3])
