@@ -735,8 +735,8 @@ def _gltf_sampler(s: Sampler) -> dict[str, int]:
 
 def _texture_transform(m: NDArray[np.float64]) -> dict[str, Any] | None:
     """``KHR_texture_transform`` (offset, rotation, scale) of a uv matrix
-    (:func:`vkdqs.material.uv_transform`), None for the identity. A matrix that is no such
-    product (a shear, which glTF cannot express) keeps its closest rotation and scales."""
+    (:func:`vkdqs.material.uv_transform`: what glTF materials load as), None for the identity.
+    A hand-made matrix with a shear, which the extension cannot express, loses the shear."""
     if np.array_equal(m, np.eye(3)):
         return None
     # T R S: column 0 of the 2x2 part is sx (cos, -sin), column 1 is sy (sin, cos)
