@@ -150,7 +150,10 @@ def test_npz_round_trip(rig_files, device, tmp_path):
     info = vkdqs.bake_to_file(scene, out, animation="cubic", fps=12.5, device=device)
     assert (info.frames, info.vertices, info.triangles) == (26, 43, 61)
     with np.load(out) as z:
-        assert sorted(z.files) == ["faces", "normals", "positions", "times"]
+        # an untextured model without materials: one group of every face, no uvs or colours
+        assert sorted(z.files) == ["faces", "groups", "materials", "normals", "positions", "times"]
+        np.testing.assert_array_equal(z["groups"], [[0, 61, 0, 43, -1]])
+        assert json.loads(str(z["materials"])) == []
         assert z["positions"].dtype == z["normals"].dtype == np.float32
         assert z["positions"].shape == (26, 43, 3)
         np.testing.assert_allclose(z["times"], np.arange(26) / 12.5)

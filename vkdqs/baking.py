@@ -12,16 +12,27 @@ numpy, as :func:`vkdqs.dq.skin_lbs` with one bone).
 
 Formats (by the file's extension):
 
+Every format keeps the model's look (:class:`_Surface`): each vertex's ``TEXCOORD_0`` and
+``COLOR_0`` and the primitives' materials, as runs of faces with one material
+(:class:`BakeGroup`; each covers a range of the vertices too, as the primitives did).
+
 * ``.npz``: ``times (F,)`` float64, ``positions (F, V, 3)`` and ``normals (F, V, 3)`` float32,
-  ``faces (T, 3)`` uint32. Written frame batch by frame batch (positions straight into the zip
-  entry, normals through a temporary file appended at the end).
-* ``.glb``: the rest mesh, one morph target (position and normal deltas) per frame and a LINEAR
-  ``weights`` animation that is one-hot at each baked time, so glTF players show exactly the
-  baked frames at those times. Deltas stream to a temporary file; the JSON (which holds each
-  target's min/max) is written once they are known.
+  ``faces (T, 3)`` uint32, ``groups (G, 5)`` int64 (first face, face count, first vertex, vertex
+  count, material or -1), ``materials`` (a JSON string, a list of material summaries whose
+  ``texture`` is the ``i`` of ``texture_<i> (H, W, 4)`` uint8), and ``uvs (V, 2)`` /
+  ``colors (V, 4)`` float32 when the model has them. Written frame batch by frame batch
+  (positions straight into the zip entry, normals through a temporary file appended at the
+  end).
+* ``.glb``: the rest mesh, one primitive per group (its range of the vertices, TEXCOORD_0,
+  COLOR_0, its material with the texture as an embedded PNG), one morph target (position and
+  normal deltas) per frame and a LINEAR ``weights`` animation that is one-hot at each baked
+  time, so glTF players show exactly the baked frames at those times. Deltas stream to a
+  temporary file; the JSON (which holds each target's min/max) is written once they are known.
 * ``.usd``, ``.usda``, ``.usdc``: a ``UsdGeom.Mesh`` with time-sampled points, normals and
-  extent, ``timeCodesPerSecond = fps`` (time code = seconds * fps). Needs ``usd-core``
-  (``pip install 'vkdqs[usd]'``); USD keeps the samples in memory until it saves.
+  extent, ``timeCodesPerSecond = fps`` (time code = seconds * fps), ``primvars:st`` and
+  ``primvars:displayColor``, UsdPreviewSurface materials (textures as PNG files next to it).
+  Needs ``usd-core`` (``pip install 'vkdqs[usd]'``); USD keeps the samples in memory until it
+  saves.
 """
 
 from __future__ import annotations
@@ -38,7 +49,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -46,13 +57,23 @@ from numpy.typing import NDArray
 from . import dq
 from .errors import CapabilityError, InputError, LimitError
 from .gpu import Device
+from .material import Material, Sampler
 from .scenes import GltfDraw, gltf_parts, skin_matrices
 from .skinner import METHODS, Skinner
 
 if TYPE_CHECKING:
     from .gltf import GltfScene
 
-__all__ = ["FORMATS", "MAX_FPS", "MAX_FRAMES", "Bake", "BakeInfo", "bake", "bake_to_file"]
+__all__ = [
+    "FORMATS",
+    "MAX_FPS",
+    "MAX_FRAMES",
+    "Bake",
+    "BakeGroup",
+    "BakeInfo",
+    "bake",
+    "bake_to_file",
+]
 
 #: File extensions :meth:`Bake.save` and :func:`bake_to_file` write.
 FORMATS = (".npz", ".glb", ".usd", ".usda", ".usdc")
@@ -68,6 +89,113 @@ _USD_HINT = "writing USD needs usd-core: pip install 'vkdqs[usd]' (or pip instal
 # ------------------------------------------------------------------------------------------------
 # results
 # ------------------------------------------------------------------------------------------------
+
+
+class BakeGroup(NamedTuple):
+    """Triangles ``faces[first_face : first_face + face_count]``, using only the vertices
+    ``first_vertex : first_vertex + vertex_count``, drawn with ``materials[material]`` (None:
+    glTF's default material)."""
+
+    first_face: int
+    face_count: int
+    first_vertex: int
+    vertex_count: int
+    material: int | None
+
+
+@dataclass(frozen=True, eq=False)
+class _Surface:
+    """What a baked mesh looks like: per-vertex uvs and colours, materials, material groups."""
+
+    uvs: NDArray[np.float32] | None
+    colors: NDArray[np.float32] | None
+    materials: tuple[Material, ...]
+    groups: tuple[BakeGroup, ...]
+
+    def check(self, vertices: int, faces: int) -> None:
+        """InputError unless the groups tile the faces and vertices in order, name existing
+        materials, and uvs/colors have a row per vertex (a :class:`Bake` edited by hand)."""
+        face = vertex = 0
+        for g in self.groups:  # a few groups
+            if (g.first_face, g.first_vertex) != (face, vertex) or min(g[1], g[3]) < 1:
+                raise InputError(f"Bake.groups must cover the faces and vertices in order, got {g}")
+            if g.material is not None and not 0 <= g.material < len(self.materials):
+                raise InputError(f"Bake.groups: {g} names a material of {len(self.materials)}")
+            face, vertex = face + g.face_count, vertex + g.vertex_count
+        if (face, vertex) != (faces, vertices):
+            raise InputError(
+                f"Bake.groups cover {face} faces and {vertex} vertices of {faces} and {vertices}"
+            )
+        for name, a, width in (("uvs", self.uvs, 2), ("colors", self.colors, 4)):
+            if a is not None and np.shape(a) != (vertices, width):
+                raise InputError(f"Bake.{name} must be ({vertices}, {width}), got {np.shape(a)}")
+
+    def textures(self) -> tuple[list[NDArray[np.uint8]], list[int | None]]:
+        """The distinct texture arrays, and each material's index into them (or None)."""
+        found: dict[int, int] = {}
+        out: list[NDArray[np.uint8]] = []
+        index: list[int | None] = []
+        for m in self.materials:  # a few materials
+            if m.texture is None:
+                index.append(None)
+                continue
+            if id(m.texture) not in found:
+                found[id(m.texture)] = len(out)
+                out.append(m.texture)
+            index.append(found[id(m.texture)])
+        return out, index
+
+
+def _surface(scene: GltfScene, parts: list[GltfDraw]) -> _Surface:
+    """The uvs, colours and material groups of ``parts`` merged in order (as :class:`_Frames`
+    merges their vertices and faces): one group per run of primitives with one material."""
+    # (source material, faces, vertices) of each primitive, in the order the parts merge them;
+    # a primitive without triangles (e.g. a strip of two indices) joins its neighbour's run
+    runs: list[list] = []
+    lead = 0  # vertices of such primitives before the first run
+    for part in parts:  # over parts, then their few primitives
+        for p in scene.meshes[part.mesh].primitives:
+            nf = int(p.indices.size) // 3
+            if nf == 0:
+                if runs:
+                    runs[-1][2] += p.vertex_count
+                else:
+                    lead += p.vertex_count
+            elif runs and runs[-1][0] == p.material:
+                runs[-1][1] += nf
+                runs[-1][2] += p.vertex_count
+            else:
+                runs.append([p.material, nf, p.vertex_count + lead])
+                lead = 0
+    groups: list[BakeGroup] = []
+    index: dict[int, int] = {}
+    materials: list[Material] = []
+    face, vertex = 0, 0
+    for source, nf, nv in runs:  # over runs: material indices in order of first use
+        m = None
+        if source is not None:
+            m = index.setdefault(source, len(materials))
+            if m == len(materials):
+                materials.append(scene.materials[source])
+        groups.append(BakeGroup(face, nf, vertex, nv, m))
+        face += nf
+        vertex += nv
+    merged = {}
+    for key, width, fill in (("uvs", 2, 0.0), ("colors", 4, 1.0)):
+        arrays = [getattr(part.geometry, key) for part in parts]
+        merged[key] = (
+            None
+            if all(a is None for a in arrays)
+            else np.concatenate(
+                [
+                    np.full((part.geometry.vertex_count, width), fill, np.float32)
+                    if a is None
+                    else a
+                    for part, a in zip(parts, arrays, strict=True)
+                ]
+            ).astype(np.float32)
+        )
+    return _Surface(merged["uvs"], merged["colors"], tuple(materials), tuple(groups))
 
 
 @dataclass(eq=False)
@@ -86,6 +214,15 @@ class Bake:
     method : str
     animation : str
         The animation's name (``"rest"`` for the rest pose).
+    uvs : ndarray of float32, (V, 2), or None
+        ``TEXCOORD_0`` of every part (zeros on parts without; None when no part has them).
+    colors : ndarray of float32, (V, 4), or None
+        ``COLOR_0`` (linear RGBA; white on parts without; None when no part has them).
+    materials : tuple of Material
+        The source materials the parts use, in order of first use.
+    groups : tuple of BakeGroup
+        Consecutive runs of triangles (and of the vertices they use) with one material, covering
+        ``faces`` and the vertices in order; one glTF primitive each in a ``.glb``.
     """
 
     times: NDArray[np.float64]
@@ -97,13 +234,20 @@ class Bake:
     fps: float
     method: str
     animation: str
+    uvs: NDArray[np.float32] | None = None
+    colors: NDArray[np.float32] | None = None
+    materials: tuple[Material, ...] = ()
+    groups: tuple[BakeGroup, ...] = ()
 
     def save(self, path: str | Path) -> Path:
         """Write the bake as ``.npz``, ``.glb``, ``.usd``, ``.usda`` or ``.usdc``; returns the
         path."""
         path = _check_path(path)
+        groups = self.groups or (BakeGroup(0, len(self.faces), 0, len(self.rest_positions), None),)
+        surface = _Surface(self.uvs, self.colors, tuple(self.materials), tuple(groups))
+        surface.check(len(self.rest_positions), len(self.faces))
         writer = _open_writer(
-            path, self.times, self.faces, self.rest_positions, self.rest_normals, self.fps
+            path, self.times, self.faces, self.rest_positions, self.rest_normals, self.fps, surface
         )
         try:
             step = _batch_frames(self.positions.shape[1], len(self.times))
@@ -210,6 +354,12 @@ class _Frames:
                 for p, off in zip(self.parts, self.offsets, strict=False)
             ]
         ).astype(np.uint32)
+        self.surface = _surface(scene, self.parts)
+        if (
+            sum(g.face_count for g in self.surface.groups) != len(self.faces)
+            or sum(g.vertex_count for g in self.surface.groups) != self.vertex_count
+        ):  # the parts' primitives are what the geometry merged; a mismatch is a vkdqs bug
+            raise AssertionError("bake: material groups do not cover the merged mesh")
         self.skins = sorted({p.skin for p in self.parts if p.kind == "skinned"})
         # part index -> its Skinner; the parts of one mesh with skins of one joint count share
         # one (several nodes may draw one mesh, each posed by its own skin)
@@ -440,6 +590,10 @@ def bake(
         float(fps),
         method,
         name,
+        frames.surface.uvs,
+        frames.surface.colors,
+        frames.surface.materials,
+        frames.surface.groups,
     )
 
 
@@ -471,7 +625,9 @@ def bake_to_file(
     writers: list[_Writer] = []
 
     def sink(frames: _Frames, times: NDArray, rest: tuple[NDArray, NDArray]):
-        writers.append(_open_writer(path, times, frames.faces, rest[0], rest[1], float(fps)))
+        writers.append(
+            _open_writer(path, times, frames.faces, rest[0], rest[1], float(fps), frames.surface)
+        )
         return writers[0].write
 
     try:
@@ -532,13 +688,91 @@ def _open_writer(
     rest_positions: NDArray,
     rest_normals: NDArray,
     fps: float,
+    surface: _Surface,
 ) -> _Writer:
     suffix = path.suffix.lower()
     if suffix == ".npz":
-        return _NpzWriter(path, times, faces, len(rest_positions))
+        return _NpzWriter(path, times, faces, len(rest_positions), surface)
     if suffix == ".glb":
-        return _GlbWriter(path, times, faces, rest_positions, rest_normals)
-    return _UsdWriter(path, times, faces, fps)
+        return _GlbWriter(path, times, faces, rest_positions, rest_normals, surface)
+    return _UsdWriter(path, times, faces, fps, surface)
+
+
+# -- materials as files write them ---------------------------------------------------------------
+
+_GLTF_MAG = {"nearest": 9728, "linear": 9729}
+_GLTF_MIN = {
+    ("nearest", None): 9728,
+    ("linear", None): 9729,
+    ("nearest", "nearest"): 9984,
+    ("linear", "nearest"): 9985,
+    ("nearest", "linear"): 9986,
+    ("linear", "linear"): 9987,
+}
+_GLTF_WRAP = {"clamp": 33071, "mirror": 33648, "repeat": 10497}
+_TRANSFORM = "KHR_texture_transform"
+
+
+def _png(rgba: NDArray[np.uint8]) -> bytes:
+    """Lossless PNG bytes of an (H, W, 4) uint8 image (Pillow)."""
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(rgba, np.uint8), "RGBA").save(out, "PNG")
+    return out.getvalue()
+
+
+def _gltf_sampler(s: Sampler) -> dict[str, int]:
+    return {
+        "magFilter": _GLTF_MAG[s.mag_filter],
+        "minFilter": _GLTF_MIN[(s.min_filter, s.mipmap)],
+        "wrapS": _GLTF_WRAP[s.wrap_s],
+        "wrapT": _GLTF_WRAP[s.wrap_t],
+    }
+
+
+def _texture_transform(m: NDArray[np.float64]) -> dict[str, Any] | None:
+    """``KHR_texture_transform`` (offset, rotation, scale) of a uv matrix
+    (:func:`vkdqs.material.uv_transform`: what glTF materials load as), None for the identity.
+    A hand-made matrix with a shear, which the extension cannot express, loses the shear."""
+    if np.array_equal(m, np.eye(3)):
+        return None
+    # T R S: column 0 of the 2x2 part is sx (cos, -sin), column 1 is sy (sin, cos)
+    sx = float(np.hypot(m[0, 0], m[1, 0]))
+    rotation = float(np.arctan2(-m[1, 0], m[0, 0]))
+    c, s = np.cos(rotation), np.sin(rotation)
+    sy = float(s * m[0, 1] + c * m[1, 1])
+    out: dict[str, Any] = {}
+    if m[0, 2] != 0.0 or m[1, 2] != 0.0:
+        out["offset"] = [float(m[0, 2]), float(m[1, 2])]
+    if rotation != 0.0:
+        out["rotation"] = rotation
+    if sx != 1.0 or sy != 1.0:
+        out["scale"] = [sx, sy]
+    return out
+
+
+def _material_summary(m: Material, texture: int | None) -> dict[str, Any]:
+    """A JSON-friendly description of a material (the ``.npz`` ``materials`` entry)."""
+    return {
+        "name": m.name,
+        "base_color": list(m.base_color),
+        "texture": texture,
+        "texture_shape": None if m.texture is None else list(m.texture.shape),
+        "sampler": {
+            "mag_filter": m.sampler.mag_filter,
+            "min_filter": m.sampler.min_filter,
+            "mipmap": m.sampler.mipmap,
+            "wrap_s": m.sampler.wrap_s,
+            "wrap_t": m.sampler.wrap_t,
+        },
+        "uv_transform": m.uv_transform.tolist(),
+        "alpha_mode": m.alpha_mode,
+        "alpha_cutoff": m.alpha_cutoff,
+        "double_sided": m.double_sided,
+    }
 
 
 def _npy_header(f: IO[bytes], shape: tuple[int, ...], descr: str = "<f4") -> None:
@@ -550,14 +784,43 @@ def _npy_header(f: IO[bytes], shape: tuple[int, ...], descr: str = "<f4") -> Non
 class _NpzWriter:
     """An uncompressed .npz written frame batch by frame batch."""
 
-    def __init__(self, path: Path, times: NDArray, faces: NDArray, vertices: int) -> None:
+    def __init__(
+        self, path: Path, times: NDArray, faces: NDArray, vertices: int, surface: _Surface
+    ) -> None:
         self.path, self.tmp = path, _partial(path)
         self.zip = zipfile.ZipFile(self.tmp, "w", zipfile.ZIP_STORED, allowZip64=True)
         self.normals: IO[bytes] | None = None
+        textures, texture_of = surface.textures()
+        arrays: list[tuple[str, NDArray]] = [
+            ("times", np.asarray(times, np.float64)),
+            ("faces", faces),
+            (
+                "groups",
+                np.array(
+                    [[*g[:4], -1 if g.material is None else g.material] for g in surface.groups],
+                    np.int64,
+                ).reshape(-1, 5),
+            ),
+            (
+                "materials",
+                np.array(
+                    json.dumps(
+                        [
+                            _material_summary(m, t)
+                            for m, t in zip(surface.materials, texture_of, strict=True)
+                        ]
+                    )
+                ),
+            ),
+        ]
+        arrays += [
+            (k, a) for k, a in (("uvs", surface.uvs), ("colors", surface.colors)) if a is not None
+        ]
+        arrays += [(f"texture_{i}", t) for i, t in enumerate(textures)]
         try:
-            for name, arr in (("times", np.asarray(times, np.float64)), ("faces", faces)):
+            for name, arr in arrays:
                 with self.zip.open(f"{name}.npy", "w", force_zip64=True) as f:
-                    np.lib.format.write_array(f, np.ascontiguousarray(arr))
+                    np.lib.format.write_array(f, np.asarray(arr, order="C"))
             shape = (len(times), vertices, 3)
             self.positions = self.zip.open("positions.npy", "w", force_zip64=True)
             _npy_header(self.positions, shape)
@@ -593,10 +856,18 @@ class _NpzWriter:
 
 
 class _GlbWriter:
-    """The rest mesh, one morph target per frame, a one-hot LINEAR weights animation."""
+    """The rest mesh, one morph target per frame, a one-hot LINEAR weights animation; one
+    primitive per material group (its own range of the vertex arrays), with TEXCOORD_0,
+    COLOR_0 and the materials (base-colour textures as embedded PNGs)."""
 
     def __init__(
-        self, path: Path, times: NDArray, faces: NDArray, rest_p: NDArray, rest_n: NDArray
+        self,
+        path: Path,
+        times: NDArray,
+        faces: NDArray,
+        rest_p: NDArray,
+        rest_n: NDArray,
+        surface: _Surface,
     ) -> None:
         self.path, self.tmp = path, _partial(path)
         self.times = np.asarray(times, np.float32)
@@ -605,22 +876,36 @@ class _GlbWriter:
                 "frame times are too close together for glTF's float32 times; "
                 "lower the fps or bake an earlier time range"
             )
-        self.faces = np.ascontiguousarray(faces, np.uint32)
+        self.surface = surface
+        self.groups = surface.groups
+        # each primitive's indices count from the start of its own vertex range
+        shift = np.repeat(
+            np.array([g.first_vertex for g in self.groups], np.int64),
+            [g.face_count for g in self.groups],
+        )
+        self.faces = np.ascontiguousarray(np.asarray(faces, np.int64) - shift[:, None], np.uint32)
         self.rest_p = np.ascontiguousarray(rest_p, np.float32)
         self.rest_n = np.ascontiguousarray(rest_n, np.float32)
+        textures, self.texture_of = surface.textures()
+        self.images = [_png(t) for t in textures]
+        # the blobs after the deltas: uvs, colours, images (each padded to 4 bytes)
+        self.tail: list[bytes | memoryview] = [
+            _bytes(a) for a in (surface.uvs, surface.colors) if a is not None
+        ] + self.images
         f, v = len(self.times), len(self.rest_p)
         self.frame_bytes = 24 * v
         self.head = [self.rest_p.nbytes, self.rest_n.nbytes, self.faces.nbytes, 4 * f, 4 * f * f]
-        self.bin_bytes = sum(self.head) + f * self.frame_bytes
-        json_estimate = 400 * f + 4096
+        tail_bytes = sum(len(b) + (-len(b) % 4) for b in self.tail)
+        self.bin_bytes = sum(self.head) + f * self.frame_bytes + tail_bytes
+        json_estimate = 400 * f * len(self.groups) + 4096 + 1024 * len(self.surface.materials)
         if 28 + json_estimate + self.bin_bytes > 2**32 - 1:
             raise LimitError(
                 f"{f} frames of {v} vertices make a .glb of about "
                 f"{(self.bin_bytes + json_estimate) / 2**30:.1f} GiB, past GLB's 4 GiB; "
                 "bake fewer frames or write .npz or .usdc"
             )
-        self.lo = np.empty((f, 3), np.float32)
-        self.hi = np.empty((f, 3), np.float32)
+        self.lo = np.empty((f, len(self.groups), 3), np.float32)
+        self.hi = np.empty((f, len(self.groups), 3), np.float32)
         self.done = 0
         self.deltas = tempfile.TemporaryFile(dir=path.parent)
 
@@ -628,76 +913,207 @@ class _GlbWriter:
         d_p = positions - self.rest_p
         d_n = normals - self.rest_n
         i = self.done
-        self.lo[i : i + len(d_p)] = d_p.min(axis=1)
-        self.hi[i : i + len(d_p)] = d_p.max(axis=1)
+        for k, g in enumerate(self.groups):  # over material groups: whole frames inside
+            rows = d_p[:, g.first_vertex : g.first_vertex + g.vertex_count]
+            self.lo[i : i + len(d_p), k] = rows.min(axis=1)
+            self.hi[i : i + len(d_p), k] = rows.max(axis=1)
         self.done += len(d_p)
         for k in range(len(d_p)):  # over frames: position deltas, then normal deltas
             self.deltas.write(_bytes(d_p[k]))
             self.deltas.write(_bytes(d_n[k]))
 
+    def _materials(self, views: list[dict], offset: int) -> tuple[dict[str, Any], bool]:
+        """images/samplers/textures/materials JSON (image views appended to ``views`` from
+        byte ``offset``), and whether KHR_texture_transform is used."""
+        out: dict[str, list] = {"images": [], "samplers": [], "textures": [], "materials": []}
+        for data in self.images:  # over distinct images: one view each
+            out["images"].append({"bufferView": len(views), "mimeType": "image/png"})
+            views.append({"buffer": 0, "byteOffset": offset, "byteLength": len(data)})
+            offset += len(data) + (-len(data) % 4)
+        samplers: dict[Sampler, int] = {}
+        textures: dict[tuple[int, int], int] = {}
+        transform_used = False
+        for m, t in zip(self.surface.materials, self.texture_of, strict=True):  # few
+            pbr: dict[str, Any] = {
+                "baseColorFactor": list(m.base_color),
+                # vkdqs keeps no metallic-roughness: a rough non-metal, as vkdqs draws it
+                "metallicFactor": 0.0,
+            }
+            if t is not None:
+                s = samplers.setdefault(m.sampler, len(samplers))
+                if s == len(out["samplers"]):
+                    out["samplers"].append(_gltf_sampler(m.sampler))
+                tex = textures.setdefault((t, s), len(textures))
+                if tex == len(out["textures"]):
+                    out["textures"].append({"source": t, "sampler": s})
+                info: dict[str, Any] = {"index": tex}
+                transform = _texture_transform(m.uv_transform)
+                if transform is not None:
+                    info["extensions"] = {_TRANSFORM: transform}
+                    transform_used = True
+                pbr["baseColorTexture"] = info
+            mat: dict[str, Any] = {"pbrMetallicRoughness": pbr}
+            if m.name:
+                mat["name"] = m.name
+            if m.alpha_mode != "OPAQUE":
+                mat["alphaMode"] = m.alpha_mode
+            if m.alpha_mode == "MASK":
+                mat["alphaCutoff"] = m.alpha_cutoff
+            if m.double_sided:
+                mat["doubleSided"] = True
+            out["materials"].append(mat)
+        return {k: v for k, v in out.items() if v}, transform_used
+
     def _document(self) -> dict:
-        f, v = len(self.times), len(self.rest_p)
-        views = []
+        f, groups = len(self.times), self.groups
+        views: list[dict[str, Any]] = []
         offset = 0
-        for size, target in zip(
-            [*self.head, f * self.frame_bytes],
-            [34962, 34962, 34963, None, None, 34962],
-            strict=True,
-        ):
-            view = {"buffer": 0, "byteOffset": offset, "byteLength": size}
-            if target is not None:
-                view["target"] = target
-            views.append(view)
+
+        def split(row_bytes: int, field: str, target: int) -> list[int]:
+            """One view per group over its rows of the next array; their indices."""
+            nonlocal offset
+            out = []
+            for g in groups:  # over material groups
+                first, count = getattr(g, f"first_{field}"), getattr(g, f"{field}_count")
+                views.append(
+                    {
+                        "buffer": 0,
+                        "byteOffset": offset + row_bytes * first,
+                        "byteLength": row_bytes * count,
+                        "target": target,
+                    }
+                )
+                out.append(len(views) - 1)
+            offset += row_bytes * sum(getattr(g, f"{field}_count") for g in groups)
+            return out
+
+        pos_views = split(12, "vertex", 34962)
+        nrm_views = split(12, "vertex", 34962)
+        idx_views = split(12, "face", 34963)
+        for size in (4 * f, 4 * f * f):  # times, one-hot weights
+            views.append({"buffer": 0, "byteOffset": offset, "byteLength": size})
             offset += size
-        # every target's accessors share the last view: glTF then wants its stride spelled out
-        views[-1]["byteStride"] = 12
-        accessors: list[dict[str, Any]] = [
+        # every target's accessors share the deltas' view: glTF then wants its stride spelled out
+        delta_view = len(views)
+        views.append(
             {
-                "bufferView": 0,
-                "componentType": 5126,
-                "count": v,
-                "type": "VEC3",
-                "min": self.rest_p.min(axis=0).tolist(),
-                "max": self.rest_p.max(axis=0).tolist(),
-            },
-            {"bufferView": 1, "componentType": 5126, "count": v, "type": "VEC3"},
-            {"bufferView": 2, "componentType": 5125, "count": self.faces.size, "type": "SCALAR"},
+                "buffer": 0,
+                "byteOffset": offset,
+                "byteLength": f * self.frame_bytes,
+                "byteStride": 12,
+                "target": 34962,
+            }
+        )
+        offset += f * self.frame_bytes
+        uv_views = split(8, "vertex", 34962) if self.surface.uvs is not None else None
+        color_views = split(16, "vertex", 34962) if self.surface.colors is not None else None
+        material_json, transform_used = self._materials(views, offset)
+        accessors: list[dict[str, Any]] = []
+
+        def add(acc: dict[str, Any]) -> int:
+            accessors.append(acc)
+            return len(accessors) - 1
+
+        prims = []
+        for k, g in enumerate(groups):  # over material groups
+            rest = self.rest_p[g.first_vertex : g.first_vertex + g.vertex_count]
+            attrs = {
+                "POSITION": add(
+                    {
+                        "bufferView": pos_views[k],
+                        "componentType": 5126,
+                        "count": g.vertex_count,
+                        "type": "VEC3",
+                        "min": rest.min(axis=0).tolist(),
+                        "max": rest.max(axis=0).tolist(),
+                    }
+                ),
+                "NORMAL": add(
+                    {
+                        "bufferView": nrm_views[k],
+                        "componentType": 5126,
+                        "count": g.vertex_count,
+                        "type": "VEC3",
+                    }
+                ),
+            }
+            prim: dict[str, Any] = {
+                "attributes": attrs,
+                "indices": add(
+                    {
+                        "bufferView": idx_views[k],
+                        "componentType": 5125,
+                        "count": 3 * g.face_count,
+                        "type": "SCALAR",
+                    }
+                ),
+                "mode": 4,
+            }
+            for key, vs, type_ in (
+                ("TEXCOORD_0", uv_views, "VEC2"),
+                ("COLOR_0", color_views, "VEC4"),
+            ):
+                if vs is not None:
+                    attrs[key] = add(
+                        {
+                            "bufferView": vs[k],
+                            "componentType": 5126,
+                            "count": g.vertex_count,
+                            "type": type_,
+                        }
+                    )
+            if g.material is not None:
+                prim["material"] = g.material
+            prims.append(prim)
+        times = add(
             {
-                "bufferView": 3,
+                "bufferView": 3 * len(groups),
                 "componentType": 5126,
                 "count": f,
                 "type": "SCALAR",
                 "min": [float(self.times[0])],
                 "max": [float(self.times[-1])],
-            },
-            {"bufferView": 4, "componentType": 5126, "count": f * f, "type": "SCALAR"},
-        ]
-        targets = []
-        for i in range(f):  # over frames: two accessors each
-            base = i * self.frame_bytes
-            targets.append({"POSITION": len(accessors), "NORMAL": len(accessors) + 1})
-            accessors.append(
-                {
-                    "bufferView": 5,
-                    "byteOffset": base,
-                    "componentType": 5126,
-                    "count": v,
-                    "type": "VEC3",
-                    "min": self.lo[i].tolist(),
-                    "max": self.hi[i].tolist(),
-                }
-            )
-            accessors.append(
-                {
-                    "bufferView": 5,
-                    "byteOffset": base + 12 * v,
-                    "componentType": 5126,
-                    "count": v,
-                    "type": "VEC3",
-                }
-            )
+            }
+        )
+        weights = add(
+            {
+                "bufferView": 3 * len(groups) + 1,
+                "componentType": 5126,
+                "count": f * f,
+                "type": "SCALAR",
+            }
+        )
+        for k, g in enumerate(groups):  # over groups, then frames: two accessors each
+            targets = []
+            for i in range(f):
+                base = i * self.frame_bytes + 12 * g.first_vertex
+                targets.append(
+                    {
+                        "POSITION": add(
+                            {
+                                "bufferView": delta_view,
+                                "byteOffset": base,
+                                "componentType": 5126,
+                                "count": g.vertex_count,
+                                "type": "VEC3",
+                                "min": self.lo[i, k].tolist(),
+                                "max": self.hi[i, k].tolist(),
+                            }
+                        ),
+                        "NORMAL": add(
+                            {
+                                "bufferView": delta_view,
+                                "byteOffset": base + 12 * len(self.rest_p),
+                                "componentType": 5126,
+                                "count": g.vertex_count,
+                                "type": "VEC3",
+                            }
+                        ),
+                    }
+                )
+            prims[k]["targets"] = targets
         names = [f"frame {i} ({t:.6g} s)" for i, t in enumerate(self.times.tolist())]
-        return {
+        doc: dict[str, Any] = {
             "asset": {"version": "2.0", "generator": "vkdqs bake"},
             "scene": 0,
             "scenes": [{"nodes": [0]}],
@@ -705,14 +1121,7 @@ class _GlbWriter:
             "meshes": [
                 {
                     "name": "bake",
-                    "primitives": [
-                        {
-                            "attributes": {"POSITION": 0, "NORMAL": 1},
-                            "indices": 2,
-                            "mode": 4,
-                            "targets": targets,
-                        }
-                    ],
+                    "primitives": prims,
                     "weights": [0.0] * f,
                     "extras": {"targetNames": names},
                 }
@@ -721,13 +1130,17 @@ class _GlbWriter:
                 {
                     "name": "bake",
                     "channels": [{"sampler": 0, "target": {"node": 0, "path": "weights"}}],
-                    "samplers": [{"input": 3, "output": 4, "interpolation": "LINEAR"}],
+                    "samplers": [{"input": times, "output": weights, "interpolation": "LINEAR"}],
                 }
             ],
+            **material_json,
             "buffers": [{"byteLength": self.bin_bytes}],
             "bufferViews": views,
             "accessors": accessors,
         }
+        if transform_used:
+            doc["extensionsUsed"] = [_TRANSFORM]
+        return doc
 
     def finish(self) -> None:
         f = len(self.times)
@@ -750,6 +1163,9 @@ class _GlbWriter:
                 out.write(_bytes(block))
             self.deltas.seek(0)
             shutil.copyfileobj(self.deltas, out, _COPY_CHUNK)
+            for blob in self.tail:  # uvs, colours, images
+                out.write(blob)
+                out.write(b"\0" * (-len(blob) % 4))
         self.deltas.close()
         os.replace(self.tmp, self.path)
 
@@ -769,7 +1185,9 @@ def _import_pxr() -> Any:
 class _UsdWriter:
     """A UsdGeom.Mesh at /Bake/Mesh with time-sampled points, normals and extent."""
 
-    def __init__(self, path: Path, times: NDArray, faces: NDArray, fps: float) -> None:
+    def __init__(
+        self, path: Path, times: NDArray, faces: NDArray, fps: float, surface: _Surface
+    ) -> None:
         Usd, UsdGeom, Vt = _import_pxr()
         self.Usd, self.Vt = Usd, Vt
         self.path, self.tmp = path, _partial(path)
@@ -794,6 +1212,8 @@ class _UsdWriter:
         self.points = mesh.CreatePointsAttr()
         self.normals = mesh.CreateNormalsAttr()
         self.extent = mesh.CreateExtentAttr()
+        self.textures: list[tuple[Path, NDArray[np.uint8]]] = []
+        _usd_surface(stage, mesh, len(faces), surface, path, self.textures)
 
     def write(self, positions: NDArray, normals: NDArray) -> None:
         Vt, Usd = self.Vt, self.Usd
@@ -808,8 +1228,131 @@ class _UsdWriter:
     def finish(self) -> None:
         self.stage.GetRootLayer().Save()
         self.stage = None
+        for file, rgba in self.textures:  # the PNGs the materials read, next to the file
+            file.write_bytes(_png(rgba))
         os.replace(self.tmp, self.path)
 
     def abort(self) -> None:
         self.stage = None
         self.tmp.unlink(missing_ok=True)
+
+
+def _usd_surface(
+    stage: Any,
+    mesh: Any,
+    face_count: int,
+    surface: _Surface,
+    path: Path,
+    textures: list[tuple[Path, NDArray[np.uint8]]],
+) -> None:
+    """``primvars:st`` and ``primvars:displayColor`` of ``mesh``, and a UsdPreviewSurface
+    material per source material (a UsdUVTexture reading ``<stem>_texture<i>.png`` next to
+    ``path``, appended to ``textures`` for the writer to save), bound to the mesh or, with
+    several, to one ``materialBind`` GeomSubset of faces each."""
+    from pxr import Gf, Sdf, UsdGeom, UsdShade, Vt
+
+    groups, materials = surface.groups, surface.materials
+    primvars = UsdGeom.PrimvarsAPI(mesh)
+    vertex = np.repeat(np.arange(len(groups)), [g.vertex_count for g in groups])
+    faces = np.repeat(np.arange(len(groups)), [g.face_count for g in groups])
+    if surface.uvs is not None:
+        # the texture transform of each vertex's material, then USD's t = 1 - v
+        mats = np.stack(
+            [np.eye(3)]
+            + [m.uv_transform if m.texture is not None else np.eye(3) for m in materials]
+        )
+        which = np.array([0 if g.material is None else g.material + 1 for g in groups])[vertex]
+        uv = surface.uvs.astype(np.float64)
+        m = mats[which]
+        st = np.stack(
+            [
+                m[:, 0, 0] * uv[:, 0] + m[:, 0, 1] * uv[:, 1] + m[:, 0, 2],
+                1.0 - (m[:, 1, 0] * uv[:, 0] + m[:, 1, 1] * uv[:, 1] + m[:, 1, 2]),
+            ],
+            axis=1,
+        ).astype(np.float32)
+        primvars.CreatePrimvar("st", Sdf.ValueTypeNames.TexCoord2fArray, UsdGeom.Tokens.vertex).Set(
+            Vt.Vec2fArray.FromNumpy(st)
+        )
+    # displayColor: COLOR_0 x the base colour factor (linear, as both are)
+    factors = np.array([[1.0, 1.0, 1.0]] + [m.base_color[:3] for m in materials], np.float32)[
+        np.array([0 if g.material is None else g.material + 1 for g in groups])
+    ]
+    if surface.colors is not None:
+        color, how = surface.colors[:, :3] * factors[vertex], UsdGeom.Tokens.vertex
+    elif len(groups) == 1:
+        color, how = factors, UsdGeom.Tokens.constant
+    else:
+        color, how = factors[faces], UsdGeom.Tokens.uniform
+    primvars.CreatePrimvar("displayColor", Sdf.ValueTypeNames.Color3fArray, how).Set(
+        Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(color, np.float32))
+    )
+    if any(m.double_sided for m in materials):
+        mesh.CreateDoubleSidedAttr(True)
+    if not materials:
+        return
+    images, texture_of = surface.textures()
+    for i, rgba in enumerate(images):  # over distinct textures
+        textures.append((path.with_name(f"{path.stem}_texture{i}.png"), rgba))
+    UsdGeom.Scope.Define(stage, "/Bake/Materials")
+    shaded = []
+    for i, (m, t) in enumerate(zip(materials, texture_of, strict=True)):  # a few materials
+        where = f"/Bake/Materials/Material{i}"
+        mat = UsdShade.Material.Define(stage, where)
+        if m.name:  # prim names are identifiers; the glTF name is kept as the display name
+            mat.GetPrim().SetDisplayName(m.name)
+        pbr = UsdShade.Shader.Define(stage, f"{where}/PreviewSurface")
+        pbr.CreateIdAttr("UsdPreviewSurface")
+        pbr.CreateInput("metallic", Sdf.ValueTypeNames.Float).Set(0.0)
+        pbr.CreateInput("roughness", Sdf.ValueTypeNames.Float).Set(1.0)
+        mat.CreateSurfaceOutput().ConnectToSource(pbr.ConnectableAPI(), "surface")
+        diffuse = pbr.CreateInput("diffuseColor", Sdf.ValueTypeNames.Color3f)
+        # glTF's OPAQUE ignores alpha: only MASK and BLEND set an opacity
+        see_through = m.alpha_mode != "OPAQUE"
+        opacity = pbr.CreateInput("opacity", Sdf.ValueTypeNames.Float) if see_through else None
+        if t is not None:
+            reader = UsdShade.Shader.Define(stage, f"{where}/TexCoordReader")
+            reader.CreateIdAttr("UsdPrimvarReader_float2")
+            reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("st")
+            reader.CreateOutput("result", Sdf.ValueTypeNames.Float2)
+            tex = UsdShade.Shader.Define(stage, f"{where}/BaseColorTexture")
+            tex.CreateIdAttr("UsdUVTexture")
+            tex.CreateInput("file", Sdf.ValueTypeNames.Asset).Set(
+                Sdf.AssetPath(f"./{textures[t][0].name}")
+            )
+            tex.CreateInput("st", Sdf.ValueTypeNames.Float2).ConnectToSource(
+                reader.ConnectableAPI(), "result"
+            )
+            tex.CreateInput("wrapS", Sdf.ValueTypeNames.Token).Set(m.sampler.wrap_s)
+            tex.CreateInput("wrapT", Sdf.ValueTypeNames.Token).Set(m.sampler.wrap_t)
+            tex.CreateInput("sourceColorSpace", Sdf.ValueTypeNames.Token).Set("sRGB")
+            tex.CreateInput("scale", Sdf.ValueTypeNames.Float4).Set(Gf.Vec4f(*m.base_color))
+            tex.CreateOutput("rgb", Sdf.ValueTypeNames.Float3)
+            tex.CreateOutput("a", Sdf.ValueTypeNames.Float)
+            diffuse.ConnectToSource(tex.ConnectableAPI(), "rgb")
+            if opacity is not None:
+                opacity.ConnectToSource(tex.ConnectableAPI(), "a")
+        elif surface.colors is not None:
+            reader = UsdShade.Shader.Define(stage, f"{where}/DisplayColorReader")
+            reader.CreateIdAttr("UsdPrimvarReader_float3")
+            reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("displayColor")
+            reader.CreateOutput("result", Sdf.ValueTypeNames.Float3)
+            diffuse.ConnectToSource(reader.ConnectableAPI(), "result")
+        else:
+            diffuse.Set(Gf.Vec3f(*m.base_color[:3]))
+        if opacity is not None and t is None:
+            opacity.Set(m.base_color[3])
+        if m.alpha_mode == "MASK":
+            pbr.CreateInput("opacityThreshold", Sdf.ValueTypeNames.Float).Set(m.alpha_cutoff)
+        shaded.append(mat)
+    used = sorted({g.material for g in groups if g.material is not None})
+    binding = UsdShade.MaterialBindingAPI.Apply(mesh.GetPrim())
+    if len(groups) == 1 and used:
+        binding.Bind(shaded[used[0]])
+        return
+    for k in used:  # one subset of faces per material
+        ids = np.flatnonzero(np.array([g.material == k for g in groups])[faces]).astype(np.int32)
+        subset = binding.CreateMaterialBindSubset(
+            f"Material{k}", Vt.IntArray.FromNumpy(ids), UsdGeom.Tokens.face
+        )
+        UsdShade.MaterialBindingAPI.Apply(subset.GetPrim()).Bind(shaded[k])
