@@ -86,11 +86,7 @@ class _Program:
         self.layout = s._keep(PipelineLayout(dev, [self.set_layout], push, stage, label=self.name))
         self.pool = s._keep(DescriptorPool(dev, self.bindings.values(), sets=1, label=self.name))
         self.set = self.pool.allocate(self.set_layout)
-        mesh = s.mesh
-        kinds = si.morph_spec(
-            mesh.morph_positions is not None, mesh.morph_normals is not None, morphs
-        )
-        morph_spec = (si.MORPH_TARGETS_ID, kinds)
+        morph_spec = (si.MORPH_TARGETS_ID, si.morph_spec(s.morph_packing, morphs))
         spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morph_spec)
         if kind == "compute":
             desc = ComputePipelineDesc(self.name, spec)
@@ -174,7 +170,9 @@ class Skinner(ResourceOwner):
         elif rest_matrices is not None:
             raise InputError(f"rest_matrices are for method='dqs_blender', not {method!r}")
         self.centers = _check_centers(device, mesh, bone_count, method, centers)
-        _check_limits(device, mesh, bone_count, method, path)
+        #: the mesh's morph deltas as the shaders read them (sparse or dense layout)
+        self.morph_packing = morph_packing(mesh)
+        _check_limits(device, mesh, bone_count, method, path, self.morph_packing)
         self.mesh = mesh
         self.method = method
         self.path = path
@@ -188,7 +186,7 @@ class Skinner(ResourceOwner):
         self._scale_offset = align(self._bones_bytes, alignment)
         two_phase = method in si.SECOND_BLOCK_METHODS or (method == "dqs" and allow_scale)
         scale_bytes = bone_count * si.SCALE_STRIDE if two_phase else 0
-        # ... then the MorphBlock (active morph targets and weights; count 0 without targets)
+        # ... then the MorphBlock (morph weights; 0 active without targets)
         self._morph_offset = align(self._scale_offset + scale_bytes, alignment)
         self._slot_bytes = align(self._morph_offset + si.MORPH_BLOCK.itemsize, alignment)
         self._programs: dict[tuple[str, bool], _Program] = {}
@@ -246,7 +244,7 @@ class Skinner(ResourceOwner):
                     BufferView(dev, buf, fmt, label=f"{label} {m.name}")
                 )
         # Morph-target deltas (one zero texel for a mesh without targets: same shaders)
-        deltas = si.morph_deltas(self.mesh.morph_positions, self.mesh.morph_normals)
+        deltas = self.morph_packing.texels
         self._morph_buffer = self._keep(
             Buffer(
                 dev,
@@ -494,7 +492,7 @@ class Skinner(ResourceOwner):
         if morph_weights is None:
             return None
         w = self.mesh.check_morph_weights(morph_weights).reshape(-1, self.mesh.morph_target_count)
-        return morph_blocks(self.mesh, w)
+        return morph_blocks(self.morph_packing, w)
 
     def skin(self, bones: object, morph_weights: object = None) -> tuple[np.ndarray, np.ndarray]:
         """Skin the mesh with one pose.
@@ -506,8 +504,7 @@ class Skinner(ResourceOwner):
             dual quaternions) for LBS.
         morph_weights : array, (M,), optional
             Weights of the mesh's morph targets, applied before skinning
-            (:func:`vkdqs.dq.morph`); None leaves the rest shape. At most
-            :data:`~vkdqs.shader_interface.MAX_ACTIVE_MORPHS` may be non-zero.
+            (:func:`vkdqs.dq.morph`); None leaves the rest shape. Any number may be non-zero.
 
         Returns
         -------
@@ -574,18 +571,32 @@ class Skinner(ResourceOwner):
         )
 
 
-def morph_blocks(mesh: SkinnedMesh, weights: np.ndarray) -> np.ndarray:
-    """(P,) MORPH_BLOCK records for validated (P, M) float32 ``weights`` of ``mesh``; raises
-    :class:`LimitError` when a pose has more than MAX_ACTIVE_MORPHS non-zero weights."""
-    active = np.count_nonzero(weights, axis=1)
-    if active.size and active.max() > si.MAX_ACTIVE_MORPHS:
-        p = int(np.argmax(active > si.MAX_ACTIVE_MORPHS))
+def morph_blocks(packing: si.MorphPacking, weights: np.ndarray) -> np.ndarray:
+    """(P,) MORPH_BLOCK records for validated (P, M) float32 ``weights`` of a mesh packed as
+    ``packing`` (:func:`morph_packing`, which checked M)."""
+    return si.morph_blocks(weights, packing)
+
+
+def morph_packing(mesh: SkinnedMesh) -> si.MorphPacking:
+    """``mesh``'s morph deltas packed for the shaders (:func:`vkdqs.shader_interface.pack_morphs`:
+    sparse or dense, chosen by how many deltas are non-zero), computed once per mesh and kept
+    on it; raises :class:`LimitError` past MAX_MORPH_TARGETS targets or MAX_MORPH_ENTRIES
+    non-zero deltas."""
+    cached = mesh.__dict__.get("_morph_packing")
+    if cached is not None:
+        return cached
+    m = mesh.morph_target_count
+    if m > si.MAX_MORPH_TARGETS:
         raise LimitError(
-            f"morph_weights[{p}] has {int(active[p])} non-zero weights; vkdqs applies at most "
-            f"{si.MAX_ACTIVE_MORPHS} active morph targets at once"
+            f"the mesh has {m} morph targets; vkdqs applies at most {si.MAX_MORPH_TARGETS} "
+            "(the weights of all of them go in one uniform block)"
         )
-    has_p, has_n = mesh.morph_positions is not None, mesh.morph_normals is not None
-    return si.morph_blocks(weights, mesh.vertex_count, has_p, has_n)
+    try:
+        packing = si.pack_morphs(mesh.morph_positions, mesh.morph_normals)
+    except ValueError as exc:
+        raise LimitError(str(exc)) from None
+    mesh.__dict__["_morph_packing"] = packing
+    return packing
 
 
 def _check_centers(
@@ -619,7 +630,12 @@ def check_centers(mesh: SkinnedMesh, centers: object) -> np.ndarray:
 
 
 def _check_limits(
-    device: Device, mesh: SkinnedMesh, bone_count: int, method: str, path: str
+    device: Device,
+    mesh: SkinnedMesh,
+    bone_count: int,
+    method: str,
+    path: str,
+    packing: si.MorphPacking,
 ) -> None:
     """Refuse a mesh or skeleton the device cannot skin, naming the limit."""
     info = device.info
@@ -633,9 +649,7 @@ def _check_limits(
             f"(at most {max_bones} bones)"
         )
     n = mesh.vertex_count
-    texels = len(si.morph_deltas(None, None)) if mesh.morph_target_count == 0 else 0
-    for d in (mesh.morph_positions, mesh.morph_normals):
-        texels += 0 if d is None else d.shape[0] * n
+    texels = len(packing.texels)
     if texels > info.max_texel_buffer_elements:
         raise LimitError(
             f"the mesh's morph targets need {texels} texels, more than this device's "
