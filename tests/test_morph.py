@@ -255,6 +255,68 @@ def test_many_targets_few_or_all_active(device, path, layout):
             assert_close(mesh, skinner.skin(bones, weights), want)
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_morph_runs_skip_vertices_without_deltas(device, path):
+    """Targets that move two regions far apart (and one vertex): a morphing pose runs the morph
+    code on those runs only and the plain pipeline on the rest, and matches the reference."""
+    rng = np.random.default_rng(12)
+    n, m, bones = 30_000, 4, 5
+    full = morph_mesh(rng, n, 3, bones, targets=m)
+    keep = np.zeros((m, n, 1))
+    keep[0, 5] = 1.0
+    keep[1:3, 12_000:13_000] = 1.0
+    keep[3, 12_500:12_600] = 1.0
+    keep[2, 25_000:25_100] = 1.0
+    dp, dn = full.morph_positions * keep, full.morph_normals * keep
+    mesh = SkinnedMesh(
+        *(full.positions, full.normals, full.joints, full.weights),
+        morph_positions=dp,
+        morph_normals=dn,
+    )
+    with Skinner(device, mesh, bone_count=bones, path=path) as skinner:
+        size = si.LOCAL_SIZE
+        assert skinner._morph_runs == (
+            (0, 1),
+            (12_000 // size, 13_000 // size - 12_000 // size + 1),
+            (25_000 // size, 25_100 // size - 25_000 // size + 1),
+        )
+        covered_groups = sum(c for _, c in skinner._morph_runs + skinner._plain_runs)
+        assert covered_groups == -(-n // size)
+        weights = np.stack([random_weights(rng, m), np.zeros(m, np.float32), np.ones(m)])
+        poses = np.stack([dq.random_rigid(bones, rng) for _ in weights])
+        many_p, many_n = skinner.skin_many(poses, morph_weights=weights)
+        for i, w in enumerate(weights):
+            want = dq.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, poses[i])
+            assert_close(mesh, skinner.skin(poses[i], w), want)
+            assert_close(mesh, (many_p[i], many_n[i]), want)
+
+
+def test_morph_workgroup_runs():
+    """Runs of workgroups with deltas: gaps under MORPH_RUN_GAP vertices merged, more than
+    MAX_MORPH_RUNS runs merged into one; none without deltas; everything for the dense layout."""
+    from vkdqs.skinner import MAX_MORPH_RUNS, MORPH_RUN_GAP, morph_workgroup_runs
+
+    size, n = 64, 64 * 1000
+    gap = MORPH_RUN_GAP // size
+    dp = np.zeros((2, n, 3), np.float32)
+    dp[0, 10 * size, 0] = 1.0  # group 10
+    dp[1, (11 + gap - 1) * size, 0] = 1.0  # a gap one group short of MORPH_RUN_GAP: merged
+    dp[1, (12 + 3 * gap) * size - 1, 0] = 1.0  # far: a run of its own
+    runs, plain = morph_workgroup_runs(si.pack_morphs(dp, None), size)
+    assert runs == ((10, gap + 1), (11 + 3 * gap, 1))
+    assert plain == ((0, 10), (11 + gap, 2 * gap), (12 + 3 * gap, 1000 - 12 - 3 * gap))
+    big = 64 * 4000
+    many = np.zeros((1, big, 3), np.float32)
+    many[0, :: 2 * MORPH_RUN_GAP, 0] = 1.0  # runs of one group, 2 * gap groups apart
+    count = -(-big // (2 * MORPH_RUN_GAP))
+    assert count > MAX_MORPH_RUNS
+    runs, plain = morph_workgroup_runs(si.pack_morphs(many, None), size)
+    last = (count - 1) * 2 * gap
+    assert runs == ((0, last + 1),) and plain == ((last + 1, 4000 - last - 1),)
+    assert morph_workgroup_runs(si.pack_morphs(dp * 0, None), size) == ((), ((0, 1000),))
+    assert morph_workgroup_runs(si.pack_morphs(dp + 1, None), size) == (((0, 1000),), ())
+
+
 def test_more_targets_than_the_limit(device):
     rng = np.random.default_rng(11)
     m = si.MAX_MORPH_TARGETS + 1

@@ -89,7 +89,7 @@ class _Program:
         morph_spec = (si.MORPH_TARGETS_ID, si.morph_spec(s.morph_packing, morphs))
         spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morph_spec)
         if kind == "compute":
-            desc = ComputePipelineDesc(self.name, spec)
+            desc = ComputePipelineDesc(self.name, spec, dispatch_base=True)
             self.pipeline = s._pipelines.compute(desc, self.layout)
             texels = [
                 TexelWrite(self.bindings[m.binding], s._views[m.name])
@@ -173,6 +173,9 @@ class Skinner(ResourceOwner):
         #: the mesh's morph deltas as the shaders read them (sparse or dense layout)
         self.morph_packing = morph_packing(mesh)
         _check_limits(device, mesh, bone_count, method, path, self.morph_packing)
+        #: the (first workgroup, count) runs a morphing pose skins with the morph code, and
+        #: those without (their vertices have no non-zero delta); the vertex path draws the same
+        self._morph_runs, self._plain_runs = morph_workgroup_runs(self.morph_packing, si.LOCAL_SIZE)
         self.mesh = mesh
         self.method = method
         self.path = path
@@ -396,22 +399,36 @@ class Skinner(ResourceOwner):
             cmd, bind_point, program.layout.handle, 0, 1, [program.set], len(offsets), offsets
         )
 
+    def _parts(self, program: _Program) -> list[tuple[_Program, tuple[tuple[int, int], ...]]]:
+        """The programs a batch runs and their (first workgroup, count) runs: a morphing pose
+        runs the morph code only on the runs whose vertices have deltas (on lavapipe a vertex
+        without any still pays a loop iteration), the pipeline without it on the others."""
+        parts = [(program, ((0, math.ceil(self.vertex_count / si.LOCAL_SIZE)),))]
+        if program.key[1]:
+            plain = self._program(program.method, False)
+            parts = [(plain, self._plain_runs), (program, self._morph_runs)]
+        return [(prog, runs) for prog, runs in parts if runs]
+
     def _record_dispatches(self, cmd: Any, program: _Program, poses: int) -> None:
         n = self.vertex_count
         bind_point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
-        vk.vkCmdBindPipeline(cmd, bind_point, program.pipeline.handle)
+        parts = self._parts(program)
         for p in range(poses):
-            self._bind_pose(cmd, program, bind_point, p)
             push = np.array([n, p * n * 3, (poses + p) * n * 3], np.uint32)
-            vk.vkCmdPushConstants(
-                cmd,
-                program.layout.handle,
-                si.Stage.COMPUTE,
-                0,
-                push.nbytes,
-                vk.ffi.from_buffer(push),
-            )
-            vk.vkCmdDispatch(cmd, math.ceil(n / si.LOCAL_SIZE), 1, 1)
+            for prog, runs in parts:
+                if len(parts) > 1 or p == 0:
+                    vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
+                self._bind_pose(cmd, prog, bind_point, p)
+                vk.vkCmdPushConstants(
+                    cmd,
+                    prog.layout.handle,
+                    si.Stage.COMPUTE,
+                    0,
+                    push.nbytes,
+                    vk.ffi.from_buffer(push),
+                )
+                for first, count in runs:
+                    vk.vkCmdDispatchBase(cmd, first, 0, 0, count, 1, 1)
 
     def _record_draws(self, cmd: Any, program: _Program, poses: int) -> None:
         n = self.vertex_count
@@ -424,21 +441,30 @@ class Skinner(ResourceOwner):
         vk.vkCmdBeginRenderPass(cmd, begin, vk.VK_SUBPASS_CONTENTS_INLINE)
         buffers = [self._mesh_buffers[m.name].handle for m in self.inputs]
         vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
-        vk.vkCmdBindPipeline(cmd, bind_point, program.pipeline.handle)
+        # the same runs as the compute path's, in vertices (gl_VertexIndex counts from first)
+        size = si.LOCAL_SIZE
+        parts = [
+            (prog, [(a * size, min((a + c) * size, n) - a * size) for a, c in runs])
+            for prog, runs in self._parts(program)
+        ]
         for p in range(poses):
-            self._bind_pose(cmd, program, bind_point, p)
             push = np.zeros(si.READBACK_PUSH_BYTES // 4, np.float32)
             push[:16] = np.eye(4, dtype=np.float32).reshape(-1)
             push[16:].view(np.uint32)[:] = (p * n * 3, (poses + p) * n * 3)
-            vk.vkCmdPushConstants(
-                cmd,
-                program.layout.handle,
-                si.Stage.VERTEX,
-                0,
-                push.nbytes,
-                vk.ffi.from_buffer(push),
-            )
-            vk.vkCmdDraw(cmd, n, 1, 0, 0)
+            for prog, runs in parts:
+                if len(parts) > 1 or p == 0:
+                    vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
+                self._bind_pose(cmd, prog, bind_point, p)
+                vk.vkCmdPushConstants(
+                    cmd,
+                    prog.layout.handle,
+                    si.Stage.VERTEX,
+                    0,
+                    push.nbytes,
+                    vk.ffi.from_buffer(push),
+                )
+                for first, count in runs:
+                    vk.vkCmdDraw(cmd, count, 1, first, 0)
         vk.vkCmdEndRenderPass(cmd)
 
     # -- public API -------------------------------------------------------------------------
@@ -575,6 +601,42 @@ def morph_blocks(packing: si.MorphPacking, weights: np.ndarray) -> np.ndarray:
     """(P,) MORPH_BLOCK records for validated (P, M) float32 ``weights`` of a mesh packed as
     ``packing`` (:func:`morph_packing`, which checked M)."""
     return si.morph_blocks(weights, packing)
+
+
+#: Gaps between morphed vertex runs shorter than this many vertices are dispatched with the
+#: morph code anyway (a dispatch costs about what the morph code costs on that many vertices).
+MORPH_RUN_GAP = 8192
+#: The most morphed runs a pose dispatches separately (more are merged into one).
+MAX_MORPH_RUNS = 8
+
+
+def morph_workgroup_runs(
+    packing: si.MorphPacking, local_size: int
+) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """The (first workgroup, workgroup count) runs of a compute dispatch that hold vertices
+    with a non-zero morph delta (sparse layout; the dense one: all), gaps under
+    MORPH_RUN_GAP vertices merged, at most MAX_MORPH_RUNS; and the runs between them."""
+    n = packing.vertex_count
+    groups = max(1, math.ceil(n / local_size))
+    if not packing.sparse:
+        return ((0, groups),), ()
+    counts = packing.texels[: packing.first_entry].reshape(-1, 2)[:n, 1]
+    moved = np.zeros(groups * local_size, bool)
+    moved[:n] = counts > 0
+    moved = moved.reshape(groups, local_size).any(axis=1)
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], moved.astype(np.int8), [0]])))
+    starts, stops = edges[0::2], edges[1::2]
+    if len(starts) == 0:
+        return (), ((0, groups),)
+    split = starts[1:] - stops[:-1] >= MORPH_RUN_GAP / local_size
+    starts = np.concatenate([starts[:1], starts[1:][split]])
+    stops = np.concatenate([stops[:-1][split], stops[-1:]])
+    if len(starts) > MAX_MORPH_RUNS:
+        starts, stops = starts[:1], stops[-1:]
+    gaps = zip(np.concatenate([[0], stops]), np.concatenate([starts, [groups]]), strict=True)
+    morphed = tuple((int(a), int(b - a)) for a, b in zip(starts, stops, strict=True))
+    plain = tuple((int(a), int(b - a)) for a, b in gaps if b > a)
+    return morphed, plain
 
 
 def morph_packing(mesh: SkinnedMesh) -> si.MorphPacking:
