@@ -12,7 +12,9 @@ targets:
   regions overlap; packed sparse, vertex-major: a vertex costs its own non-zero deltas).
 
 The GPU part of a call (submit + wait, without the readback copy) is timed too, since that is
-where the morph loop runs.
+where the morph loop runs: in wall time, and in this process's CPU time (lavapipe runs the
+shaders on threads of this process, so its CPU time is what the shaders cost, and it does not
+grow when other processes share the machine, as wall time does).
 
 Every configuration runs once per round, in the same process, after warm-up; the table reports
 medians over rounds, and the ratios (K active / no morphs) are medians of per-round ratios, so
@@ -48,6 +50,12 @@ def _timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
+
+
+def _cpu_timed(fn) -> float:
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
 
 
 def face_regions(rng: np.random.Generator, targets: int, n: int) -> np.ndarray:
@@ -109,6 +117,7 @@ def bench_size(
 
     times: dict[tuple[str, str], list[float]] = {k: [] for k in calls}
     gpu: dict[tuple[str, str], list[float]] = {k: [] for k in calls}
+    gpu_cpu: dict[tuple[str, str], list[float]] = {k: [] for k in calls}
     for _ in range(warmup):
         for fn in calls.values():
             fn()
@@ -118,6 +127,7 @@ def bench_size(
             # the same call's command buffer again, GPU only (no packing, no readback copy)
             s = skinners[(key[0], "none" if key[1] == "no morphs" else "morph")]
             gpu[key].append(_timed(s._cmd.submit_and_wait))
+            gpu_cpu[key].append(_cpu_timed(s._cmd.submit_and_wait))
     packing = skinners[(paths[0], "morph")].morph_packing
     for s in skinners.values():
         s.close()
@@ -129,6 +139,7 @@ def bench_size(
         f"{p}/{c}": {
             "median_ms": 1e3 * float(np.median(times[(p, c)])),
             "gpu_ms": 1e3 * float(np.median(gpu[(p, c)])),
+            "gpu_cpu_ms": 1e3 * float(np.median(gpu_cpu[(p, c)])),
         }
         for p, c in calls
     }
@@ -137,6 +148,9 @@ def bench_size(
         for c in ("0 active", f"{active} active"):
             ratios[f"{path} {c} / no morphs time"] = ratio(times, (path, c), (path, "no morphs"))
             ratios[f"{path} {c} / no morphs gpu"] = ratio(gpu, (path, c), (path, "no morphs"))
+            ratios[f"{path} {c} / no morphs gpu cpu"] = ratio(
+                gpu_cpu, (path, c), (path, "no morphs")
+            )
     return {
         "kind": kind,
         "layout": "sparse" if packing.sparse else "dense",
@@ -184,9 +198,12 @@ def main() -> None:
                 f"{100 * res['nonzero_fraction']:.1f} % of (target, vertex) deltas non-zero), "
                 f"{device.info.name}"
             )
-            print(f"{'configuration':<32}{'call ms':>10}{'gpu ms':>10}")
+            print(f"{'configuration':<32}{'call ms':>10}{'gpu ms':>10}{'gpu cpu ms':>12}")
             for key, row in res["rows"].items():
-                print(f"{key:<32}{row['median_ms']:>10.2f}{row['gpu_ms']:>10.2f}")
+                print(
+                    f"{key:<32}{row['median_ms']:>10.2f}{row['gpu_ms']:>10.2f}"
+                    f"{row['gpu_cpu_ms']:>12.2f}"
+                )
             for key, value in res["ratios"].items():
                 print(f"  {key}: {value:.3f}x")
     args.out.parent.mkdir(parents=True, exist_ok=True)
