@@ -578,6 +578,16 @@ def block_weights(block, mesh):
     return block["weights"].reshape(-1)[: mesh.morph_target_count]
 
 
+def test_more_sparse_entries_than_the_layout_indexes(device, monkeypatch):
+    """Past MAX_MORPH_ENTRIES non-zero deltas (entry indices are exact floats): LimitError."""
+    monkeypatch.setattr(si, "MAX_MORPH_ENTRIES", 3)
+    dp = np.zeros((4, 10, 3))
+    dp[np.arange(4), np.arange(4), 0] = 1.0  # 4 entries, sparse
+    mesh = SkinnedMesh(np.eye(10, 3), np.ones((10, 3)), [0] * 10, [1.0] * 10, morph_positions=dp)
+    with pytest.raises(LimitError, match="4 non-zero morph deltas, more than the 2"):
+        Skinner(device, mesh, bone_count=1)
+
+
 def test_sparse_packing_is_vertex_major_csr():
     """Per vertex a range of entries, in target order, only the non-zero (target, vertex)
     deltas, exact; ranges two vertices a texel; a vertex no target moves has count 0."""
