@@ -579,13 +579,23 @@ def block_weights(block, mesh):
 
 
 def test_more_sparse_entries_than_the_layout_indexes(device, monkeypatch):
-    """Past MAX_MORPH_ENTRIES non-zero deltas (entry indices are exact floats): LimitError."""
-    monkeypatch.setattr(si, "MAX_MORPH_ENTRIES", 3)
+    """From MAX_MORPH_ENTRIES non-zero deltas on (entry indices are exact floats) the mesh is
+    stored dense, and still skins right; a forced sparse layout is refused."""
+    monkeypatch.setattr(si, "MAX_MORPH_ENTRIES", 4)
+    rng = np.random.default_rng(13)
     dp = np.zeros((4, 10, 3))
-    dp[np.arange(4), np.arange(4), 0] = 1.0  # 4 entries, sparse
-    mesh = SkinnedMesh(np.eye(10, 3), np.ones((10, 3)), [0] * 10, [1.0] * 10, morph_positions=dp)
-    with pytest.raises(LimitError, match="4 non-zero morph deltas, more than the 2"):
-        Skinner(device, mesh, bone_count=1)
+    dp[np.arange(4), np.arange(4), 0] = 1.0  # 4 entries: few enough for sparse otherwise
+    mesh = SkinnedMesh(
+        rng.normal(size=(10, 3)), np.ones((10, 3)), [0] * 10, [1.0] * 10, morph_positions=dp
+    )
+    with pytest.raises(ValueError, match="4 non-zero morph deltas, more than the 3"):
+        si.pack_morphs(mesh.morph_positions, None, sparse=True)
+    w = np.array([0.5, -1.0, 0.0, 2.0], np.float32)
+    bones = dq.random_rigid(1, rng)
+    with Skinner(device, mesh, bone_count=1) as skinner:
+        assert not skinner.morph_packing.sparse
+        want = dq.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, bones)
+        assert_close(mesh, skinner.skin(bones, w), want)
 
 
 def test_sparse_packing_is_vertex_major_csr():

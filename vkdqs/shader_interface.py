@@ -280,9 +280,11 @@ OVERLAY_BINDINGS = (Binding(OVERLAY_IMAGE, DescriptorType.UNIFORM_TEXEL_BUFFER, 
 #   texel (xy, zw); then the entries, vertex by vertex, in target order, only the (target,
 #   vertex) pairs whose position or normal delta is non-zero: entry e at texel
 #   ``header.z + e * S``, (position delta xyz, target) then (normal delta xyz, 0). Integers are
-#   stored as exact floats (< 2**24 entries, LimitError beyond). A vertex costs one range fetch
-#   plus S fetches per non-zero entry, whatever the pose; weights of every target sit in the
-#   MorphBlock, so an inactive target's entry adds 0.
+#   stored as exact floats (< 2**24 entries; a mesh with more is stored dense). A vertex costs
+#   one range fetch plus S fetches per non-zero entry, whatever the pose; weights of every
+#   target sit in the MorphBlock, so an inactive target's entry adds 0. A morphing pose runs
+#   the morph code only on the runs of vertices with entries (Skinner; a loop's body runs at
+#   least once on lavapipe, so a vertex without entries would still pay S fetches).
 # * dense, target-major (chosen when more than half of the (target, vertex) pairs are non-zero,
 #   where the sparse entries would save no memory and a pose with few active targets would pay
 #   for all of them): target t's delta of vertex v at texel (t * N + v) * S (its normal delta at
@@ -346,9 +348,10 @@ def pack_morphs(
     sparse: bool | None = None,
 ) -> MorphPacking:
     """The MORPH_DELTAS texels of (M, N, 3) float32 deltas (either may be None): sparse (CSR)
-    unless more than half of the (target, vertex) pairs have a non-zero delta (``sparse``
-    forces a layout). Vectorized: memory and time in proportion to M * N once, the buffer to
-    the non-zero entries (sparse). Raises ValueError past MAX_MORPH_ENTRIES sparse entries."""
+    unless more than half of the (target, vertex) pairs have a non-zero delta or there are
+    MAX_MORPH_ENTRIES of them (``sparse`` forces a layout; ValueError when the sparse one cannot
+    index them). Vectorized: memory and time in proportion to M * N once, the buffer to the
+    non-zero entries (sparse)."""
     parts = [d for d in (morph_positions, morph_normals) if d is not None]
     has_p, has_n = morph_positions is not None, morph_normals is not None
     if not parts:
@@ -359,7 +362,7 @@ def pack_morphs(
         nonzero |= (d != 0).any(axis=2).T
     entries = int(np.count_nonzero(nonzero))
     if sparse is None:
-        sparse = 2 * entries <= m * n
+        sparse = 2 * entries <= m * n and entries < MAX_MORPH_ENTRIES
     s = len(parts)
     if not sparse:
         out = np.zeros((m, n, s, 4), np.float32)

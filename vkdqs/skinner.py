@@ -642,8 +642,7 @@ def morph_workgroup_runs(
 def morph_packing(mesh: SkinnedMesh) -> si.MorphPacking:
     """``mesh``'s morph deltas packed for the shaders (:func:`vkdqs.shader_interface.pack_morphs`:
     sparse or dense, chosen by how many deltas are non-zero), computed once per mesh and kept
-    on it; raises :class:`LimitError` past MAX_MORPH_TARGETS targets or MAX_MORPH_ENTRIES
-    non-zero deltas."""
+    on it; raises :class:`LimitError` past MAX_MORPH_TARGETS targets."""
     cached = mesh.__dict__.get("_morph_packing")
     if cached is not None:
         return cached
@@ -653,10 +652,7 @@ def morph_packing(mesh: SkinnedMesh) -> si.MorphPacking:
             f"the mesh has {m} morph targets; vkdqs applies at most {si.MAX_MORPH_TARGETS} "
             "(the weights of all of them go in one uniform block)"
         )
-    try:
-        packing = si.pack_morphs(mesh.morph_positions, mesh.morph_normals)
-    except ValueError as exc:
-        raise LimitError(str(exc)) from None
+    packing = si.pack_morphs(mesh.morph_positions, mesh.morph_normals)
     mesh.__dict__["_morph_packing"] = packing
     return packing
 
