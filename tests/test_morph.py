@@ -652,6 +652,29 @@ def test_morph_blocks_hold_every_weight_and_the_active_list():
     np.testing.assert_array_equal(blocks["weights"][0].reshape(-1)[:7], w[0])
     assert si.morph_spec(pk, True) == si.MORPH_POSITIONS | si.MORPH_SPARSE
     assert si.morph_spec(pk, False) == 0
+    # targets whose deltas are all zero (RobotExpressive has such meshes): no morph code
+    assert si.morph_spec(si.pack_morphs(sparse * 0, None), True) == 0
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_targets_without_any_delta(device, path):
+    rng = np.random.default_rng(14)
+    full = morph_mesh(rng, 100, 2, 3, targets=3)
+    mesh = SkinnedMesh(
+        full.positions,
+        full.normals,
+        full.joints,
+        full.weights,
+        morph_positions=full.morph_positions * 0,
+        morph_normals=full.morph_normals * 0,
+    )
+    w = np.array([1.0, -0.5, 2.0], np.float32)
+    bones = dq.random_rigid(3, rng)
+    with Skinner(device, mesh, bone_count=3, path=path) as skinner:
+        want = dq.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, bones)
+        assert_close(mesh, skinner.skin(bones, w), want)
+        p, n = skinner.skin_many(bones[None], morph_weights=w[None])
+        assert_close(mesh, (p[0], n[0]), want)
 
 
 def test_player_feeds_morph_weights_and_draws_the_face(device, tmp_path):

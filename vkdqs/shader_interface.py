@@ -389,8 +389,8 @@ def pack_morphs(
 
 def morph_spec(packing: MorphPacking, active: bool) -> int:
     """The ``MORPH_TARGETS`` specialization value: the kinds of deltas applied and the layout
-    (0 when no target is active: the morph code compiled away)."""
-    if not active:
+    (0 when no target is active, or no delta is non-zero: the morph code compiled away)."""
+    if not active or packing.entries == 0:
         return 0
     return (
         MORPH_POSITIONS * packing.has_positions
