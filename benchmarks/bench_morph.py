@@ -2,10 +2,19 @@
 
 For a tube of N vertices (64 bones, 4 influences, DQS) the time of one ``Skinner.skin`` call (a
 new pose every call, (N, 3) positions + normals out) for: the mesh without morph targets; the
-same mesh with M targets (position and normal deltas on every vertex) and no weights given (0
-active); and with K of the M targets active (non-zero weights, a new set of weights every call).
+same mesh with M targets (position and normal deltas) and no weights given (0 active); and with
+K of the M targets active (non-zero weights, a new set of weights every call), for two kinds of
+targets:
+
+* dense: every target moves every vertex (the worst case; the Skinner packs such a mesh in the
+  dense, target-major layout, where a pose costs its active targets);
+* sparse: face-like targets, each moving a contiguous region of 5-10 % of the vertices (the
+  regions overlap; packed sparse, vertex-major: a vertex costs its own non-zero deltas).
+
 The GPU part of a call (submit + wait, without the readback copy) is timed too, since that is
-where the morph loop runs.
+where the morph loop runs: in wall time, and in this process's CPU time (lavapipe runs the
+shaders on threads of this process, so its CPU time is what the shaders cost, and it does not
+grow when other processes share the machine, as wall time does).
 
 Every configuration runs once per round, in the same process, after warm-up; the table reports
 medians over rounds, and the ratios (K active / no morphs) are medians of per-round ratios, so
@@ -43,6 +52,24 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
+def _cpu_timed(fn) -> float:
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
+def face_regions(rng: np.random.Generator, targets: int, n: int) -> np.ndarray:
+    """(M, N) bool: each target moves one contiguous run of 5-10 % of the vertices, the runs
+    placed in the last third of the mesh (a face on a body), so they overlap."""
+    mask = np.zeros((targets, n), bool)
+    lo = 2 * n // 3
+    for t in range(targets):  # O(M) bookkeeping
+        size = int(rng.uniform(0.05, 0.10) * n)
+        start = int(rng.integers(lo, n - size))
+        mask[t, start : start + size] = True
+    return mask
+
+
 def bench_size(
     device: Device,
     n: int,
@@ -51,12 +78,16 @@ def bench_size(
     rounds: int,
     warmup: int,
     paths: list[str],
+    kind: str,
 ) -> dict:
     base = procedural.tube(n, bone_count=BONES, influences=4)
     rng = np.random.default_rng(1)
     # deltas of the size real blend shapes have: a few percent of the extent
     dp = (0.02 * base.extent) * rng.standard_normal((targets, n, 3)).astype(np.float32)
     dn = 0.2 * rng.standard_normal((targets, n, 3)).astype(np.float32)
+    if kind == "sparse":
+        keep = face_regions(rng, targets, n)[:, :, None]
+        dp, dn = dp * keep, dn * keep
     args = (base.positions, base.normals, base.joints, base.weights, base.indices)
     morph = SkinnedMesh(*args, morph_positions=dp, morph_normals=dn)
 
@@ -86,6 +117,7 @@ def bench_size(
 
     times: dict[tuple[str, str], list[float]] = {k: [] for k in calls}
     gpu: dict[tuple[str, str], list[float]] = {k: [] for k in calls}
+    gpu_cpu: dict[tuple[str, str], list[float]] = {k: [] for k in calls}
     for _ in range(warmup):
         for fn in calls.values():
             fn()
@@ -95,6 +127,8 @@ def bench_size(
             # the same call's command buffer again, GPU only (no packing, no readback copy)
             s = skinners[(key[0], "none" if key[1] == "no morphs" else "morph")]
             gpu[key].append(_timed(s._cmd.submit_and_wait))
+            gpu_cpu[key].append(_cpu_timed(s._cmd.submit_and_wait))
+    packing = skinners[(paths[0], "morph")].morph_packing
     for s in skinners.values():
         s.close()
 
@@ -105,6 +139,7 @@ def bench_size(
         f"{p}/{c}": {
             "median_ms": 1e3 * float(np.median(times[(p, c)])),
             "gpu_ms": 1e3 * float(np.median(gpu[(p, c)])),
+            "gpu_cpu_ms": 1e3 * float(np.median(gpu_cpu[(p, c)])),
         }
         for p, c in calls
     }
@@ -113,7 +148,13 @@ def bench_size(
         for c in ("0 active", f"{active} active"):
             ratios[f"{path} {c} / no morphs time"] = ratio(times, (path, c), (path, "no morphs"))
             ratios[f"{path} {c} / no morphs gpu"] = ratio(gpu, (path, c), (path, "no morphs"))
+            ratios[f"{path} {c} / no morphs gpu cpu"] = ratio(
+                gpu_cpu, (path, c), (path, "no morphs")
+            )
     return {
+        "kind": kind,
+        "layout": "sparse" if packing.sparse else "dense",
+        "nonzero_fraction": packing.entries / (n * targets),
         "n": n,
         "targets": targets,
         "active": active,
@@ -130,6 +171,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--paths", nargs="+", default=["compute"], choices=["compute", "vertex"])
+    parser.add_argument(
+        "--kinds", nargs="+", default=["dense", "sparse"], choices=["dense", "sparse"]
+    )
 
     parser.add_argument("--out", type=Path, default=RESULTS / "morph.json")
     args = parser.parse_args()
@@ -137,7 +181,7 @@ def main() -> None:
         parser.error("--active must be in [1, --targets]")
     results = []
     with Device() as device:
-        for n in args.sizes:
+        for n, kind in itertools.product(args.sizes, args.kinds):
             res = bench_size(
                 device,
                 n,
@@ -146,12 +190,20 @@ def main() -> None:
                 args.rounds,
                 args.warmup,
                 args.paths,
+                kind,
             )
             results.append(res)
-            print(f"\n{n} vertices, {args.targets} targets, {device.info.name}")
-            print(f"{'configuration':<32}{'call ms':>10}{'gpu ms':>10}")
+            print(
+                f"\n{n} vertices, {args.targets} {kind} targets ({res['layout']} layout, "
+                f"{100 * res['nonzero_fraction']:.1f} % of (target, vertex) deltas non-zero), "
+                f"{device.info.name}"
+            )
+            print(f"{'configuration':<32}{'call ms':>10}{'gpu ms':>10}{'gpu cpu ms':>12}")
             for key, row in res["rows"].items():
-                print(f"{key:<32}{row['median_ms']:>10.2f}{row['gpu_ms']:>10.2f}")
+                print(
+                    f"{key:<32}{row['median_ms']:>10.2f}{row['gpu_ms']:>10.2f}"
+                    f"{row['gpu_cpu_ms']:>12.2f}"
+                )
             for key, value in res["ratios"].items():
                 print(f"  {key}: {value:.3f}x")
     args.out.parent.mkdir(parents=True, exist_ok=True)

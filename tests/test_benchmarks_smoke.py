@@ -132,8 +132,16 @@ def test_morph_benchmark_smoke(tmp_path, device):
     args = ["--sizes", "2000", "--targets", "4", "--active", "2", "--rounds", "1", "--warmup", "0"]
     text = _run("bench_morph.py", *args, "--paths", "compute", "vertex", "--out", str(out))
     assert "compute 2 active / no morphs time" in text
-    (res,) = json.loads(out.read_text())["results"]
-    assert (res["n"], res["targets"], res["active"]) == (2000, 4, 2)
-    assert set(res["rows"]) == {
-        f"{p}/{c}" for p in ("compute", "vertex") for c in ("no morphs", "0 active", "2 active")
-    }
+    dense, sparse = json.loads(out.read_text())["results"]
+    assert (dense["kind"], dense["layout"], sparse["kind"], sparse["layout"]) == (
+        "dense",
+        "dense",
+        "sparse",
+        "sparse",
+    )
+    assert 0.05 <= sparse["nonzero_fraction"] <= 0.4 and dense["nonzero_fraction"] == 1.0
+    for res in (dense, sparse):
+        assert (res["n"], res["targets"], res["active"]) == (2000, 4, 2)
+        assert set(res["rows"]) == {
+            f"{p}/{c}" for p in ("compute", "vertex") for c in ("no morphs", "0 active", "2 active")
+        }

@@ -31,7 +31,12 @@ PATHS = ("compute", "vertex")
 W, H = 320, 240
 
 
-def morph_mesh(rng, n, influences, bone_count, targets=5, *, normals=True, extra=0, **kw):
+def morph_mesh(
+    rng, n, influences, bone_count, targets=5, *, normals=True, extra=0, layout="dense", **kw
+):
+    """A random mesh with morph targets; ``layout="sparse"`` zeroes 80 % of the (target, vertex)
+    deltas (whole vertices untouched, a target moving one vertex, one moving none), so the
+    Skinner packs them sparse; "dense": every target moves every vertex."""
     positions = rng.uniform(-1.0, 1.0, (n, 3)) * np.array([2.0, 1.0, 0.5])
     nrm = rng.normal(size=(n, 3))
     k = influences + extra
@@ -39,6 +44,15 @@ def morph_mesh(rng, n, influences, bone_count, targets=5, *, normals=True, extra
     weights = rng.uniform(0.05, 1.0, (n, k))
     dp = rng.normal(size=(targets, n, 3)) * 0.2
     dn = rng.normal(size=(targets, n, 3)) * 0.3 if normals else None
+    if layout == "sparse":
+        keep = rng.uniform(size=(targets, n)) < 0.2
+        keep[:, : n // 10] = False  # vertices no target moves
+        keep[0] = False
+        keep[0, n // 2] = True  # a target that moves one vertex
+        keep[-1] = False  # a target whose deltas are all zero
+        for d in (dp, dn):
+            if d is not None:
+                d *= keep[:, :, None]
     return SkinnedMesh(positions, nrm, joints, weights, morph_positions=dp, morph_normals=dn, **kw)
 
 
@@ -149,11 +163,12 @@ def _pose_and_reference(rng, method, mesh, bones, w, centers=None, rest=None):
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("slots", (4, 8))
 @pytest.mark.parametrize("method", si.SHADER_METHODS)
-def test_morph_then_skin_matches_reference(device, path, slots, method):
-    rng = np.random.default_rng(zlib.crc32(f"{path} {slots} {method}".encode()))
+@pytest.mark.parametrize("layout", ("sparse", "dense"))
+def test_morph_then_skin_matches_reference(device, path, slots, method, layout):
+    rng = np.random.default_rng(zlib.crc32(f"{path} {slots} {method} {layout}".encode()))
     bones, n, m = 12, 700, 6
     blend = rng.uniform(0.0, 1.0, n) if method == "blend" else None
-    mesh = morph_mesh(rng, n, 4, bones, targets=m, extra=slots - 4, dqs_blend=blend)
+    mesh = morph_mesh(rng, n, 4, bones, targets=m, extra=slots - 4, dqs_blend=blend, layout=layout)
     assert mesh.slots == slots
     centers = rng.uniform(-1.0, 1.0, (n, 3)) if method == "cor" else None
     # the blend's normal mixes two unit normals before normalizing (see tests/test_methods.py)
@@ -164,6 +179,7 @@ def test_morph_then_skin_matches_reference(device, path, slots, method):
     with Skinner(
         device, mesh, bone_count=bones, method=method, path=path, rest_matrices=rest, **kw
     ) as skinner:
+        assert skinner.morph_packing.sparse == (layout == "sparse")
         assert_close(mesh, skinner.skin(pose, morph_weights=w), want, normal_atol)
         # without weights: the rest shape
         pose0, want0, _ = _pose_and_reference(rng, method, mesh, bones, np.zeros(m), centers, rest)
@@ -180,9 +196,10 @@ def test_morph_then_skin_matches_reference(device, path, slots, method):
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_positions_only_and_normals_only_targets(device, path):
+@pytest.mark.parametrize("layout", ("sparse", "dense"))
+def test_positions_only_and_normals_only_targets(device, path, layout):
     rng = np.random.default_rng(8)
-    full = morph_mesh(rng, 300, 3, 6, targets=4)
+    full = morph_mesh(rng, 300, 3, 6, targets=4, layout=layout)
     args = (full.positions, full.normals, full.joints, full.weights)
     bones = dq.random_rigid(6, rng)
     w = random_weights(rng, 4, zeros=(2,))
@@ -195,6 +212,7 @@ def test_positions_only_and_normals_only_targets(device, path):
             bones,
         )
         with Skinner(device, mesh, bone_count=6, path=path) as skinner:
+            assert skinner.morph_packing.sparse == (layout == "sparse")
             assert_close(mesh, skinner.skin(bones, w), want)
 
 
@@ -220,17 +238,108 @@ def test_morph_weights_bad_input(device):
             skinner.skin(bones, morph_weights=[1.0])
 
 
-def test_more_active_targets_than_the_limit(device):
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("layout", ("sparse", "dense"))
+def test_many_targets_few_or_all_active(device, path, layout):
+    """100 targets, 8 of them active, then all of them: any number may be active."""
     rng = np.random.default_rng(10)
-    m = si.MAX_ACTIVE_MORPHS + 2
-    mesh = morph_mesh(rng, 20, 1, 2, targets=m)
-    bones = dq.random_rigid(2, rng)
-    w = np.ones(m, np.float32)
-    with Skinner(device, mesh, bone_count=2) as skinner:
-        with pytest.raises(LimitError, match=f"at most {si.MAX_ACTIVE_MORPHS} active"):
-            skinner.skin(bones, w)
-        # as many as the limit, the others zero, is fine
-        w[: m - si.MAX_ACTIVE_MORPHS] = 0.0
+    m = 100
+    mesh = morph_mesh(rng, 200, 2, 3, targets=m, layout=layout)
+    bones = dq.random_rigid(3, rng)
+    with Skinner(device, mesh, bone_count=3, path=path) as skinner:
+        assert skinner.morph_packing.sparse == (layout == "sparse")
+        w = np.zeros(m, np.float32)
+        w[rng.choice(m, 8, replace=False)] = rng.uniform(-0.5, 1.2, 8)
+        for weights in (w, random_weights(rng, m)):
+            want = dq.skin_dqs(*morphed(mesh, weights), mesh.joints, mesh.weights, bones)
+            assert_close(mesh, skinner.skin(bones, weights), want)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_morph_runs_skip_vertices_without_deltas(device, path):
+    """Targets that move two regions far apart (and one vertex): a morphing pose runs the morph
+    code on those runs only and the plain pipeline on the rest, and matches the reference."""
+    rng = np.random.default_rng(12)
+    n, m, bones = 30_000, 4, 5
+    full = morph_mesh(rng, n, 3, bones, targets=m)
+    keep = np.zeros((m, n, 1))
+    keep[0, 5] = 1.0
+    keep[1:3, 12_000:13_000] = 1.0
+    keep[3, 12_500:12_600] = 1.0
+    keep[2, 25_000:25_100] = 1.0
+    dp, dn = full.morph_positions * keep, full.morph_normals * keep
+    mesh = SkinnedMesh(
+        *(full.positions, full.normals, full.joints, full.weights),
+        morph_positions=dp,
+        morph_normals=dn,
+    )
+    with Skinner(device, mesh, bone_count=bones, path=path) as skinner:
+        size = si.LOCAL_SIZE
+        assert skinner._morph_runs == (
+            (0, 1),
+            (12_000 // size, 13_000 // size - 12_000 // size + 1),
+            (25_000 // size, 25_100 // size - 25_000 // size + 1),
+        )
+        covered_groups = sum(c for _, c in skinner._morph_runs + skinner._plain_runs)
+        assert covered_groups == -(-n // size)
+        weights = np.stack([random_weights(rng, m), np.zeros(m, np.float32), np.ones(m)])
+        poses = np.stack([dq.random_rigid(bones, rng) for _ in weights])
+        many_p, many_n = skinner.skin_many(poses, morph_weights=weights)
+        for i, w in enumerate(weights):
+            want = dq.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, poses[i])
+            assert_close(mesh, skinner.skin(poses[i], w), want)
+            assert_close(mesh, (many_p[i], many_n[i]), want)
+
+
+def test_morph_workgroup_runs():
+    """Runs of workgroups with deltas: gaps under MORPH_RUN_GAP vertices merged, more than
+    MAX_MORPH_RUNS runs merged into one; none without deltas; everything for the dense layout."""
+    from vkdqs.skinner import MAX_MORPH_RUNS, MORPH_RUN_GAP, morph_workgroup_runs
+
+    size, n = 64, 64 * 1000
+    gap = MORPH_RUN_GAP // size
+    dp = np.zeros((2, n, 3), np.float32)
+    dp[0, 10 * size, 0] = 1.0  # group 10
+    dp[1, (11 + gap - 1) * size, 0] = 1.0  # a gap one group short of MORPH_RUN_GAP: merged
+    dp[1, (12 + 3 * gap) * size - 1, 0] = 1.0  # far: a run of its own
+    runs, plain = morph_workgroup_runs(si.pack_morphs(dp, None), size)
+    assert runs == ((10, gap + 1), (11 + 3 * gap, 1))
+    assert plain == ((0, 10), (11 + gap, 2 * gap), (12 + 3 * gap, 1000 - 12 - 3 * gap))
+    big = 64 * 4000
+    many = np.zeros((1, big, 3), np.float32)
+    many[0, :: 2 * MORPH_RUN_GAP, 0] = 1.0  # runs of one group, 2 * gap groups apart
+    count = -(-big // (2 * MORPH_RUN_GAP))
+    assert count > MAX_MORPH_RUNS
+    runs, plain = morph_workgroup_runs(si.pack_morphs(many, None), size)
+    last = (count - 1) * 2 * gap
+    assert runs == ((0, last + 1),) and plain == ((last + 1, 4000 - last - 1),)
+    assert morph_workgroup_runs(si.pack_morphs(dp * 0, None), size) == ((), ((0, 1000),))
+    assert morph_workgroup_runs(si.pack_morphs(dp + 1, None), size) == (((0, 1000),), ())
+
+
+def test_more_targets_than_the_limit(device):
+    rng = np.random.default_rng(11)
+    m = si.MAX_MORPH_TARGETS + 1
+    n = 4
+    dp = np.zeros((m, n, 3))
+    dp[np.arange(m), np.arange(m) % n, 0] = 1.0  # sparse: each target moves one vertex
+    pos, nrm = rng.normal(size=(n, 3)), rng.normal(size=(n, 3))
+    mesh = SkinnedMesh(pos, nrm, [0] * n, [1.0] * n, [0, 1, 2], morph_positions=dp)
+    words = f"at most {si.MAX_MORPH_TARGETS}"
+    with pytest.raises(LimitError, match=words):
+        Skinner(device, mesh, bone_count=1)
+    with (
+        OffscreenTarget(device, 8, 8) as target,
+        Renderer(device, target) as r,
+        pytest.raises(LimitError, match=words),
+    ):
+        r.add_mesh(mesh)
+    # as many as the limit, all active, is fine
+    mesh = SkinnedMesh(pos, nrm, [0] * n, [1.0] * n, morph_positions=dp[:-1])
+    w = rng.uniform(-1.0, 1.0, m - 1).astype(np.float32)
+    bones = dq.random_rigid(1, rng)
+    with Skinner(device, mesh, bone_count=1) as skinner:
+        assert skinner.morph_packing.sparse
         want = dq.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, bones)
         assert_close(mesh, skinner.skin(bones, w), want)
 
@@ -238,11 +347,14 @@ def test_more_active_targets_than_the_limit(device):
 # -- rendering ---------------------------------------------------------------------------------
 
 
-def _quad_mesh():
+def _quad_mesh(layout="dense"):
     quad = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]], np.float64)
     dp = np.zeros((2, 4, 3))
     dp[0, :, 0] = 1.0  # right
     dp[1, :, 1] = -0.5  # down
+    if layout == "sparse":  # the right edge moves right, the bottom edge down
+        dp[0, [0, 2]] = 0.0
+        dp[1, [2, 3]] = 0.0
     return SkinnedMesh(
         quad,
         np.tile([0.0, 0.0, 1.0], (4, 1)),
@@ -254,15 +366,17 @@ def _quad_mesh():
 
 
 @pytest.mark.parametrize("method", ("none", "dqs", "lbs"))
-def test_rendered_morph_moves_the_part(device, method):
+@pytest.mark.parametrize("layout", ("sparse", "dense"))
+def test_rendered_morph_moves_the_part(device, method, layout):
     """An unskinned ("none") or skinned quad, morphed: the covered pixels are the projected box
     of the morphed (and skinned) quad."""
-    mesh = _quad_mesh()
+    mesh = _quad_mesh(layout)
     with (
         OffscreenTarget(device, W, H) as target,
         Renderer(device, target, clear_color=CLEAR, cull=False) as r,
     ):
         rm = r.add_mesh(mesh)
+        assert rm.morph_packing.sparse == (layout == "sparse")
         inst = r.add_instance(rm, bone_count=1, method=method)
         r.camera.frame(np.array([-0.5, -1.0, -0.5]), np.array([2.5, 1.5, 0.5]), aspect=W / H)
         boxes = []
@@ -279,7 +393,7 @@ def test_rendered_morph_moves_the_part(device, method):
             want = projected_box(r.camera, pts, W, H)
             np.testing.assert_allclose(pixel_box(covered(img)), want, atol=1.5)
             boxes.append(pixel_box(covered(img)))
-        assert boxes[1][0] > boxes[0][0] + 20  # moved right
+        assert boxes[1][2] > boxes[0][2] + 20  # its right edge moved right
         inst.set_pose(pose)  # no weights: the rest shape again
         np.testing.assert_allclose(pixel_box(covered(r.render_image())), boxes[0], atol=0.01)
         with pytest.raises(InputError, match=re.escape("morph_weights must have shape (2,)")):
@@ -460,36 +574,107 @@ def test_gltf_morph_memory_is_charged(tmp_path):
 
 
 def block_weights(block, mesh):
-    """The (M,) weights a MorphBlock record applies (targets found by their texel offsets)."""
-    groups, has_p, _, stride = (int(x) for x in block["header"])
-    assert has_p == (mesh.morph_positions is not None)
-    base = block["position_base"][:groups].reshape(-1)
-    weights = block["weights"][:groups].reshape(-1)
-    out = np.zeros(mesh.morph_target_count)
-    out[base[weights != 0] // (mesh.vertex_count * stride)] = weights[weights != 0]
-    return out
+    """The (M,) weights a MorphBlock record applies."""
+    return block["weights"].reshape(-1)[: mesh.morph_target_count]
 
 
-def test_morph_blocks_group_the_active_targets():
-    """Active targets in groups of four, in target order, with their texel offsets (target by
-    target, each vertex's position and normal delta side by side); padding has weight 0."""
+def test_more_sparse_entries_than_the_layout_indexes(device, monkeypatch):
+    """From MAX_MORPH_ENTRIES non-zero deltas on (entry indices are exact floats) the mesh is
+    stored dense, and still skins right; a forced sparse layout is refused."""
+    monkeypatch.setattr(si, "MAX_MORPH_ENTRIES", 4)
+    rng = np.random.default_rng(13)
+    dp = np.zeros((4, 10, 3))
+    dp[np.arange(4), np.arange(4), 0] = 1.0  # 4 entries: few enough for sparse otherwise
+    mesh = SkinnedMesh(
+        rng.normal(size=(10, 3)), np.ones((10, 3)), [0] * 10, [1.0] * 10, morph_positions=dp
+    )
+    with pytest.raises(ValueError, match="4 non-zero morph deltas, more than the 3"):
+        si.pack_morphs(mesh.morph_positions, None, sparse=True)
+    w = np.array([0.5, -1.0, 0.0, 2.0], np.float32)
+    bones = dq.random_rigid(1, rng)
+    with Skinner(device, mesh, bone_count=1) as skinner:
+        assert not skinner.morph_packing.sparse
+        want = dq.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, bones)
+        assert_close(mesh, skinner.skin(bones, w), want)
+
+
+def test_sparse_packing_is_vertex_major_csr():
+    """Per vertex a range of entries, in target order, only the non-zero (target, vertex)
+    deltas, exact; ranges two vertices a texel; a vertex no target moves has count 0."""
+    m, n = 5, 7
+    dp = np.zeros((m, n, 3), np.float32)
+    dn = np.zeros((m, n, 3), np.float32)
+    dp[0, 3] = [1.5, -2.0, 0.25]  # target 0 moves vertex 3 only
+    dp[2, 1:4, 1] = [3.0, 4.0, 5.0]  # target 2 overlaps target 0 at vertex 3
+    dn[4, 6] = [0.0, 0.0, 1e-30]  # a tiny non-zero normal delta is kept, exactly
+    # target 1 and 3: all zero
+    pk = si.pack_morphs(dp, dn)
+    assert pk.sparse and pk.entries == 5 and pk.stride == 2 and pk.first_entry == 4
+    ranges = pk.texels[: pk.first_entry].reshape(-1, 2)[:n]
+    np.testing.assert_array_equal(ranges, [[0, 0], [0, 1], [1, 1], [2, 2], [4, 0], [4, 0], [4, 1]])
+    body = pk.texels[pk.first_entry :].reshape(-1, 2, 4)
+    assert len(body) == 5
+    np.testing.assert_array_equal(body[:, 0, 3], [2, 2, 0, 2, 4])  # targets
+    np.testing.assert_array_equal(body[2, 0, :3], dp[0, 3])
+    np.testing.assert_array_equal(body[3, 0, :3], dp[2, 3])
+    np.testing.assert_array_equal(body[4, 1, :3], dn[4, 6])
+    np.testing.assert_array_equal(body[4, 0, :3], 0.0)
+    # positions only: one texel an entry, the target in w
+    only = si.pack_morphs(dp, None)
+    assert only.entries == 4 and only.stride == 1
+    np.testing.assert_array_equal(only.texels[only.first_entry :, 3], [2, 2, 0, 2])
+    # no targets at all: the one-texel buffer
+    assert len(si.pack_morphs(None, None).texels) == 1
+    # most pairs non-zero: the dense, target-major layout
+    full = np.arange(m * n * 3, dtype=np.float32).reshape(m, n, 3) + 1
+    dense = si.pack_morphs(full, -full)
+    assert not dense.sparse and dense.entries == m * n
+    np.testing.assert_array_equal(dense.texels[(2 * n + 3) * 2, :3], full[2, 3])
+    np.testing.assert_array_equal(dense.texels[(2 * n + 3) * 2 + 1, :3], -full[2, 3])
+
+
+def test_morph_blocks_hold_every_weight_and_the_active_list():
+    """Every target's weight at its index; the dense layout's active targets in order, padded
+    with -1; the header: active count (dense: groups of 4), N, entry 0's texel, stride."""
     n = 10
     w = np.array([[1, 0, 2, 3, 4, 5, 6], [0] * 7], np.float32)
-    blocks = si.morph_blocks(w, n, True, True)
-    assert blocks["header"].tolist() == [[2, 1, 1, 2], [0, 1, 1, 2]]
-    b = blocks[0]
-    active = np.array([0, 2, 3, 4, 5, 6])
-    np.testing.assert_array_equal(b["position_base"][:2].reshape(-1)[:6], active * n * 2)
-    np.testing.assert_array_equal(b["normal_base"][:2].reshape(-1)[:6], active * n * 2 + 1)
-    np.testing.assert_array_equal(b["weights"][:2].reshape(-1), [1, 2, 3, 4, 5, 6, 0, 0])
-    only_normals = si.morph_blocks(w, n, False, True)[0]
-    assert only_normals["header"].tolist() == [2, 0, 1, 1]
-    np.testing.assert_array_equal(only_normals["normal_base"][0], np.array([0, 2, 3, 4]) * n)
-    # the texels those offsets point at
-    dp = np.arange(7 * n * 3, dtype=np.float32).reshape(7, n, 3)
-    texels = si.morph_deltas(dp, -dp)
-    np.testing.assert_array_equal(texels[b["position_base"][0, 1] + 2 * 3, :3], dp[2, 3])
-    np.testing.assert_array_equal(texels[b["normal_base"][0, 1] + 2 * 3, :3], -dp[2, 3])
+    full = np.ones((7, n, 3), np.float32)
+    blocks = si.morph_blocks(w, si.pack_morphs(full, full))
+    assert blocks["header"].tolist() == [[2, n, 0, 2], [0, n, 0, 2]]
+    np.testing.assert_array_equal(blocks["active"][0, :2].reshape(-1), [0, 2, 3, 4, 5, 6, -1, -1])
+    np.testing.assert_array_equal(blocks["weights"][0].reshape(-1)[:8], [1, 0, 2, 3, 4, 5, 6, 0])
+    sparse = np.zeros((7, n, 3), np.float32)
+    sparse[:, 0] = 1.0
+    pk = si.pack_morphs(sparse, None)
+    assert pk.sparse
+    blocks = si.morph_blocks(w, pk)
+    assert blocks["header"].tolist() == [[6, n, 5, 1], [0, n, 5, 1]]
+    np.testing.assert_array_equal(blocks["weights"][0].reshape(-1)[:7], w[0])
+    assert si.morph_spec(pk, True) == si.MORPH_POSITIONS | si.MORPH_SPARSE
+    assert si.morph_spec(pk, False) == 0
+    # targets whose deltas are all zero (RobotExpressive has such meshes): no morph code
+    assert si.morph_spec(si.pack_morphs(sparse * 0, None), True) == 0
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_targets_without_any_delta(device, path):
+    rng = np.random.default_rng(14)
+    full = morph_mesh(rng, 100, 2, 3, targets=3)
+    mesh = SkinnedMesh(
+        full.positions,
+        full.normals,
+        full.joints,
+        full.weights,
+        morph_positions=full.morph_positions * 0,
+        morph_normals=full.morph_normals * 0,
+    )
+    w = np.array([1.0, -0.5, 2.0], np.float32)
+    bones = dq.random_rigid(3, rng)
+    with Skinner(device, mesh, bone_count=3, path=path) as skinner:
+        want = dq.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, bones)
+        assert_close(mesh, skinner.skin(bones, w), want)
+        p, n = skinner.skin_many(bones[None], morph_weights=w[None])
+        assert_close(mesh, (p[0], n[0]), want)
 
 
 def test_player_feeds_morph_weights_and_draws_the_face(device, tmp_path):

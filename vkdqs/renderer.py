@@ -64,7 +64,7 @@ from .gpu.calls import align, vk
 from .material import Material
 from .mesh import SkinnedMesh
 from .overlay_pass import OverlayPass, check_overlay
-from .skinner import check_centers, morph_blocks
+from .skinner import check_centers, morph_blocks, morph_packing
 from .targets import RenderTarget
 
 #: "dqs" switches to two-phase DQS for poses with scale; "dqs_scale" always uses it; "none"
@@ -117,7 +117,9 @@ class RenderMesh:
         )
         self.index_buffer.write(mesh.indices)
         # morph-target deltas (one zero texel without targets), read by every instance's set
-        deltas = si.morph_deltas(mesh.morph_positions, mesh.morph_normals)
+        #: the morph deltas as the shaders read them (sparse or dense layout)
+        self.morph_packing = morph_packing(mesh)
+        deltas = self.morph_packing.texels
         texels = renderer.device.info.max_texel_buffer_elements
         if len(deltas) > texels:
             raise InputError(
@@ -234,9 +236,9 @@ class Instance:
     scalar: np.ndarray | None = field(default=None, repr=False)
     #: per frame slot, the vertex buffer the scalar is written to (made by the renderer)
     _scalar_buffers: dict = field(default_factory=dict, repr=False)
-    #: the active morph targets and weights (a MORPH_BLOCK record); set by set_pose
+    #: the morph weights (a MORPH_BLOCK record); set by set_pose
     morph: np.ndarray = field(default_factory=lambda: np.zeros((), si.MORPH_BLOCK), repr=False)
-    #: ``MORPH_TARGETS`` of its pipeline: the kinds of deltas applied, 0 without an active
+    #: ``MORPH_TARGETS`` of its pipeline: the kinds of deltas and layout, 0 without an active
     #: target (the pipeline without the morph code); set by set_pose
     morph_spec: int = field(default=0, repr=False)
 
@@ -262,9 +264,8 @@ class Instance:
                 raise InputError(
                     f"morph_weights must have shape ({mesh.morph_target_count},), got {w.shape}"
                 )
-            morph = morph_blocks(mesh, w[None])[0]
-            has_p, has_n = mesh.morph_positions is not None, mesh.morph_normals is not None
-            spec = si.morph_spec(has_p, has_n, bool(morph["header"][0] > 0))
+            morph = morph_blocks(self.mesh.morph_packing, w[None])[0]
+            spec = si.morph_spec(self.mesh.morph_packing, bool(morph["header"][0] > 0))
         pose = bone_packing.pack_pose(
             bones, self.bone_count, method, rest_matrices=self.rest_matrices
         )
@@ -912,7 +913,8 @@ class Renderer(ResourceOwner):
         for i, (inst, slot) in enumerate(zip(self.instances, self._slots, strict=True)):
             pose, morph = inst.pose, inst.morph  # read once: another thread may replace them
             uniforms.write(pose.bones, slot.bones_at)
-            uniforms.write(morph, slot.morph_at)
+            if inst.mesh.mesh.morph_target_count:  # without targets the block is never read
+                uniforms.write(morph, slot.morph_at)
             if pose.scales is not None:
                 uniforms.write(pose.scales, slot.scales_at)
             uniforms.write(blocks[i : i + 1], slot.block_at)

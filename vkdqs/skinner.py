@@ -85,14 +85,10 @@ class _Program:
         self.layout = s._keep(PipelineLayout(dev, [self.set_layout], push, stage, label=self.name))
         self.pool = s._keep(DescriptorPool(dev, self.bindings.values(), sets=1, label=self.name))
         self.set = self.pool.allocate(self.set_layout)
-        mesh = s.mesh
-        kinds = si.morph_spec(
-            mesh.morph_positions is not None, mesh.morph_normals is not None, morphs
-        )
-        morph_spec = (si.MORPH_TARGETS_ID, kinds)
+        morph_spec = (si.MORPH_TARGETS_ID, si.morph_spec(s.morph_packing, morphs))
         spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morph_spec)
         if kind == "compute":
-            desc = ComputePipelineDesc(self.name, spec)
+            desc = ComputePipelineDesc(self.name, spec, dispatch_base=True)
             self.pipeline = s._pipelines.compute(desc, self.layout)
             texels = [
                 TexelWrite(self.bindings[m.binding], s._views[m.name])
@@ -173,7 +169,12 @@ class Skinner(ResourceOwner):
         elif rest_matrices is not None:
             raise InputError(f"rest_matrices are for method='dqs_blender', not {method!r}")
         self.centers = _check_centers(device, mesh, bone_count, method, centers)
-        _check_limits(device, mesh, bone_count, method, path)
+        #: the mesh's morph deltas as the shaders read them (sparse or dense layout)
+        self.morph_packing = morph_packing(mesh)
+        _check_limits(device, mesh, bone_count, method, path, self.morph_packing)
+        #: the (first workgroup, count) runs a morphing pose skins with the morph code, and
+        #: those without (their vertices have no non-zero delta); the vertex path draws the same
+        self._morph_runs, self._plain_runs = morph_workgroup_runs(self.morph_packing, si.LOCAL_SIZE)
         self.mesh = mesh
         self.method = method
         self.path = path
@@ -187,7 +188,7 @@ class Skinner(ResourceOwner):
         self._scale_offset = align(self._bones_bytes, alignment)
         two_phase = method in si.SECOND_BLOCK_METHODS or (method == "dqs" and allow_scale)
         scale_bytes = bone_count * si.SCALE_STRIDE if two_phase else 0
-        # ... then the MorphBlock (active morph targets and weights; count 0 without targets)
+        # ... then the MorphBlock (morph weights; 0 active without targets)
         self._morph_offset = align(self._scale_offset + scale_bytes, alignment)
         self._slot_bytes = align(self._morph_offset + si.MORPH_BLOCK.itemsize, alignment)
         self._programs: dict[tuple[str, bool], _Program] = {}
@@ -245,7 +246,7 @@ class Skinner(ResourceOwner):
                     BufferView(dev, buf, fmt, label=f"{label} {m.name}")
                 )
         # Morph-target deltas (one zero texel for a mesh without targets: same shaders)
-        deltas = si.morph_deltas(self.mesh.morph_positions, self.mesh.morph_normals)
+        deltas = self.morph_packing.texels
         self._morph_buffer = self._keep(
             Buffer(
                 dev,
@@ -397,22 +398,36 @@ class Skinner(ResourceOwner):
             cmd, bind_point, program.layout.handle, 0, 1, [program.set], len(offsets), offsets
         )
 
+    def _parts(self, program: _Program) -> list[tuple[_Program, tuple[tuple[int, int], ...]]]:
+        """The programs a batch runs and their (first workgroup, count) runs: a morphing pose
+        runs the morph code only on the runs whose vertices have deltas (on lavapipe a vertex
+        without any still pays a loop iteration), the pipeline without it on the others."""
+        parts = [(program, ((0, math.ceil(self.vertex_count / si.LOCAL_SIZE)),))]
+        if program.key[1]:
+            plain = self._program(program.method, False)
+            parts = [(plain, self._plain_runs), (program, self._morph_runs)]
+        return [(prog, runs) for prog, runs in parts if runs]
+
     def _record_dispatches(self, cmd: Any, program: _Program, poses: int) -> None:
         n = self.vertex_count
         bind_point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
-        vk.vkCmdBindPipeline(cmd, bind_point, program.pipeline.handle)
+        parts = self._parts(program)
         for p in range(poses):
-            self._bind_pose(cmd, program, bind_point, p)
             push = np.array([n, p * n * 3, (poses + p) * n * 3], np.uint32)
-            vk.vkCmdPushConstants(
-                cmd,
-                program.layout.handle,
-                si.Stage.COMPUTE,
-                0,
-                push.nbytes,
-                vk.ffi.from_buffer(push),
-            )
-            vk.vkCmdDispatch(cmd, math.ceil(n / si.LOCAL_SIZE), 1, 1)
+            for prog, runs in parts:
+                if len(parts) > 1 or p == 0:
+                    vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
+                self._bind_pose(cmd, prog, bind_point, p)
+                vk.vkCmdPushConstants(
+                    cmd,
+                    prog.layout.handle,
+                    si.Stage.COMPUTE,
+                    0,
+                    push.nbytes,
+                    vk.ffi.from_buffer(push),
+                )
+                for first, count in runs:
+                    vk.vkCmdDispatchBase(cmd, first, 0, 0, count, 1, 1)
 
     def _record_draws(self, cmd: Any, program: _Program, poses: int) -> None:
         n = self.vertex_count
@@ -425,21 +440,30 @@ class Skinner(ResourceOwner):
         vk.vkCmdBeginRenderPass(cmd, begin, vk.VK_SUBPASS_CONTENTS_INLINE)
         buffers = [self._mesh_buffers[m.name].handle for m in self.inputs]
         vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
-        vk.vkCmdBindPipeline(cmd, bind_point, program.pipeline.handle)
+        # the same runs as the compute path's, in vertices (gl_VertexIndex counts from first)
+        size = si.LOCAL_SIZE
+        parts = [
+            (prog, [(a * size, min((a + c) * size, n) - a * size) for a, c in runs])
+            for prog, runs in self._parts(program)
+        ]
         for p in range(poses):
-            self._bind_pose(cmd, program, bind_point, p)
             push = np.zeros(si.READBACK_PUSH_BYTES // 4, np.float32)
             push[:16] = np.eye(4, dtype=np.float32).reshape(-1)
             push[16:].view(np.uint32)[:] = (p * n * 3, (poses + p) * n * 3)
-            vk.vkCmdPushConstants(
-                cmd,
-                program.layout.handle,
-                si.Stage.VERTEX,
-                0,
-                push.nbytes,
-                vk.ffi.from_buffer(push),
-            )
-            vk.vkCmdDraw(cmd, n, 1, 0, 0)
+            for prog, runs in parts:
+                if len(parts) > 1 or p == 0:
+                    vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
+                self._bind_pose(cmd, prog, bind_point, p)
+                vk.vkCmdPushConstants(
+                    cmd,
+                    prog.layout.handle,
+                    si.Stage.VERTEX,
+                    0,
+                    push.nbytes,
+                    vk.ffi.from_buffer(push),
+                )
+                for first, count in runs:
+                    vk.vkCmdDraw(cmd, count, 1, first, 0)
         vk.vkCmdEndRenderPass(cmd)
 
     # -- public API -------------------------------------------------------------------------
@@ -493,7 +517,7 @@ class Skinner(ResourceOwner):
         if morph_weights is None:
             return None
         w = self.mesh.check_morph_weights(morph_weights).reshape(-1, self.mesh.morph_target_count)
-        return morph_blocks(self.mesh, w)
+        return morph_blocks(self.morph_packing, w)
 
     def skin(self, bones: object, morph_weights: object = None) -> tuple[np.ndarray, np.ndarray]:
         """Skin the mesh with one pose.
@@ -505,8 +529,7 @@ class Skinner(ResourceOwner):
             dual quaternions) for LBS.
         morph_weights : array, (M,), optional
             Weights of the mesh's morph targets, applied before skinning
-            (:func:`vkdqs.dq.morph`); None leaves the rest shape. At most
-            :data:`~vkdqs.shader_interface.MAX_ACTIVE_MORPHS` may be non-zero.
+            (:func:`vkdqs.dq.morph`); None leaves the rest shape. Any number may be non-zero.
 
         Returns
         -------
@@ -573,18 +596,64 @@ class Skinner(ResourceOwner):
         )
 
 
-def morph_blocks(mesh: SkinnedMesh, weights: np.ndarray) -> np.ndarray:
-    """(P,) MORPH_BLOCK records for validated (P, M) float32 ``weights`` of ``mesh``; raises
-    :class:`LimitError` when a pose has more than MAX_ACTIVE_MORPHS non-zero weights."""
-    active = np.count_nonzero(weights, axis=1)
-    if active.size and active.max() > si.MAX_ACTIVE_MORPHS:
-        p = int(np.argmax(active > si.MAX_ACTIVE_MORPHS))
+def morph_blocks(packing: si.MorphPacking, weights: np.ndarray) -> np.ndarray:
+    """(P,) MORPH_BLOCK records for validated (P, M) float32 ``weights`` of a mesh packed as
+    ``packing`` (:func:`morph_packing`, which checked M)."""
+    return si.morph_blocks(weights, packing)
+
+
+#: Gaps between morphed vertex runs shorter than this many vertices are dispatched with the
+#: morph code anyway (a dispatch costs about what the morph code costs on that many vertices).
+MORPH_RUN_GAP = 8192
+#: The most morphed runs a pose dispatches separately (more are merged into one).
+MAX_MORPH_RUNS = 8
+
+
+def morph_workgroup_runs(
+    packing: si.MorphPacking, local_size: int
+) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """The (first workgroup, workgroup count) runs of a compute dispatch that hold vertices
+    with a non-zero morph delta (sparse layout; the dense one: all), gaps under
+    MORPH_RUN_GAP vertices merged, at most MAX_MORPH_RUNS; and the runs between them."""
+    n = packing.vertex_count
+    groups = max(1, math.ceil(n / local_size))
+    if not packing.sparse:
+        return ((0, groups),), ()
+    counts = packing.texels[: packing.first_entry].reshape(-1, 2)[:n, 1]
+    moved = np.zeros(groups * local_size, bool)
+    moved[:n] = counts > 0
+    moved = moved.reshape(groups, local_size).any(axis=1)
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], moved.astype(np.int8), [0]])))
+    starts, stops = edges[0::2], edges[1::2]
+    if len(starts) == 0:
+        return (), ((0, groups),)
+    split = starts[1:] - stops[:-1] >= MORPH_RUN_GAP / local_size
+    starts = np.concatenate([starts[:1], starts[1:][split]])
+    stops = np.concatenate([stops[:-1][split], stops[-1:]])
+    if len(starts) > MAX_MORPH_RUNS:
+        starts, stops = starts[:1], stops[-1:]
+    gaps = zip(np.concatenate([[0], stops]), np.concatenate([starts, [groups]]), strict=True)
+    morphed = tuple((int(a), int(b - a)) for a, b in zip(starts, stops, strict=True))
+    plain = tuple((int(a), int(b - a)) for a, b in gaps if b > a)
+    return morphed, plain
+
+
+def morph_packing(mesh: SkinnedMesh) -> si.MorphPacking:
+    """``mesh``'s morph deltas packed for the shaders (:func:`vkdqs.shader_interface.pack_morphs`:
+    sparse or dense, chosen by how many deltas are non-zero), computed once per mesh and kept
+    on it; raises :class:`LimitError` past MAX_MORPH_TARGETS targets."""
+    cached = mesh.__dict__.get("_morph_packing")
+    if cached is not None:
+        return cached
+    m = mesh.morph_target_count
+    if m > si.MAX_MORPH_TARGETS:
         raise LimitError(
-            f"morph_weights[{p}] has {int(active[p])} non-zero weights; vkdqs applies at most "
-            f"{si.MAX_ACTIVE_MORPHS} active morph targets at once"
+            f"the mesh has {m} morph targets; vkdqs applies at most {si.MAX_MORPH_TARGETS} "
+            "(the weights of all of them go in one uniform block)"
         )
-    has_p, has_n = mesh.morph_positions is not None, mesh.morph_normals is not None
-    return si.morph_blocks(weights, mesh.vertex_count, has_p, has_n)
+    packing = si.pack_morphs(mesh.morph_positions, mesh.morph_normals)
+    mesh.__dict__["_morph_packing"] = packing
+    return packing
 
 
 def _check_centers(
@@ -618,7 +687,12 @@ def check_centers(mesh: SkinnedMesh, centers: object) -> np.ndarray:
 
 
 def _check_limits(
-    device: Device, mesh: SkinnedMesh, bone_count: int, method: str, path: str
+    device: Device,
+    mesh: SkinnedMesh,
+    bone_count: int,
+    method: str,
+    path: str,
+    packing: si.MorphPacking,
 ) -> None:
     """Refuse a mesh or skeleton the device cannot skin, naming the limit."""
     info = device.info
@@ -632,9 +706,7 @@ def _check_limits(
             f"(at most {max_bones} bones)"
         )
     n = mesh.vertex_count
-    texels = len(si.morph_deltas(None, None)) if mesh.morph_target_count == 0 else 0
-    for d in (mesh.morph_positions, mesh.morph_normals):
-        texels += 0 if d is None else d.shape[0] * n
+    texels = len(packing.texels)
     if texels > info.max_texel_buffer_elements:
         raise LimitError(
             f"the mesh's morph targets need {texels} texels, more than this device's "

@@ -228,6 +228,7 @@ class ComputePipelineDesc:
 
     shader: str
     spec: tuple[tuple[int, int], ...] = ()
+    dispatch_base: bool = False  # may run with vkCmdDispatchBase (a base workgroup)
 
 
 @dataclass(frozen=True)
@@ -387,6 +388,10 @@ class GraphicsPipeline(DeviceObject):
         )
 
 
+#: ``VK_PIPELINE_CREATE_DISPATCH_BASE_BIT`` (Vulkan 1.1; the ``vulkan`` binding's alias is None)
+_DISPATCH_BASE_BIT = 0x10
+
+
 class ComputePipeline(DeviceObject):
     """A compute pipeline from a :class:`ComputePipelineDesc`."""
 
@@ -401,7 +406,8 @@ class ComputePipeline(DeviceObject):
         try:
             spec_info = spec.info()
             stage = _stage(Stage.COMPUTE, module, spec_info)
-            info = vk.VkComputePipelineCreateInfo(stage=stage, layout=layout.handle)
+            flags = _DISPATCH_BASE_BIT if desc.dispatch_base else 0
+            info = vk.VkComputePipelineCreateInfo(flags=flags, stage=stage, layout=layout.handle)
             with vk_errors(f"creating compute pipeline {label!r}"):
                 handle = vk.vkCreateComputePipelines(vk_device, None, 1, [info], None)[0]
         finally:
