@@ -703,7 +703,9 @@ class Renderer(ResourceOwner):
     ) -> Crowd:
         """``count`` copies of ``mesh`` playing ``clip`` (a :class:`vkdqs.AnimationClip`), or
         each one of ``clips`` (chosen per copy with ``crowd.set_clips``), sampled on the GPU and
-        drawn in one instanced call; see :mod:`vkdqs.crowd`.
+        drawn in one instanced call (one per material group); see :mod:`vkdqs.crowd`. The copies
+        wear the mesh's materials (those given to :meth:`add_mesh`), each copy's colour
+        (``crowd.set_colors``) multiplying in, as an instance's does.
 
         ``method`` is "dqs", "lbs", "blend" (needs the mesh's ``dqs_blend``), "cor" or
         "dqs_blender". "cor" skins about the mesh's centers of rotation: ``centers`` ((N, 3)),
@@ -726,7 +728,7 @@ class Renderer(ResourceOwner):
             if method == "cor" and centers is not None:
                 given = check_centers(mesh.mesh, centers)
             if self._crowd_layouts is None:
-                self._crowd_layouts = _Layouts(self)
+                self._crowd_layouts = _Layouts(self, self._material_layout)
             crowd = Crowd(
                 self,
                 self._crowd_layouts,
@@ -1009,15 +1011,18 @@ class Renderer(ResourceOwner):
                 )
                 vk.vkCmdDrawIndexed(cmd, count, 1, first, 0, 0)
         w, h = self.target.extent
+        wire = self.wireframe and self.device.info.fill_mode_non_solid
         for crowd in crowds:
-            desc = crowd.draw_pipeline_desc(
-                wireframe=self.wireframe and self.device.info.fill_mode_non_solid,
-                cull=self.cull,
-                samples=self.target.samples,
-            )
-            layout = crowd._layouts.render
-            pipe = self._pipelines.graphics(desc, layout, self.target.render_pass).handle
-            crowd._record_draw(cmd, frame.index, pipe, self.camera.view_projection(w / h))
+            draws = []
+            for first, count, gm in crowd.mesh.groups:  # the mesh's materials, as instances
+                desc = crowd.draw_pipeline_desc(
+                    gm.material, wireframe=wire, cull=self.cull, samples=self.target.samples
+                )
+                layout = crowd._layouts.render
+                pipe = self._pipelines.graphics(desc, layout, self.target.render_pass).handle
+                draws.append((first, count, gm.set, pipe))
+            vp = self.camera.view_projection(w / h)
+            crowd._record_draw(cmd, frame.index, draws, self._constant(), vp)
         if self._overlay is not None and self._overlay_pass is not None:
             oh, ow = self._overlay.shape[:2]
             self._overlay_pass.record(cmd, frame.index, (ow, oh), self.target.samples)

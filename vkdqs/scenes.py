@@ -9,7 +9,7 @@ same twist or animation time.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -17,9 +17,10 @@ import numpy as np
 
 from . import dq, procedural
 from .clip import AnimationClip
-from .crowd import Crowd, pack_clip
+from .crowd import Crowd, has_own_color, pack_clip
 from .errors import InputError
 from .gltf.scene import surface_arrays
+from .material import Material
 from .mesh import SkinnedMesh
 from .methods import DIFF, METHOD_NAMES, SCENE_METHODS, parse_methods
 from .renderer import SINGULAR_DET, Instance, Renderer, RenderMesh
@@ -924,6 +925,8 @@ class CrowdScene:
         name: str = "crowd",
         seed: int = 0,
         rest_matrices: np.ndarray | None = None,
+        material: Material | Sequence[Material] | None = None,
+        groups: Sequence[tuple[int, int, int]] | None = None,
     ) -> None:
         self.renderer = renderer
         self.name = name
@@ -935,8 +938,13 @@ class CrowdScene:
         #: (J, 4, 4) bind frames for the "dqs_blender" crowd (None: it cannot be shown)
         self.rest_matrices = rest_matrices
         self._meshes: dict[str, RenderMesh] = {}
-        rm = renderer.add_mesh(mesh, label=f"{name} mesh")
+        #: the mesh's materials, as :meth:`Renderer.add_mesh` takes them (the copies wear them)
+        self._materials = {"material": material, "groups": groups}
+        rm = renderer.add_mesh(mesh, label=f"{name} mesh", **self._materials)
         self._meshes["mesh"] = rm
+        # a model with its own colours keeps them (labels tell the grids apart); an uncoloured
+        # one gets the methods' tints, as GltfScenePlayer's copies
+        self._own_colors = has_own_color(rm)
         lo, hi = mesh.bounds
         size = np.maximum(hi - lo, 1e-6)
         self._side = int(np.ceil(np.sqrt(self.count)))
@@ -970,7 +978,8 @@ class CrowdScene:
         animation: int | str | None = 0,
         fps: float = 30.0,
     ) -> CrowdScene:
-        """The first skinned mesh of ``scene`` playing ``animation`` (default: the first)."""
+        """The first skinned mesh of ``scene`` playing ``animation`` (default: the first),
+        wearing its materials."""
         meshes = [m for m in scene.meshes if m.skin is not None and m.triangle_count > 0]
         if not meshes:
             raise InputError(f"{scene.path.name}: a crowd needs a skinned mesh; this file has none")
@@ -989,6 +998,7 @@ class CrowdScene:
             methods=methods,
             name=scene.path.name,
             rest_matrices=rest,
+            **_materials_of(scene, m.index),
         )
 
     @classmethod
@@ -1023,16 +1033,9 @@ class CrowdScene:
         rm = self._meshes["mesh"]
         if method == "blend" and self._mesh.dqs_blend is None:
             if "blend" not in self._meshes:  # a DQS fraction for the blend copies' mesh
-                m = self._mesh
-                blended = SkinnedMesh(
-                    m.positions,
-                    m.normals,
-                    m.joints,
-                    m.weights,
-                    m.indices,
-                    dqs_blend=np.full(m.vertex_count, DEFAULT_DQS_BLEND),
+                self._meshes["blend"] = self.renderer.add_mesh(
+                    _with_dqs_blend(self._mesh), label=f"{self.name} blend", **self._materials
                 )
-                self._meshes["blend"] = self.renderer.add_mesh(blended, label=f"{self.name} blend")
             rm = self._meshes["blend"]
         crowd = self.renderer.add_crowd(
             rm,
@@ -1044,7 +1047,7 @@ class CrowdScene:
         )
         crowd.set_times(self._times)
         crowd.set_speeds(self._speeds)
-        crowd.set_colors(METHOD_COLORS[method])
+        crowd.set_colors((1.0, 1.0, 1.0, 1.0) if self._own_colors else METHOD_COLORS[method])
         self.crowds[method] = crowd
         return crowd
 

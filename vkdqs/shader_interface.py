@@ -562,7 +562,8 @@ def push_bytes_of(v: Variant) -> int:
 # crowd_<method>.comp samples a baked clip for every (copy, joint) into a texel buffer of bones;
 # crowd_<method>[_8].vert skins with bone gl_InstanceIndex * joint_count + joint from it and
 # places each copy with its own model matrix and colour (another texel buffer); the fragment
-# shader is skin.frag compiled with CROWD (colour from the vertex shader). Clip frames and bones
+# shader is skin.frag compiled with CROWD (the copy's colour from the vertex shader, times the
+# mesh's material: set MATERIAL_SET, as for instances). Clip frames and bones
 # are rgba32f texel buffers holding each bone as BONE_TEXELS texels, in the same layout as the
 # uniform bone blocks (a DQ's real and dual parts; an affine matrix's three rows): on lavapipe
 # texel fetches are far faster than storage-buffer reads.
@@ -575,6 +576,9 @@ CROWD_POSITIONS = 1  #: crowd_*.comp: per copy a vec2: first frame to blend, nex
 CROWD_BONES_OUT = 2  #: crowd_*.comp: (copies * J) bones, storage texel buffer
 CROWD_BONES = 0  #: crowd vertex shader: the bones crowd_*.comp wrote, uniform texel buffer
 CROWD_COPIES = 9  #: crowd vertex shader: one CROWD_COPY per copy, uniform texel buffer
+#: crowd.vert -> skin.frag (CROWD): the copy's flat colour; locations 3 and 4 carry the UV and
+#: vertex colour as in the instance path (the fragment shader reads the material, set 1).
+CROWD_COLOR_LOCATION = 5
 #: rgba32f texels per bone in the crowd texel buffers.
 #: "blend": the DQ then the [A | t] rows; "cor": the DQ; "dqs_blender": the DQ then Blender's
 #: [S | s] scale rows.
@@ -614,6 +618,12 @@ CROWD_RENDER_BINDINGS = (
     Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
     Binding(CROWD_COPIES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
 )
+
+
+def crowd_render_inputs(slots: int, method: str = "dqs") -> tuple[MeshInput, ...]:
+    """The vertex inputs of ``crowd_<method>[_8].vert``: :func:`mesh_inputs`, then
+    :data:`SURFACE_INPUTS` (7, 8: the material's UV and colour; a constant row without them)."""
+    return (*mesh_inputs(slots, method), *SURFACE_INPUTS)
 
 
 def crowd_variant_name(kind: str, method: str, slots: int = 4) -> str:

@@ -4,7 +4,9 @@
 // at bone gl_InstanceIndex * joint_count + joint (written by crowd.comp this frame) and its
 // model matrix, normal matrix and colour from a texel buffer. The skinning is skin_vertex() of
 // include/skin.glsl, as in skin.vert, reading the bones through BONE() / BONE_MATRIX() from the
-// texel buffer. Variants: default DQS (bones are 2 texels: the DQ), SKIN_LBS (3: the matrix
+// texel buffer. The material's inputs (UV, linear vertex colour at locations 7 and 8, a
+// constant row without them) pass through to skin.frag (CROWD) at 3 and 4 as in skin.vert, the
+// copy's colour flat at 5. Variants: default DQS (bones are 2 texels: the DQ), SKIN_LBS (3: the matrix
 // rows), SKIN_BLEND (5: the DQ, then the matrix rows; aux input at location 6), SKIN_COR (2: the
 // DQ; aux input), SKIN_DQS_BLENDER (5: the DQ, then Blender's scale matrix rows),
 // SKIN_INFLUENCES_8 (inputs at locations 4 and 5).
@@ -58,7 +60,12 @@ layout(location = 6) in vec4 in_aux;  // xyz: center of rotation, w: DQS blend w
 layout(location = 0) out vec3 out_normal;
 layout(location = 1) out vec3 out_world_position;
 layout(location = 2) out float out_bone_weight;
-layout(location = 3) flat out vec4 out_color;
+// shader_interface.SURFACE_INPUTS: TEXCOORD_0 and the linear COLOR_0
+layout(location = 7) in vec2 in_uv;
+layout(location = 8) in vec4 in_vertex_color;
+layout(location = 3) out vec2 out_uv;
+layout(location = 4) out vec4 out_vertex_color;
+layout(location = 5) flat out vec4 out_color;  // shader_interface.CROWD_COLOR_LOCATION
 
 layout(push_constant) uniform PushConstants {
     mat4 view_projection;
@@ -94,5 +101,7 @@ void main() {
     out_bone_weight += dot(vec4(equal(in_bone_ids_1, ivec4(inst.debug.y))), in_weights_1);
 #endif
     out_color = texelFetch(copies, c + 7);
+    out_uv = in_uv;
+    out_vertex_color = in_vertex_color;
     gl_Position = pc.view_projection * world;
 }

@@ -4,10 +4,10 @@
 // ambient and a little Blinn-Phong specular on the mesh's base colour; or, in debug mode 1, the
 // weight of one bone as a heat map; in debug mode 2, the vertex's scalar (0..1) as a heat map.
 // Output is linear; the sRGB framebuffer encodes it.
-// CROWD: the base colour comes per copy from crowd.vert (location 3) instead of the block.
-// Otherwise the base colour is the instance's colour x the material's factor x its sRGB texture
-// (set 1, sampled at the KHR_texture_transform of TEXCOORD_0) x the vertex colour; fragments
-// whose alpha is below the material's cutoff are discarded (alphaMode MASK).
+// The base colour is the instance's colour (CROWD: the copy's, flat from crowd.vert at location
+// 5) x the material's factor x its sRGB texture (set 1, sampled at the KHR_texture_transform of
+// TEXCOORD_0) x the vertex colour; fragments whose alpha is below the material's cutoff are
+// discarded (alphaMode MASK).
 
 #include "include/instance.glsl"
 
@@ -15,14 +15,13 @@ layout(location = 0) in vec3 in_normal;
 layout(location = 1) in vec3 in_world_position;
 layout(location = 2) in float in_bone_weight;
 #ifdef CROWD
-layout(location = 3) flat in vec4 in_color;
+layout(location = 5) flat in vec4 in_color;  // shader_interface.CROWD_COLOR_LOCATION
 #define BASE_COLOR in_color
 #else
 #define BASE_COLOR inst.base_color
 layout(location = 6) in float in_scalar;
 #endif
 
-#ifndef CROWD
 layout(location = 3) in vec2 in_uv;
 layout(location = 4) in vec4 in_vertex_color;
 layout(set = 1, binding = 0) uniform sampler2D base_color_texture;
@@ -36,7 +35,6 @@ layout(std140, set = 1, binding = 1) uniform MaterialBlock {
     vec4 uv_row1;
     vec4 alpha;       // x: alpha cutoff (< 0: opaque)
 } material;
-#endif
 
 layout(location = 0) out vec4 out_color;
 
@@ -54,7 +52,6 @@ void main() {
     }
     vec3 view = normalize(inst.camera_position.xyz - in_world_position);
     vec4 base = BASE_COLOR;
-#ifndef CROWD
     vec4 surface = material.base_color;
     if (TEXTURED) {
         vec3 uvw = vec3(in_uv, 1.0);
@@ -68,7 +65,6 @@ void main() {
         discard;
     }
     base.rgb *= surface.rgb;
-#endif
     vec3 albedo = inst.debug.x == 1 ? heat(in_bone_weight) : base.rgb;
 #ifndef CROWD
     if (inst.debug.x == 2) {
