@@ -42,6 +42,7 @@ from tests.spirv_reflect import (
     words_of,
 )
 from vkdqs.shader_interface import (
+    ALPHA_MASK_ID,
     BONE_SCALES,
     BONE_STRIDE,
     BONES,
@@ -52,9 +53,11 @@ from vkdqs.shader_interface import (
     CROWD_BONES,
     CROWD_BONES_OUT,
     CROWD_COLOR_LOCATION,
+    CROWD_COLORS_ID,
     CROWD_COPIES,
     CROWD_FRAMES,
     CROWD_TEXEL_FORMAT,
+    CROWD_UVS_ID,
     INSTANCE,
     INSTANCE_BLOCK,
     LOCAL_SIZE_ID,
@@ -239,8 +242,10 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
     if v.kind in ("render", "readback", "compute"):
         want |= {MORPH_TARGETS_ID}
-    if v.kind in ("fragment", "crowd_fragment"):  # skin.frag: texture, vertex colour on/off
-        want |= {TEXTURED_ID, VERTEX_COLORS_ID}
+    if v.kind == "crowd_render":  # crowd.vert: UV and colour passed on or constant
+        want |= {CROWD_UVS_ID, CROWD_COLORS_ID}
+    if v.kind in ("fragment", "crowd_fragment"):  # skin.frag: texture, colour, alpha test
+        want |= {TEXTURED_ID, VERTEX_COLORS_ID, ALPHA_MASK_ID}
     problems = [] if set(mod.spec_ids()) == want else [f"SpecIds {set(mod.spec_ids())} != {want}"]
     if compute and mod.workgroup_size_spec_ids() != (LOCAL_SIZE_ID, None, None):
         problems.append(f"workgroup size SpecIds are {mod.workgroup_size_spec_ids()}")

@@ -622,9 +622,12 @@ class Crowd:
             vertex_shader=si.crowd_variant_name("crowd_render", self.method, slots),
             fragment_shader=si.crowd_variant_name("crowd_fragment", "none"),
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
-            fragment_spec=(
-                (si.TEXTURED_ID, int(material.texture is not None)),
-                (si.VERTEX_COLORS_ID, int("colors" in surface)),
+            spec=(
+                (si.CROWD_UVS_ID, int("uvs" in surface and material.texture is not None)),
+                (si.CROWD_COLORS_ID, int("colors" in surface)),
+            ),
+            fragment_spec=si.fragment_spec(
+                material.texture is not None, "colors" in surface, material.cutoff >= 0.0
             ),
             wireframe=wireframe,
             # one winding for all copies: with a mirrored copy, draw both sides

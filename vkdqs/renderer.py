@@ -845,9 +845,8 @@ class Renderer(ResourceOwner):
                 (si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),
                 (si.MORPH_TARGETS_ID, inst.morph_spec),
             ),
-            fragment_spec=(
-                (si.TEXTURED_ID, int(material.texture is not None)),
-                (si.VERTEX_COLORS_ID, int("colors" in surface)),
+            fragment_spec=si.fragment_spec(
+                material.texture is not None, "colors" in surface, material.cutoff >= 0.0
             ),
             wireframe=wire,
             cull_back=self.cull and not material.double_sided,

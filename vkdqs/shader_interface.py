@@ -71,6 +71,28 @@ LOCAL_SIZE = 64  #: compute workgroup size vkdqs uses
 TEXTURED_ID = 3
 #: skin.frag: multiply the vertex colour (false for meshes without colours)
 VERTEX_COLORS_ID = 4
+#: skin.frag: discard below the material's alpha cutoff (false for opaque materials: no discard
+#: in the shader, so the rasterizer keeps early depth testing)
+ALPHA_MASK_ID = 5
+
+#: crowd.vert: pass TEXCOORD_0 on (false when the material is untextured or the mesh has no
+#: UVs: the output is the constant row's 1.0 and the input is not fetched)
+CROWD_UVS_ID = 6
+#: crowd.vert: pass COLOR_0 on (false for meshes without colours)
+CROWD_COLORS_ID = 7
+
+
+def fragment_spec(
+    textured: bool, vertex_colors: bool, alpha_mask: bool
+) -> tuple[tuple[int, int], ...]:
+    """skin.frag's specialization (instances and crowds alike): texture fetch, vertex colour
+    multiply and alpha test each on or off."""
+    return (
+        (TEXTURED_ID, int(textured)),
+        (VERTEX_COLORS_ID, int(vertex_colors)),
+        (ALPHA_MASK_ID, int(alpha_mask)),
+    )
+
 
 # -- bone blocks ------------------------------------------------------------------------------
 

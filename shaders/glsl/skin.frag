@@ -29,6 +29,9 @@ layout(set = 1, binding = 0) uniform sampler2D base_color_texture;
 // meshes without colours skip the fetch and the multiply (lavapipe: ~10% of a frame).
 layout(constant_id = 3) const bool TEXTURED = true;
 layout(constant_id = 4) const bool VERTEX_COLORS = true;
+// shader_interface.ALPHA_MASK_ID: false for opaque materials, which then have no discard at all
+// (a shader that may discard loses early depth testing: lavapipe shades every covered fragment)
+layout(constant_id = 5) const bool ALPHA_MASK = true;
 layout(std140, set = 1, binding = 1) uniform MaterialBlock {
     vec4 base_color;  // linear RGBA factor
     vec4 uv_row0;     // the UV transform's first two rows (xyz)
@@ -61,7 +64,7 @@ void main() {
     if (VERTEX_COLORS) {
         surface *= in_vertex_color;
     }
-    if (surface.a < material.alpha.x) {
+    if (ALPHA_MASK && surface.a < material.alpha.x) {
         discard;
     }
     base.rgb *= surface.rgb;
