@@ -15,8 +15,10 @@ from vkdqs.crowd import DEFAULT_TINT
 from vkdqs.gltf import load_gltf
 from vkdqs.material import Material, Sampler, linear_to_srgb, srgb_to_linear, uv_transform
 from vkdqs.mesh import SkinnedMesh
+from vkdqs.overlay import copy_label_anchors
 from vkdqs.renderer import Renderer
 from vkdqs.scenes import METHOD_COLORS, CrowdScene
+from vkdqs.stills import Decorations, copy_points, scene_overlay
 from vkdqs.targets import OffscreenTarget
 
 from .gltf_fixtures_material import CHECKER, QUAD_INDICES, QUAD_POSITIONS, QUAD_UVS, textured_rig
@@ -318,6 +320,21 @@ def test_crowd_scene_from_gltf_wears_the_texture(device, tmp_path):
         assert covered(image).sum() > 500
         # the checker's cells: many distinct colours
         assert len(np.unique(image[covered(image)], axis=0)) > 50
+        # white copies look alike: a label under each grid tells LBS from DQS (the viewer's)
+        Decorations(crowds, grid=False).update()
+        overlay = scene_overlay(crowds)
+        labelled = renderer.render_image()
+        anchors = copy_label_anchors(renderer.camera, copy_points(crowds), (W, H))
+        assert len(anchors) == 2
+        for method, (x, y) in zip(("lbs", "dqs"), anchors, strict=True):
+            lo, hi = crowds.crowds[method].bounds()
+            box = np.array(np.meshgrid(*zip(lo, hi, strict=True))).reshape(3, -1).T
+            px = renderer.camera.project(box, W, H)
+            assert px[:, 0].min() < x < px[:, 0].max()  # under its own grid
+            text = overlay[int(y) : int(y) + 12, max(int(x) - 12, 0) : int(x) + 12, 3] > 0
+            assert text.sum() > 10
+        changed = (labelled != image).any(axis=-1)
+        assert changed.sum() > 20 and (overlay[..., 3][changed] > 0).all()
     with (
         OffscreenTarget(device, W, H) as target,
         Renderer(device, target, clear_color=CLEAR) as renderer,
@@ -327,3 +344,14 @@ def test_crowd_scene_from_gltf_wears_the_texture(device, tmp_path):
             np.testing.assert_array_equal(
                 candy.crowds[method].colors, np.tile(METHOD_COLORS[method], (2, 1))
             )
+
+
+def test_textured_material_on_a_mesh_without_uvs_draws_like_an_instance(renderer):
+    """Without TEXCOORD_0 a crowd passes on the constant row's UV (crowd.vert specialized), as
+    an instance reads it: one texel of the texture, the same pixels."""
+    rm = renderer.add_mesh(quad(uvs=None), material=Material(texture=checker(), sampler=NEAREST))
+    image, models = quad_crowd(renderer, rm, np.ones((2, 4)))
+    assert covered(image).sum() > 500
+    for i in range(2):
+        renderer.add_instance(rm, bone_count=1, model=models[i], color=WHITE, bones=EYE)
+    assert_same(image, renderer.render_image())

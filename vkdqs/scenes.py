@@ -1094,6 +1094,41 @@ class CrowdScene:
     def label(self) -> str:
         return f"{_methods_label(','.join(self._shown()))}, a crowd of {self.count} ({self.clip!r})"
 
+    # -- what stills.Decorations labels: one label under each grid shown -----------------------
+
+    @property
+    def shown_methods(self) -> tuple[str, ...]:
+        """The grids shown, left to right (their labels, in order)."""
+        return self._shown()
+
+    @property
+    def spacing(self) -> float:
+        """How far apart the grids' centres stand along :attr:`axis`."""
+        return 1.1 * self._side * self._pitch
+
+    @property
+    def axis(self) -> np.ndarray:
+        return np.array([1.0, 0.0, 0.0])
+
+    @property
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The box of one grid's rest copies, centred as the middle grid stands."""
+        width = self._side * self._pitch
+        centres = self._grid + np.array([-0.5 * width, 0.0, -0.5 * width])
+        lo, hi = self._mesh_bounds
+        return centres.min(axis=0) + lo, centres.max(axis=0) + hi
+
+    def pose_points(self) -> np.ndarray:
+        lo, hi = self.bounds
+        return _box_corners(lo, hi)[:, :3]
+
+    def caption(self) -> str:
+        """The corner text of the window: the model and the clip the copies play."""
+        return f"{self.name}: {self.count} copies out of phase, {self.clip.duration:.2f} s clip"
+
+    def bone_name(self, bone: int) -> str:
+        return f"bone {bone}"
+
 
 def _crowd_methods_of(methods: str) -> tuple[str, ...]:
     """The crowd methods ``methods`` shows, left to right ("all": every crowd method)."""
