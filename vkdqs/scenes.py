@@ -910,8 +910,11 @@ class CrowdScene:
     crowds (:meth:`Renderer.add_crowd`: one instanced draw per method). ``methods="both"`` shows
     an LBS grid on the left and a DQS grid on the right. Follows :class:`ViewerScene`.
 
-    Make one from a glTF file with :meth:`from_gltf` (its first skinned mesh and an animation)
-    or from the candy wrapper with :meth:`candy_wrapper`.
+    Make one from a glTF file with :meth:`from_gltf` (its first skinned mesh and an animation,
+    with its materials) or from the candy wrapper with :meth:`candy_wrapper`. ``material`` and
+    ``groups`` are :meth:`Renderer.add_mesh`'s: the copies wear them, white when the mesh has
+    colours of its own, else tinted by method. :class:`vkdqs.stills.Decorations` labels each
+    grid (the viewer's labels).
     """
 
     def __init__(
