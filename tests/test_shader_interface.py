@@ -84,6 +84,7 @@ from vkdqs.shader_interface import (
     Variant,
     bindings_of,
     crowd_render_inputs,
+    crowd_surface,
     mesh_inputs,
     push_bytes_of,
     render_inputs,
@@ -220,8 +221,11 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
         return [f"location {n} is read by the overlay" for n in sorted(mod.inputs())]
     if v.kind not in ("render", "readback", "crowd_render"):
         return []
-    inputs = {"render": render_inputs, "crowd_render": crowd_render_inputs}.get(v.kind, mesh_inputs)
-    host = {m.location: m for m in inputs(v.slots, v.method)}
+    if v.kind == "crowd_render":
+        host_inputs = crowd_render_inputs(v.slots, v.method, crowd_surface(v))
+    else:
+        host_inputs = (render_inputs if v.kind == "render" else mesh_inputs)(v.slots, v.method)
+    host = {m.location: m for m in host_inputs}
     shader, problems = mod.inputs(), []
     for loc, got in sorted(shader.items()):
         m = host.get(loc)
@@ -242,10 +246,11 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
     if v.kind in ("render", "readback", "compute"):
         want |= {MORPH_TARGETS_ID}
-    if v.kind == "crowd_render":  # crowd.vert: UV and colour passed on or constant
+    surface = v.kind == "fragment" or crowd_surface(v)  # with the UV and colour inputs
+    if v.kind == "crowd_render" and surface:  # crowd.vert: UV and colour passed on or constant
         want |= {CROWD_UVS_ID, CROWD_COLORS_ID}
     if v.kind in ("fragment", "crowd_fragment"):  # skin.frag: texture, colour, alpha test
-        want |= {TEXTURED_ID, VERTEX_COLORS_ID, ALPHA_MASK_ID}
+        want |= {ALPHA_MASK_ID} | ({TEXTURED_ID, VERTEX_COLORS_ID} if surface else set())
     problems = [] if set(mod.spec_ids()) == want else [f"SpecIds {set(mod.spec_ids())} != {want}"]
     if compute and mod.workgroup_size_spec_ids() != (LOCAL_SIZE_ID, None, None):
         problems.append(f"workgroup size SpecIds are {mod.workgroup_size_spec_ids()}")
@@ -395,23 +400,37 @@ def test_render_modules_use_exactly_the_render_layout() -> None:
 
 def test_the_fragment_shader_uses_exactly_the_material_set() -> None:
     """skin.frag reads every MATERIAL_BINDINGS entry of set 1 (the texture as a combined image
-    sampler), with its type, and so does its crowd variant; no vertex shader reads set 1."""
-    for name in ("skin.frag", "skin_crowd.frag"):
+    sampler), with its type, and so does its crowd variant with UVs; the crowd variant without
+    them reads only the block; no vertex shader reads set 1."""
+    for name in ("skin.frag", "skin_crowd_surface.frag", "skin_crowd.frag"):
         used = {n: d.type for (s, n), d in module(name).descriptors().items() if s == 1}
-        assert used == {b.binding: b.type.name for b in MATERIAL_BINDINGS}, name
+        want = {b.binding: b.type.name for b in MATERIAL_BINDINGS}
+        if name == "skin_crowd.frag":
+            want = {MATERIAL_UNIFORMS: want[MATERIAL_UNIFORMS]}
+        assert used == want, name
     for v in VARIANTS:
         if v.kind in ("render", "crowd_render"):
             assert all(s == 0 for s, _ in module(v.name).descriptors()), v.name
 
 
 def test_crowd_fragment_reads_what_the_crowd_vertex_shaders_write() -> None:
-    """skin_crowd.frag has skin.frag's inputs (UV at 3, vertex colour at 4, ...) but the copy's
-    flat colour at CROWD_COLOR_LOCATION instead of the heat-map scalar at 6."""
-    plain, crowd = module("skin.frag").inputs(), module("skin_crowd.frag").inputs()
+    """skin_crowd_surface.frag has skin.frag's inputs (UV at 3, vertex colour at 4, ...) but the
+    copy's flat colour at CROWD_COLOR_LOCATION instead of the heat-map scalar at 6;
+    skin_crowd.frag the same without UV and colour (the crowd.vert variants without
+    CROWD_SURFACE write neither)."""
+    instance = module("skin.frag").inputs()
+    crowd, bare = module("skin_crowd_surface.frag").inputs(), module("skin_crowd.frag").inputs()
     assert crowd[CROWD_COLOR_LOCATION] == ("float", 4, 32)
     assert {k: v for k, v in crowd.items() if k != CROWD_COLOR_LOCATION} == {
-        k: v for k, v in plain.items() if k != 6
+        k: v for k, v in instance.items() if k != 6
     }
+    assert bare == {k: v for k, v in crowd.items() if k not in (3, 4)}
+    for v in VARIANTS:
+        if v.kind == "crowd_render":
+            assert (
+                set(crowd_render_inputs(v.slots, v.method, True))
+                > set(crowd_render_inputs(v.slots, v.method, False))
+            ) and crowd_surface(v) == v.name.endswith("_surface.vert"), v.name
 
 
 def test_vulkan_enum_values() -> None:

@@ -17,7 +17,9 @@ a time, a model matrix and a colour. Per frame the renderer:
 
 The copies wear the RenderMesh's materials (``Renderer.add_mesh(material=..., groups=...)``):
 the fragment shader is skin.frag's, with the same material set, texture and pipeline choices
-as an instance's, so a copy draws exactly like an instance posed with the same bones. Each
+as an instance's, so a copy draws exactly like an instance posed with the same bones (an
+untextured material on a mesh without colours uses shader variants without UV and colour
+inputs: such crowds cost what they did before materials). Each
 copy's colour multiplies in: white by default over a mesh with its own colours (vertex colours,
 a texture or a base colour), else :data:`DEFAULT_TINT`.
 
@@ -583,6 +585,8 @@ class Crowd:
         if self.method in si.AUX_METHODS:
             assert rm.aux_buffer is not None  # made by Renderer.add_crowd
             buffers.append(rm.aux_buffer.handle)
+        # the UV and colour (or the constant row), read only by the pipelines of the surface
+        # variants: the others' bindings end before them
         for m in si.SURFACE_INPUTS:
             buffers.append((rm.surface_buffers.get(m.name) or constant).handle)
         vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
@@ -614,25 +618,34 @@ class Crowd:
         self, material: Material, *, wireframe: bool, cull: bool, samples: int
     ) -> GraphicsPipelineDesc:
         """The draw pipeline of the copies' triangles that use ``material``: as an instance's
-        (texture fetch and vertex colours specialized on or off, doubleSided not culled)."""
+        (texture fetch and vertex colours specialized on or off, doubleSided not culled). An
+        untextured material on a mesh without colours draws with the variants without UV and
+        colour inputs (``surface`` False), as cheap as crowds were before materials."""
         slots = self.mesh.mesh.slots
-        inputs = si.crowd_render_inputs(slots, self.method)
         surface = self.mesh.surface_buffers
+        textured, colored = material.texture is not None, "colors" in surface
+        uses = textured or colored  # else: the factor only, no UV or colour input
+        inputs = si.crowd_render_inputs(slots, self.method, uses)
+        spec: tuple[tuple[int, int], ...] = ()
+        if uses:
+            spec = (
+                (si.CROWD_UVS_ID, int(textured and "uvs" in surface)),
+                (si.CROWD_COLORS_ID, int(colored)),
+            )
         return GraphicsPipelineDesc(
-            vertex_shader=si.crowd_variant_name("crowd_render", self.method, slots),
-            fragment_shader=si.crowd_variant_name("crowd_fragment", "none"),
+            vertex_shader=si.crowd_variant_name("crowd_render", self.method, slots, uses),
+            fragment_shader=si.crowd_variant_name("crowd_fragment", "none", 4, uses),
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
-            spec=(
-                (si.CROWD_UVS_ID, int("uvs" in surface and material.texture is not None)),
-                (si.CROWD_COLORS_ID, int("colors" in surface)),
-            ),
-            fragment_spec=si.fragment_spec(
-                material.texture is not None, "colors" in surface, material.cutoff >= 0.0
-            ),
+            spec=spec,
+            fragment_spec=si.fragment_spec(textured, colored, material.cutoff >= 0.0)
+            if uses
+            else ((si.ALPHA_MASK_ID, int(material.cutoff >= 0.0)),),
             wireframe=wireframe,
             # one winding for all copies: with a mirrored copy, draw both sides
             cull_back=cull and not self._mirrored and not material.double_sided,
-            constant_inputs=tuple(m.location for m in si.SURFACE_INPUTS if m.name not in surface),
+            constant_inputs=tuple(
+                m.location for m in si.SURFACE_INPUTS if uses and m.name not in surface
+            ),
             samples=samples,
         )
 

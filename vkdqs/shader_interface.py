@@ -585,7 +585,9 @@ def push_bytes_of(v: Variant) -> int:
 # crowd_<method>[_8].vert skins with bone gl_InstanceIndex * joint_count + joint from it and
 # places each copy with its own model matrix and colour (another texel buffer); the fragment
 # shader is skin.frag compiled with CROWD (the copy's colour from the vertex shader, times the
-# mesh's material: set MATERIAL_SET, as for instances). Clip frames and bones
+# mesh's material: set MATERIAL_SET, as for instances). The ``_surface`` variants (CROWD_SURFACE)
+# also pass the material's UV and colour (SURFACE_INPUTS); the others, for untextured materials
+# on meshes without colours, have neither. Clip frames and bones
 # are rgba32f texel buffers holding each bone as BONE_TEXELS texels, in the same layout as the
 # uniform bone blocks (a DQ's real and dual parts; an affine matrix's three rows): on lavapipe
 # texel fetches are far faster than storage-buffer reads.
@@ -642,20 +644,31 @@ CROWD_RENDER_BINDINGS = (
 )
 
 
-def crowd_render_inputs(slots: int, method: str = "dqs") -> tuple[MeshInput, ...]:
-    """The vertex inputs of ``crowd_<method>[_8].vert``: :func:`mesh_inputs`, then
-    :data:`SURFACE_INPUTS` (7, 8: the material's UV and colour; a constant row without them)."""
-    return (*mesh_inputs(slots, method), *SURFACE_INPUTS)
+def crowd_render_inputs(
+    slots: int, method: str = "dqs", surface: bool = True
+) -> tuple[MeshInput, ...]:
+    """The vertex inputs of ``crowd_<method>[_8][_surface].vert``: :func:`mesh_inputs`, then
+    for the ``surface`` variant :data:`SURFACE_INPUTS` (7, 8: the material's UV and colour; a
+    constant row without them). Untextured materials on meshes without colours draw with the
+    variant without them: what crowds cost before materials."""
+    return (*mesh_inputs(slots, method), *(SURFACE_INPUTS if surface else ()))
 
 
-def crowd_variant_name(kind: str, method: str, slots: int = 4) -> str:
+def crowd_variant_name(kind: str, method: str, slots: int = 4, surface: bool = False) -> str:
     """``crowd_dqs.comp`` ("crowd_sample"), ``crowd_lbs_8.vert`` ("crowd_render") or
-    ``skin_crowd.frag`` ("crowd_fragment")."""
+    ``skin_crowd.frag`` ("crowd_fragment"); ``surface``: the variant with the material's UV and
+    colour inputs (``crowd_lbs_8_surface.vert``, ``skin_crowd_surface.frag``)."""
+    tail = "_surface" if surface else ""
     if kind == "crowd_fragment":
-        return "skin_crowd.frag"
+        return f"skin_crowd{tail}.frag"
     if kind == "crowd_sample":
         return f"crowd_{CROWD_SAMPLE_METHOD.get(method, method)}.comp"
-    return f"crowd_{method}{'_8' if slots == 8 else ''}.vert"
+    return f"crowd_{method}{'_8' if slots == 8 else ''}{tail}.vert"
+
+
+def crowd_surface(v: Variant) -> bool:
+    """Whether a crowd variant passes the material's UV and colour (``CROWD_SURFACE``)."""
+    return "CROWD_SURFACE" in v.defines
 
 
 def _crowd_variants() -> list[Variant]:
@@ -667,9 +680,14 @@ def _crowd_variants() -> list[Variant]:
             out.append(Variant(name, "crowd.comp", defines, "crowd_sample", method, 4))
         for slots in (4, 8):
             eight = ("SKIN_INFLUENCES_8",) if slots == 8 else ()
-            name = crowd_variant_name("crowd_render", method, slots)
-            out.append(Variant(name, "crowd.vert", defines + eight, "crowd_render", method, slots))
-    out.append(Variant("skin_crowd.frag", "skin.frag", ("CROWD",), "crowd_fragment", "none", 4))
+            for surface in (False, True):
+                name = crowd_variant_name("crowd_render", method, slots, surface)
+                more = defines + eight + (("CROWD_SURFACE",) if surface else ())
+                out.append(Variant(name, "crowd.vert", more, "crowd_render", method, slots))
+    for surface in (False, True):
+        name = crowd_variant_name("crowd_fragment", "none", 4, surface)
+        more = ("CROWD", "CROWD_SURFACE") if surface else ("CROWD",)
+        out.append(Variant(name, "skin.frag", more, "crowd_fragment", "none", 4))
     return out
 
 

@@ -7,7 +7,8 @@
 // The base colour is the instance's colour (CROWD: the copy's, flat from crowd.vert at location
 // 5) x the material's factor x its sRGB texture (set 1, sampled at the KHR_texture_transform of
 // TEXCOORD_0) x the vertex colour; fragments whose alpha is below the material's cutoff are
-// discarded (alphaMode MASK).
+// discarded (alphaMode MASK). A CROWD variant without CROWD_SURFACE has no UV and colour inputs
+// (untextured materials on meshes without colours: crowds cost what they did before materials).
 
 #include "include/instance.glsl"
 
@@ -22,6 +23,8 @@ layout(location = 5) flat in vec4 in_color;  // shader_interface.CROWD_COLOR_LOC
 layout(location = 6) in float in_scalar;
 #endif
 
+#if !defined(CROWD) || defined(CROWD_SURFACE)
+#define SURFACE_INPUTS
 layout(location = 3) in vec2 in_uv;
 layout(location = 4) in vec4 in_vertex_color;
 layout(set = 1, binding = 0) uniform sampler2D base_color_texture;
@@ -29,6 +32,7 @@ layout(set = 1, binding = 0) uniform sampler2D base_color_texture;
 // meshes without colours skip the fetch and the multiply (lavapipe: ~10% of a frame).
 layout(constant_id = 3) const bool TEXTURED = true;
 layout(constant_id = 4) const bool VERTEX_COLORS = true;
+#endif
 // shader_interface.ALPHA_MASK_ID: false for opaque materials, which then have no discard at all
 // (a shader that may discard loses early depth testing: lavapipe shades every covered fragment)
 layout(constant_id = 5) const bool ALPHA_MASK = true;
@@ -56,6 +60,7 @@ void main() {
     vec3 view = normalize(inst.camera_position.xyz - in_world_position);
     vec4 base = BASE_COLOR;
     vec4 surface = material.base_color;
+#ifdef SURFACE_INPUTS
     if (TEXTURED) {
         vec3 uvw = vec3(in_uv, 1.0);
         vec2 uv = vec2(dot(material.uv_row0.xyz, uvw), dot(material.uv_row1.xyz, uvw));
@@ -64,6 +69,7 @@ void main() {
     if (VERTEX_COLORS) {
         surface *= in_vertex_color;
     }
+#endif
     if (ALPHA_MASK && surface.a < material.alpha.x) {
         discard;
     }
