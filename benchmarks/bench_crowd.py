@@ -19,6 +19,13 @@ so compare with the LBS rows), rendered offscreen with ``rendercanvas`` and read
 (``canvas.draw()``), up to ``--max-pygfx`` copies; fps and CPU ms only (no GPU timestamps).
 ``--pygfx-only`` measures just those and adds them to the rows of an existing ``--out`` file.
 
+**Textured crowds** (``--textured-counts``, 256 and 4096 by default; none with no value): the
+same crowd, its mesh given TEXCOORD_0 and COLOR_0 and a 256x256 mipmapped texture (the material
+path of a glTF character), against the untextured crowd measured next to it in the same run
+(both made first, their rounds interleaved; medians): the ratios of GPU ms and of process CPU
+ms a frame (every thread's CPU time: on lavapipe the GPU work itself, and less disturbed by
+other processes than the timestamps).
+
 Every frame is read back (``render_image``) at a small resolution. Reported: the median over
 rounds of the frame time (fps) and of the main thread's CPU time a frame (Python + driver calls;
 lavapipe's rasterizer threads are not counted); the median over frames of the GPU time a frame
@@ -50,6 +57,8 @@ from vkdqs import AnimationClip, dq, procedural
 from vkdqs import shader_interface as si
 from vkdqs.compare import with_dqs_blend
 from vkdqs.gpu.device import Device
+from vkdqs.material import Material
+from vkdqs.mesh import SkinnedMesh
 from vkdqs.renderer import Renderer
 from vkdqs.targets import OffscreenTarget
 
@@ -73,22 +82,43 @@ def grid(count: int) -> np.ndarray:
     return models
 
 
-def timed(step, renderer: Renderer, frames: int, gpu: list[float]) -> tuple[float, float]:
+def timed(
+    step, renderer: Renderer, frames: int, gpu: list[float], process: list[float] | None = None
+) -> tuple[float, float]:
     """(wall seconds, main-thread CPU seconds) per frame over ``frames`` frames; appends each
-    frame's GPU milliseconds to ``gpu``."""
-    wall0, cpu0 = time.perf_counter(), time.thread_time()
+    frame's GPU milliseconds to ``gpu`` and, if given, the process's CPU seconds a frame (every
+    thread: lavapipe's too) to ``process``."""
+    wall0, cpu0, proc0 = time.perf_counter(), time.thread_time(), time.process_time()
     for f in range(frames):
         step(f)
         renderer.render_image()  # waits for the frame, so gpu_ms is this frame's
         assert renderer.gpu_ms is not None
         gpu.append(renderer.gpu_ms)
+    if process is not None:
+        process.append((time.process_time() - proc0) / frames)
     return (time.perf_counter() - wall0) / frames, (time.thread_time() - cpu0) / frames
 
 
-def crowd_run(device, mesh, clip, count, method):
+def textured(mesh: SkinnedMesh) -> tuple[SkinnedMesh, Material]:
+    """``mesh`` with UVs (its x, y box) and a colour ramp, and a 256x256 mipmapped texture."""
+    p = mesh.positions
+    lo, hi = p.min(axis=0), p.max(axis=0)
+    uvs = (p[:, :2] - lo[:2]) / np.maximum(hi[:2] - lo[:2], 1e-9)
+    colors = np.c_[0.5 + 0.5 * uvs, np.ones((len(p), 2))]
+    textured_mesh = SkinnedMesh(
+        p, mesh.normals, mesh.joints, mesh.weights, mesh.indices, dqs_blend=mesh.dqs_blend,
+        uvs=uvs, colors=colors,
+    )  # fmt: skip
+    rgba = np.random.default_rng(1).integers(0, 256, (256, 256, 4), dtype=np.uint8)
+    rgba[..., 3] = 255
+    return textured_mesh, Material(texture=rgba)
+
+
+def crowd_run(device, mesh, clip, count, method, material=None):
     target = OffscreenTarget(device, W, H)
     renderer = Renderer(device, target, gpu_timing=True)
-    crowd = renderer.add_crowd(renderer.add_mesh(mesh), clip, count=count, method=method)
+    rm = renderer.add_mesh(mesh, material=material)
+    crowd = renderer.add_crowd(rm, clip, count=count, method=method)
     crowd.set_models(grid(count))
     crowd.set_times(np.random.default_rng(0).uniform(0.0, clip.duration, count))
     renderer.frame_scene()
@@ -122,14 +152,19 @@ def empty_run(device, mesh, clip, count, method):
     return target, renderer, lambda f: None
 
 
+def textured_crowd_run(device, mesh, clip, count, method):
+    textured_mesh, material = textured(mesh)
+    return crowd_run(device, textured_mesh, clip, count, method, material)
+
+
 def bench(device, run, mesh, clip, count, method, rounds, frames) -> dict:
     target, renderer, step = run(device, mesh, clip, count, method)
     gpu: list[float] = []
     try:
         timed(step, renderer, 2, [])  # warm-up: pipelines, both frame slots
-        wall, cpu = [], []
+        wall, cpu, process = [], [], []
         for _ in range(rounds):
-            w, c = timed(step, renderer, frames, gpu)
+            w, c = timed(step, renderer, frames, gpu, process)
             wall.append(w)
             cpu.append(c)
     finally:
@@ -139,6 +174,9 @@ def bench(device, run, mesh, clip, count, method, rounds, frames) -> dict:
     gpu_ms = float(np.median(gpu))
     out = {"fps": 1.0 / frame, "frame_ms": 1e3 * frame, "cpu_ms": 1e3 * float(np.median(cpu))}
     out["gpu_ms"] = gpu_ms
+    # every thread's CPU a frame: on lavapipe the GPU work itself, and less disturbed than the
+    # GPU timestamps by other processes sharing the cores
+    out["process_cpu_ms"] = 1e3 * float(np.median(process))
     if mesh is not None:
         out["gpu_ns_per_vertex"] = 1e6 * gpu_ms / (count * mesh.vertex_count)
     return out
@@ -256,6 +294,40 @@ def pygfx_only(args) -> None:
     print(f"wrote {args.out}")
 
 
+def bench_interleaved(device, runs: dict, mesh, clip, count, method, rounds, frames) -> dict:
+    """:func:`bench` of several runs of the same crowd at once, their rounds interleaved (run A,
+    run B, run A, ...) so that load from other processes and the allocator's warm-up fall on
+    all of them alike; ``{name: result}``."""
+    made = {name: run(device, mesh, clip, count, method) for name, run in runs.items()}
+    gpu = {name: [] for name in runs}
+    wall = {name: [] for name in runs}
+    cpu = {name: [] for name in runs}
+    process = {name: [] for name in runs}
+    try:
+        for _target, renderer, step in made.values():
+            timed(step, renderer, 2, [])  # warm-up: pipelines, both frame slots
+        for _ in range(rounds):
+            for name, (_target, renderer, step) in made.items():
+                w, c = timed(step, renderer, frames, gpu[name], process[name])
+                wall[name].append(w)
+                cpu[name].append(c)
+    finally:
+        for target, renderer, _step in made.values():
+            renderer.close()
+            target.close()
+    out = {}
+    for name in runs:
+        frame = float(np.median(wall[name]))
+        out[name] = {
+            "fps": 1.0 / frame,
+            "frame_ms": 1e3 * frame,
+            "cpu_ms": 1e3 * float(np.median(cpu[name])),
+            "gpu_ms": float(np.median(gpu[name])),
+            "process_cpu_ms": 1e3 * float(np.median(process[name])),
+        }
+    return out
+
+
 def per_vertex_net(gpu_ms: float, empty_ms: float, vertices: int) -> float:
     """GPU ns a skinned vertex once the empty frame's fixed cost is taken off."""
     return 1e6 * max(gpu_ms - empty_ms, 0.0) / vertices
@@ -275,6 +347,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--frames", type=int, default=2, help="frames per round")
     parser.add_argument("--max-instances", type=int, default=1024)
+    parser.add_argument(
+        "--textured-counts",
+        type=int,
+        nargs="*",
+        default=[256, 4096],
+        help="copies of the textured crowd rows (each also measured untextured)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "crowd.json")
     parser.add_argument("--pygfx", action="store_true", help="add pygfx as an outside reference")
     parser.add_argument("--pygfx-only", action="store_true", help="only pygfx, into --out")
@@ -284,7 +363,7 @@ def main() -> None:
         pygfx_only(args)
         return
 
-    results, singles = [], []
+    results, singles, textured_rows = [], [], []
     with Device() as device:
         name = device.info.name
         # Process warm-up, discarded: until a large frame's buffers have been freed once,
@@ -333,6 +412,22 @@ def main() -> None:
                         else None
                     )
                     results.append(row)
+                for count in args.textured_counts:
+                    if count < 1:
+                        continue
+                    pair = {"untextured": crowd_run, "textured": textured_crowd_run}
+                    measured = bench_interleaved(
+                        device, pair, mesh, clip, count, method, args.rounds, args.frames
+                    )
+                    untextured, tex = measured["untextured"], measured["textured"]
+                    row = {"mesh": mesh_name, "method": method, "copies": count}
+                    row |= {"untextured": untextured, "textured": tex}
+                    row["textured/untextured GPU ms"] = tex["gpu_ms"] / untextured["gpu_ms"]
+                    row["textured/untextured frame ms"] = tex["frame_ms"] / untextured["frame_ms"]
+                    row["textured/untextured process CPU ms"] = (
+                        tex["process_cpu_ms"] / untextured["process_cpu_ms"]
+                    )
+                    textured_rows.append(row)
 
     pygfx, info = {}, pygfx_info() if args.pygfx else None
     if info is not None:
@@ -373,12 +468,26 @@ def main() -> None:
                 else ""
             )
         )
+    if textured_rows:
+        print("textured crowds (UVs, COLOR_0, 256x256 mipmapped texture) against untextured:")
+        print(f"{'mesh':<8} {'method':<6} {'copies':>6} | {'untex GPU ms':>12} "
+              f"{'tex GPU ms':>10} {'tex/untex':>9} | {'untex CPU ms':>12} {'tex CPU ms':>10} "
+              f"{'tex/untex':>9} | {'untex fps':>9} {'tex fps':>8}")  # fmt: skip
+        for r in textured_rows:
+            u, t = r["untextured"], r["textured"]
+            print(
+                f"{r['mesh']:<8} {r['method']:<6} {r['copies']:>6} | {u['gpu_ms']:12.2f} "
+                f"{t['gpu_ms']:10.2f} {r['textured/untextured GPU ms']:9.2f} | "
+                f"{u['process_cpu_ms']:12.1f} {t['process_cpu_ms']:10.1f} "
+                f"{r['textured/untextured process CPU ms']:9.2f} | {u['fps']:9.1f} {t['fps']:8.1f}"
+            )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"device": name, "cpus": os.cpu_count(), "width": W, "height": H}
     meta |= {"empty_gpu_ms": empty_ms, "args": sys.argv[1:]}
     if info is not None:
         meta["pygfx"] = info | {"max_pygfx": args.max_pygfx}
     data = {"meta": meta, "single_instance": singles, "results": results}
+    data["textured"] = textured_rows
     args.out.write_text(json.dumps(data, indent=2) + "\n")
     print(f"wrote {args.out}")
 

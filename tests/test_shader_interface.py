@@ -52,9 +52,12 @@ from vkdqs.shader_interface import (
     COMPUTE_OUT_FORMAT,
     CROWD_BONES,
     CROWD_BONES_OUT,
+    CROWD_COLOR_LOCATION,
+    CROWD_COLORS_ID,
     CROWD_COPIES,
     CROWD_FRAMES,
     CROWD_TEXEL_FORMAT,
+    CROWD_UVS_ID,
     INSTANCE,
     INSTANCE_BLOCK,
     LOCAL_SIZE_ID,
@@ -80,10 +83,13 @@ from vkdqs.shader_interface import (
     Stage,
     Variant,
     bindings_of,
+    crowd_render_inputs,
+    crowd_surface,
     mesh_inputs,
     push_bytes_of,
     render_inputs,
     sample_bit,
+    surface_variant,
 )
 
 SPIRV_DIR = Path(__file__).resolve().parents[1] / "shaders" / "spirv"
@@ -146,7 +152,9 @@ def check_bindings(v: Variant, mod: Module) -> list[str]:
     problems = [] if len(host) == len(bindings_of(v)) else ["host layout repeats a binding"]
     # the renderer's pipelines also have the material set (set 1)
     materials = (
-        {b.binding: b for b in MATERIAL_BINDINGS} if v.kind in ("render", "fragment") else {}
+        {b.binding: b for b in MATERIAL_BINDINGS}
+        if v.kind in ("render", "fragment", "crowd_render", "crowd_fragment")
+        else {}
     )
     for (set_, n), d in sorted(mod.descriptors().items()):
         b = host.get(n) if set_ == 0 else materials.get(n) if set_ == MATERIAL_SET else None
@@ -204,7 +212,8 @@ def check_bone_blocks(v: Variant, mod: Module) -> list[str]:
 
 def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
     """Vertex inputs ⊆ mesh_inputs(slots) (render_inputs for rendering variants: with the
-    scalar at location 9) by location and type; equal where the shader skins.
+    scalar at location 9; crowd_render_inputs for crowds: with the material's UV and colour)
+    by location and type; equal where the shader skins.
 
     skin_none reads all four today (the heat map uses joints and weights) but needs none of the
     influences, so for it only the Vulkan rule (every input fed) is asserted.
@@ -213,8 +222,15 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
         return [f"location {n} is read by the overlay" for n in sorted(mod.inputs())]
     if v.kind not in ("render", "readback", "crowd_render"):
         return []
-    inputs = render_inputs if v.kind == "render" else mesh_inputs
-    host = {m.location: m for m in inputs(v.slots, v.method)}
+    if v.kind == "crowd_render":
+        host_inputs = crowd_render_inputs(v.slots, v.method, crowd_surface(v))
+    else:
+        host_inputs = (
+            render_inputs(v.slots, v.method, surface_variant(v))
+            if v.kind == "render"
+            else mesh_inputs(v.slots, v.method)
+        )
+    host = {m.location: m for m in host_inputs}
     shader, problems = mod.inputs(), []
     for loc, got in sorted(shader.items()):
         m = host.get(loc)
@@ -235,8 +251,11 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
     if v.kind in ("render", "readback", "compute"):
         want |= {MORPH_TARGETS_ID}
-    if v.kind == "fragment":  # skin.frag: texture and vertex colour on or off
-        want |= {TEXTURED_ID, VERTEX_COLORS_ID, ALPHA_MASK_ID}
+    surface = surface_variant(v)  # with the UV and colour inputs
+    if v.kind == "crowd_render" and surface:  # crowd.vert: UV and colour passed on or constant
+        want |= {CROWD_UVS_ID, CROWD_COLORS_ID}
+    if v.kind in ("fragment", "crowd_fragment"):  # skin.frag: texture, colour, alpha test
+        want |= {ALPHA_MASK_ID} | ({TEXTURED_ID, VERTEX_COLORS_ID} if surface else set())
     problems = [] if set(mod.spec_ids()) == want else [f"SpecIds {set(mod.spec_ids())} != {want}"]
     if compute and mod.workgroup_size_spec_ids() != (LOCAL_SIZE_ID, None, None):
         problems.append(f"workgroup size SpecIds are {mod.workgroup_size_spec_ids()}")
@@ -291,9 +310,10 @@ def check_morph_bindings(v: Variant, mod: Module) -> list[str]:
 
 
 def check_material_block(v: Variant, mod: Module) -> list[str]:
-    """skin.frag's MaterialBlock (set 1) is MATERIAL_BLOCK; no other module reads set 1."""
+    """skin.frag's MaterialBlock (set 1) is MATERIAL_BLOCK, in its crowd variant too; no other
+    module reads set 1."""
     d = mod.descriptors().get((MATERIAL_SET, MATERIAL_UNIFORMS))
-    if v.name != "skin.frag":
+    if v.kind not in ("fragment", "crowd_fragment"):
         return [] if d is None else ["reads the material block"]
     if d is None or d.type != "UNIFORM_BUFFER":
         return [f"no uniform block at set {MATERIAL_SET} binding {MATERIAL_UNIFORMS}"]
@@ -384,11 +404,40 @@ def test_render_modules_use_exactly_the_render_layout() -> None:
 
 
 def test_the_fragment_shader_uses_exactly_the_material_set() -> None:
-    """skin.frag reads every MATERIAL_BINDINGS entry of set 1 (the texture as a combined image
-    sampler), with its type; the crowd fragment shader (untextured) reads none."""
-    used = {n: d.type for (s, n), d in module("skin.frag").descriptors().items() if s == 1}
-    assert used == {b.binding: b.type.name for b in MATERIAL_BINDINGS}
-    assert all(s == 0 for s, _ in module("skin_crowd.frag").descriptors())
+    """skin_surface.frag and skin_crowd_surface.frag read every MATERIAL_BINDINGS entry of set 1
+    (the texture as a combined image sampler), with its type; the variants without the UV and
+    colour inputs read only the block; no vertex shader reads set 1."""
+    for name in ("skin_surface.frag", "skin.frag", "skin_crowd_surface.frag", "skin_crowd.frag"):
+        used = {n: d.type for (s, n), d in module(name).descriptors().items() if s == 1}
+        want = {b.binding: b.type.name for b in MATERIAL_BINDINGS}
+        if not name.endswith("_surface.frag"):
+            want = {MATERIAL_UNIFORMS: want[MATERIAL_UNIFORMS]}
+        assert used == want, name
+    for v in VARIANTS:
+        if v.kind in ("render", "crowd_render"):
+            assert all(s == 0 for s, _ in module(v.name).descriptors()), v.name
+
+
+def test_crowd_fragment_reads_what_the_crowd_vertex_shaders_write() -> None:
+    """skin_crowd_surface.frag has skin.frag's inputs (UV at 3, vertex colour at 4, ...) but the
+    copy's flat colour at CROWD_COLOR_LOCATION instead of the heat-map scalar at 6;
+    skin_crowd.frag the same without UV and colour (the crowd.vert variants without
+    CROWD_SURFACE write neither)."""
+    instance = module("skin_surface.frag").inputs()
+    crowd, bare = module("skin_crowd_surface.frag").inputs(), module("skin_crowd.frag").inputs()
+    # the instance shader without SURFACE: neither UV, colour nor the scalar
+    assert module("skin.frag").inputs() == {k: v for k, v in instance.items() if k not in (3, 4, 6)}
+    assert crowd[CROWD_COLOR_LOCATION] == ("float", 4, 32)
+    assert {k: v for k, v in crowd.items() if k != CROWD_COLOR_LOCATION} == {
+        k: v for k, v in instance.items() if k != 6
+    }
+    assert bare == {k: v for k, v in crowd.items() if k not in (3, 4)}
+    for v in VARIANTS:
+        if v.kind == "crowd_render":
+            assert (
+                set(crowd_render_inputs(v.slots, v.method, True))
+                > set(crowd_render_inputs(v.slots, v.method, False))
+            ) and crowd_surface(v) == v.name.endswith("_surface.vert"), v.name
 
 
 def test_vulkan_enum_values() -> None:
@@ -505,10 +554,10 @@ MISMATCHES: dict[str, tuple[Callable, str, Callable[[], Module], str]] = {
         _patch("skin.frag", OP_MEMBER_DECORATE, lambda a: a[1:4] == (3, OFFSET, 48), 3, 52),
         "alpha: shader Member(offset=52",
     ),
-    "material-block-in-crowd-frag": (
+    "material-block-in-crowd-vert": (
         check_material_block,
-        "skin_crowd.frag",
-        _given("skin.frag"),
+        "crowd_dqs.vert",
+        _given("skin_crowd.frag"),
         "reads the material block",
     ),
     "readback-push-given-render": (

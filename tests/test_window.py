@@ -170,6 +170,7 @@ def test_viewer_crowd(xvfb):
         assert viewer.scene.methods == "dqs"
         shot = viewer.screenshot()
         assert (shot[..., :3] != shot[0, 0, :3]).any(axis=-1).sum() > 100
+        assert viewer.renderer._overlay is not None  # the grids' labels
         # the cycle shows every crowd method
         seen = {viewer.cycle_methods() for _ in range(8)}
         assert {"blend", "cor", "dqs_blender", "all"} <= seen

@@ -12,7 +12,16 @@ a time, a model matrix and a colour. Per frame the renderer:
 2. dispatches ``crowd_<method>.comp``, which blends the two neighbouring frames of every
    (copy, joint) into a texel buffer of bones (DQS: shortest arc, normalized; LBS: linear);
 3. after a compute-to-vertex barrier, draws all copies with one instanced ``vkCmdDrawIndexed``
-   of ``crowd_<method>.vert``, which reads bone ``copy * joints + joint``.
+   of ``crowd_<method>.vert`` per material group of the mesh, which reads bone
+   ``copy * joints + joint``.
+
+The copies wear the RenderMesh's materials (``Renderer.add_mesh(material=..., groups=...)``):
+the fragment shader is skin.frag's, with the same material set, texture and pipeline choices
+as an instance's, so a copy draws exactly like an instance posed with the same bones (an
+untextured material on a mesh without colours uses shader variants without UV and colour
+inputs: such crowds cost what they did before materials). Each
+copy's colour multiplies in: white by default over a mesh with its own colours (vertex colours,
+a texture or a base colour), else :data:`DEFAULT_TINT`.
 
 Bones, frames and copies live in rgba32f texel buffers (on lavapipe texel fetches are far faster
 than storage-buffer reads), not in the 64 KiB uniform block. Limits (checked with
@@ -64,6 +73,7 @@ from .gpu import (
     write_descriptors,
 )
 from .gpu.calls import vk
+from .material import Material
 
 if TYPE_CHECKING:
     from .gpu import ResourceOwner
@@ -81,12 +91,26 @@ _STORAGE = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
 _TEXELS = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
 _OUT_TEXELS = vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT | _TEXELS
 _TEXEL_BYTES = 16
+#: The copies' colour when the mesh has no colours of its own (as the viewer tints LBS copies).
+DEFAULT_TINT = (0.62, 0.34, 0.16, 1.0)
+
+
+def has_own_color(mesh: Any) -> bool:
+    """Whether a RenderMesh has colours of its own: vertex colours, or a material with a texture
+    or a base colour other than white (the rule of the viewer's glTF copies)."""
+    return mesh.mesh.colors is not None or any(g[2].material.has_own_color for g in mesh.groups)
+
+
+def default_color(mesh: Any) -> tuple[float, ...]:
+    """A new crowd's copy colour: white over a mesh's own colours, else :data:`DEFAULT_TINT`."""
+    return (1.0, 1.0, 1.0, 1.0) if has_own_color(mesh) else DEFAULT_TINT
 
 
 class _Layouts:
-    """The set and pipeline layouts every crowd of a renderer shares."""
+    """The set and pipeline layouts every crowd of a renderer shares; the draw's layout has the
+    renderer's material set layout as set :data:`si.MATERIAL_SET`, as its instances' do."""
 
-    def __init__(self, owner: ResourceOwner) -> None:
+    def __init__(self, owner: ResourceOwner, material_set: DescriptorSetLayout) -> None:
         dev = owner.device
         self.sample_set = owner._keep(
             DescriptorSetLayout(dev, si.CROWD_SAMPLE_BINDINGS, label="crowd sample")
@@ -102,7 +126,7 @@ class _Layouts:
         self.render = owner._keep(
             PipelineLayout(
                 dev,
-                [self.render_set],
+                [self.render_set, material_set],
                 si.CROWD_RENDER_PUSH_BYTES,
                 si.Stage.VERTEX,
                 label="crowd render",
@@ -263,7 +287,7 @@ class Crowd:
         self._state_lock = threading.Lock()
         self._speeds = np.ones(count)
         self._models = np.broadcast_to(np.eye(4), (count, 4, 4)).copy()
-        self._colors = np.broadcast_to(np.array([0.62, 0.34, 0.16, 1.0]), (count, 4)).copy()
+        self._colors = np.broadcast_to(default_color(mesh), (count, 4)).copy()
         self._mirrored = False
         self._copies = np.zeros(count, si.CROWD_COPY)
         self._copies_gen = 0
@@ -420,9 +444,14 @@ class Crowd:
         self._mirrored = bool((det < 0).any())
         self._update_copies()
 
+    @property
+    def colors(self) -> np.ndarray:
+        """Each copy's linear RGBA colour, ``(count, 4)`` (a copy)."""
+        return self._colors.copy()
+
     def set_colors(self, colors: ArrayLike) -> None:
         """Each copy's linear RGB(A) colour, ``(count, 3)`` or ``(count, 4)``, or one colour
-        ``(3,)``/``(4,)`` for all."""
+        ``(3,)``/``(4,)`` for all; it multiplies the mesh's material colours."""
         c = _float_array(colors, "colors")
         if c.shape in ((3,), (4,)):
             c = np.broadcast_to(c, (self.count, c.shape[0]))
@@ -537,17 +566,29 @@ class Crowd:
             None,
         )
 
-    def _record_draw(self, cmd: Any, slot: int, pipeline: Any, view_projection: Any) -> None:
-        """Inside the render pass: every copy in one instanced draw."""
+    def _record_draw(
+        self,
+        cmd: Any,
+        slot: int,
+        draws: Sequence[tuple[int, int, Any, Any]],
+        constant: Buffer,
+        view_projection: Any,
+    ) -> None:
+        """Inside the render pass: every copy in one instanced draw per material group;
+        ``draws`` are ``(first index, index count, material set, pipeline)``, and ``constant``
+        the renderer's row of ones that meshes without UVs or colours read."""
         s = self._slots[slot]
         graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
         layout = self._layouts.render.handle
-        vk.vkCmdBindPipeline(cmd, graphics, pipeline)
         rm = self.mesh
         buffers = [b.handle for b in rm.vertex_buffers]
         if self.method in si.AUX_METHODS:
             assert rm.aux_buffer is not None  # made by Renderer.add_crowd
             buffers.append(rm.aux_buffer.handle)
+        # the UV and colour (or the constant row), read only by the pipelines of the surface
+        # variants: the others' bindings end before them
+        for m in si.SURFACE_INPUTS:
+            buffers.append((rm.surface_buffers.get(m.name) or constant).handle)
         vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
         vk.vkCmdBindIndexBuffer(cmd, rm.index_buffer.handle, 0, vk.VK_INDEX_TYPE_UINT32)
         vk.vkCmdBindDescriptorSets(cmd, graphics, layout, 0, 1, [s["render_set"]], 0, None)
@@ -557,7 +598,15 @@ class Crowd:
         vk.vkCmdPushConstants(
             cmd, layout, si.Stage.VERTEX, 0, push.nbytes, vk.ffi.from_buffer(push)
         )
-        vk.vkCmdDrawIndexed(cmd, rm.index_count, self.count, 0, 0, 0)
+        bound = None
+        for first, count, material_set, pipeline in draws:
+            if pipeline != bound:
+                vk.vkCmdBindPipeline(cmd, graphics, pipeline)
+                bound = pipeline
+            vk.vkCmdBindDescriptorSets(
+                cmd, graphics, layout, si.MATERIAL_SET, 1, [material_set], 0, None
+            )
+            vk.vkCmdDrawIndexed(cmd, count, self.count, first, 0, 0)
 
     def sample_pipeline_desc(self) -> ComputePipelineDesc:
         return ComputePipelineDesc(
@@ -566,17 +615,37 @@ class Crowd:
         )
 
     def draw_pipeline_desc(
-        self, *, wireframe: bool, cull: bool, samples: int
+        self, material: Material, *, wireframe: bool, cull: bool, samples: int
     ) -> GraphicsPipelineDesc:
+        """The draw pipeline of the copies' triangles that use ``material``: as an instance's
+        (texture fetch and vertex colours specialized on or off, doubleSided not culled). An
+        untextured material on a mesh without colours draws with the variants without UV and
+        colour inputs (``surface`` False), as cheap as crowds were before materials."""
         slots = self.mesh.mesh.slots
-        inputs = si.mesh_inputs(slots, self.method)
+        surface = self.mesh.surface_buffers
+        textured, colored = material.texture is not None, "colors" in surface
+        uses = textured or colored  # else: the factor only, no UV or colour input
+        inputs = si.crowd_render_inputs(slots, self.method, uses)
+        spec: tuple[tuple[int, int], ...] = ()
+        if uses:
+            spec = (
+                (si.CROWD_UVS_ID, int(textured and "uvs" in surface)),
+                (si.CROWD_COLORS_ID, int(colored)),
+            )
         return GraphicsPipelineDesc(
-            vertex_shader=si.crowd_variant_name("crowd_render", self.method, slots),
-            fragment_shader=si.crowd_variant_name("crowd_fragment", "none"),
+            vertex_shader=si.crowd_variant_name("crowd_render", self.method, slots, uses),
+            fragment_shader=si.crowd_variant_name("crowd_fragment", "none", 4, uses),
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
+            spec=spec,
+            fragment_spec=si.fragment_spec(textured, colored, material.cutoff >= 0.0)
+            if uses
+            else ((si.ALPHA_MASK_ID, int(material.cutoff >= 0.0)),),
             wireframe=wireframe,
             # one winding for all copies: with a mirrored copy, draw both sides
-            cull_back=cull and not self._mirrored,
+            cull_back=cull and not self._mirrored and not material.double_sided,
+            constant_inputs=tuple(
+                m.location for m in si.SURFACE_INPUTS if uses and m.name not in surface
+            ),
             samples=samples,
         )
 

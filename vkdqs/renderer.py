@@ -704,7 +704,9 @@ class Renderer(ResourceOwner):
     ) -> Crowd:
         """``count`` copies of ``mesh`` playing ``clip`` (a :class:`vkdqs.AnimationClip`), or
         each one of ``clips`` (chosen per copy with ``crowd.set_clips``), sampled on the GPU and
-        drawn in one instanced call; see :mod:`vkdqs.crowd`.
+        drawn in one instanced call (one per material group); see :mod:`vkdqs.crowd`. The copies
+        wear the mesh's materials (those given to :meth:`add_mesh`), each copy's colour
+        (``crowd.set_colors``) multiplying in, as an instance's does.
 
         ``method`` is "dqs", "lbs", "blend" (needs the mesh's ``dqs_blend``), "cor" or
         "dqs_blender". "cor" skins about the mesh's centers of rotation: ``centers`` ((N, 3)),
@@ -727,7 +729,7 @@ class Renderer(ResourceOwner):
             if method == "cor" and centers is not None:
                 given = check_centers(mesh.mesh, centers)
             if self._crowd_layouts is None:
-                self._crowd_layouts = _Layouts(self)
+                self._crowd_layouts = _Layouts(self, self._material_layout)
             crowd = Crowd(
                 self,
                 self._crowd_layouts,
@@ -834,24 +836,27 @@ class Renderer(ResourceOwner):
         variant = inst.variant
         slots = inst.mesh.mesh.slots if variant != "none" else 4
         wire = self.wireframe and self.device.info.fill_mode_non_solid
-        inputs = si.render_inputs(slots, variant)
         surface = inst.mesh.surface_buffers
+        textured, colored = material.texture is not None, "colors" in surface
+        # the shaders with UV, colour and scalar inputs only where they are read (lavapipe
+        # interpolates every declared fragment input); the vertex buffers bound for them are
+        # past the plain variants' inputs, so one binding serves both
+        uses = textured or colored or inst.scalar is not None
+        inputs = si.render_inputs(slots, variant, uses)
         desc = GraphicsPipelineDesc(
-            vertex_shader=si.variant_name("render", variant, slots),
-            fragment_shader=si.variant_name("fragment", "none"),
+            vertex_shader=si.variant_name("render", variant, slots, uses),
+            fragment_shader=si.variant_name("fragment", "none", surface=uses),
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
             spec=(
                 (si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),
                 (si.MORPH_TARGETS_ID, inst.morph_spec),
             ),
-            fragment_spec=(
-                (si.TEXTURED_ID, int(material.texture is not None)),
-                (si.VERTEX_COLORS_ID, int("colors" in surface)),
-                (si.ALPHA_MASK_ID, int(material.alpha_mode != "OPAQUE")),
-            ),
+            fragment_spec=si.fragment_spec(textured, colored, material.cutoff >= 0.0),
             wireframe=wire,
             cull_back=self.cull and not material.double_sided,
-            constant_inputs=tuple(m.location for m in si.SURFACE_INPUTS if m.name not in surface),
+            constant_inputs=tuple(
+                m.location for m in si.SURFACE_INPUTS if uses and m.name not in surface
+            ),
             # a model matrix with det < 0 mirrors the mesh and flips its winding (as glTF
             # requires renderers to handle)
             clockwise=inst.mirrored,
@@ -1012,15 +1017,18 @@ class Renderer(ResourceOwner):
                 )
                 vk.vkCmdDrawIndexed(cmd, count, 1, first, 0, 0)
         w, h = self.target.extent
+        wire = self.wireframe and self.device.info.fill_mode_non_solid
         for crowd in crowds:
-            desc = crowd.draw_pipeline_desc(
-                wireframe=self.wireframe and self.device.info.fill_mode_non_solid,
-                cull=self.cull,
-                samples=self.target.samples,
-            )
-            layout = crowd._layouts.render
-            pipe = self._pipelines.graphics(desc, layout, self.target.render_pass).handle
-            crowd._record_draw(cmd, frame.index, pipe, self.camera.view_projection(w / h))
+            draws = []
+            for first, count, gm in crowd.mesh.groups:  # the mesh's materials, as instances
+                desc = crowd.draw_pipeline_desc(
+                    gm.material, wireframe=wire, cull=self.cull, samples=self.target.samples
+                )
+                layout = crowd._layouts.render
+                pipe = self._pipelines.graphics(desc, layout, self.target.render_pass).handle
+                draws.append((first, count, gm.set, pipe))
+            vp = self.camera.view_projection(w / h)
+            crowd._record_draw(cmd, frame.index, draws, self._constant(), vp)
         if self._overlay is not None and self._overlay_pass is not None:
             oh, ow = self._overlay.shape[:2]
             self._overlay_pass.record(cmd, frame.index, (ow, oh), self.target.samples)

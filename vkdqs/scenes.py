@@ -9,7 +9,7 @@ same twist or animation time.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -17,9 +17,10 @@ import numpy as np
 
 from . import dq, procedural
 from .clip import AnimationClip
-from .crowd import Crowd, pack_clip
+from .crowd import Crowd, has_own_color, pack_clip
 from .errors import InputError
 from .gltf.scene import surface_arrays
+from .material import Material
 from .mesh import SkinnedMesh
 from .methods import DIFF, METHOD_NAMES, SCENE_METHODS, parse_methods
 from .renderer import SINGULAR_DET, Instance, Renderer, RenderMesh
@@ -909,8 +910,11 @@ class CrowdScene:
     crowds (:meth:`Renderer.add_crowd`: one instanced draw per method). ``methods="both"`` shows
     an LBS grid on the left and a DQS grid on the right. Follows :class:`ViewerScene`.
 
-    Make one from a glTF file with :meth:`from_gltf` (its first skinned mesh and an animation)
-    or from the candy wrapper with :meth:`candy_wrapper`.
+    Make one from a glTF file with :meth:`from_gltf` (its first skinned mesh and an animation,
+    with its materials) or from the candy wrapper with :meth:`candy_wrapper`. ``material`` and
+    ``groups`` are :meth:`Renderer.add_mesh`'s: the copies wear them, white when the mesh has
+    colours of its own, else tinted by method. :class:`vkdqs.stills.Decorations` labels each
+    grid (the viewer's labels).
     """
 
     def __init__(
@@ -924,6 +928,8 @@ class CrowdScene:
         name: str = "crowd",
         seed: int = 0,
         rest_matrices: np.ndarray | None = None,
+        material: Material | Sequence[Material] | None = None,
+        groups: Sequence[tuple[int, int, int]] | None = None,
     ) -> None:
         self.renderer = renderer
         self.name = name
@@ -935,8 +941,13 @@ class CrowdScene:
         #: (J, 4, 4) bind frames for the "dqs_blender" crowd (None: it cannot be shown)
         self.rest_matrices = rest_matrices
         self._meshes: dict[str, RenderMesh] = {}
-        rm = renderer.add_mesh(mesh, label=f"{name} mesh")
+        #: the mesh's materials, as :meth:`Renderer.add_mesh` takes them (the copies wear them)
+        self._materials = {"material": material, "groups": groups}
+        rm = renderer.add_mesh(mesh, label=f"{name} mesh", **self._materials)
         self._meshes["mesh"] = rm
+        # a model with its own colours keeps them (labels tell the grids apart); an uncoloured
+        # one gets the methods' tints, as GltfScenePlayer's copies
+        self._own_colors = has_own_color(rm)
         lo, hi = mesh.bounds
         size = np.maximum(hi - lo, 1e-6)
         self._side = int(np.ceil(np.sqrt(self.count)))
@@ -970,7 +981,8 @@ class CrowdScene:
         animation: int | str | None = 0,
         fps: float = 30.0,
     ) -> CrowdScene:
-        """The first skinned mesh of ``scene`` playing ``animation`` (default: the first)."""
+        """The first skinned mesh of ``scene`` playing ``animation`` (default: the first),
+        wearing its materials."""
         meshes = [m for m in scene.meshes if m.skin is not None and m.triangle_count > 0]
         if not meshes:
             raise InputError(f"{scene.path.name}: a crowd needs a skinned mesh; this file has none")
@@ -989,6 +1001,7 @@ class CrowdScene:
             methods=methods,
             name=scene.path.name,
             rest_matrices=rest,
+            **_materials_of(scene, m.index),
         )
 
     @classmethod
@@ -1023,16 +1036,9 @@ class CrowdScene:
         rm = self._meshes["mesh"]
         if method == "blend" and self._mesh.dqs_blend is None:
             if "blend" not in self._meshes:  # a DQS fraction for the blend copies' mesh
-                m = self._mesh
-                blended = SkinnedMesh(
-                    m.positions,
-                    m.normals,
-                    m.joints,
-                    m.weights,
-                    m.indices,
-                    dqs_blend=np.full(m.vertex_count, DEFAULT_DQS_BLEND),
+                self._meshes["blend"] = self.renderer.add_mesh(
+                    _with_dqs_blend(self._mesh), label=f"{self.name} blend", **self._materials
                 )
-                self._meshes["blend"] = self.renderer.add_mesh(blended, label=f"{self.name} blend")
             rm = self._meshes["blend"]
         crowd = self.renderer.add_crowd(
             rm,
@@ -1044,7 +1050,7 @@ class CrowdScene:
         )
         crowd.set_times(self._times)
         crowd.set_speeds(self._speeds)
-        crowd.set_colors(METHOD_COLORS[method])
+        crowd.set_colors((1.0, 1.0, 1.0, 1.0) if self._own_colors else METHOD_COLORS[method])
         self.crowds[method] = crowd
         return crowd
 
@@ -1090,6 +1096,41 @@ class CrowdScene:
 
     def label(self) -> str:
         return f"{_methods_label(','.join(self._shown()))}, a crowd of {self.count} ({self.clip!r})"
+
+    # -- what stills.Decorations labels: one label under each grid shown -----------------------
+
+    @property
+    def shown_methods(self) -> tuple[str, ...]:
+        """The grids shown, left to right (their labels, in order)."""
+        return self._shown()
+
+    @property
+    def spacing(self) -> float:
+        """How far apart the grids' centres stand along :attr:`axis`."""
+        return 1.1 * self._side * self._pitch
+
+    @property
+    def axis(self) -> np.ndarray:
+        return np.array([1.0, 0.0, 0.0])
+
+    @property
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The box of one grid's rest copies, centred as the middle grid stands."""
+        width = self._side * self._pitch
+        centres = self._grid + np.array([-0.5 * width, 0.0, -0.5 * width])
+        lo, hi = self._mesh_bounds
+        return centres.min(axis=0) + lo, centres.max(axis=0) + hi
+
+    def pose_points(self) -> np.ndarray:
+        lo, hi = self.bounds
+        return _box_corners(lo, hi)[:, :3]
+
+    def caption(self) -> str:
+        """The corner text of the window: the model and the clip the copies play."""
+        return f"{self.name}: {self.count} copies out of phase, {self.clip.duration:.2f} s clip"
+
+    def bone_name(self, bone: int) -> str:
+        return f"bone {bone}"
 
 
 def _crowd_methods_of(methods: str) -> tuple[str, ...]:

@@ -71,9 +71,28 @@ LOCAL_SIZE = 64  #: compute workgroup size vkdqs uses
 TEXTURED_ID = 3
 #: skin.frag: multiply the vertex colour (false for meshes without colours)
 VERTEX_COLORS_ID = 4
-#: skin.frag: discard below the material's alpha cutoff (MASK/BLEND); opaque materials are built
-#: without the discard, which would otherwise keep the rasterizer from testing depth early
+#: skin.frag: discard below the material's alpha cutoff (false for opaque materials: no discard
+#: in the shader, so the rasterizer keeps early depth testing)
 ALPHA_MASK_ID = 5
+
+#: crowd.vert: pass TEXCOORD_0 on (false when the material is untextured or the mesh has no
+#: UVs: the output is the constant row's 1.0 and the input is not fetched)
+CROWD_UVS_ID = 6
+#: crowd.vert: pass COLOR_0 on (false for meshes without colours)
+CROWD_COLORS_ID = 7
+
+
+def fragment_spec(
+    textured: bool, vertex_colors: bool, alpha_mask: bool
+) -> tuple[tuple[int, int], ...]:
+    """skin.frag's specialization (instances and crowds alike): texture fetch, vertex colour
+    multiply and alpha test each on or off."""
+    return (
+        (TEXTURED_ID, int(textured)),
+        (VERTEX_COLORS_ID, int(vertex_colors)),
+        (ALPHA_MASK_ID, int(alpha_mask)),
+    )
+
 
 # -- bone blocks ------------------------------------------------------------------------------
 
@@ -191,11 +210,12 @@ SURFACE_INPUTS = (
 )
 
 
-def render_inputs(slots: int, method: str = "dqs") -> tuple[MeshInput, ...]:
+def render_inputs(slots: int, method: str = "dqs", surface: bool = False) -> tuple[MeshInput, ...]:
     """The vertex inputs of a rendering variant (``skin.vert``, not readback), in location
-    order: :func:`mesh_inputs`, then :data:`SURFACE_INPUTS` (7, 8), then :data:`SCALAR_INPUT`
-    (9)."""
-    return (*mesh_inputs(slots, method), *SURFACE_INPUTS, SCALAR_INPUT)
+    order: :func:`mesh_inputs`, then for the ``surface`` variants :data:`SURFACE_INPUTS` (7, 8)
+    and :data:`SCALAR_INPUT` (9)."""
+    extra = (*SURFACE_INPUTS, SCALAR_INPUT) if surface else ()
+    return (*mesh_inputs(slots, method), *extra)
 
 
 def surface_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
@@ -552,14 +572,18 @@ _KINDS = {  # kind: (name suffix, stage, defines)
 }
 
 
-def variant_name(kind: str, method: str, slots: int = 4) -> str:
-    """The module name of a skinning variant, e.g. ``skin_dqs_8_readback.vert``."""
+def variant_name(kind: str, method: str, slots: int = 4, surface: bool = False) -> str:
+    """The module name of a skinning variant, e.g. ``skin_dqs_8_readback.vert``; for the
+    fragment shader ``skin.frag``, or with ``surface`` ``skin_surface.frag`` (the UV, vertex
+    colour and heat-map scalar inputs: textured materials, meshes with colours, instances with
+    a scalar)."""
     if kind == "fragment":
-        return "skin.frag"
+        return "skin_surface.frag" if surface else "skin.frag"
+    tail = "_surface" if surface and kind == "render" else ""
     if method == "none":
-        return "skin_none.vert"
+        return f"skin_none{tail}.vert"
     suffix, stage, _ = _KINDS[kind]
-    return f"skin_{method}{'_8' if slots == 8 else ''}{suffix}.{stage}"
+    return f"skin_{method}{'_8' if slots == 8 else ''}{suffix}{tail}.{stage}"
 
 
 def _skinning_variants() -> list[Variant]:
@@ -568,9 +592,10 @@ def _skinning_variants() -> list[Variant]:
         for slots in (4, 8):
             eight = ("SKIN_INFLUENCES_8",) if slots == 8 else ()
             for kind, (_, stage, extra) in _KINDS.items():
-                name = variant_name(kind, method, slots)
-                source = f"skin.{stage}"
-                out.append(Variant(name, source, defines + eight + extra, kind, method, slots))
+                for surface in (False, True) if kind == "render" else (False,):
+                    name = variant_name(kind, method, slots, surface)
+                    more = defines + eight + extra + (("SURFACE",) if surface else ())
+                    out.append(Variant(name, f"skin.{stage}", more, kind, method, slots))
     return out
 
 
@@ -579,7 +604,9 @@ def _skinning_variants() -> list[Variant]:
 VARIANTS: tuple[Variant, ...] = (
     *_skinning_variants(),
     Variant("skin_none.vert", "skin.vert", ("SKIN_NONE",), "render", "none", 4),
+    Variant("skin_none_surface.vert", "skin.vert", ("SKIN_NONE", "SURFACE"), "render", "none", 4),
     Variant("skin.frag", "skin.frag", (), "fragment", "none", 4),
+    Variant("skin_surface.frag", "skin.frag", ("SURFACE",), "fragment", "none", 4),
     Variant("cor_centers.comp", "cor_centers.comp", (), "centers", "none", 8),
     Variant("overlay.vert", "overlay.vert", (), "overlay", "none", 4),
     Variant("overlay.frag", "overlay.frag", (), "overlay_fragment", "none", 4),
@@ -633,7 +660,10 @@ def push_bytes_of(v: Variant) -> int:
 # crowd_<method>.comp samples a baked clip for every (copy, joint) into a texel buffer of bones;
 # crowd_<method>[_8].vert skins with bone gl_InstanceIndex * joint_count + joint from it and
 # places each copy with its own model matrix and colour (another texel buffer); the fragment
-# shader is skin.frag compiled with CROWD (colour from the vertex shader). Clip frames and bones
+# shader is skin.frag compiled with CROWD (the copy's colour from the vertex shader, times the
+# mesh's material: set MATERIAL_SET, as for instances). The ``_surface`` variants (CROWD_SURFACE)
+# also pass the material's UV and colour (SURFACE_INPUTS); the others, for untextured materials
+# on meshes without colours, have neither. Clip frames and bones
 # are rgba32f texel buffers holding each bone as BONE_TEXELS texels, in the same layout as the
 # uniform bone blocks (a DQ's real and dual parts; an affine matrix's three rows): on lavapipe
 # texel fetches are far faster than storage-buffer reads.
@@ -646,6 +676,9 @@ CROWD_POSITIONS = 1  #: crowd_*.comp: per copy a vec2: first frame to blend, nex
 CROWD_BONES_OUT = 2  #: crowd_*.comp: (copies * J) bones, storage texel buffer
 CROWD_BONES = 0  #: crowd vertex shader: the bones crowd_*.comp wrote, uniform texel buffer
 CROWD_COPIES = 9  #: crowd vertex shader: one CROWD_COPY per copy, uniform texel buffer
+#: crowd.vert -> skin.frag (CROWD): the copy's flat colour; locations 3 and 4 carry the UV and
+#: vertex colour as in the instance path (the fragment shader reads the material, set 1).
+CROWD_COLOR_LOCATION = 5
 #: rgba32f texels per bone in the crowd texel buffers.
 #: "blend": the DQ then the [A | t] rows; "cor": the DQ; "dqs_blender": the DQ then Blender's
 #: [S | s] scale rows.
@@ -687,14 +720,38 @@ CROWD_RENDER_BINDINGS = (
 )
 
 
-def crowd_variant_name(kind: str, method: str, slots: int = 4) -> str:
+def crowd_render_inputs(
+    slots: int, method: str = "dqs", surface: bool = True
+) -> tuple[MeshInput, ...]:
+    """The vertex inputs of ``crowd_<method>[_8][_surface].vert``: :func:`mesh_inputs`, then
+    for the ``surface`` variant :data:`SURFACE_INPUTS` (7, 8: the material's UV and colour; a
+    constant row without them). Untextured materials on meshes without colours draw with the
+    variant without them: what crowds cost before materials."""
+    return (*mesh_inputs(slots, method), *(SURFACE_INPUTS if surface else ()))
+
+
+def crowd_variant_name(kind: str, method: str, slots: int = 4, surface: bool = False) -> str:
     """``crowd_dqs.comp`` ("crowd_sample"), ``crowd_lbs_8.vert`` ("crowd_render") or
-    ``skin_crowd.frag`` ("crowd_fragment")."""
+    ``skin_crowd.frag`` ("crowd_fragment"); ``surface``: the variant with the material's UV and
+    colour inputs (``crowd_lbs_8_surface.vert``, ``skin_crowd_surface.frag``)."""
+    tail = "_surface" if surface else ""
     if kind == "crowd_fragment":
-        return "skin_crowd.frag"
+        return f"skin_crowd{tail}.frag"
     if kind == "crowd_sample":
         return f"crowd_{CROWD_SAMPLE_METHOD.get(method, method)}.comp"
-    return f"crowd_{method}{'_8' if slots == 8 else ''}.vert"
+    return f"crowd_{method}{'_8' if slots == 8 else ''}{tail}.vert"
+
+
+def crowd_surface(v: Variant) -> bool:
+    """Whether a crowd variant passes the material's UV and colour (``CROWD_SURFACE`` in
+    crowd.vert, ``SURFACE`` in skin.frag)."""
+    return v.kind.startswith("crowd") and surface_variant(v)
+
+
+def surface_variant(v: Variant) -> bool:
+    """Whether a variant has the material's UV and colour inputs (``SURFACE`` in skin.frag,
+    ``CROWD_SURFACE`` in crowd.vert)."""
+    return "SURFACE" in v.defines or "CROWD_SURFACE" in v.defines
 
 
 def _crowd_variants() -> list[Variant]:
@@ -706,9 +763,14 @@ def _crowd_variants() -> list[Variant]:
             out.append(Variant(name, "crowd.comp", defines, "crowd_sample", method, 4))
         for slots in (4, 8):
             eight = ("SKIN_INFLUENCES_8",) if slots == 8 else ()
-            name = crowd_variant_name("crowd_render", method, slots)
-            out.append(Variant(name, "crowd.vert", defines + eight, "crowd_render", method, slots))
-    out.append(Variant("skin_crowd.frag", "skin.frag", ("CROWD",), "crowd_fragment", "none", 4))
+            for surface in (False, True):
+                name = crowd_variant_name("crowd_render", method, slots, surface)
+                more = defines + eight + (("CROWD_SURFACE",) if surface else ())
+                out.append(Variant(name, "crowd.vert", more, "crowd_render", method, slots))
+    for surface in (False, True):
+        name = crowd_variant_name("crowd_fragment", "none", 4, surface)
+        more = ("CROWD", "SURFACE") if surface else ("CROWD",)
+        out.append(Variant(name, "skin.frag", more, "crowd_fragment", "none", 4))
     return out
 
 

@@ -103,7 +103,8 @@ class DiffColoring:
 
 
 def _shown(scene: Any) -> tuple[str, ...]:
-    return parse_methods(scene.methods)
+    shown = getattr(scene, "shown_methods", None)  # a crowd's grids: what it can draw
+    return tuple(shown) if shown is not None else parse_methods(scene.methods)
 
 
 def frame_still(

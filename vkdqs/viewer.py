@@ -138,7 +138,7 @@ class Viewer:
             raise CapabilityError(f"GLFW could not open the display ({why}); try `vkdqs render`")
         self.device = self.target = self.renderer = None
         self.window = None
-        #: the floor grid and labels (None for crowds, which have their own grid)
+        #: the floor grid and labels (crowds: labels only, their copies stand in a grid)
         self.decorations: Decorations | None = None
         try:
             if not glfw.vulkan_supported():
@@ -183,8 +183,8 @@ class Viewer:
                 )
                 self.show(methods)
                 self.scene.frame_camera()
-            if crowd is None:
-                self.decorations = Decorations(self.scene)
+            # crowds: a label under each grid (no floor grid: the copies stand in their own)
+            self.decorations = Decorations(self.scene, grid=crowd is None)
         except BaseException:
             self.close()
             raise

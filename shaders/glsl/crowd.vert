@@ -4,7 +4,10 @@
 // at bone gl_InstanceIndex * joint_count + joint (written by crowd.comp this frame) and its
 // model matrix, normal matrix and colour from a texel buffer. The skinning is skin_vertex() of
 // include/skin.glsl, as in skin.vert, reading the bones through BONE() / BONE_MATRIX() from the
-// texel buffer. Variants: default DQS (bones are 2 texels: the DQ), SKIN_LBS (3: the matrix
+// texel buffer. The copy's colour goes flat to skin.frag (CROWD) at location 5; with
+// CROWD_SURFACE the material's inputs (UV, linear vertex colour at locations 7 and 8, a constant
+// row without them) pass through at 3 and 4 as in skin.vert (untextured materials on meshes
+// without colours draw with the variant without them). Variants: default DQS (bones are 2 texels: the DQ), SKIN_LBS (3: the matrix
 // rows), SKIN_BLEND (5: the DQ, then the matrix rows; aux input at location 6), SKIN_COR (2: the
 // DQ; aux input), SKIN_DQS_BLENDER (5: the DQ, then Blender's scale matrix rows),
 // SKIN_INFLUENCES_8 (inputs at locations 4 and 5).
@@ -58,7 +61,18 @@ layout(location = 6) in vec4 in_aux;  // xyz: center of rotation, w: DQS blend w
 layout(location = 0) out vec3 out_normal;
 layout(location = 1) out vec3 out_world_position;
 layout(location = 2) out float out_bone_weight;
-layout(location = 3) flat out vec4 out_color;
+#ifdef CROWD_SURFACE
+// shader_interface.SURFACE_INPUTS: TEXCOORD_0 and the linear COLOR_0. UVS / VERTEX_COLORS
+// (shader_interface.CROWD_UVS_ID, CROWD_COLORS_ID) false: the input is not read and the output
+// is 1.0, what the constant row holds (lavapipe then skips the fetch)
+layout(location = 7) in vec2 in_uv;
+layout(location = 8) in vec4 in_vertex_color;
+layout(constant_id = 6) const bool UVS = true;
+layout(constant_id = 7) const bool VERTEX_COLORS = true;
+layout(location = 3) out vec2 out_uv;
+layout(location = 4) out vec4 out_vertex_color;
+#endif
+layout(location = 5) flat out vec4 out_color;  // shader_interface.CROWD_COLOR_LOCATION
 
 layout(push_constant) uniform PushConstants {
     mat4 view_projection;
@@ -94,5 +108,9 @@ void main() {
     out_bone_weight += dot(vec4(equal(in_bone_ids_1, ivec4(inst.debug.y))), in_weights_1);
 #endif
     out_color = texelFetch(copies, c + 7);
+#ifdef CROWD_SURFACE
+    out_uv = UVS ? in_uv : vec2(1.0);
+    out_vertex_color = VERTEX_COLORS ? in_vertex_color : vec4(1.0);
+#endif
     gl_Position = pc.view_projection * world;
 }

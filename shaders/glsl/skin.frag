@@ -4,10 +4,14 @@
 // ambient and a little Blinn-Phong specular on the mesh's base colour; or, in debug mode 1, the
 // weight of one bone as a heat map; in debug mode 2, the vertex's scalar (0..1) as a heat map.
 // Output is linear; the sRGB framebuffer encodes it.
-// CROWD: the base colour comes per copy from crowd.vert (location 3) instead of the block.
-// Otherwise the base colour is the instance's colour x the material's factor x its sRGB texture
-// (set 1, sampled at the KHR_texture_transform of TEXCOORD_0) x the vertex colour; fragments
-// whose alpha is below the material's cutoff are discarded (alphaMode MASK).
+// The base colour is the instance's colour (CROWD: the copy's, flat from crowd.vert at location
+// 5) x the material's factor x its sRGB texture (set 1, sampled at the KHR_texture_transform of
+// TEXCOORD_0) x the vertex colour; fragments whose alpha is below the material's cutoff are
+// discarded (alphaMode MASK). Only the SURFACE variants (skin_surface.frag, and
+// skin_crowd_surface.frag for crowds) have the UV and colour inputs, and the instance one the
+// per-vertex scalar of debug mode 2: lavapipe interpolates every input a shader declares, used
+// or not, which cost untextured draws ~25% of their frame. Untextured materials on meshes
+// without colours (and without a scalar) draw with the variants without them.
 
 #include "include/instance.glsl"
 
@@ -15,14 +19,18 @@ layout(location = 0) in vec3 in_normal;
 layout(location = 1) in vec3 in_world_position;
 layout(location = 2) in float in_bone_weight;
 #ifdef CROWD
-layout(location = 3) flat in vec4 in_color;
+layout(location = 5) flat in vec4 in_color;  // shader_interface.CROWD_COLOR_LOCATION
 #define BASE_COLOR in_color
 #else
 #define BASE_COLOR inst.base_color
-layout(location = 6) in float in_scalar;
+#endif
+#if defined(SURFACE) && !defined(CROWD)
+#define SCALAR_INPUT
+layout(location = 6) in float in_scalar;  // debug mode 2: a per-vertex value as a heat map
 #endif
 
-#ifndef CROWD
+#ifdef SURFACE
+#define SURFACE_INPUTS
 layout(location = 3) in vec2 in_uv;
 layout(location = 4) in vec4 in_vertex_color;
 layout(set = 1, binding = 0) uniform sampler2D base_color_texture;
@@ -30,8 +38,9 @@ layout(set = 1, binding = 0) uniform sampler2D base_color_texture;
 // meshes without colours skip the fetch and the multiply (lavapipe: ~10% of a frame).
 layout(constant_id = 3) const bool TEXTURED = true;
 layout(constant_id = 4) const bool VERTEX_COLORS = true;
-// MASK (and BLEND, drawn as MASK) materials discard below the cutoff; opaque ones are built
-// without the discard, so the rasterizer may test depth before shading (early-Z).
+#endif
+// shader_interface.ALPHA_MASK_ID: false for opaque materials, which then have no discard at all
+// (a shader that may discard loses early depth testing: lavapipe shades every covered fragment)
 layout(constant_id = 5) const bool ALPHA_MASK = true;
 layout(std140, set = 1, binding = 1) uniform MaterialBlock {
     vec4 base_color;  // linear RGBA factor
@@ -39,7 +48,6 @@ layout(std140, set = 1, binding = 1) uniform MaterialBlock {
     vec4 uv_row1;
     vec4 alpha;       // x: alpha cutoff (< 0: opaque)
 } material;
-#endif
 
 layout(location = 0) out vec4 out_color;
 
@@ -57,8 +65,8 @@ void main() {
     }
     vec3 view = normalize(inst.camera_position.xyz - in_world_position);
     vec4 base = BASE_COLOR;
-#ifndef CROWD
     vec4 surface = material.base_color;
+#ifdef SURFACE_INPUTS
     if (TEXTURED) {
         vec3 uvw = vec3(in_uv, 1.0);
         vec2 uv = vec2(dot(material.uv_row0.xyz, uvw), dot(material.uv_row1.xyz, uvw));
@@ -67,13 +75,13 @@ void main() {
     if (VERTEX_COLORS) {
         surface *= in_vertex_color;
     }
+#endif
     if (ALPHA_MASK && surface.a < material.alpha.x) {
         discard;
     }
     base.rgb *= surface.rgb;
-#endif
     vec3 albedo = inst.debug.x == 1 ? heat(in_bone_weight) : base.rgb;
-#ifndef CROWD
+#ifdef SCALAR_INPUT
     if (inst.debug.x == 2) {
         albedo = heat(in_scalar);
     }

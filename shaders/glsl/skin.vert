@@ -49,6 +49,10 @@ layout(std430, set = 0, binding = 1) writeonly buffer SkinnedVertices {
 #include "include/instance.glsl"
 layout(location = 1) out vec3 out_world_position;
 layout(location = 2) out float out_bone_weight;
+#ifdef SURFACE
+// Only the SURFACE variants (skin_<method>[_8]_surface.vert, with skin_surface.frag: textured
+// materials, meshes with colours, instances with a scalar) pass these on; the others declare
+// none of them, since lavapipe interpolates every fragment input a shader declares.
 // A per-vertex scalar in 0..1 shown as a heat map in debug mode 2 (e.g. |DQS - LBS|, scaled on
 // the host); instances without one bind any float buffer here (the mode is off for them).
 layout(location = 9) in float in_scalar;
@@ -58,6 +62,7 @@ layout(location = 7) in vec2 in_uv;
 layout(location = 8) in vec4 in_color;
 layout(location = 3) out vec2 out_uv;
 layout(location = 4) out vec4 out_color;
+#endif
 #endif
 
 void main() {
@@ -83,13 +88,17 @@ void main() {
     vec4 world = inst.model * vec4(p, 1.0);
     out_world_position = world.xyz;
     out_normal = mat3(inst.normal_matrix) * n;
+#ifdef SURFACE
     out_scalar = in_scalar;
+#endif
     out_bone_weight = dot(vec4(equal(in_bone_ids, ivec4(inst.debug.y))), in_weights);
 #ifdef SKIN_INFLUENCES_8
     out_bone_weight += dot(vec4(equal(in_bone_ids_1, ivec4(inst.debug.y))), in_weights_1);
 #endif
+#ifdef SURFACE
     out_uv = in_uv;
     out_color = in_color;
+#endif
     gl_Position = pc.view_projection * world;
 #endif
 }
