@@ -58,6 +58,7 @@ from .gpu import (
     Semaphore,
     TexelWrite,
     Texture,
+    texel_buffer,
     write_descriptors,
 )
 from .gpu.calls import align, vk
@@ -126,20 +127,10 @@ class RenderMesh:
                 f"mesh {label!r}: its morph targets need {len(deltas)} texels, more than this "
                 f"device's maxTexelBufferElements ({texels})"
             )
-        self.morph_buffer = renderer._keep(
-            Buffer(
-                dev,
-                deltas.nbytes,
-                vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT,
-                label=f"{label} morph deltas",
-            )
+        buffer, view = texel_buffer(
+            dev, deltas, int(si.MORPH_TEXEL_FORMAT), label=f"{label} morph deltas"
         )
-        self.morph_buffer.write(deltas)
-        self.morph_view = renderer._keep(
-            BufferView(
-                dev, self.morph_buffer, int(si.MORPH_TEXEL_FORMAT), label=f"{label} morph deltas"
-            )
-        )
+        self.morph_buffer, self.morph_view = renderer._keep(buffer), renderer._keep(view)
         #: ``{"uvs": Buffer, "colors": Buffer}`` for the :data:`si.SURFACE_INPUTS` the mesh has
         self.surface_buffers: dict[str, Buffer] = {}
         for name, arr in si.surface_arrays(mesh).items():

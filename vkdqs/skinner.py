@@ -50,6 +50,7 @@ from .gpu import (
     RenderPassDesc,
     ResourceOwner,
     TexelWrite,
+    texel_buffer,
     write_descriptors,
 )
 from .gpu.calls import align, vk
@@ -247,20 +248,10 @@ class Skinner(ResourceOwner):
                 )
         # Morph-target deltas (one zero texel for a mesh without targets: same shaders)
         deltas = self.morph_packing.texels
-        self._morph_buffer = self._keep(
-            Buffer(
-                dev,
-                deltas.nbytes,
-                vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT,
-                label=f"{label} morph deltas",
-            )
+        buffer, view = texel_buffer(
+            dev, deltas, int(si.MORPH_TEXEL_FORMAT), label=f"{label} morph deltas"
         )
-        self._morph_buffer.write(deltas)
-        self._morph_view = self._keep(
-            BufferView(
-                dev, self._morph_buffer, int(si.MORPH_TEXEL_FORMAT), label=f"{label} morph deltas"
-            )
-        )
+        self._morph_buffer, self._morph_view = self._keep(buffer), self._keep(view)
         if self.path == "vertex":
             self._render_pass = self._keep(RenderPass(dev, RenderPassDesc(), label=label))
             self._framebuffer = self._keep(

@@ -27,7 +27,7 @@ from .descriptors import (
 )
 from .device import VALIDATION_LAYER, Device, DeviceInfo, ValidationMessage, available_layers
 from .images import Image, ImageView, Sampler, Texture, can_blit_mips, pick_depth_format
-from .memory import Buffer, BufferView
+from .memory import Buffer, BufferView, texel_buffer
 from .objects import DeviceObject, ResourceOwner
 from .pipelines import (
     ComputePipeline,
@@ -86,5 +86,6 @@ __all__ = [
     "pick_depth_format",
     "spirv",
     "spirv_dir",
+    "texel_buffer",
     "write_descriptors",
 ]

@@ -36,35 +36,12 @@ class Image(DeviceObject):
         label: str,
     ) -> None:
         vk_device = device.handle
-        info = vk.VkImageCreateInfo(
-            imageType=vk.VK_IMAGE_TYPE_2D,
-            format=fmt,
-            extent=vk.VkExtent3D(width, height, 1),
-            mipLevels=1,
-            arrayLayers=1,
-            samples=samples,
-            tiling=vk.VK_IMAGE_TILING_OPTIMAL,
-            usage=usage,
-            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
-            initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
-        )
         doing = f"creating image {label!r} ({width}x{height})"
-        with vk_errors(doing):
-            image = vk.vkCreateImage(vk_device, info, None)
-        memory = view = None
+        image, memory = _create_image(device, width, height, fmt, usage, 1, samples, doing)
         try:
-            req = vk.vkGetImageMemoryRequirements(vk_device, image)
-            type_index = device.memory_type_index(
-                req.memoryTypeBits, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
-            )
-            alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
-            with vk_errors(f"allocating memory for {doing}"):
-                memory = vk.vkAllocateMemory(vk_device, alloc, None)
-                vk.vkBindImageMemory(vk_device, image, memory, 0)
             view = _create_view(vk_device, image, fmt, aspect, label)
         except BaseException:
-            if memory is not None:
-                vk.vkFreeMemory(vk_device, memory, None)
+            vk.vkFreeMemory(vk_device, memory, None)
             vk.vkDestroyImage(vk_device, image, None)
             raise
         self.view = view
@@ -90,7 +67,57 @@ class ImageView(DeviceObject):
         super().__init__(device, view, label, lambda: vk.vkDestroyImageView(vk_device, view, None))
 
 
-def _create_view(vk_device: Any, image: Any, fmt: int, aspect: int, label: str) -> Any:
+def _create_image(
+    device: Device,
+    width: int,
+    height: int,
+    fmt: int,
+    usage: int,
+    levels: int,
+    samples: int,
+    doing: str,
+) -> tuple[Any, Any]:
+    """A 2D optimal-tiling image in device-local memory: ``(image, memory)``, both freed again
+    if allocating or binding fails (``doing`` names it in errors)."""
+    vk_device = device.handle
+    info = vk.VkImageCreateInfo(
+        imageType=vk.VK_IMAGE_TYPE_2D,
+        format=fmt,
+        extent=vk.VkExtent3D(width, height, 1),
+        mipLevels=levels,
+        arrayLayers=1,
+        samples=samples,
+        tiling=vk.VK_IMAGE_TILING_OPTIMAL,
+        usage=usage,
+        sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
+        initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
+    )
+    with vk_errors(doing):
+        image = vk.vkCreateImage(vk_device, info, None)
+    try:
+        req = vk.vkGetImageMemoryRequirements(vk_device, image)
+        type_index = device.memory_type_index(
+            req.memoryTypeBits, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+        )
+        alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
+        with vk_errors(f"allocating memory for {doing}"):
+            memory = vk.vkAllocateMemory(vk_device, alloc, None)
+    except BaseException:
+        vk.vkDestroyImage(vk_device, image, None)
+        raise
+    try:
+        with vk_errors(f"binding memory for {doing}"):
+            vk.vkBindImageMemory(vk_device, image, memory, 0)
+    except BaseException:
+        vk.vkFreeMemory(vk_device, memory, None)
+        vk.vkDestroyImage(vk_device, image, None)
+        raise
+    return image, memory
+
+
+def _create_view(
+    vk_device: Any, image: Any, fmt: int, aspect: int, label: str, levels: int = 1
+) -> Any:
     info = vk.VkImageViewCreateInfo(
         image=image,
         viewType=vk.VK_IMAGE_VIEW_TYPE_2D,
@@ -102,7 +129,7 @@ def _create_view(vk_device: Any, image: Any, fmt: int, aspect: int, label: str) 
             vk.VK_COMPONENT_SWIZZLE_IDENTITY,
         ),
         subresourceRange=vk.VkImageSubresourceRange(
-            aspectMask=aspect, baseMipLevel=0, levelCount=1, baseArrayLayer=0, layerCount=1
+            aspectMask=aspect, baseMipLevel=0, levelCount=levels, baseArrayLayer=0, layerCount=1
         ),
     )
     with vk_errors(f"creating a view of image {label!r}"):
@@ -232,46 +259,13 @@ class Texture(DeviceObject):
             | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT
             | vk.VK_IMAGE_USAGE_SAMPLED_BIT
         )
-        info = vk.VkImageCreateInfo(
-            imageType=vk.VK_IMAGE_TYPE_2D,
-            format=_SRGB,
-            extent=vk.VkExtent3D(width, height, 1),
-            mipLevels=levels,
-            arrayLayers=1,
-            samples=vk.VK_SAMPLE_COUNT_1_BIT,
-            tiling=vk.VK_IMAGE_TILING_OPTIMAL,
-            usage=usage,
-            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
-            initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
-        )
         doing = f"creating texture {label!r} ({width}x{height}, {levels} levels)"
-        with vk_errors(doing):
-            image = vk.vkCreateImage(vk_device, info, None)
-        memory = view = None
+        samples = vk.VK_SAMPLE_COUNT_1_BIT
+        image, memory = _create_image(device, width, height, _SRGB, usage, levels, samples, doing)
+        view = None
         try:
-            req = vk.vkGetImageMemoryRequirements(vk_device, image)
-            type_index = device.memory_type_index(
-                req.memoryTypeBits, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
-            )
-            alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
-            with vk_errors(f"allocating memory for {doing}"):
-                memory = vk.vkAllocateMemory(vk_device, alloc, None)
-                vk.vkBindImageMemory(vk_device, image, memory, 0)
-            view_info = vk.VkImageViewCreateInfo(
-                image=image,
-                viewType=vk.VK_IMAGE_VIEW_TYPE_2D,
-                format=_SRGB,
-                components=vk.VkComponentMapping(*([vk.VK_COMPONENT_SWIZZLE_IDENTITY] * 4)),
-                subresourceRange=vk.VkImageSubresourceRange(
-                    aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT,
-                    baseMipLevel=0,
-                    levelCount=levels,
-                    baseArrayLayer=0,
-                    layerCount=1,
-                ),
-            )
-            with vk_errors(f"creating a view of texture {label!r}"):
-                view = vk.vkCreateImageView(vk_device, view_info, None)
+            color = vk.VK_IMAGE_ASPECT_COLOR_BIT
+            view = _create_view(vk_device, image, _SRGB, color, f"texture {label}", levels)
             uploads = [rgba] if on_gpu else host_mips(rgba)
             offsets = np.cumsum([0] + [u.nbytes for u in uploads])
             with (
@@ -292,8 +286,7 @@ class Texture(DeviceObject):
         except BaseException:
             if view is not None:
                 vk.vkDestroyImageView(vk_device, view, None)
-            if memory is not None:
-                vk.vkFreeMemory(vk_device, memory, None)
+            vk.vkFreeMemory(vk_device, memory, None)
             vk.vkDestroyImage(vk_device, image, None)
             raise
         self.view = view

@@ -118,3 +118,23 @@ class BufferView(DeviceObject):
         super().__init__(
             device, handle, label, lambda: vk.vkDestroyBufferView(vk_device, handle, None)
         )
+
+
+def texel_buffer(
+    device: Device,
+    data: np.ndarray,
+    fmt: int,
+    *,
+    label: str,
+    usage: int = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT,
+) -> tuple[Buffer, BufferView]:
+    """A buffer filled with ``data`` and a texel view of it in ``fmt`` (``VkFormat``): what a
+    shader's ``samplerBuffer`` binding reads. The caller owns both."""
+    buffer = Buffer(device, data.nbytes, usage, label=label)
+    try:
+        buffer.write(data)
+        view = BufferView(device, buffer, fmt, label=label)
+    except BaseException:
+        buffer.destroy()
+        raise
+    return buffer, view
