@@ -637,9 +637,8 @@ class Crowd:
             fragment_shader=si.crowd_variant_name("crowd_fragment", "none", 4, uses),
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
             spec=spec,
-            fragment_spec=si.fragment_spec(textured, colored, material.cutoff >= 0.0)
-            if uses
-            else ((si.ALPHA_MASK_ID, int(material.cutoff >= 0.0)),),
+            # as for instances (the variant without UV and colour ignores their two entries)
+            fragment_spec=si.fragment_spec(textured, colored, material.cutoff >= 0.0),
             wireframe=wireframe,
             # one winding for all copies: with a mirrored copy, draw both sides
             cull_back=cull and not self._mirrored and not material.double_sided,
