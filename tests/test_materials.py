@@ -250,14 +250,37 @@ BAD_MATERIALS = {
         {"pbrMetallicRoughness": {"baseColorTexture": {"index": 3}}},
         r"baseColorTexture\.index: 3 is not an index into textures",
     ),
+    "transform-offset": (
+        {
+            "pbrMetallicRoughness": {
+                "baseColorTexture": {
+                    "index": 0,
+                    "extensions": {"KHR_texture_transform": {"offset": [0.5]}},
+                }
+            }
+        },
+        r"KHR_texture_transform\.offset",
+    ),
+    "transform-rotation": (
+        {
+            "pbrMetallicRoughness": {
+                "baseColorTexture": {
+                    "index": 0,
+                    "extensions": {"KHR_texture_transform": {"rotation": "quarter"}},
+                }
+            }
+        },
+        r"KHR_texture_transform\.rotation: must be a number",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(BAD_MATERIALS))
 def test_malformed_materials_name_the_json_path(tmp_path, case):
     material, match = BAD_MATERIALS[case]
+    image = encode(CHECKER) if case.startswith("transform") else None  # a texture to transform
     with pytest.raises(GltfError, match=r"^quad\.gltf: materials\[0\]\.(.*\.)?" + match):
-        load(quad_document(material=material), tmp_path)
+        load(quad_document(image=image, material=material), tmp_path)
 
 
 BAD_SAMPLERS = {
