@@ -5,7 +5,7 @@ Two glTF models written in code (a chain of joints along a tube, each joint rota
 LINEAR keys): a "rig" comparable to the Khronos Fox (1728 vertices, 24 joints) and a 100k-vertex
 tube (64 joints). Each is baked for ``--frames`` frames at 30 fps, DQS and LBS, on the GPU
 (``vkdqs.bake``: a batch of frames per ``skin_many`` submission, the frames in memory) and, for
-DQS, frame by frame with ``dq.skin_dqs(..., dtype=float32)`` in numpy from the same skinning
+DQS, frame by frame with ``reference.skin_dqs(..., dtype=float32)`` in numpy from the same skinning
 matrices (``--numpy-frames`` frames; the rate is per frame). Every configuration runs once per
 round after warm-up; the table gives medians over rounds and the speedup is the median of
 per-round ratios.
@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 import vkdqs
-from vkdqs import dq, procedural
+from vkdqs import dq, procedural, reference
 from vkdqs.gltf import load_gltf
 from vkdqs.gltf.save import GltfBuilder
 from vkdqs.gpu.device import Device
@@ -102,7 +102,7 @@ def numpy_bake(scene, frames: int) -> np.ndarray:
     out = np.empty((2, frames, mesh.vertex_count, 3), np.float32)
     for i in range(frames):  # over frames
         mats = scene.skinning_matrices(0, 0, i / FPS)
-        out[0, i], out[1, i] = dq.skin_dqs(*args, dq.from_matrices(mats), dtype=np.float32)
+        out[0, i], out[1, i] = reference.skin_dqs(*args, dq.from_matrices(mats), dtype=np.float32)
     return out
 
 
@@ -245,7 +245,10 @@ def main() -> None:
         memory = None if args.no_memory else bench_memory(paths["tube"], args.frames, Path(tmp))
 
     print(f"device: {machine['device']}, {machine['cpu_count']} CPUs; {FPS:g} fps, 4 influences")
-    print("medians over rounds; GPU: vkdqs.bake (frames in memory), numpy: dq.skin_dqs float32\n")
+    print(
+        "medians over rounds; GPU: vkdqs.bake (frames in memory), "
+        "numpy: reference.skin_dqs float32\n"
+    )
     print(f"{'model':<22} | {'bake':<12} | {'frames':>6} | {'median s':>9} | {'frames/s':>9}")
     print("-" * 70)
     for res in results:

@@ -55,7 +55,7 @@ import numpy as np
 
 from vkdqs import AnimationClip, dq, procedural
 from vkdqs import shader_interface as si
-from vkdqs.compare import with_dqs_blend
+from vkdqs.app.compare import with_dqs_blend
 from vkdqs.gpu.device import Device
 from vkdqs.material import Material
 from vkdqs.mesh import SkinnedMesh

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vkdqs import SkinnedMesh, dq, procedural
+from vkdqs import SkinnedMesh, dq, procedural, reference
 from vkdqs.centers import centers_of_rotation
 from vkdqs.gpu.device import Device
 from vkdqs.skinner import Skinner
@@ -74,10 +74,10 @@ def bench_size(
     for (path, method), skinner in skinners.items():
         cycle = dq_cycle if method in ("dqs", "cor") else mat_cycle
         calls[(path, method)] = lambda s=skinner, c=cycle: s.skin(next(c))
-    calls[("numpy32", "dqs")] = lambda: dq.skin_dqs(*args, next(dq_cycle), dtype=np.float32)
-    calls[("numpy32", "lbs")] = lambda: dq.skin_lbs(*args, next(mat_cycle), dtype=np.float32)
+    calls[("numpy32", "dqs")] = lambda: reference.skin_dqs(*args, next(dq_cycle), dtype=np.float32)
+    calls[("numpy32", "lbs")] = lambda: reference.skin_lbs(*args, next(mat_cycle), dtype=np.float32)
     if cor:
-        calls[("numpy32", "cor")] = lambda: dq.skin_cor(
+        calls[("numpy32", "cor")] = lambda: reference.skin_cor(
             *args, next(dq_cycle), centers, dtype=np.float32
         )
 

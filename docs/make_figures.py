@@ -2,7 +2,7 @@
 with every method side by side (twisted 170 degrees; bent 135 degrees) and one plot of volume
 and bulge against angle for every method.
 
-The numbers come from the GPU (:func:`vkdqs.compare.skin_methods`) and each one is checked
+The numbers come from the GPU (:func:`vkdqs.app.compare.skin_methods`) and each one is checked
 against the float64 reference first (:func:`curves` raises if any differs by more than 1e-5 of
 the mesh's extent). The plot needs matplotlib (``pip install 'vkdqs[docs]'``); :func:`curves`
 does not.
@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from vkdqs import centers_of_rotation, procedural
-from vkdqs.compare import bend_bulge, reference, skin_methods, with_dqs_blend
+from vkdqs.app.compare import bend_bulge, reference, skin_methods, with_dqs_blend
 from vkdqs.methods import SCENE_METHODS
 
 DOCS = Path(__file__).resolve().parent
 #: Picture and plot size in pixels.
 SIZE = (960, 360)
-#: Labels and colours of the plot (the colours of vkdqs.scenes.METHOD_COLORS).
+#: Labels and colours of the plot (the colours of vkdqs.app.scenes.METHOD_COLORS).
 NAMES = {
     "lbs": "LBS",
     "dqs": "DQS",
@@ -37,7 +37,7 @@ TOLERANCE = 1e-5
 
 def curves(device: object, angles: np.ndarray) -> dict[str, object]:
     """Volume (relative to rest) under a twist and a bend, and the bend's bulge
-    (:func:`vkdqs.compare.bend_bulge`), at each of ``angles`` (degrees) for every method of
+    (:func:`vkdqs.app.compare.bend_bulge`), at each of ``angles`` (degrees) for every method of
     :data:`vkdqs.methods.SCENE_METHODS`, skinned on ``device``; every position is checked
     against the float64 reference (RuntimeError beyond :data:`TOLERANCE`)."""
     mesh = with_dqs_blend(procedural.candy_wrapper(), 0.5)
@@ -69,9 +69,9 @@ def render(
     """The candy wrapper, every method left to right, as ``vkdqs render --method all --twist
     TWIST --bend BEND`` draws it, seen from ``view`` (yaw, pitch) and ``zoom`` times as far as
     its framing (whose sphere is loose around a row of copies)."""
+    from vkdqs.app.scenes import CandyWrapperScene
     from vkdqs.png import write_png
     from vkdqs.renderer import Renderer
-    from vkdqs.scenes import CandyWrapperScene
     from vkdqs.targets import OffscreenTarget
 
     with (
@@ -95,7 +95,7 @@ def plot(path: Path, data: dict[str, object]) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vkdqs.scenes import METHOD_COLORS
+    from vkdqs.app.scenes import METHOD_COLORS
 
     angles = data["angles"]
     fig, axes = plt.subplots(1, 3, figsize=(SIZE[0] / 100, SIZE[1] / 100), dpi=100)

@@ -1,6 +1,6 @@
 """Make the README's pictures of a real model (``make pictures FOX=path/to/Fox.glb``): the Fox
 as LBS | DQS side by side (``docs/fox-lbs-dqs.png``) and coloured by |DQS - LBS| per vertex
-(``docs/fox-diff.png``), as ``vkdqs render`` draws stills (:func:`vkdqs.stills.render_still`).
+(``docs/fox-diff.png``), as ``vkdqs render`` draws stills (:func:`vkdqs.app.stills.render_still`).
 
 The Fox is not in this repository: it is Khronos glTF-Sample-Assets' ``Models/Fox/glTF-Binary/
 Fox.glb`` (CC-BY 4.0: low-poly model by PixelMannen, rigged and animated by tomkranis, glTF
@@ -26,12 +26,12 @@ VIEW = (0.95, 0.12)  # camera yaw and pitch, radians
 
 def pictures(model: Path, out: Path, *, animation: str | int = 0, time: float = TIME) -> list:
     """Render both pictures of ``model`` into the folder ``out``; returns their paths."""
+    from vkdqs.app.scenes import GltfScenePlayer
+    from vkdqs.app.stills import render_still
     from vkdqs.gltf import load_gltf
     from vkdqs.gpu import Device
     from vkdqs.png import write_png
     from vkdqs.renderer import Renderer
-    from vkdqs.scenes import GltfScenePlayer
-    from vkdqs.stills import render_still
     from vkdqs.targets import OffscreenTarget
 
     scene = load_gltf(model)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from vkdqs import cli
+from vkdqs.app import cli
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--offscreen"]

@@ -74,7 +74,7 @@ except ImportError:  # run as a script: python tests/soak.py
 
 if TYPE_CHECKING:
     from vkdqs import Device, SkinnedMesh
-    from vkdqs.viewer import Viewer
+    from vkdqs.app.viewer import Viewer
 
 #: (slack MiB, MiB per 100 cycles) of RSS growth allowed after warm-up; see the module docstring.
 #: The slack covers sample-to-sample noise (up to ~2 MiB) and the short runs' late warm-up
@@ -314,8 +314,8 @@ def device_skinner_cycles(
 def _render_once(device: Device, size: tuple[int, int], frames: int) -> bool:
     """An OffscreenTarget and a Renderer made, drawn ``frames`` times and closed here; whether
     the last frame shows a picture."""
+    from vkdqs.app.scenes import CandyWrapperScene
     from vkdqs.renderer import Renderer
-    from vkdqs.scenes import CandyWrapperScene
     from vkdqs.targets import OffscreenTarget
 
     with OffscreenTarget(device, *size) as target, Renderer(device, target) as renderer:
@@ -428,7 +428,7 @@ def window_frames(
     warm-up and 0 once the renderer and target are closed. Needs ``DISPLAY`` (see
     :func:`virtual_display`).
     """
-    from vkdqs.viewer import Viewer
+    from vkdqs.app.viewer import Viewer
 
     resizes = frames // 10 if resizes is None else resizes
     minimizes = frames // 100 if minimizes is None else minimizes

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vkdqs import InputError, LimitError, ObjectDestroyedError, SkinnedMesh, dq
+from vkdqs import InputError, LimitError, ObjectDestroyedError, SkinnedMesh, dq, reference
 from vkdqs.skinner import Skinner
 
 
@@ -144,7 +144,7 @@ def test_lbs_accepts_scale(device, mesh, bones):
     mats[:, :3, :3] *= 1.5
     with Skinner(device, mesh, bone_count=4, method="lbs") as skinner:
         positions, _ = skinner.skin(mats)
-    want, _ = dq.skin_lbs(mesh.positions, mesh.normals, mesh.joints, mesh.weights, mats)
+    want, _ = reference.skin_lbs(mesh.positions, mesh.normals, mesh.joints, mesh.weights, mats)
     np.testing.assert_allclose(positions, want, atol=1e-5 * mesh.extent * 1.5)
 
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import vkdqs
-from vkdqs import baking, dq
+from vkdqs import baking, dq, reference
 from vkdqs.gltf import load_gltf
-from vkdqs.scenes import gltf_parts
+from vkdqs.gltf.parts import scene_parts
 
 from .gltf_fixtures import make_rig, share_tube
 
@@ -53,11 +53,11 @@ def _reference(scene, animation, time, method):
         args = (g.positions, g.normals, g.joints, g.weights)
         mats = scene.skinning_matrices(nd.skin, animation, time)
         if method == "lbs":
-            p, n = dq.skin_lbs(*args, mats)
+            p, n = reference.skin_lbs(*args, mats)
         elif method == "dqs_scale" or dq.has_scale(mats).any():
-            p, n = dq.skin_dqs_scaled(*args, *dq.decompose_skinning_matrices(mats))
+            p, n = reference.skin_dqs_scaled(*args, *dq.decompose_skinning_matrices(mats))
         else:
-            p, n = dq.skin_dqs(*args, dq.from_matrices(mats))
+            p, n = reference.skin_dqs(*args, dq.from_matrices(mats))
         pos.append(p)
         nrm.append(n)
     for ri in scene.rigid_meshes(animation, time):
@@ -114,7 +114,7 @@ def test_nodes_sharing_a_mesh_bake_one_part_each(tmp_path, device):
     bodies = share_tube(rig)
     rig.save(tmp_path / "shared.glb")
     scene = load_gltf(tmp_path / "shared.glb")
-    parts = gltf_parts(scene)
+    parts = scene_parts(scene)
     assert [(p.kind, p.node, p.skin) for p in parts] == [
         ("skinned", bodies[0], 0),
         ("skinned", 11, 1),
@@ -427,7 +427,9 @@ def test_rest_pose_and_a_part_scaled_to_zero(tmp_path, device):
     np.testing.assert_allclose(np.linalg.norm(b.normals[0], axis=1), 1.0, atol=1e-6)
     mesh = scene.skinned_mesh(0)
     mats = dq.from_matrices(scene.skinning_matrices(0, None))
-    want_p, want_n = dq.skin_dqs(mesh.positions, mesh.normals, mesh.joints, mesh.weights, mats)
+    want_p, want_n = reference.skin_dqs(
+        mesh.positions, mesh.normals, mesh.joints, mesh.weights, mats
+    )
     np.testing.assert_allclose(b.positions[0, :32], want_p, atol=1e-5)
     np.testing.assert_allclose(b.normals[0, :32], want_n, atol=1e-5)
 

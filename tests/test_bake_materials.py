@@ -11,8 +11,8 @@ import pytest
 import vkdqs
 from vkdqs import baking
 from vkdqs.gltf import load_gltf
+from vkdqs.gltf.parts import scene_parts
 from vkdqs.material import Sampler, uv_transform
-from vkdqs.scenes import gltf_parts
 
 from .gltf_fixtures_material import CHECKER, encode, textured_rig
 from .test_bake import _check_frames
@@ -84,7 +84,7 @@ def _same_material(got, want):
 def test_bake_keeps_uvs_colors_and_material_groups(look, device):
     scene = load_gltf(look)
     b = vkdqs.bake(scene, animation="linear", fps=10, device=device)
-    parts = gltf_parts(scene)
+    parts = scene_parts(scene)
     assert [(p.kind, p.mesh) for p in parts] == [("skinned", 0), ("skinned", 2), ("rigid", 1)]
     np.testing.assert_array_equal(b.uvs, np.concatenate([p.geometry.uvs for p in parts]))
     tube_colors = scene.meshes[0].primitives[0].colors

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vkdqs import cli
+from vkdqs.app import cli
 from vkdqs.png import read_png
 
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from vkdqs import cli
+from vkdqs.app import cli
 from vkdqs.png import read_png
 
 from .gltf_fixtures import make_rig

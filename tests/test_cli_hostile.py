@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from vkdqs import cli
+from vkdqs.app import cli
 from vkdqs.png import read_png
 
 from .conftest import validation_available
@@ -131,7 +131,7 @@ def test_file_names_that_are_not_utf8_print_escaped(tmp_path, device):
 
 
 def test_viewer_title_of_a_file_name_that_is_not_utf8(tmp_path, xvfb, monkeypatch, capsys):
-    from vkdqs.viewer import Viewer
+    from vkdqs.app.viewer import Viewer
 
     path = tmp_path / NOT_UTF8
     make_rig(scaled=False).save(path)

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import vkdqs
-from vkdqs import cli
+from vkdqs.app import cli
 
 
 def _run(code_or_args: list[str], env: dict[str, str] | None = None, cwd=None):
@@ -97,7 +97,7 @@ sys.modules.pop("vulkan", None)
 if sys.argv[1] == "--code":
     exec(sys.argv[2])
 else:
-    from vkdqs import cli
+    from vkdqs.app import cli
     sys.exit(cli.main(sys.argv[1:]))
 """
 

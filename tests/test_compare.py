@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vkdqs import centers_of_rotation, procedural
-from vkdqs.compare import COMPARE_METHODS, bend_bulge, reference, skin_methods, with_dqs_blend
+from vkdqs.app.compare import COMPARE_METHODS, bend_bulge, reference, skin_methods, with_dqs_blend
 from vkdqs.errors import InputError
 
 

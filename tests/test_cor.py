@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vkdqs import InputError, SkinnedMesh, centers_of_rotation, dq, procedural
+from vkdqs import InputError, SkinnedMesh, centers_of_rotation, dq, procedural, reference
 from vkdqs.cor import centers_from_bins, centers_of_rotation_reference, finish_centers, pair_bins
 from vkdqs.renderer import Renderer
 from vkdqs.skinner import Skinner
@@ -99,7 +99,9 @@ def test_progress_bar(device, capsys):
 
 
 def cor_reference(mesh, bones, centers):
-    return dq.skin_cor(mesh.positions, mesh.normals, mesh.joints, mesh.weights, bones, centers)
+    return reference.skin_cor(
+        mesh.positions, mesh.normals, mesh.joints, mesh.weights, bones, centers
+    )
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -127,7 +129,7 @@ def test_cor_about_the_vertex_itself_is_lbs(device):
     rng = np.random.default_rng(8)
     pose = dq.to_matrices(dq.random_rigid(6, rng, max_angle=2.0))
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
-    want = dq.skin_lbs(*args, pose)[0]
+    want = reference.skin_lbs(*args, pose)[0]
     np.testing.assert_allclose(cor_reference(mesh, pose, mesh.positions)[0], want, atol=1e-12)
     with Skinner(device, mesh, bone_count=6, method="cor", centers=mesh.positions) as skinner:
         np.testing.assert_allclose(skinner.skin(pose)[0], want, atol=1e-5 * mesh.extent)

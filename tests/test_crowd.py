@@ -13,7 +13,7 @@ import threading
 import numpy as np
 import pytest
 
-from vkdqs import AnimationClip, InputError, LimitError, dq, procedural
+from vkdqs import AnimationClip, InputError, LimitError, dq, procedural, reference
 from vkdqs.crowd import MAX_COPIES
 from vkdqs.gltf import load_gltf
 from vkdqs.mesh import SkinnedMesh
@@ -157,12 +157,14 @@ def test_between_frames_bones_and_vertices_match_float64_blend(device, scene, me
         for c in (1, 3, 7):
             p, _ = skinner.skin(got[c])
             if method == "dqs":
-                ref, _ = dq.skin_dqs(
+                ref, _ = reference.skin_dqs(
                     mesh.positions, mesh.normals, mesh.joints, mesh.weights, want[c]
                 )
             else:
                 rows = np.concatenate([want[c], np.tile([[[0, 0, 0, 1.0]]], (2, 1, 1))], axis=1)
-                ref, _ = dq.skin_lbs(mesh.positions, mesh.normals, mesh.joints, mesh.weights, rows)
+                ref, _ = reference.skin_lbs(
+                    mesh.positions, mesh.normals, mesh.joints, mesh.weights, rows
+                )
             np.testing.assert_allclose(p, ref, atol=1e-4)
 
 
@@ -337,7 +339,7 @@ def test_dispatch_limit_is_a_limit_error(device, scene):
 
 
 def test_crowd_scene_plays_a_gltf_rig_out_of_phase(device, tmp_path):
-    from vkdqs.scenes import CrowdScene
+    from vkdqs.app.scenes import CrowdScene
 
     path = tmp_path / "rig.gltf"
     make_rig(scaled=True).save(path)

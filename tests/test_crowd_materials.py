@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from vkdqs import AnimationClip, procedural
+from vkdqs.app.overlay import copy_label_anchors
+from vkdqs.app.scenes import METHOD_COLORS, CrowdScene
+from vkdqs.app.stills import Decorations, copy_points, scene_overlay
 from vkdqs.camera import Camera
 from vkdqs.crowd import DEFAULT_TINT
 from vkdqs.gltf import load_gltf
 from vkdqs.material import Material, Sampler, linear_to_srgb, srgb_to_linear, uv_transform
 from vkdqs.mesh import SkinnedMesh
-from vkdqs.overlay import copy_label_anchors
 from vkdqs.renderer import Renderer
-from vkdqs.scenes import METHOD_COLORS, CrowdScene
-from vkdqs.stills import Decorations, copy_points, scene_overlay
 from vkdqs.targets import OffscreenTarget
 
 from .gltf_fixtures_material import CHECKER, QUAD_INDICES, QUAD_POSITIONS, QUAD_UVS, textured_rig

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vkdqs import dq
+from vkdqs import dq, reference
 from vkdqs.errors import InputError
 
 ATOL = 1e-12
@@ -261,7 +261,7 @@ def random_mesh(rng: np.random.Generator, n: int, bones: int, k: int = 4):
 def test_skin_dqs_single_influence_is_the_bone_transform(rng):
     p, nrm, j, _ = random_mesh(rng, 200, 7, k=1)
     m = random_matrices(rng, 7)
-    out_p, out_n = dq.skin_dqs(p, nrm, j, np.ones((200, 1)), dq.from_matrices(m))
+    out_p, out_n = reference.skin_dqs(p, nrm, j, np.ones((200, 1)), dq.from_matrices(m))
     np.testing.assert_allclose(out_p, apply(m[j[:, 0]], p), atol=1e-12)
     np.testing.assert_allclose(out_n, np.einsum("nij,nj->ni", m[j[:, 0], :3, :3], nrm), atol=1e-12)
 
@@ -271,7 +271,7 @@ def test_skin_dqs_identical_bones_give_that_transform(rng):
     m = random_matrices(rng, 1)
     bones = np.repeat(dq.from_matrices(m), 5, axis=0)
     bones[[1, 3]] *= -1.0  # same transform, other sign
-    out_p, out_n = dq.skin_dqs(p, nrm, j, w, bones)
+    out_p, out_n = reference.skin_dqs(p, nrm, j, w, bones)
     np.testing.assert_allclose(out_p, apply(m[0], p), atol=1e-12)
     np.testing.assert_allclose(out_n, nrm @ m[0, :3, :3].T, atol=1e-12)
 
@@ -279,10 +279,10 @@ def test_skin_dqs_identical_bones_give_that_transform(rng):
 def test_skin_dqs_invariant_to_bone_signs(rng):
     p, nrm, j, w = random_mesh(rng, 500, 12)
     bones = dq.random_rigid(12, rng, max_angle=2.5)
-    ref = dq.skin_dqs(p, nrm, j, w, bones)
+    ref = reference.skin_dqs(p, nrm, j, w, bones)
     for _ in range(5):
         signs = rng.choice([-1.0, 1.0], size=(12, 1, 1))
-        out = dq.skin_dqs(p, nrm, j, w, bones * signs)
+        out = reference.skin_dqs(p, nrm, j, w, bones * signs)
         np.testing.assert_allclose(out[0], ref[0], atol=1e-10)
         np.testing.assert_allclose(out[1], ref[1], atol=1e-10)
 
@@ -296,8 +296,8 @@ def test_antipodal_correction_matters():
     nrm = np.array([[1.0, 0.0, 0.0]])
     j = np.array([[0, 1]])
     w = np.array([[0.5, 0.5]])
-    good, _ = dq.skin_dqs(p, nrm, j, w, bones)
-    bad, _ = dq.skin_dqs(p, nrm, j, w, bones, antipodal=False)
+    good, _ = reference.skin_dqs(p, nrm, j, w, bones)
+    bad, _ = reference.skin_dqs(p, nrm, j, w, bones, antipodal=False)
     expected = [np.cos(np.radians(20)), np.sin(np.radians(20)), 0.0]
     np.testing.assert_allclose(good[0], expected, atol=1e-12)
     assert np.linalg.norm(bad[0] - expected) > 0.5
@@ -310,8 +310,8 @@ def test_antipodal_reference_is_slot_zero_as_given():
     q1 = dq.quat_from_axis_angle([0, 0, 1], np.radians(40))
     bones = dq.from_rotation_translation(np.stack([q0, q1]), [[0, 0, 0], [1, 0, 0]])
     args = (np.ones((1, 3)), np.array([[0, 0, 1.0]]), np.array([[0, 1]]), np.array([[0.2, 0.8]]))
-    a = dq.skin_dqs(*args, bones)
-    b = dq.skin_dqs(*args, bones * np.array([-1.0, 1.0])[:, None, None])
+    a = reference.skin_dqs(*args, bones)
+    b = reference.skin_dqs(*args, bones * np.array([-1.0, 1.0])[:, None, None])
     np.testing.assert_allclose(a[0], b[0], atol=1e-12)
 
 
@@ -319,7 +319,7 @@ def test_skin_dqs_blends_without_orthogonalizing_like_the_shader(rng):
     # Reimplement the shader literally (one vertex at a time) and compare.
     p, nrm, j, w = random_mesh(rng, 30, 6)
     bones = dq.random_rigid(6, rng)
-    out_p, out_n = dq.skin_dqs(p, nrm, j, w, bones)
+    out_p, out_n = reference.skin_dqs(p, nrm, j, w, bones)
 
     def rot(q, v):
         return v + 2.0 * np.cross(q[:3], np.cross(q[:3], v) + q[3] * v)
@@ -342,7 +342,7 @@ def test_zero_weight_vertex_stays_at_rest(rng):
     w[3] = 0.0
     nrm[3] *= 5.0
     bones = dq.random_rigid(4, rng)
-    for skin, pose in ((dq.skin_dqs, bones), (dq.skin_lbs, dq.to_matrices(bones))):
+    for skin, pose in ((reference.skin_dqs, bones), (reference.skin_lbs, dq.to_matrices(bones))):
         out_p, out_n = skin(p, nrm, j, w, pose)
         assert np.isfinite(out_p).all() and np.isfinite(out_n).all()
         np.testing.assert_array_equal(out_p[3], p[3])
@@ -354,7 +354,7 @@ def test_skin_dqs_cancelling_blend_falls_back_to_rest():
     q = dq.quat_from_axis_angle([1, 0, 0], 0.5)
     bones = dq.from_rotation_translation(np.stack([q, -q]), np.zeros((2, 3)))
     p, n = np.array([[1.0, 2.0, 3.0]]), np.array([[0, 2.0, 0]])
-    out_p, out_n = dq.skin_dqs(p, n, [[0, 1]], [[0.5, 0.5]], bones, antipodal=False)
+    out_p, out_n = reference.skin_dqs(p, n, [[0, 1]], [[0.5, 0.5]], bones, antipodal=False)
     np.testing.assert_array_equal(out_p, p)
     np.testing.assert_array_equal(out_n, [[0, 1.0, 0]])
 
@@ -364,21 +364,21 @@ def test_skin_lbs_single_influence_is_the_affine_transform(rng):
     a = np.tile(np.eye(4), (5, 1, 1))
     a[:, :3, :] = rng.normal(size=(5, 3, 4))  # general affine (scale, shear)
     a[np.linalg.det(a[:, :3, :3]) < 0, :3, 0] *= -1.0  # keep orientation for the normal check
-    out_p, out_n = dq.skin_lbs(p, nrm, j, np.ones((200, 1)), a)
+    out_p, out_n = reference.skin_lbs(p, nrm, j, np.ones((200, 1)), a)
     np.testing.assert_allclose(out_p, apply(a[j[:, 0]], p), atol=1e-12)
     inv_t = np.linalg.inv(a[j[:, 0], :3, :3]).transpose(0, 2, 1)
     expected = np.einsum("nij,nj->ni", inv_t, nrm)
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
     np.testing.assert_allclose(out_n, expected, atol=1e-10)
     # (B, 3, 4) input gives the same
-    out2 = dq.skin_lbs(p, nrm, j, np.ones((200, 1)), a[:, :3, :])
+    out2 = reference.skin_lbs(p, nrm, j, np.ones((200, 1)), a[:, :3, :])
     np.testing.assert_array_equal(out2[0], out_p)
 
 
 def test_skin_lbs_blends_matrices_linearly(rng):
     p, nrm, j, w = random_mesh(rng, 100, 6)
     m = random_matrices(rng, 6)
-    out_p, _ = dq.skin_lbs(p, nrm, j, w, m)
+    out_p, _ = reference.skin_lbs(p, nrm, j, w, m)
     expected = sum(w[:, k, None] * apply(m[j[:, k]], p) for k in range(4))
     np.testing.assert_allclose(out_p, expected, atol=1e-12)
 
@@ -386,7 +386,7 @@ def test_skin_lbs_blends_matrices_linearly(rng):
 def test_skin_lbs_degenerate_normal_falls_back_to_rest():
     a = np.zeros((1, 3, 4))  # collapses everything to the origin
     p, n = np.array([[1.0, 2.0, 3.0]]), np.array([[0, 0, 3.0]])
-    out_p, out_n = dq.skin_lbs(p, n, [[0]], [[1.0]], a)
+    out_p, out_n = reference.skin_lbs(p, n, [[0]], [[1.0]], a)
     np.testing.assert_array_equal(out_p, [[0, 0, 0]])
     np.testing.assert_array_equal(out_n, [[0, 0, 1.0]])
 
@@ -394,8 +394,8 @@ def test_skin_lbs_degenerate_normal_falls_back_to_rest():
 def test_skin_dqs_and_lbs_agree_for_rigid_identical_bones(rng):
     p, nrm, j, w = random_mesh(rng, 50, 3)
     m = np.repeat(random_matrices(rng, 1), 3, axis=0)
-    a = dq.skin_dqs(p, nrm, j, w, dq.from_matrices(m))
-    b = dq.skin_lbs(p, nrm, j, w, m)
+    a = reference.skin_dqs(p, nrm, j, w, dq.from_matrices(m))
+    b = reference.skin_lbs(p, nrm, j, w, m)
     np.testing.assert_allclose(a[0], b[0], atol=1e-12)
     np.testing.assert_allclose(a[1], b[1], atol=1e-12)
 
@@ -404,12 +404,12 @@ def test_skin_shape_errors(rng):
     p, nrm, j, w = random_mesh(rng, 5, 2)
     bones = dq.random_rigid(2, rng)
     with pytest.raises(InputError, match=r"positions must have shape \(N, 3\), got shape \(5, 2\)"):
-        dq.skin_dqs(p[:, :2], nrm, j, w, bones)
+        reference.skin_dqs(p[:, :2], nrm, j, w, bones)
     with pytest.raises(InputError, match="joints must be an integer array, got float64"):
-        dq.skin_dqs(p, nrm, j.astype(float), w, bones)
+        reference.skin_dqs(p, nrm, j.astype(float), w, bones)
     with pytest.raises(InputError, match=r"weights must have the shape of joints \(5, 4\)"):
-        dq.skin_dqs(p, nrm, j, w[:, :3], bones)
+        reference.skin_dqs(p, nrm, j, w[:, :3], bones)
     with pytest.raises(InputError, match=r"bone_dqs must have shape \(B, 2, 4\)"):
-        dq.skin_dqs(p, nrm, j, w, bones[:, 0])
+        reference.skin_dqs(p, nrm, j, w, bones[:, 0])
     with pytest.raises(InputError, match=r"bone_matrices must have shape \(B, 3, 4\) or"):
-        dq.skin_lbs(p, nrm, j, w, np.zeros((2, 3, 3)))
+        reference.skin_lbs(p, nrm, j, w, np.zeros((2, 3, 3)))

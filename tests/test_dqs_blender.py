@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vkdqs import InputError, SkinnedMesh, dq
+from vkdqs import InputError, SkinnedMesh, dq, reference
 from vkdqs.renderer import Renderer
 from vkdqs.skinner import Skinner
 from vkdqs.targets import OffscreenTarget
@@ -45,7 +45,7 @@ def test_reference_matches_blender(rig):
     kinds = set(d["kinds"].tolist())
     assert {"rigid", "uniform", "nonuniform", "mirror"} <= kinds
     for mats, want in zip(d["matrices"], d["blender_positions"], strict=True):
-        got, _ = dq.skin_dqs_blender(*args, mats, d["rest_matrices"])
+        got, _ = reference.skin_dqs_blender(*args, mats, d["rest_matrices"])
         assert np.abs(got - want).max() <= BLENDER_TOL
 
 
@@ -61,7 +61,7 @@ def test_gpu_matches_blender_and_the_reference(device, rig, path):
         many_p, many_n = skinner.skin_many(d["matrices"])
         for k, mats in enumerate(d["matrices"]):
             assert np.abs(many_p[k] - d["blender_positions"][k]).max() <= BLENDER_TOL
-            want = dq.skin_dqs_blender(*args, mats, rest)
+            want = reference.skin_dqs_blender(*args, mats, rest)
             assert_matches(mesh, (many_p[k], many_n[k]), want)
             one_p, _ = skinner.skin(mats)
             np.testing.assert_array_equal(one_p, many_p[k])
@@ -77,8 +77,8 @@ def test_rigid_rest_frames_without_scale_equal_dqs_up_to_the_sign_reference(devi
     mats = dq.to_matrices(dq.random_rigid(bones, rng, max_angle=2.0))
     rest = dq.to_matrices(dq.random_rigid(bones, rng))
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
-    want = dq.skin_dqs(*args, dq.from_matrices(mats))  # two influences: same sign reference
-    got = dq.skin_dqs_blender(*args, mats, rest)
+    want = reference.skin_dqs(*args, dq.from_matrices(mats))  # two influences: same sign reference
+    got = reference.skin_dqs_blender(*args, mats, rest)
     np.testing.assert_allclose(got[0], want[0], atol=1e-9)
     np.testing.assert_allclose(got[1], want[1], atol=1e-9)
 
@@ -157,6 +157,6 @@ def test_eight_influences_with_scale_shear_and_mirroring_match_the_reference(dev
         device, mesh, bone_count=bones, method="dqs_blender", rest_matrices=rest, path=path
     ) as skinner:
         got = skinner.skin(mats)
-    want = dq.skin_dqs_blender(*args, mats, rest)
+    want = reference.skin_dqs_blender(*args, mats, rest)
     np.testing.assert_allclose(got[0], want[0], atol=1e-5 * max(mesh.extent, 1.0))
     np.testing.assert_allclose(got[1], want[1], atol=1e-5)

@@ -26,7 +26,7 @@ from tests.gltf_fixtures import (
     reference_globals,
     share_tube,
 )
-from vkdqs import dq
+from vkdqs import dq, reference
 from vkdqs.errors import InputError
 from vkdqs.gltf import GltfError, load_gltf, vertex_normals
 from vkdqs.gltf.save import GltfBuilder, save
@@ -180,7 +180,7 @@ def test_lbs_matches_the_spec_formula(tmp_path, animation, time, eight):
     assert mats.shape == (8, 4, 4) and mats.dtype == np.float64
     np.testing.assert_allclose(mats, globals_[1:9] @ rig.ibm, atol=1e-6)
     mesh = scene.skinned_mesh(0)
-    got, _ = dq.skin_lbs(mesh.positions, mesh.normals, mesh.joints, mesh.weights, mats)
+    got, _ = reference.skin_lbs(mesh.positions, mesh.normals, mesh.joints, mesh.weights, mats)
     np.testing.assert_allclose(got, expected_lbs(rig, globals_, rig.positions), atol=1e-5)
 
 
@@ -205,15 +205,15 @@ def test_dqs_runs_and_matches_lbs_for_single_influence(tmp_path):
     weights = np.ones((mesh.vertex_count, 1))
     for animation, time in [(None, 0.0), (0, 0.3), (1, 0.7), (2, 1.4)]:
         mats = scene.skinning_matrices(0, animation, time)
-        p_lbs, n_lbs = dq.skin_lbs(mesh.positions, mesh.normals, joints, weights, mats)
-        p_dqs, n_dqs = dq.skin_dqs(
+        p_lbs, n_lbs = reference.skin_lbs(mesh.positions, mesh.normals, joints, weights, mats)
+        p_dqs, n_dqs = reference.skin_dqs(
             mesh.positions, mesh.normals, joints, weights, dq.from_matrices(mats)
         )
         # The matrices come from float32 file data, so they are rigid to ~1e-7 only.
         np.testing.assert_allclose(p_dqs, p_lbs, atol=1e-6)
         np.testing.assert_allclose(n_dqs, n_lbs, atol=1e-6)
         # And with the real blended weights DQS runs and stays finite.
-        p, n = dq.skin_dqs(
+        p, n = reference.skin_dqs(
             mesh.positions, mesh.normals, mesh.joints, mesh.weights, dq.from_matrices(mats)
         )
         assert np.isfinite(p).all() and np.isfinite(n).all()

@@ -23,7 +23,7 @@ from tests.gltf_fixtures_compressed import (
     encode_filter,
     meshopt_file,
 )
-from vkdqs import dq
+from vkdqs import dq, reference
 from vkdqs.gltf import GltfError, load_gltf
 from vkdqs.gltf.compression import decode_filter_color
 from vkdqs.gltf.save import save
@@ -121,8 +121,8 @@ def test_meshopt_rig_skins_on_the_gpu_like_the_source(tmp_path, source, device):
         for t in (0.0, 0.4, 1.3):
             mats = want.skinning_matrices(skin=0, animation=0, time=t)
             np.testing.assert_array_equal(mats, scene.skinning_matrices(0, 0, t))
-            _close(ref, lbs_skinner.skin(mats), dq.skin_lbs(*args, mats))
-            _close(ref, dqs_skinner.skin(mats), dq.skin_dqs(*args, dq.from_matrices(mats)))
+            _close(ref, lbs_skinner.skin(mats), reference.skin_lbs(*args, mats))
+            _close(ref, dqs_skinner.skin(mats), reference.skin_dqs(*args, dq.from_matrices(mats)))
 
 
 def _close(mesh, got, want, extra=0.0):
@@ -235,7 +235,7 @@ def test_meshopt_filters_decode_within_their_precision(tmp_path, extension, oct_
     with Skinner(device, mesh, bone_count=scene.skins[0].joint_count, method="dqs") as sk:
         for t in (0.0, 0.5, 1.0):
             mats = scene.skinning_matrices(0, 0, t)
-            _close(mesh, sk.skin(mats), dq.skin_dqs(*args, dq.from_matrices(mats)))
+            _close(mesh, sk.skin(mats), reference.skin_dqs(*args, dq.from_matrices(mats)))
 
 
 def _color_reference(element, bits: int) -> list[int]:
@@ -583,7 +583,7 @@ def test_draco_reordered_points_and_gpu_skinning(tmp_path, source, device):
         for t in (0.0, 0.4, 1.3):
             mats = want.skinning_matrices(0, 0, t)
             p, nrm = sk.skin(mats)
-            wp, _ = dq.skin_lbs(src.positions, src.normals, src.joints, src.weights, mats)
+            wp, _ = reference.skin_lbs(src.positions, src.normals, src.joints, src.weights, mats)
             # the first vertices are the tube's (the skinned mesh puts primitive 0 first)
             k = len(match)
             excess = np.linalg.norm(p[:k].astype(np.float64) - wp[match], axis=1) - bound
@@ -592,7 +592,9 @@ def test_draco_reordered_points_and_gpu_skinning(tmp_path, source, device):
             _close(
                 mesh,
                 (p, nrm),
-                dq.skin_lbs(*(mesh.positions, mesh.normals), mesh.joints, mesh.weights, mats),
+                reference.skin_lbs(
+                    *(mesh.positions, mesh.normals), mesh.joints, mesh.weights, mats
+                ),
             )
 
 
@@ -752,7 +754,7 @@ def test_mutated_draco_streams_fail_cleanly(tmp_path, source):
 
 
 def test_cli_info_without_the_extra_is_one_line(tmp_path, source, hide, capsys):
-    from vkdqs import cli
+    from vkdqs.app import cli
 
     rig, _ = source
     path = tmp_path / "mo.glb"

@@ -15,7 +15,7 @@ import pytest
 
 import vkdqs
 from tests.gltf_fixtures import BYTE, SHORT, UNSIGNED_BYTE, UNSIGNED_SHORT, make_rig, quantize, trs
-from vkdqs import dq
+from vkdqs import reference
 from vkdqs.gltf import GltfError, load_gltf
 
 EXT = "KHR_mesh_quantization"
@@ -133,7 +133,7 @@ def test_skinned_on_the_gpu_within_the_quantization_error(files, device):
     gpu_tol = 2e-5 * 10.0  # float32 skinning of coordinates up to ~10
     for i, t in enumerate(b.times):
         mats = source.skinning_matrices(0, 0, t)
-        want_p, want_n = dq.skin_lbs(*args, mats)
+        want_p, want_n = reference.skin_lbs(*args, mats)
         got = b.positions[i, :32].astype(np.float64)
         excess = np.linalg.norm(got - want_p, axis=1) - tube_err
         assert excess.max() < gpu_tol, f"t={t}: {excess.max()}"

@@ -3,9 +3,9 @@
 The fixture rig (tests/gltf_fixtures.py) is written in code: a skinned tube on an 8-joint chain, a
 second skin (a triangle), and a rigid prop parented to the last joint. Each image is checked
 against where the CPU puts the same geometry: ``GltfScene.skinning_matrices`` with
-``vkdqs.dq.skin_lbs``/``skin_dqs`` for the skinned meshes and ``GltfScene.rigid_meshes`` for the
-prop, projected with the renderer's camera. Culling is off in the bounding-box tests, so every
-triangle counts whichever way it faces.
+``vkdqs.reference.skin_lbs``/``skin_dqs`` for the skinned meshes and ``GltfScene.rigid_meshes``
+for the prop, projected with the renderer's camera. Culling is off in the bounding-box tests, so
+every triangle counts whichever way it faces.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vkdqs import dq
+from vkdqs import dq, reference
+from vkdqs.app.scenes import GltfScenePlayer
 from vkdqs.gltf import load_gltf
 from vkdqs.renderer import Renderer
-from vkdqs.scenes import GltfScenePlayer
 from vkdqs.targets import OffscreenTarget
 
 from . import imaging
@@ -73,8 +73,8 @@ def skinned_points(scene, node, animation, time, method):
     mats = scene.skinning_matrices(nd.skin, animation, time)
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
     if method == "lbs":
-        return dq.skin_lbs(*args, mats)[0]
-    return dq.skin_dqs(*args, dq.from_matrices(mats))[0]
+        return reference.skin_lbs(*args, mats)[0]
+    return reference.skin_dqs(*args, dq.from_matrices(mats))[0]
 
 
 @pytest.mark.parametrize("time", [0.0, 0.5, 1.0])
@@ -177,8 +177,8 @@ def test_animations_show_and_errors(rig_files, renderer):
 
 
 def test_viewer_plays_a_model(xvfb, rig_files):
-    from vkdqs.stills import Decorations
-    from vkdqs.viewer import Viewer
+    from vkdqs.app.stills import Decorations
+    from vkdqs.app.viewer import Viewer
 
     viewer = Viewer(rig_files["rigid"], size=(W, H), samples=1, validation=validation_available())
     glfw = viewer.glfw

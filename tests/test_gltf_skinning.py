@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vkdqs import dq
+from vkdqs import dq, reference
 from vkdqs.gltf import load_gltf
 from vkdqs.skinner import Skinner
 
@@ -35,10 +35,10 @@ def test_loaded_rig_on_the_gpu_matches_the_references(tmp_path, device, eight, s
     ):
         for t in (0.0, 0.4, 1.3):
             mats = scene.skinning_matrices(skin=0, animation=0, time=t)
-            _assert_close(mesh, lbs_skinner.skin(mats), dq.skin_lbs(*args, mats))
+            _assert_close(mesh, lbs_skinner.skin(mats), reference.skin_lbs(*args, mats))
             if dq.has_scale(mats).any():
                 bones, scales = dq.decompose_skinning_matrices(mats)
-                want = dq.skin_dqs_scaled(*args, bones, scales)
+                want = reference.skin_dqs_scaled(*args, bones, scales)
             else:
-                want = dq.skin_dqs(*args, dq.from_matrices(mats))
+                want = reference.skin_dqs(*args, dq.from_matrices(mats))
             _assert_close(mesh, dqs_skinner.skin(mats), want)

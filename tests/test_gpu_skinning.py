@@ -1,11 +1,11 @@
-"""GPU skinning (both paths, DQS and LBS) against the float64 CPU reference in vkdqs.dq."""
+"""GPU skinning (both paths, DQS and LBS) against the float64 CPU reference in vkdqs.reference."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from vkdqs import InputError, SkinnedMesh, dq, procedural
+from vkdqs import InputError, SkinnedMesh, dq, procedural, reference
 from vkdqs.skinner import Skinner
 
 PATHS = ("compute", "vertex")
@@ -27,11 +27,11 @@ def random_pose(rng, bone_count, method):
     return bones
 
 
-def reference(mesh, method, bones):
+def cpu_reference(mesh, method, bones):
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
     if method == "dqs":
-        return dq.skin_dqs(*args, bones)
-    return dq.skin_lbs(*args, bones)
+        return reference.skin_dqs(*args, bones)
+    return reference.skin_lbs(*args, bones)
 
 
 def assert_matches(mesh, got, want):
@@ -60,7 +60,7 @@ def test_gpu_matches_reference(device, path, method, n, influences, bone_count, 
     with Skinner(device, mesh, bone_count=bone_count, method=method, path=path) as skinner:
         for _ in range(3):
             bones = random_pose(rng, bone_count, method)
-            assert_matches(mesh, skinner.skin(bones), reference(mesh, method, bones))
+            assert_matches(mesh, skinner.skin(bones), cpu_reference(mesh, method, bones))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -70,7 +70,7 @@ def test_dqs_accepts_rigid_matrices(device, path):
     bones = dq.random_rigid(8, rng)
     with Skinner(device, mesh, bone_count=8, path=path) as skinner:
         from_matrices = skinner.skin(dq.to_matrices(bones))
-    assert_matches(mesh, from_matrices, reference(mesh, "dqs", bones))
+    assert_matches(mesh, from_matrices, cpu_reference(mesh, "dqs", bones))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -86,7 +86,7 @@ def test_skin_many_equals_repeated_skin(device, path, method):
             one_p, one_n = skinner.skin(pose)
             np.testing.assert_array_equal(many_p[i], one_p)
             np.testing.assert_array_equal(many_n[i], one_n)
-            assert_matches(mesh, (many_p[i], many_n[i]), reference(mesh, method, pose))
+            assert_matches(mesh, (many_p[i], many_n[i]), cpu_reference(mesh, method, pose))
         # a smaller batch after a larger one reuses the buffers
         small_p, _ = skinner.skin_many(poses[:2])
         np.testing.assert_array_equal(small_p, many_p[:2])
@@ -137,8 +137,8 @@ def test_antipodality_correction_is_needed(device, path):
         [[0.6, 0.4], [0.5, 0.5]],
     )
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights, bones)
-    corrected = dq.skin_dqs(*args)
-    uncorrected = dq.skin_dqs(*args, antipodal=False)
+    corrected = reference.skin_dqs(*args)
+    uncorrected = reference.skin_dqs(*args, antipodal=False)
     with Skinner(device, mesh, bone_count=2, path=path) as skinner:
         positions, _ = skinner.skin(bones)
     np.testing.assert_allclose(positions, corrected[0], atol=1e-5)
@@ -175,7 +175,7 @@ def test_zero_weight_vertex_stays_at_rest(device, path, method):
         positions, normals = skinner.skin(bones)
     np.testing.assert_allclose(positions[0], [1.0, 2.0, 3.0], atol=1e-6)
     np.testing.assert_allclose(normals[0], [0.0, 1.0, 0.0], atol=1e-6)
-    assert_matches(mesh, (positions, normals), reference(mesh, method, bones))
+    assert_matches(mesh, (positions, normals), cpu_reference(mesh, method, bones))
 
 
 def test_non_unit_dual_quaternions_are_normalized(device):
@@ -185,7 +185,7 @@ def test_non_unit_dual_quaternions_are_normalized(device):
     scaled = bones * rng.uniform(0.5, 3.0, (5, 1, 1))
     with Skinner(device, mesh, bone_count=5) as skinner:
         got = skinner.skin(scaled)
-    assert_matches(mesh, got, reference(mesh, "dqs", bones))
+    assert_matches(mesh, got, cpu_reference(mesh, "dqs", bones))
 
 
 def random_scaled_pose(rng, bone_count, *, uniform):
@@ -210,7 +210,7 @@ def test_eight_influences(device, path, method, influences):
     with Skinner(device, mesh, bone_count=20, method=method, path=path) as skinner:
         for _ in range(2):
             bones = random_pose(rng, 20, method)
-            assert_matches(mesh, skinner.skin(bones), reference(mesh, method, bones))
+            assert_matches(mesh, skinner.skin(bones), cpu_reference(mesh, method, bones))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -222,7 +222,7 @@ def test_two_phase_dqs_matches_reference(device, path, influences, uniform):
     mats = random_scaled_pose(rng, 12, uniform=uniform)
     dqs, scales = dq.decompose_skinning_matrices(mats)
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
-    want = dq.skin_dqs_scaled(*args, dqs, scales)
+    want = reference.skin_dqs_scaled(*args, dqs, scales)
     with Skinner(device, mesh, bone_count=12, path=path) as skinner:  # method "dqs": automatic
         got = skinner.skin(mats)
     assert_matches(mesh, got, want)
@@ -250,8 +250,8 @@ def test_two_phase_dqs_equals_plain_dqs_on_rigid_rigs(device, path):
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
     identity = np.tile(np.eye(3, 4), (10, 1, 1))
     np.testing.assert_allclose(
-        dq.skin_dqs_scaled(*args, bones, identity)[0],
-        dq.skin_dqs(*args, bones)[0],
+        reference.skin_dqs_scaled(*args, bones, identity)[0],
+        reference.skin_dqs(*args, bones)[0],
         rtol=0,
         atol=1e-7 * mesh.extent,
     )
@@ -265,7 +265,7 @@ def test_uniformly_scaled_rig_equals_the_scaled_rigid_result(device):
     s = 1.7
     mats = dq.to_matrices(bones) @ np.diag([s, s, s, 1.0])
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
-    want_p, want_n = dq.skin_dqs(mesh.positions * s, *args[1:], bones)
+    want_p, want_n = reference.skin_dqs(mesh.positions * s, *args[1:], bones)
     with Skinner(device, mesh, bone_count=6) as skinner:
         got = skinner.skin(mats)
     np.testing.assert_allclose(got[0], want_p, rtol=0, atol=1e-5 * mesh.extent * s)
@@ -294,11 +294,11 @@ def test_tiny_scale_does_not_look_collapsed(device, path, method):
     tiny = rigid @ np.diag([2.4e-4, 2.4e-4, 2.4e-4, 1.0])
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
     if method == "lbs":
-        _, want_n = dq.skin_lbs(*args, rigid)
-        ref_p, ref_n = dq.skin_lbs(*args, tiny)
+        _, want_n = reference.skin_lbs(*args, rigid)
+        ref_p, ref_n = reference.skin_lbs(*args, tiny)
     else:  # a uniform scale in rest space, then the rigid pose: DQS's normals
-        _, want_n = dq.skin_dqs(*args, dq.from_matrices(rigid))
-        ref_p, ref_n = dq.skin_dqs_scaled(*args, *dq.decompose_skinning_matrices(tiny))
+        _, want_n = reference.skin_dqs(*args, dq.from_matrices(rigid))
+        ref_p, ref_n = reference.skin_dqs_scaled(*args, *dq.decompose_skinning_matrices(tiny))
     np.testing.assert_allclose(ref_n, want_n, atol=1e-9)  # the reference: direction kept
     with Skinner(device, mesh, bone_count=8, method=method, path=path) as skinner:
         positions, normals = skinner.skin(tiny)

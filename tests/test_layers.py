@@ -13,15 +13,18 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "vkdqs"
 
 #: Layer of each module (dotted, without "vkdqs."); a prefix ending in "." covers a package.
+#: 0 errors; 1 numpy (math, the method registry, the references, meshes, glTF); 2 the Vulkan
+#: plumbing; 3 the engine (skinning, rendering, crowds); 4 baking (files written from the
+#: engine's results); 5 the applications (scenes, stills, comparisons, viewer, command line).
 LAYERS = {
     "errors": 0,
     "dq": 1,
+    "reference": 1,
     "mesh": 1,
     "material": 1,
     "bones": 1,
     "procedural": 1,
     "camera": 1,
-    "overlay": 1,
     "png": 1,
     "geometry": 1,
     "clip": 1,
@@ -34,15 +37,11 @@ LAYERS = {
     "centers": 3,
     "renderer": 3,
     "overlay_pass": 3,
-    "stills": 3,
     "crowd": 3,
     "targets": 3,
-    "scenes": 3,
-    "baking": 3,
-    "compare": 3,
-    "viewer": 4,
-    "cli": 4,
-    "__main__": 4,
+    "baking": 4,
+    "app.": 5,
+    "__main__": 5,
 }
 NUMPY_ONLY = 1  # layers up to this one must not import vulkan or glfw
 

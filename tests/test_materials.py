@@ -404,9 +404,9 @@ def test_skinned_mesh_and_groups_carry_the_surface(tmp_path):
     )
     b.document["meshes"][0]["primitives"].append(second)
     scene = load(b, tmp_path)
-    from vkdqs.scenes import gltf_parts
+    from vkdqs.gltf.parts import scene_parts
 
-    mesh = gltf_parts(scene)[0].geometry  # the rigid quad, both primitives merged
+    mesh = scene_parts(scene)[0].geometry  # the rigid quad, both primitives merged
     np.testing.assert_array_equal(mesh.uvs, np.r_[QUAD_UVS, np.zeros((4, 2))])
     np.testing.assert_array_equal(mesh.colors, np.r_[colors, np.ones((4, 4))])
     groups = scene.mesh_groups(0)
@@ -494,7 +494,7 @@ def test_info_lists_materials_and_surface_attributes(tmp_path, capsys):
         material={"name": "skin", "alphaMode": "MASK", "alphaCutoff": 0.25, "doubleSided": True},
     )
     path = write(b, tmp_path)
-    from vkdqs import cli
+    from vkdqs.app import cli
 
     assert cli.main(["info", str(path)]) == 0
     out = capsys.readouterr().out

@@ -16,14 +16,15 @@ import logging
 import numpy as np
 import pytest
 
-from vkdqs import dq
+from vkdqs import dq, reference
+from vkdqs.app.scenes import GltfScenePlayer
 from vkdqs.camera import Camera
 from vkdqs.errors import InputError
 from vkdqs.gltf import GltfWarning, load_gltf
+from vkdqs.gltf.parts import scene_parts
 from vkdqs.material import Material, Sampler, linear_to_srgb, srgb_to_linear, uv_transform
 from vkdqs.mesh import SkinnedMesh
 from vkdqs.renderer import Renderer
-from vkdqs.scenes import GltfScenePlayer, gltf_parts
 from vkdqs.targets import OffscreenTarget
 
 from . import imaging
@@ -267,7 +268,7 @@ def test_a_textured_gltf_quad(tmp_path, renderer, light):
     scene = load_gltf(
         write(quad_document(image=encode(CHECKER), colors=colors, sampler=sampler), tmp_path)
     )
-    part = gltf_parts(scene)[0]
+    part = scene_parts(scene)[0]
     groups = scene.mesh_groups(0)
     material = [g[2] for g in groups]
     img = draw(
@@ -375,9 +376,9 @@ def test_a_textured_skinned_rig_keeps_its_geometry_and_its_colours(tmp_path, dev
                     mats = scene.skinning_matrices(nd.skin, 0, 0.5)
                     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
                     p = (
-                        dq.skin_lbs(*args, mats)[0]
+                        reference.skin_lbs(*args, mats)[0]
                         if method == "lbs"
-                        else dq.skin_dqs(*args, dq.from_matrices(mats))[0]
+                        else reference.skin_dqs(*args, dq.from_matrices(mats))[0]
                     )
                     pts.append(p)
             for ri in scene.rigid_meshes(0, 0.5):
@@ -392,7 +393,7 @@ def test_a_textured_skinned_rig_keeps_its_geometry_and_its_colours(tmp_path, dev
 
 
 def test_cli_renders_a_model_with_a_broken_image_saying_so_in_one_line(tmp_path, device, capsys):
-    from vkdqs import cli
+    from vkdqs.app import cli
 
     doc = quad_document(image_uri="gone.png", material={"doubleSided": True})
     model = write(doc, tmp_path)
@@ -428,7 +429,7 @@ def test_materials_benchmark_smoke(tmp_path, device):
 def test_the_player_tints_only_uncoloured_models(tmp_path, renderer):
     """A model with COLOR_0 (and no material) keeps its colours in every copy; one without
     colours or materials gets the method tints."""
-    from vkdqs.scenes import METHOD_COLORS, RIGID_COLORS
+    from vkdqs.app.scenes import METHOD_COLORS, RIGID_COLORS
 
     for inst in list(renderer.instances):
         renderer.remove_instance(inst)

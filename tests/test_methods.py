@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from vkdqs import InputError, SkinnedMesh, dq, procedural
+from vkdqs import InputError, SkinnedMesh, dq, procedural, reference
 from vkdqs.renderer import Renderer
 from vkdqs.skinner import Skinner
 from vkdqs.targets import OffscreenTarget
@@ -33,7 +33,7 @@ def blend_mesh(rng, n, influences, bone_count, *, extra=0, indices=None):
 
 def blend_reference(mesh, bones):
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
-    return dq.skin_blend(*args, bones, mesh.dqs_blend)
+    return reference.skin_blend(*args, bones, mesh.dqs_blend)
 
 
 def assert_blend_matches(mesh, got, bones):
@@ -43,8 +43,8 @@ def assert_blend_matches(mesh, got, bones):
     vertex 2066, also with method="lbs")."""
     want_p, want_n = blend_reference(mesh, bones)
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
-    lbs_n = dq.skin_lbs(*args, bones)[1]
-    dqs_n = dq.skin_dqs(*args, dq.from_matrices(bones))[1]
+    lbs_n = reference.skin_lbs(*args, bones)[1]
+    dqs_n = reference.skin_dqs(*args, dq.from_matrices(bones))[1]
     b = mesh.dqs_blend.astype(np.float64)[:, None]
     length = np.linalg.norm(lbs_n + (dqs_n - lbs_n) * b, axis=1)
     positions, normals = got
@@ -67,13 +67,13 @@ def test_reference_blend_endpoints_are_lbs_and_dqs():
     mesh = blend_mesh(rng, 400, 4, 8)
     mats = random_matrices(rng, 8)
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
-    lbs = dq.skin_lbs(*args, mats)
-    dqs = dq.skin_dqs(*args, dq.from_matrices(mats))
+    lbs = reference.skin_lbs(*args, mats)
+    dqs = reference.skin_dqs(*args, dq.from_matrices(mats))
     for b, want in ((0.0, lbs), (1.0, dqs)):
-        got = dq.skin_blend(*args, mats, np.full(400, b))
+        got = reference.skin_blend(*args, mats, np.full(400, b))
         np.testing.assert_allclose(got[0], want[0], atol=1e-12)
         np.testing.assert_allclose(got[1], want[1], atol=1e-12)
-    half = dq.skin_blend(*args, mats, np.full(400, 0.5))
+    half = reference.skin_blend(*args, mats, np.full(400, 0.5))
     np.testing.assert_allclose(half[0], 0.5 * (lbs[0] + dqs[0]), atol=1e-12)
     np.testing.assert_allclose(np.linalg.norm(half[1], axis=1), 1.0, atol=1e-12)
 
@@ -218,7 +218,7 @@ def test_parse_methods():
 
 
 def test_cli_render_all_methods(tmp_path, device, capsys):
-    from vkdqs import cli
+    from vkdqs.app import cli
     from vkdqs.png import read_png
 
     out = tmp_path / "all.png"
@@ -236,8 +236,8 @@ def test_cli_render_all_methods(tmp_path, device, capsys):
 
 
 def test_gltf_player_shows_blend(tmp_path, device):
+    from vkdqs.app.scenes import GltfScenePlayer
     from vkdqs.gltf import load_gltf
-    from vkdqs.scenes import GltfScenePlayer
 
     from .gltf_fixtures import make_rig
 

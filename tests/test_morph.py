@@ -10,11 +10,12 @@ import zlib
 import numpy as np
 import pytest
 
-from vkdqs import InputError, LimitError, SkinnedMesh, dq
+from vkdqs import InputError, LimitError, SkinnedMesh, dq, reference
 from vkdqs import shader_interface as si
+from vkdqs.app.scenes import GltfScenePlayer
 from vkdqs.gltf import GltfError, load_gltf
+from vkdqs.gltf.parts import scene_parts
 from vkdqs.renderer import Renderer
-from vkdqs.scenes import GltfScenePlayer, gltf_parts
 from vkdqs.skinner import Skinner
 from vkdqs.targets import OffscreenTarget
 
@@ -58,7 +59,9 @@ def morph_mesh(
 
 def morphed(mesh, w):
     """The float64 rest mesh after the morph (the reference's first step)."""
-    return dq.morph(mesh.positions, mesh.normals, mesh.morph_positions, mesh.morph_normals, w)
+    return reference.morph(
+        mesh.positions, mesh.normals, mesh.morph_positions, mesh.morph_normals, w
+    )
 
 
 def random_weights(rng, m, zeros=()):
@@ -96,11 +99,11 @@ def test_reference_morph_is_the_weighted_sum():
     np.testing.assert_allclose(p0, mesh.positions, atol=0)
     np.testing.assert_allclose(n0, mesh.normals, atol=1e-7)
     cancel = -mesh.normals.astype(np.float64)[None]
-    p1, n1 = dq.morph(mesh.positions, mesh.normals, None, cancel, [1.0])
+    p1, n1 = reference.morph(mesh.positions, mesh.normals, None, cancel, [1.0])
     np.testing.assert_allclose(n1, mesh.normals, atol=1e-7)
     np.testing.assert_allclose(p1, mesh.positions, atol=0)
     with pytest.raises(InputError, match=r"morph_positions must have shape \(2, 50, 3\)"):
-        dq.morph(mesh.positions, mesh.normals, mesh.morph_positions, None, [1.0, 2.0])
+        reference.morph(mesh.positions, mesh.normals, mesh.morph_positions, None, [1.0, 2.0])
 
 
 def test_mesh_morph_validation():
@@ -141,23 +144,23 @@ def _pose_and_reference(rng, method, mesh, bones, w, centers=None, rest=None):
     rigid = dq.random_rigid(bones, rng, max_angle=np.pi, max_translation=1.0)
     mats = dq.to_matrices(rigid)
     if method == "dqs":
-        return rigid, dq.skin_dqs(*args, rigid), None
+        return rigid, reference.skin_dqs(*args, rigid), None
     if method == "lbs":
-        return mats, dq.skin_lbs(*args, mats), None
+        return mats, reference.skin_lbs(*args, mats), None
     if method == "dqs_scale":
         scaled = mats.copy()
         scaled[:, :3, :3] *= rng.uniform(0.7, 1.4, (bones, 1, 3))
         real_dual, scales = dq.decompose_skinning_matrices(scaled)
-        return scaled, dq.skin_dqs_scaled(*args, real_dual, scales), None
+        return scaled, reference.skin_dqs_scaled(*args, real_dual, scales), None
     if method == "blend":
-        return mats, dq.skin_blend(*args, mats, mesh.dqs_blend), None
+        return mats, reference.skin_blend(*args, mats, mesh.dqs_blend), None
     if method == "cor":
-        return mats, dq.skin_cor(*args, mats, centers), None
+        return mats, reference.skin_cor(*args, mats, centers), None
     if rest is None:
         rest = dq.to_matrices(dq.random_rigid(bones, rng))
     scaled = mats.copy()
     scaled[:, :3, :3] *= rng.uniform(0.8, 1.2, (bones, 1, 3))
-    return scaled, dq.skin_dqs_blender(*args, scaled, rest), rest
+    return scaled, reference.skin_dqs_blender(*args, scaled, rest), rest
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -205,8 +208,10 @@ def test_positions_only_and_normals_only_targets(device, path, layout):
     w = random_weights(rng, 4, zeros=(2,))
     for kw in ({"morph_positions": full.morph_positions}, {"morph_normals": full.morph_normals}):
         mesh = SkinnedMesh(*args, **kw)
-        want = dq.skin_dqs(
-            *dq.morph(mesh.positions, mesh.normals, mesh.morph_positions, mesh.morph_normals, w),
+        want = reference.skin_dqs(
+            *reference.morph(
+                mesh.positions, mesh.normals, mesh.morph_positions, mesh.morph_normals, w
+            ),
             mesh.joints,
             mesh.weights,
             bones,
@@ -251,7 +256,7 @@ def test_many_targets_few_or_all_active(device, path, layout):
         w = np.zeros(m, np.float32)
         w[rng.choice(m, 8, replace=False)] = rng.uniform(-0.5, 1.2, 8)
         for weights in (w, random_weights(rng, m)):
-            want = dq.skin_dqs(*morphed(mesh, weights), mesh.joints, mesh.weights, bones)
+            want = reference.skin_dqs(*morphed(mesh, weights), mesh.joints, mesh.weights, bones)
             assert_close(mesh, skinner.skin(bones, weights), want)
 
 
@@ -286,7 +291,7 @@ def test_morph_runs_skip_vertices_without_deltas(device, path):
         poses = np.stack([dq.random_rigid(bones, rng) for _ in weights])
         many_p, many_n = skinner.skin_many(poses, morph_weights=weights)
         for i, w in enumerate(weights):
-            want = dq.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, poses[i])
+            want = reference.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, poses[i])
             assert_close(mesh, skinner.skin(poses[i], w), want)
             assert_close(mesh, (many_p[i], many_n[i]), want)
 
@@ -340,7 +345,7 @@ def test_more_targets_than_the_limit(device):
     bones = dq.random_rigid(1, rng)
     with Skinner(device, mesh, bone_count=1) as skinner:
         assert skinner.morph_packing.sparse
-        want = dq.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, bones)
+        want = reference.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, bones)
         assert_close(mesh, skinner.skin(bones, w), want)
 
 
@@ -424,7 +429,7 @@ def test_gltf_targets_decode_as_written(tmp_path, quantized):
     mesh = scene.skinned_mesh(0)
     np.testing.assert_array_equal(mesh.morph_positions, model.morph_positions.astype(np.float32))
     np.testing.assert_array_equal(mesh.morph_normals, model.morph_normals.astype(np.float32))
-    parts = gltf_parts(scene)
+    parts = scene_parts(scene)
     rigid = next(p for p in parts if p.kind == "rigid")
     np.testing.assert_array_equal(rigid.geometry.morph_positions, model.quad_morph_positions)
     assert rigid.geometry.morph_normals is None
@@ -594,7 +599,7 @@ def test_more_sparse_entries_than_the_layout_indexes(device, monkeypatch):
     bones = dq.random_rigid(1, rng)
     with Skinner(device, mesh, bone_count=1) as skinner:
         assert not skinner.morph_packing.sparse
-        want = dq.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, bones)
+        want = reference.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, bones)
         assert_close(mesh, skinner.skin(bones, w), want)
 
 
@@ -671,7 +676,7 @@ def test_targets_without_any_delta(device, path):
     w = np.array([1.0, -0.5, 2.0], np.float32)
     bones = dq.random_rigid(3, rng)
     with Skinner(device, mesh, bone_count=3, path=path) as skinner:
-        want = dq.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, bones)
+        want = reference.skin_dqs(*morphed(mesh, w), mesh.joints, mesh.weights, bones)
         assert_close(mesh, skinner.skin(bones, w), want)
         p, n = skinner.skin_many(bones[None], morph_weights=w[None])
         assert_close(mesh, (p[0], n[0]), want)
@@ -712,13 +717,13 @@ def test_bake_applies_morph_weights(device, tmp_path):
 
     model, scene = _load(tmp_path)
     result = bake(scene, animation=0, fps=4.0, method="lbs", device=device)
-    parts = gltf_parts(scene)
+    parts = scene_parts(scene)
     tube = parts[0].geometry
     n_tube = tube.vertex_count
     for f, t in enumerate(result.times):
         w = scene.morph_weights(0, animation=0, time=t)
         mats = scene.skinning_matrices(0, 0, t)
-        want = dq.skin_lbs(*morphed(tube, w), tube.joints, tube.weights, mats)
+        want = reference.skin_lbs(*morphed(tube, w), tube.joints, tube.weights, mats)
         assert_close(tube, (result.positions[f, :n_tube], result.normals[f, :n_tube]), want)
         wf = _sample(model.weight_keys[4], t)
         face = model.quad_positions + np.tensordot(wf, model.quad_morph_positions, 1)
@@ -728,7 +733,7 @@ def test_bake_applies_morph_weights(device, tmp_path):
 
 
 def test_cli_info_lists_morph_targets(tmp_path, capsys):
-    from vkdqs.cli import main
+    from vkdqs.app.cli import main
 
     model = make_morph_model()
     path = tmp_path / "m.glb"

@@ -13,11 +13,12 @@ import warnings
 import numpy as np
 import pytest
 
-from vkdqs import InputError, LimitError, SkinnedMesh, bones, cli, dq, procedural
+from vkdqs import InputError, LimitError, SkinnedMesh, bones, dq, procedural, reference
+from vkdqs.app import cli
+from vkdqs.app.scenes import GltfScenePlayer
 from vkdqs.gltf import load_gltf
 from vkdqs.png import read_png
 from vkdqs.renderer import Renderer
-from vkdqs.scenes import GltfScenePlayer
 from vkdqs.skinner import Skinner
 from vkdqs.targets import OffscreenTarget
 
@@ -79,7 +80,7 @@ def test_gpu_skins_a_mesh_built_from_huge_normals(device, method):
     np.testing.assert_array_equal(mesh.normals, small.normals)
     pose = dq.random_rigid(3, rng)
     pose = pose if method == "dqs" else dq.to_matrices(pose)
-    ref = (dq.skin_dqs if method == "dqs" else dq.skin_lbs)(*args(mesh), pose)
+    ref = (reference.skin_dqs if method == "dqs" else reference.skin_lbs)(*args(mesh), pose)
     with Skinner(device, mesh, bone_count=3, method=method) as skinner:
         gpu_matches(mesh, skinner.skin(pose), ref)
     assert np.all(np.abs(np.linalg.norm(ref[1], axis=1) - 1.0) < 1e-12)
@@ -90,9 +91,9 @@ def test_reference_normalizes_huge_normals_it_is_given_directly():
     unit = n / np.array([[np.sqrt(2) * 1e300], [3e200]])
     pose = dq.random_rigid(1, np.random.default_rng(8))
     joints, weights = [[0], [0]], [[1.0], [1.0]]
-    _, dqs_normals = dq.skin_dqs(np.zeros((2, 3)), n, joints, weights, pose)
+    _, dqs_normals = reference.skin_dqs(np.zeros((2, 3)), n, joints, weights, pose)
     np.testing.assert_allclose(dqs_normals, dq.transform_normals(pose[0], unit), atol=1e-15)
-    _, lbs_normals = dq.skin_lbs(np.zeros((2, 3)), n, joints, weights, dq.to_matrices(pose))
+    _, lbs_normals = reference.skin_lbs(np.zeros((2, 3)), n, joints, weights, dq.to_matrices(pose))
     np.testing.assert_allclose(lbs_normals, dqs_normals, atol=1e-15)
     axis = dq.quat_from_axis_angle([1e300, 0.0, 0.0], np.pi / 2)
     np.testing.assert_allclose(axis, [np.sqrt(0.5), 0, 0, np.sqrt(0.5)], atol=1e-15)
@@ -149,9 +150,9 @@ def test_gpu_gets_bones_with_huge_real_parts_normalized(device, two_bone_mesh, p
     packed = bones.pack_dqs(raw, 2)
     want_bones = dq.normalize(raw)
     np.testing.assert_allclose(packed, want_bones, rtol=0, atol=1e-7)
-    ref = dq.skin_dqs(*args(mesh), want_bones)
+    ref = reference.skin_dqs(*args(mesh), want_bones)
     # The reference given the raw bones computes the same thing.
-    raw_ref = dq.skin_dqs(*args(mesh), raw)
+    raw_ref = reference.skin_dqs(*args(mesh), raw)
     np.testing.assert_allclose(raw_ref[0], ref[0], rtol=0, atol=1e-12)
     np.testing.assert_allclose(raw_ref[1], ref[1], rtol=0, atol=1e-12)
     with Skinner(device, mesh, bone_count=2, path=path) as skinner:
@@ -177,9 +178,11 @@ def test_dual_parts_beyond_the_limit_after_normalizing_are_rejected(device, two_
         # a huge but proportionate DQ is fine: the GPU blends it normalized, like the reference
         fine = unit.copy()
         fine[1] *= 1e200
-        want = dq.skin_dqs(*args(two_bone_mesh), dq.normalize(fine))
+        want = reference.skin_dqs(*args(two_bone_mesh), dq.normalize(fine))
         gpu_matches(two_bone_mesh, skinner.skin(fine), want)
-        np.testing.assert_allclose(want[0], dq.skin_dqs(*args(two_bone_mesh), unit)[0], atol=1e-12)
+        np.testing.assert_allclose(
+            want[0], reference.skin_dqs(*args(two_bone_mesh), unit)[0], atol=1e-12
+        )
 
 
 @pytest.mark.parametrize("angle", [np.inf, -np.inf, np.nan])
@@ -219,8 +222,11 @@ RAGGED_MATRICES = [np.eye(4).tolist(), [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0]]]
         (lambda: dq.quat_multiply([0, 0, 0, 1], [[0, 0, 0, 1], [1]]), "b"),
         (lambda: dq.quat_from_axis_angle([1, 0, 0], [[1.0], [1.0, 2.0]]), "angle"),
         (lambda: dq.from_rotation_translation([0, 0, 0, 1], RAGGED), "t"),
-        (lambda: dq.skin_dqs(GOOD, GOOD, [[0], [0, 1]], [[1], [1]], [BONE]), "joints"),
-        (lambda: dq.skin_lbs(GOOD, GOOD, [[0], [0]], [[1], [1]], [RAGGED_MATRICES]), "bone_ma"),
+        (lambda: reference.skin_dqs(GOOD, GOOD, [[0], [0, 1]], [[1], [1]], [BONE]), "joints"),
+        (
+            lambda: reference.skin_lbs(GOOD, GOOD, [[0], [0]], [[1], [1]], [RAGGED_MATRICES]),
+            "bone_ma",
+        ),
         (lambda: bones.pack_pose(RAGGED_BONES, 2, "dqs"), "bones"),
         (lambda: bones.pack_pose(RAGGED_MATRICES, 2, "lbs"), "bones"),
     ],

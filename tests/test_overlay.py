@@ -6,10 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vkdqs.camera import Camera
-from vkdqs.errors import InputError
-from vkdqs.methods import parse_methods
-from vkdqs.overlay import (
+from vkdqs.app.overlay import (
     ColorBar,
     Label,
     bar_box,
@@ -20,6 +17,9 @@ from vkdqs.overlay import (
     label_band,
     text_px,
 )
+from vkdqs.camera import Camera
+from vkdqs.errors import InputError
+from vkdqs.methods import parse_methods
 
 from .imaging import srgb8
 
@@ -144,7 +144,7 @@ def test_camera_fit_rejects_nan():
 
 
 def test_floor_grid_geometry():
-    from vkdqs.stills import floor_grid_mesh
+    from vkdqs.app.stills import floor_grid_mesh
 
     mesh = floor_grid_mesh(lines=5, width=0.01)
     p = mesh.positions

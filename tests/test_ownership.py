@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from vkdqs import InputError, ObjectDestroyedError, OwnershipError, dq, procedural
+from vkdqs import InputError, ObjectDestroyedError, OwnershipError, dq, procedural, reference
 from vkdqs.gpu import Buffer
 from vkdqs.renderer import Renderer
 from vkdqs.skinner import Skinner
@@ -99,6 +99,44 @@ def test_a_closed_target_is_refused(device):
         Renderer(device, target)
 
 
+def test_own_and_release_keep_one_owner_per_object(device):
+    """``own()`` takes an object of the owner's Device once; ``release()`` destroys only what
+    this owner owns; close() destroys what is still owned."""
+    usage = 0x10  # VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
+    with Skinner(device, procedural.candy_wrapper(), bone_count=2) as a:
+        with Skinner(device, procedural.candy_wrapper(), bone_count=2) as b:
+            buf = a.own(Buffer(device, 64, usage, label="owned"))
+            with pytest.raises(OwnershipError, match="already has an owner"):
+                a.own(buf)
+            with pytest.raises(OwnershipError, match="already has an owner"):
+                b.own(buf)
+            with pytest.raises(OwnershipError, match="not owned by this Skinner"):
+                b.release(buf)
+            a.release(buf)
+            assert buf.destroyed
+            with pytest.raises(OwnershipError, match="not owned"):
+                a.release(buf)  # released once, not twice
+            with pytest.raises(ObjectDestroyedError):
+                b.own(buf)
+            with pytest.raises(InputError, match="DeviceObject"):
+                a.own("a buffer")
+            kept = a.own(Buffer(device, 64, usage, label="kept"))
+        assert not kept.destroyed  # b's close() leaves a's objects alone
+    assert kept.destroyed
+
+
+def test_own_refuses_an_object_of_another_device(device):
+    other = _open_device()
+    try:
+        with Buffer(other, 64, 0x10, label="elsewhere") as buf:
+            with Skinner(device, procedural.candy_wrapper(), bone_count=2) as skinner:
+                with pytest.raises(OwnershipError, match="belongs to another Device"):
+                    skinner.own(buf)
+        assert other.live_objects() == 0
+    finally:
+        other.close()
+
+
 def test_owners_need_a_device():
     with pytest.raises(InputError, match=r"device must be a vkdqs\.Device"):
         Skinner("gpu", procedural.candy_wrapper(), bone_count=2)
@@ -137,7 +175,7 @@ def test_skin_many_memory_stays_bounded(device):
         assert skinner._capacity < len(poses)  # it really ran in several submissions
     args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
     for i in (0, 37, len(poses) - 1):
-        ref_p, ref_n = dq.skin_dqs(*args, poses[i])
+        ref_p, ref_n = reference.skin_dqs(*args, poses[i])
         np.testing.assert_allclose(positions[i], ref_p, rtol=0, atol=1e-5 * mesh.extent)
         np.testing.assert_allclose(normals[i], ref_n, rtol=0, atol=1e-5)
 

@@ -7,14 +7,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vkdqs import cli, dq
+from vkdqs import dq, reference
+from vkdqs.app import cli
+from vkdqs.app.overlay import bar_box, colorbar, text_px
+from vkdqs.app.scenes import CandyWrapperScene, GltfScenePlayer
+from vkdqs.app.stills import DIFF_PERCENTILE, FloorGrid, copy_points, frame_still, scene_overlay
 from vkdqs.errors import InputError
 from vkdqs.gltf import load_gltf
-from vkdqs.overlay import bar_box, colorbar, text_px
+from vkdqs.gltf.parts import skin_matrices
 from vkdqs.png import read_png
 from vkdqs.renderer import Renderer
-from vkdqs.scenes import CandyWrapperScene, GltfScenePlayer, skin_matrices
-from vkdqs.stills import DIFF_PERCENTILE, FloorGrid, copy_points, frame_still, scene_overlay
 from vkdqs.targets import OffscreenTarget
 
 from .gltf_fixtures import make_rig
@@ -131,7 +133,7 @@ def _reference_distances(scene, player):
             continue
         m = skin_matrices(scene, (draw.skin,), glob)[draw.skin]
         args = (g.positions, g.normals, g.joints, g.weights)
-        d = dq.skin_dqs(*args, dq.from_matrices(m))[0] - dq.skin_lbs(*args, m)[0]
+        d = reference.skin_dqs(*args, dq.from_matrices(m))[0] - reference.skin_lbs(*args, m)[0]
         out.append(np.linalg.norm(d, axis=1))
     return out
 
@@ -193,7 +195,9 @@ def test_diff_of_the_candy_wrapper(device):
         pose = procedural.twist_pose(150.0)
         args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
         d = np.linalg.norm(
-            dq.skin_dqs(*args, dq.from_matrices(pose))[0] - dq.skin_lbs(*args, pose)[0], axis=1
+            reference.skin_dqs(*args, dq.from_matrices(pose))[0]
+            - reference.skin_lbs(*args, pose)[0],
+            axis=1,
         )
         top, largest = scene.diff_range
         assert largest == pytest.approx(d.max(), abs=1e-5)
@@ -295,17 +299,19 @@ def test_diff_and_framing_of_a_morphing_model_morph_first(device, tmp_path):
             g = draw.geometry
             w = scene.morph_weights(draw.mesh, draw.node, player.animation, player.time)
             assert np.abs(w).max() > 0.1  # the pose has active targets
-            rest = dq.morph(g.positions, g.normals, g.morph_positions, g.morph_normals, w)
+            rest = reference.morph(g.positions, g.normals, g.morph_positions, g.morph_normals, w)
             m = skin_matrices(scene, (draw.skin,), glob)[draw.skin]
-            lbs = dq.skin_lbs(*rest, g.joints, g.weights, m)[0]
-            dqs = dq.skin_dqs(*rest, g.joints, g.weights, dq.from_matrices(m))[0]
+            lbs = reference.skin_lbs(*rest, g.joints, g.weights, m)[0]
+            dqs = reference.skin_dqs(*rest, g.joints, g.weights, dq.from_matrices(m))[0]
             want = np.linalg.norm(dqs - lbs, axis=1)
             top = player.diff_range[0]
             got = draw.instances["diff"].scalar[:, 0] * top
             np.testing.assert_allclose(got, np.minimum(want, top), atol=1e-5 * g.extent)
-            unmorphed = dq.skin_lbs(g.positions, g.normals, g.joints, g.weights, m)[0]
+            unmorphed = reference.skin_lbs(g.positions, g.normals, g.joints, g.weights, m)[0]
             moved = max(moved, float(np.abs(lbs - unmorphed).max()))
-            plain = dq.skin_dqs(g.positions, g.normals, g.joints, g.weights, dq.from_matrices(m))
+            plain = reference.skin_dqs(
+                g.positions, g.normals, g.joints, g.weights, dq.from_matrices(m)
+            )
             plain_diff = np.minimum(np.linalg.norm(plain[0] - unmorphed, axis=1), top)
             # without the morph the diff would be off by far more than the tolerance above
             assert np.abs(plain_diff - got).max() > 1e-4 * g.extent

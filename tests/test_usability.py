@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import vkdqs
-from vkdqs import cli, procedural
+from vkdqs import procedural
+from vkdqs.app import cli
 from vkdqs.geometry import vertex_normals
 from vkdqs.gltf import load_gltf
 from vkdqs.png import decode_png, read_png
@@ -124,8 +125,8 @@ def test_png_image_shows_itself_in_jupyter(tmp_path):
 
 
 def test_rendered_image_shows_itself_in_jupyter(device):
+    from vkdqs.app.scenes import CandyWrapperScene
     from vkdqs.renderer import Renderer
-    from vkdqs.scenes import CandyWrapperScene
     from vkdqs.targets import OffscreenTarget
 
     with (

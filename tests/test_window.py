@@ -11,12 +11,12 @@ from .conftest import validation_available
 
 
 def test_window_lifecycle(xvfb):
-    from vkdqs.overlay import text_px
+    from vkdqs.app.overlay import text_px
+    from vkdqs.app.scenes import CandyWrapperScene
+    from vkdqs.app.stills import Decorations
+    from vkdqs.app.viewer import Viewer
     from vkdqs.renderer import Renderer
-    from vkdqs.scenes import CandyWrapperScene
-    from vkdqs.stills import Decorations
     from vkdqs.targets import OffscreenTarget
-    from vkdqs.viewer import Viewer
 
     viewer = Viewer(size=(480, 360), samples=1, validation=validation_available())
     glfw = viewer.glfw
@@ -93,8 +93,8 @@ def test_window_lifecycle(xvfb):
 
 
 def test_viewer_shows_any_set_of_methods(xvfb, capsys):
+    from vkdqs.app.viewer import HELP, METHOD_CYCLE, Viewer
     from vkdqs.methods import SCENE_METHODS
-    from vkdqs.viewer import HELP, METHOD_CYCLE, Viewer
 
     assert "5 CoR" in HELP and "M/shift+M" in HELP
     viewer = Viewer(size=(480, 240), samples=1, validation=validation_available())
@@ -160,7 +160,7 @@ def test_viewer_shows_any_set_of_methods(xvfb, capsys):
 
 
 def test_viewer_crowd(xvfb):
-    from vkdqs.viewer import Viewer
+    from vkdqs.app.viewer import Viewer
 
     with Viewer(size=(320, 240), samples=1, validation=validation_available(), crowd=16) as viewer:
         viewer.run(max_frames=5)
@@ -180,9 +180,9 @@ def test_viewer_crowd(xvfb):
 def test_window_frames_are_timed(xvfb):
     """GPU timing on a swapchain: several command buffers per frame slot (one per image) share
     the slot's queries; with and without a capture copy after the pass."""
+    from vkdqs.app.scenes import CandyWrapperScene
+    from vkdqs.app.viewer import Viewer
     from vkdqs.renderer import Renderer
-    from vkdqs.scenes import CandyWrapperScene
-    from vkdqs.viewer import Viewer
 
     with Viewer(size=(320, 240), samples=1, validation=validation_available()) as viewer:
         viewer.renderer.close()
@@ -203,8 +203,8 @@ def test_window_frames_are_timed(xvfb):
 def test_viewer_labels_the_diff_and_the_bone_heat_map(xvfb, tmp_path):
     """D shows the |DQS - LBS| copy with its colour bar; B the bone heat map with a 0..1 bar
     and the bone's name (the 0..1 bar drawn, the name the label uses)."""
-    from vkdqs.overlay import bar_box, colorbar
-    from vkdqs.viewer import Viewer
+    from vkdqs.app.overlay import bar_box, colorbar
+    from vkdqs.app.viewer import Viewer
 
     from .gltf_fixtures import make_rig
 

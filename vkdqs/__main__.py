@@ -1,7 +1,7 @@
-"""``python -m vkdqs`` runs the command-line interface (see :mod:`vkdqs.cli`)."""
+"""``python -m vkdqs`` runs the command-line interface (see :mod:`vkdqs.app.cli`)."""
 
 import sys
 
-from .cli import main
+from .app.cli import main
 
 sys.exit(main())

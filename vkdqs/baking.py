@@ -3,12 +3,12 @@ file any viewer plays.
 
 :func:`bake` returns a :class:`Bake` (every frame in memory); :func:`bake_to_file` streams the
 frames into a file batch by batch (``vkdqs bake`` uses it), so memory stays bounded by one batch
-for ``.npz`` and ``.glb``. Each frame is every part :class:`~vkdqs.scenes.GltfScenePlayer` draws
-(:func:`~vkdqs.scenes.gltf_parts`: one part per node with a skin, in node order, then one per
+for ``.npz`` and ``.glb``. Each frame is every part a glTF scene draws
+(:func:`~vkdqs.gltf.parts.scene_parts`: one part per node with a skin, in node order, then one per
 rigid node, in node order; a model with one skinned mesh on one node keeps that mesh's vertex
 order) merged into one mesh: skinned parts posed by their node's skin on the GPU, a batch of
 frames per ``Skinner.skin_many`` submission, and rigid parts by their node's global matrix (in
-numpy, as :func:`vkdqs.dq.skin_lbs` with one bone).
+numpy, as :func:`vkdqs.reference.skin_lbs` with one bone).
 
 Formats (by the file's extension):
 
@@ -54,11 +54,11 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from . import dq
+from . import reference
 from .errors import CapabilityError, InputError, LimitError
+from .gltf.parts import ScenePart, scene_parts, skin_matrices
 from .gpu import Device
 from .material import Material, Sampler
-from .scenes import GltfDraw, gltf_parts, skin_matrices
 from .skinner import METHODS, Skinner
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ class _Surface:
         return out, index
 
 
-def _surface(scene: GltfScene, parts: list[GltfDraw]) -> _Surface:
+def _surface(scene: GltfScene, parts: list[ScenePart]) -> _Surface:
     """The uvs, colours and material groups of ``parts`` merged in order (as :class:`_Frames`
     merges their vertices and faces): one group per run of primitives with one material."""
     # (source material, faces, vertices) of each primitive, in the order the parts merge them;
@@ -340,7 +340,7 @@ class _Frames:
             raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
         self.scene = scene
         self.method = method
-        self.parts: list[GltfDraw] = gltf_parts(scene)
+        self.parts: list[ScenePart] = scene_parts(scene)
         if not self.parts:
             raise InputError(
                 f"{scene.path.name}: nothing to bake (no mesh with triangles is placed by a node)"
@@ -422,12 +422,14 @@ class _Frames:
                     [(g.positions, g.normals)] * len(globs)
                     if weights is None
                     else [
-                        dq.morph(g.positions, g.normals, g.morph_positions, g.morph_normals, w)
+                        reference.morph(
+                            g.positions, g.normals, g.morph_positions, g.morph_normals, w
+                        )
                         for w in weights  # over frames
                     ]
                 )
                 frames = [
-                    dq.skin_lbs(rp, rn, zeros, ones, gl[part.node][None])
+                    reference.skin_lbs(rp, rn, zeros, ones, gl[part.node][None])
                     for (rp, rn), gl in zip(rests, globs, strict=True)  # over frames
                 ]
                 p = np.array([f[0] for f in frames], np.float32)

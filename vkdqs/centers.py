@@ -66,7 +66,7 @@ class _CentersJob(ResourceOwner):
                     f"{label}: {arr.shape[0]} texels for binding {binding} exceed this device's "
                     f"maxTexelBufferElements ({limit})"
                 )
-            buf = self._keep(
+            buf = self.own(
                 Buffer(
                     dev,
                     max(arr.nbytes, 16),
@@ -75,9 +75,9 @@ class _CentersJob(ResourceOwner):
                 )
             )
             buf.write(arr)
-            view = self._keep(BufferView(dev, buf, int(fmt), label=f"{label} {binding}"))
+            view = self.own(BufferView(dev, buf, int(fmt), label=f"{label} {binding}"))
             writes.append(TexelWrite(bindings[binding], view))
-        self.out = self._keep(
+        self.out = self.own(
             Buffer(
                 dev,
                 out_floats * 4,
@@ -86,23 +86,23 @@ class _CentersJob(ResourceOwner):
                 readback=True,
             )
         )
-        out_view = self._keep(
+        out_view = self.own(
             BufferView(dev, self.out, int(si.COMPUTE_OUT_FORMAT), label=f"{label} output")
         )
         writes.append(TexelWrite(bindings[si.CENTERS_OUT], out_view))
-        self.set_layout = self._keep(DescriptorSetLayout(dev, bindings.values(), label=label))
-        self.layout = self._keep(
+        self.set_layout = self.own(DescriptorSetLayout(dev, bindings.values(), label=label))
+        self.layout = self.own(
             PipelineLayout(
                 dev, [self.set_layout], si.CENTERS_PUSH_BYTES, si.Stage.COMPUTE, label=label
             )
         )
-        self.pool = self._keep(DescriptorPool(dev, bindings.values(), sets=1, label=label))
+        self.pool = self.own(DescriptorPool(dev, bindings.values(), sets=1, label=label))
         self.set = self.pool.allocate(self.set_layout)
         write_descriptors(dev, self.set, writes)
         self._pipelines = PipelineCache(self)
         desc = ComputePipelineDesc(SHADER, ((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),))
         self.pipeline = self._pipelines.compute(desc, self.layout)
-        self.cmd = self._keep(CommandBuffer(dev, label=label))
+        self.cmd = self.own(CommandBuffer(dev, label=label))
 
     def run(self, first: int, count: int, bone_count: int, inv_sigma2: float) -> None:
         cmd: Any = self.cmd.begin(one_time=True)

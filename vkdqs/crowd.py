@@ -112,18 +112,18 @@ class _Layouts:
 
     def __init__(self, owner: ResourceOwner, material_set: DescriptorSetLayout) -> None:
         dev = owner.device
-        self.sample_set = owner._keep(
+        self.sample_set = owner.own(
             DescriptorSetLayout(dev, si.CROWD_SAMPLE_BINDINGS, label="crowd sample")
         )
-        self.sample = owner._keep(
+        self.sample = owner.own(
             PipelineLayout(
                 dev, [self.sample_set], si.CROWD_SAMPLE_PUSH_BYTES, si.Stage.COMPUTE, label="crowd"
             )
         )
-        self.render_set = owner._keep(
+        self.render_set = owner.own(
             DescriptorSetLayout(dev, si.CROWD_RENDER_BINDINGS, label="crowd render")
         )
-        self.render = owner._keep(
+        self.render = owner.own(
             PipelineLayout(
                 dev,
                 [self.render_set, material_set],
@@ -301,7 +301,7 @@ class Crowd:
 
         def keep(obj: Any) -> Any:
             self._objects.append(obj)
-            return owner._keep(obj)
+            return owner.own(obj)
 
         fmt = int(si.CROWD_TEXEL_FORMAT)
         self._frames = keep(Buffer(dev, packed.nbytes, _TEXELS, label=f"{label} clip"))

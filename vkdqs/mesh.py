@@ -110,7 +110,7 @@ class SkinnedMesh:
         ``(1 - b) LBS + b DQS`` (Maya's "weight blended" skinning).
     morph_positions, morph_normals : array_like, [M, N, 3], optional, keyword-only
         Morph targets (blend shapes): per target, the position and normal deltas added to the
-        rest vertex, weighted, before skinning (:func:`vkdqs.dq.morph`). Either may be given
+        rest vertex, weighted, before skinning (:func:`vkdqs.reference.morph`). Either may be given
         alone (a target that moves only normals, or only positions); both must agree on M.
     uvs : array_like, [N, 2], optional, keyword-only
         Texture coordinates (glTF ``TEXCOORD_0``: ``v = 0`` is the top of the image); finite.

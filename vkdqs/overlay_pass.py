@@ -1,4 +1,4 @@
-"""The label overlay on the GPU: a host-composed RGBA8 image (:mod:`vkdqs.overlay`) blended over
+"""The label overlay on the GPU: a host-composed RGBA8 image (:mod:`vkdqs.app.overlay`) blended over
 a frame by the renderer, for stills and the window alike.
 
 The image travels as a uniform texel buffer (one R8G8B8A8_UNORM texel per pixel), one per frame
@@ -55,17 +55,15 @@ class OverlayPass:
     def __init__(self, renderer: Renderer, frames: int) -> None:
         dev = renderer.device
         self._renderer = renderer
-        self.set_layout = renderer._keep(
+        self.set_layout = renderer.own(
             DescriptorSetLayout(dev, si.OVERLAY_BINDINGS, label="overlay")
         )
-        self.layout = renderer._keep(
+        self.layout = renderer.own(
             PipelineLayout(
                 dev, [self.set_layout], si.OVERLAY_PUSH_BYTES, si.Stage.FRAGMENT, label="overlay"
             )
         )
-        pool = renderer._keep(
-            DescriptorPool(dev, si.OVERLAY_BINDINGS, sets=frames, label="overlay")
-        )
+        pool = renderer.own(DescriptorPool(dev, si.OVERLAY_BINDINGS, sets=frames, label="overlay"))
         self.sets = [pool.allocate(self.set_layout) for _ in range(frames)]
         self.buffers: list[Buffer | None] = [None] * frames
         self.views: list[BufferView | None] = [None] * frames
@@ -83,11 +81,11 @@ class OverlayPass:
         if buf is None or buf.size < image.nbytes:
             r.device.wait_idle()  # command buffers of other images may still use the set
             if buf is not None:
-                r._drop(self.views[slot])
-                r._drop(buf)
+                r.release(self.views[slot])
+                r.release(buf)
             usage = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-            buf = r._keep(Buffer(r.device, image.nbytes, usage, label=f"overlay {slot}"))
-            view = r._keep(
+            buf = r.own(Buffer(r.device, image.nbytes, usage, label=f"overlay {slot}"))
+            view = r.own(
                 BufferView(r.device, buf, int(si.OVERLAY_TEXEL_FORMAT), label=f"overlay {slot}")
             )
             binding = si.OVERLAY_BINDINGS[0]

@@ -105,10 +105,10 @@ class RenderMesh:
         self.vertex_buffers: list[Buffer] = []
         # The same (N, 4) rows the Skinner uploads: 4 buffers, or 6 with 8 influences.
         for name, arr in si.mesh_arrays(mesh).items():
-            buf = renderer._keep(Buffer(dev, arr.nbytes, usage, label=f"{label} {name}"))
+            buf = renderer.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {name}"))
             buf.write(arr)
             self.vertex_buffers.append(buf)
-        self.index_buffer = renderer._keep(
+        self.index_buffer = renderer.own(
             Buffer(
                 dev,
                 mesh.indices.nbytes,
@@ -130,11 +130,11 @@ class RenderMesh:
         buffer, view = texel_buffer(
             dev, deltas, int(si.MORPH_TEXEL_FORMAT), label=f"{label} morph deltas"
         )
-        self.morph_buffer, self.morph_view = renderer._keep(buffer), renderer._keep(view)
+        self.morph_buffer, self.morph_view = renderer.own(buffer), renderer.own(view)
         #: ``{"uvs": Buffer, "colors": Buffer}`` for the :data:`si.SURFACE_INPUTS` the mesh has
         self.surface_buffers: dict[str, Buffer] = {}
         for name, arr in si.surface_arrays(mesh).items():
-            buf = renderer._keep(Buffer(dev, arr.nbytes, usage, label=f"{label} {name}"))
+            buf = renderer.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {name}"))
             buf.write(arr)
             self.surface_buffers[name] = buf
         #: ``(first index, index count, material)`` drawn per instance, in order
@@ -157,7 +157,7 @@ class RenderMesh:
         arr = si.aux_array(self.mesh.vertex_count, self.centers, self.mesh.dqs_blend)
         if self.aux_buffer is None:
             usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
-            self.aux_buffer = renderer._keep(
+            self.aux_buffer = renderer.own(
                 Buffer(renderer.device, arr.nbytes, usage, label=f"{self.label} aux")
             )
         else:
@@ -185,11 +185,11 @@ class _GpuMaterial:
         block["uv_row0"][0, :3] = material.uv_transform[0]
         block["uv_row1"][0, :3] = material.uv_transform[1]
         block["alpha"][0, 0] = material.cutoff
-        self.uniforms = renderer._keep(
+        self.uniforms = renderer.own(
             Buffer(dev, block.nbytes, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label=f"{label} block")
         )
         self.uniforms.write(block)
-        self.pool = renderer._keep(
+        self.pool = renderer.own(
             DescriptorPool(dev, si.MATERIAL_BINDINGS, sets=1, label=f"{label} set")
         )
         self.set = self.pool.allocate(renderer._material_layout)
@@ -265,7 +265,7 @@ class Instance:
     def set_scalar(self, values: ArrayLike | None) -> None:
         """Colour this instance by a per-vertex scalar ``(N,)`` in 0..1 (clipped; NaN shows as
         0) as a heat map instead of shading its colour, e.g. |DQS - LBS| divided by the
-        colour bar's top (:mod:`vkdqs.overlay`); None shades it again."""
+        colour bar's top (:mod:`vkdqs.app.overlay`); None shades it again."""
         if values is None:
             self.scalar = None
             return
@@ -305,8 +305,8 @@ class _Frame:
     def __init__(self, renderer: Renderer, index: int) -> None:
         dev = renderer.device
         self.index = index
-        self.fence = renderer._keep(Fence(dev, label=f"frame {index}", signaled=True))
-        self.available = renderer._keep(Semaphore(dev, label=f"image available {index}"))
+        self.fence = renderer.own(Fence(dev, label=f"frame {index}", signaled=True))
+        self.available = renderer.own(Semaphore(dev, label=f"image available {index}"))
         self.image_available = self.available.handle
         self.uniforms: Buffer | None = None
         self.sets: list[Any] = []
@@ -465,13 +465,13 @@ class Renderer(ResourceOwner):
         self._constant_row: Buffer | None = None
         self._blend_noted = False
         try:
-            self._set_layout = self._keep(
+            self._set_layout = self.own(
                 DescriptorSetLayout(device, si.RENDER_BINDINGS, label="render")
             )
-            self._material_layout = self._keep(
+            self._material_layout = self.own(
                 DescriptorSetLayout(device, si.MATERIAL_BINDINGS, label="material")
             )
-            self._layout = self._keep(
+            self._layout = self.own(
                 PipelineLayout(
                     device,
                     [self._set_layout, self._material_layout],
@@ -482,7 +482,7 @@ class Renderer(ResourceOwner):
             )
             self._frames = [_Frame(self, i) for i in range(frames_in_flight)]
             if gpu_timing:
-                self._queries = self._keep(
+                self._queries = self.own(
                     QueryPool(device, 2 * frames_in_flight, label="frame timestamps")
                 )
         except BaseException:
@@ -546,7 +546,7 @@ class Renderer(ResourceOwner):
         if entry is None:
             pixels = np.full((1, 1, 4), 255, np.uint8) if rgba is None else rgba
             name = "white texture" if rgba is None else f"{label} texture"
-            entry = (rgba, self._keep(Texture(self.device, pixels, label=name)))
+            entry = (rgba, self.own(Texture(self.device, pixels, label=name)))
             self._textures[id(rgba)] = entry
         return entry[1]
 
@@ -554,14 +554,14 @@ class Renderer(ResourceOwner):
         key = material.sampler if material.texture is not None else None
         if key not in self._samplers:
             desc = material.sampler if key is not None else Material().sampler
-            self._samplers[key] = self._keep(Sampler(self.device, desc, label=f"sampler {key}"))
+            self._samplers[key] = self.own(Sampler(self.device, desc, label=f"sampler {key}"))
         return self._samplers[key]
 
     def _constant(self) -> Buffer:
         """One vertex row of ones, read by every vertex (stride 0) of meshes without UVs or
         colours: white, and a UV that samples the white texture of untextured materials."""
         if self._constant_row is None:
-            self._constant_row = self._keep(
+            self._constant_row = self.own(
                 Buffer(
                     self.device,
                     si.MESH_ROW_BYTES,
@@ -678,7 +678,7 @@ class Renderer(ResourceOwner):
             if inst._scalar_buffers:
                 self.device.wait_idle()  # frames in flight may read them
                 for buf in inst._scalar_buffers.values():
-                    self._drop(buf)
+                    self.release(buf)
                 inst._scalar_buffers.clear()
 
     def add_crowd(
@@ -743,7 +743,7 @@ class Renderer(ResourceOwner):
                     mesh._ensure_aux(self, given)
             except BaseException:
                 for obj in reversed(crowd._objects):
-                    self._drop(obj)
+                    self.release(obj)
                 crowd._objects.clear()
                 raise
             self.crowds.append(crowd)
@@ -758,7 +758,7 @@ class Renderer(ResourceOwner):
             self.crowds = [c for c in self.crowds if c is not crowd]
             self.device.wait_idle()  # its buffers may still be read by a frame in flight
             for obj in reversed(crowd._objects):
-                self._drop(obj)
+                self.release(obj)
             crowd._objects.clear()
 
     def scene_bounds(self) -> tuple[np.ndarray, np.ndarray]:
@@ -780,7 +780,7 @@ class Renderer(ResourceOwner):
 
     def set_overlay(self, image: ArrayLike | None) -> None:
         """Blend ``image``, an ``(H, W, 4)`` uint8 RGBA image (sRGB colour, straight alpha,
-        row 0 at the top; :func:`vkdqs.overlay.compose` makes one), over every frame from now
+        row 0 at the top; :func:`vkdqs.app.overlay.compose` makes one), over every frame from now
         on, pixel for pixel from the top-left corner; None removes it."""
         with self._lock:
             self._check_open()
@@ -803,13 +803,13 @@ class Renderer(ResourceOwner):
             self.instances, dev.info.min_uniform_buffer_offset_alignment
         )
         if self._pool is not None:
-            self._drop(self._pool)
+            self.release(self._pool)
         count = max(1, len(self.instances)) * len(self._frames)
-        self._pool = self._keep(DescriptorPool(dev, si.RENDER_BINDINGS, sets=count, label="render"))
+        self._pool = self.own(DescriptorPool(dev, si.RENDER_BINDINGS, sets=count, label="render"))
         for frame in self._frames:
             if frame.uniforms is not None:
-                self._drop(frame.uniforms)
-            frame.uniforms = self._keep(
+                self.release(frame.uniforms)
+            frame.uniforms = self.own(
                 Buffer(
                     dev,
                     max(size, 256),
@@ -920,7 +920,7 @@ class Renderer(ResourceOwner):
                 if buf is None:
                     usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
                     label = f"{inst.mesh.label} scalar {frame.index}"
-                    buf = self._keep(Buffer(self.device, rows.nbytes, usage, label=label))
+                    buf = self.own(Buffer(self.device, rows.nbytes, usage, label=label))
                     inst._scalar_buffers[frame.index] = buf
                 buf.write(rows)
 
@@ -1040,7 +1040,7 @@ class Renderer(ResourceOwner):
             return entry[0]
         if entry is None:
             label = f"frame {frame.index} image {image}"
-            cmd_buffer = self._keep(CommandBuffer(self.device, label=label, fence=False))
+            cmd_buffer = self.own(CommandBuffer(self.device, label=label, fence=False))
         else:
             cmd_buffer = entry[0]
         self._record(cmd_buffer, frame, image)

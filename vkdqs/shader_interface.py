@@ -332,7 +332,7 @@ CENTERS_BINDINGS = (
     Binding(CENTERS_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
 )
 
-#: ``overlay.frag``: the host-composed label image (:mod:`vkdqs.overlay`), one RGBA8 texel per
+#: ``overlay.frag``: the host-composed label image (:mod:`vkdqs.app.overlay`), one RGBA8 texel per
 #: pixel, in its own set layout and pipeline layout (not the render layout).
 OVERLAY_IMAGE = 0
 OVERLAY_TEXEL_FORMAT = Format.R8G8B8A8_UNORM

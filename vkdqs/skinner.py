@@ -81,10 +81,10 @@ class _Program:
         self.name = self.variant.name
         self.bindings = {b.binding: b for b in si.bindings_of(self.variant)}
         stage = si.Stage.COMPUTE if kind == "compute" else si.Stage.VERTEX
-        self.set_layout = s._keep(DescriptorSetLayout(dev, self.bindings.values(), label=self.name))
+        self.set_layout = s.own(DescriptorSetLayout(dev, self.bindings.values(), label=self.name))
         push = si.push_bytes_of(self.variant)
-        self.layout = s._keep(PipelineLayout(dev, [self.set_layout], push, stage, label=self.name))
-        self.pool = s._keep(DescriptorPool(dev, self.bindings.values(), sets=1, label=self.name))
+        self.layout = s.own(PipelineLayout(dev, [self.set_layout], push, stage, label=self.name))
+        self.pool = s.own(DescriptorPool(dev, self.bindings.values(), sets=1, label=self.name))
         self.set = self.pool.allocate(self.set_layout)
         morph_spec = (si.MORPH_TARGETS_ID, si.morph_spec(s.morph_packing, morphs))
         spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morph_spec)
@@ -238,26 +238,22 @@ class Skinner(ResourceOwner):
         self._views: dict[str, BufferView] = {}
         for m in self.inputs:
             arr = self.arrays[m.name]
-            buf = self._keep(Buffer(dev, arr.nbytes, usage, label=f"{label} {m.name}"))
+            buf = self.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {m.name}"))
             buf.write(arr)
             self._mesh_buffers[m.name] = buf
             if self.path == "compute":
                 fmt = int(m.texel_format)
-                self._views[m.name] = self._keep(
-                    BufferView(dev, buf, fmt, label=f"{label} {m.name}")
-                )
+                self._views[m.name] = self.own(BufferView(dev, buf, fmt, label=f"{label} {m.name}"))
         # Morph-target deltas (one zero texel for a mesh without targets: same shaders)
         deltas = self.morph_packing.texels
         buffer, view = texel_buffer(
             dev, deltas, int(si.MORPH_TEXEL_FORMAT), label=f"{label} morph deltas"
         )
-        self._morph_buffer, self._morph_view = self._keep(buffer), self._keep(view)
+        self._morph_buffer, self._morph_view = self.own(buffer), self.own(view)
         if self.path == "vertex":
-            self._render_pass = self._keep(RenderPass(dev, RenderPassDesc(), label=label))
-            self._framebuffer = self._keep(
-                Framebuffer(dev, self._render_pass, [], 1, 1, label=label)
-            )
-        self._cmd = self._keep(CommandBuffer(dev, label=label))
+            self._render_pass = self.own(RenderPass(dev, RenderPassDesc(), label=label))
+            self._framebuffer = self.own(Framebuffer(dev, self._render_pass, [], 1, 1, label=label))
+        self._cmd = self.own(CommandBuffer(dev, label=label))
         self._bone_buffer: Buffer | None = None
         self._out_buffer: Buffer | None = None
         self._out_view: BufferView | None = None
@@ -325,9 +321,9 @@ class Skinner(ResourceOwner):
         # Every submission is waited for, so the GPU no longer uses the old buffers.
         for old in (self._out_view, self._out_buffer, self._bone_buffer):
             if old is not None:
-                self._drop(old)
+                self.release(old)
         label = f"{self._label} x{poses}"
-        self._bone_buffer = self._keep(
+        self._bone_buffer = self.own(
             Buffer(
                 dev,
                 poses * self._slot_bytes,
@@ -341,13 +337,13 @@ class Skinner(ResourceOwner):
             if compute
             else vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
         )
-        self._out_buffer = self._keep(
+        self._out_buffer = self.own(
             Buffer(dev, poses * n * 24, out_usage, label=f"{label} output", readback=True)
         )
         self._out_view = None
         if compute:
             fmt = int(si.COMPUTE_OUT_FORMAT)
-            self._out_view = self._keep(BufferView(dev, self._out_buffer, fmt, label=label))
+            self._out_view = self.own(BufferView(dev, self._out_buffer, fmt, label=label))
         self._capacity = poses
         self._recorded = None
         for program in self._programs.values():
@@ -520,7 +516,7 @@ class Skinner(ResourceOwner):
             dual quaternions) for LBS.
         morph_weights : array, (M,), optional
             Weights of the mesh's morph targets, applied before skinning
-            (:func:`vkdqs.dq.morph`); None leaves the rest shape. Any number may be non-zero.
+            (:func:`vkdqs.reference.morph`); None leaves the rest shape. Any number may be non-zero.
 
         Returns
         -------

@@ -145,13 +145,13 @@ class _TargetBase(ResourceOwner):
     def _make_render_pass(self, final_layout: int, label: str) -> None:
         self.depth_format = pick_depth_format(self.device)
         desc = RenderPassDesc(self.color_format, self.depth_format, self.samples, final_layout)
-        self.render_pass = self._keep(RenderPass(self.device, desc, label=label))
+        self.render_pass = self.own(RenderPass(self.device, desc, label=label))
 
     def _framebuffer_over(self, color_view: Any, w: int, h: int, label: str) -> Framebuffer:
         """Depth (and MSAA colour) attachments of their own plus a framebuffer over them and
         ``color_view`` (the single-sample image the frame ends in)."""
         dev, samples = self.device, self.samples
-        depth = self._keep(
+        depth = self.own(
             Image(
                 dev,
                 w,
@@ -168,7 +168,7 @@ class _TargetBase(ResourceOwner):
             usage = (
                 vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSIENT_ATTACHMENT_BIT
             )
-            msaa = self._keep(
+            msaa = self.own(
                 Image(
                     dev,
                     w,
@@ -181,7 +181,7 @@ class _TargetBase(ResourceOwner):
                 )
             )
             views = [msaa.view, depth.view, color_view]
-        return self._keep(Framebuffer(dev, self.render_pass, views, w, h, label=label))
+        return self.own(Framebuffer(dev, self.render_pass, views, w, h, label=label))
 
     def read(self, index: int) -> np.ndarray:
         raise InputError(
@@ -223,13 +223,13 @@ class OffscreenTarget(_TargetBase):
         self._framebuffers: list[Framebuffer] = []
         self._readback: list[Buffer] = []
         for i in range(frames_in_flight):
-            color = self._keep(
+            color = self.own(
                 Image(device, w, h, self.color_format, usage, aspect, label=f"offscreen color {i}")
             )
             self._resolved.append(color)
             self._framebuffers.append(self._framebuffer_over(color.view, w, h, f"offscreen {i}"))
             self._readback.append(
-                self._keep(
+                self.own(
                     Buffer(
                         device,
                         w * h * 4,
@@ -321,7 +321,7 @@ class SwapchainTarget(_TargetBase):
         self.samples = check_samples(device, samples)
         # The surface and each swapchain are Device children like everything else, so that
         # Device.close() destroys them in order (swapchain, then surface, before the instance).
-        self._surface = self._keep(Surface(device, surface))
+        self._surface = self.own(Surface(device, surface))
         self.surface = surface
         available = self._surface.formats()
         preferred = [
@@ -367,12 +367,12 @@ class SwapchainTarget(_TargetBase):
         device = self.device
         device.wait_idle()
         for obj in self._per_image:
-            self._drop(obj)
+            self.release(obj)
         desc = SwapchainDesc(*extent, self.color_format, self._color_space, self._present_mode)
         old = self._swapchain
-        self._swapchain = self._keep(Swapchain(device, self._surface, desc, old))
+        self._swapchain = self.own(Swapchain(device, self._surface, desc, old))
         if old is not None:
-            self._drop(old)
+            self.release(old)
         self.extent = extent
         self._create_per_image()
         self.recreations += 1
@@ -383,12 +383,12 @@ class SwapchainTarget(_TargetBase):
         assert self._swapchain is not None
         w, h = self.extent
         first = len(self._objects)
-        views = [self._keep(v) for v in image_views(self.device, self._swapchain)]
+        views = [self.own(v) for v in image_views(self.device, self._swapchain)]
         self._framebuffers = [
             self._framebuffer_over(v.handle, w, h, f"swapchain {i}") for i, v in enumerate(views)
         ]
         self._render_finished = [
-            self._keep(Semaphore(self.device, label=f"render finished {i}"))
+            self.own(Semaphore(self.device, label=f"render finished {i}"))
             for i in range(len(views))
         ]
         self._per_image = self._objects[first:]
@@ -458,9 +458,9 @@ class SwapchainTarget(_TargetBase):
         w, h = self.extent
         if self._capture_buffer is None or self._capture_buffer.size != w * h * 4:
             if self._capture_buffer is not None:
-                self._drop(self._capture_buffer)
+                self.release(self._capture_buffer)
             usage = vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
-            self._capture_buffer = self._keep(
+            self._capture_buffer = self.own(
                 Buffer(self.device, w * h * 4, usage, label="window capture", readback=True)
             )
         self._capture = True

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..errors import InputError, ObjectDestroyedError
+from ..errors import InputError, ObjectDestroyedError, OwnershipError
 from .device import Device, _Handles
 
 
@@ -37,6 +37,8 @@ class DeviceObject:
         self._handle = handle
         self.label = label
         self._key = device._register(self.kind, label, destroyer)
+        #: the ResourceOwner that owns this object (a weak reference), if any
+        self._owner: weakref.ref[Any] | None = None
 
     @property
     def handle(self) -> Any:
@@ -87,8 +89,9 @@ def _release_owner(handles: _Handles, keys: list[int], name: str) -> None:
 class ResourceOwner:
     """Base of the objects that own several DeviceObjects (Skinner, Renderer, targets).
 
-    ``_keep(obj)`` records an object this owner made; ``close()`` waits for the GPU and destroys
-    them newest first. Safe to call twice; any use after it raises ObjectDestroyedError.
+    ``own(obj)`` records an object this owner made, ``release(obj)`` destroys one early;
+    ``close()`` waits for the GPU and destroys them newest first. Safe to call twice; any use
+    after it raises ObjectDestroyedError.
     ``_lock`` serializes the owner's public calls across threads.
     """
 
@@ -105,16 +108,39 @@ class ResourceOwner:
             self, _release_owner, device._h, self._keys, type(self).__name__
         )
 
-    def _keep(self, obj: _Obj) -> _Obj:
+    def own(self, obj: _Obj) -> _Obj:
+        """Record ``obj``, a DeviceObject made on this owner's Device, as this owner's: it is
+        destroyed by :meth:`close` (newest first) unless :meth:`release` destroys it sooner.
+
+        Raises OwnershipError for an object of another Device, one already owned (by this or
+        another owner) or one already destroyed: every object has exactly one owner.
+        """
+        if not isinstance(obj, DeviceObject):
+            raise InputError(f"own() takes a vkdqs DeviceObject, got {type(obj).__name__}")
+        if obj.device is not self.device:
+            raise OwnershipError(
+                f"{obj.kind} {obj.label!r} belongs to another Device; a {type(self).__name__} "
+                "owns only objects made on its own Device"
+            )
+        if obj.destroyed:
+            raise ObjectDestroyedError(f"{obj.kind} {obj.label!r} used after destroy()")
+        if obj._owner is not None:
+            raise OwnershipError(f"{obj.kind} {obj.label!r} already has an owner")
+        obj._owner = weakref.ref(self)
         self._objects.append(obj)
         self._keys.append(obj._key)
         return obj
 
-    def _drop(self, obj: DeviceObject) -> None:
-        """Destroy one owned object now."""
+    def release(self, obj: DeviceObject) -> None:
+        """Destroy one object this owner owns, now (the GPU must be done with it)."""
+        owner = obj._owner() if isinstance(obj, DeviceObject) and obj._owner else None
+        if owner is not self:
+            what = f"{obj.kind} {obj.label!r}" if isinstance(obj, DeviceObject) else repr(obj)
+            raise OwnershipError(f"release(): {what} is not owned by this {type(self).__name__}")
         obj.destroy()
         self._objects.remove(obj)
         self._keys.remove(obj._key)
+        obj._owner = None
 
     def _check_open(self) -> None:
         name = type(self).__name__

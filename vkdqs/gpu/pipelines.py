@@ -442,9 +442,7 @@ class PipelineCache:
         if pipe is None:
             label = f"{desc.vertex_shader} x{dict(desc.spec).get(0, '')}"
             owner = self._owner
-            pipe = owner._keep(
-                GraphicsPipeline(owner.device, desc, layout, render_pass, label=label)
-            )
+            pipe = owner.own(GraphicsPipeline(owner.device, desc, layout, render_pass, label=label))
             self._pipelines[key] = pipe
         return pipe  # type: ignore[return-value]
 
@@ -453,7 +451,7 @@ class PipelineCache:
         pipe = self._pipelines.get(key)
         if pipe is None:
             owner = self._owner
-            pipe = owner._keep(ComputePipeline(owner.device, desc, layout, label=desc.shader))
+            pipe = owner.own(ComputePipeline(owner.device, desc, layout, label=desc.shader))
             self._pipelines[key] = pipe
         return pipe  # type: ignore[return-value]
 

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from . import dq, procedural
-from .errors import InputError
-from .mesh import SkinnedMesh
+from .. import dq, procedural
+from .. import reference as references
+from ..errors import InputError
+from ..mesh import SkinnedMesh
 
 __all__ = [
     "COMPARE_METHODS",
@@ -51,7 +52,7 @@ def skin_methods(
     method (every pose in one :meth:`Skinner.skin_many` per method). ``centers``: for "cor"
     (computed on ``device`` when None); "blend" uses the mesh's ``dqs_blend``; "dqs_blender"
     takes the identity as every bone's rest matrix (as for the candy wrapper)."""
-    from .skinner import Skinner
+    from ..skinner import Skinner
 
     out = {}
     for method in methods:
@@ -75,20 +76,20 @@ def reference(
     out = []
     for pose in poses:
         if method == "dqs":
-            p = dq.skin_dqs(*args, dq.from_matrices(pose))[0]
+            p = references.skin_dqs(*args, dq.from_matrices(pose))[0]
         elif method == "lbs":
-            p = dq.skin_lbs(*args, pose)[0]
+            p = references.skin_lbs(*args, pose)[0]
         elif method == "cor":
             if centers is None:
                 raise InputError("the CoR reference needs the centers")
-            p = dq.skin_cor(*args, pose, centers)[0]
+            p = references.skin_cor(*args, pose, centers)[0]
         elif method == "blend":
             if mesh.dqs_blend is None:
                 raise InputError("the blend reference needs a mesh with dqs_blend")
-            p = dq.skin_blend(*args, pose, mesh.dqs_blend)[0]
+            p = references.skin_blend(*args, pose, mesh.dqs_blend)[0]
         elif method == "dqs_blender":
             rest = np.tile(np.eye(4), (len(pose), 1, 1))
-            p = dq.skin_dqs_blender(*args, pose, rest)[0]
+            p = references.skin_dqs_blender(*args, pose, rest)[0]
         else:
             raise InputError(f"no reference for method {method!r} here")
         out.append(p)

@@ -22,8 +22,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from PIL import Image, ImageDraw, ImageFont
 
-from .camera import Camera
-from .errors import InputError
+from ..camera import Camera
+from ..errors import InputError
 
 __all__ = [
     "ColorBar",

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .gltf import GltfScene
+    from ..gltf import GltfScene
 
-from .errors import InputError, VkdqsError
+from ..errors import InputError, VkdqsError
 
 _ANIMATION_HELP = "model: animation index or name, or 'rest' (default: the first animation)"
 _METHOD_HELP = (
@@ -62,11 +62,11 @@ def demo(
     degrees every ``step``), then open the viewer, or render ``vkdqs-demo.png`` without a display
     (not with ``no_window``)."""
     _need_vulkan()
-    from . import procedural
-    from .centers import centers_of_rotation
+    from .. import procedural
+    from ..centers import centers_of_rotation
+    from ..cor import centers_of_rotation_reference
+    from ..gpu import Device
     from .compare import COMPARE_METHODS, reference, skin_methods, with_dqs_blend
-    from .cor import centers_of_rotation_reference
-    from .gpu import Device
 
     angles = step * np.arange(int(170.0 / step + 1e-9) + 1)  # 0...170, no further
     mesh = with_dqs_blend(procedural.candy_wrapper(), 0.5)
@@ -142,7 +142,7 @@ def _max_bytes(text: str) -> int:
 
 
 def _load(model: Path, max_bytes: int | None) -> GltfScene:
-    from .gltf import DEFAULT_MAX_BYTES, load_gltf
+    from ..gltf import DEFAULT_MAX_BYTES, load_gltf
 
     return load_gltf(model, max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes)
 
@@ -150,11 +150,11 @@ def _load(model: Path, max_bytes: int | None) -> GltfScene:
 def _need_vulkan() -> None:
     """Import the Vulkan plumbing first: without a Vulkan loader this raises a CapabilityError
     naming the package to install (not the binding's OSError)."""
-    from . import gpu  # noqa: F401
+    from .. import gpu  # noqa: F401
 
 
 def _add_model(p: argparse.ArgumentParser, *, optional: bool) -> None:
-    from .gltf import DEFAULT_MAX_BYTES
+    from ..gltf import DEFAULT_MAX_BYTES
 
     if optional:
         p.add_argument(
@@ -257,23 +257,23 @@ def render(
     None: the first), offscreen to the PNG ``out``.
 
     The copies of the pose drawn stand side by side across the image and fill it
-    (:func:`vkdqs.stills.frame_still`); ``labels`` draws the method under each copy, the
+    (:func:`vkdqs.app.stills.frame_still`); ``labels`` draws the method under each copy, the
     animation and time in the corner and the heat map's colour bar; ``grid`` a floor grid.
     """
     if model is not None and bend:
         raise InputError("--bend bends the candy wrapper; a model takes --time")
-    from .png import write_png
+    from ..png import write_png
 
     w, h = size
     gltf = None
     if model is not None:
         gltf = _load(Path(model), max_bytes)  # before the device: a bad file fails fast
     _need_vulkan()
-    from .gpu import Device
-    from .renderer import Renderer
+    from ..gpu import Device
+    from ..renderer import Renderer
+    from ..targets import OffscreenTarget
     from .scenes import CandyWrapperScene, GltfScenePlayer
     from .stills import render_still
-    from .targets import OffscreenTarget
 
     with Device() as device:
         with (
@@ -350,7 +350,7 @@ _BAKE_FORMATS = (".npz", ".glb", ".usd", ".usda", ".usdc")  # vkdqs.baking.FORMA
 
 def _methods(text: str) -> str:
     """``--method``: one method, several joined by commas, ``both`` or ``all``."""
-    from .methods import parse_methods
+    from ..methods import parse_methods
 
     try:
         parse_methods(text)
@@ -385,9 +385,9 @@ def bake(
     """Bake a glTF animation to one world-space mesh per frame (.npz, .glb or USD)."""
     out = Path(out)
     _need_vulkan()
-    from .baking import _import_pxr, bake_to_file
-    from .gpu import Device
-    from .skinner import METHODS
+    from ..baking import _import_pxr, bake_to_file
+    from ..gpu import Device
+    from ..skinner import METHODS
 
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
@@ -429,7 +429,7 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 def build_parser() -> argparse.ArgumentParser:
     """The ``vkdqs`` argument parser; each subcommand sets ``func`` to the function it calls with
     the other parsed values as keyword arguments."""
-    from . import __version__
+    from .. import __version__
 
     parser = argparse.ArgumentParser(
         prog="vkdqs",

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import InputError
-from .mesh import SkinnedMesh
-from .methods import DIFF, method_name, parse_methods
+from ..errors import InputError
+from ..mesh import SkinnedMesh
+from ..methods import DIFF, method_name, parse_methods
 from .overlay import ColorBar, Label, bar_band, compose, copy_label_anchors, label_band
 
 if TYPE_CHECKING:
-    from .gpu import Device
-    from .renderer import Instance, Renderer
+    from ..gpu import Device
+    from ..renderer import Instance, Renderer
 
 __all__ = [
     "DIFF_PERCENTILE",
@@ -61,7 +61,7 @@ class DiffColoring:
         self._meshes: dict[int, SkinnedMesh] = {}  # keeps each keyed mesh (and its id) alive
 
     def _skinner(self, mesh: SkinnedMesh, bone_count: int, method: str) -> Any:
-        from .skinner import Skinner
+        from ..skinner import Skinner
 
         key = (id(mesh), int(bone_count), method)
         if key not in self._skinners:
@@ -115,8 +115,8 @@ def frame_still(
     labels: bool = True,
     fov_y_deg: float = STILL_FOV_Y,
 ) -> None:
-    """Frame the pose ``scene`` draws now (a :class:`~vkdqs.scenes.GltfScenePlayer` or
-    :class:`~vkdqs.scenes.CandyWrapperScene`): its copies side by side along the camera's
+    """Frame the pose ``scene`` draws now (a :class:`~vkdqs.app.scenes.GltfScenePlayer` or
+    :class:`~vkdqs.app.scenes.CandyWrapperScene`): its copies side by side along the camera's
     horizontal axis, ``gap`` (a fraction of a copy's width) apart, and the camera, keeping its
     direction, at the tightest distance where every copy's posed vertices fit (``margin``),
     leaving a band of text at the top and bottom for the labels and, for the diff copy, room

@@ -23,16 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from .errors import CapabilityError, InputError, VulkanError
-from .gltf import GltfScene, load_gltf
-from .gpu import Device
-from .gpu.calls import vk
-from .methods import SCENE_METHODS, parse_methods
-from .png import write_png
-from .renderer import Renderer
+from ..errors import CapabilityError, InputError, VulkanError
+from ..gltf import GltfScene, load_gltf
+from ..gpu import Device
+from ..gpu.calls import vk
+from ..methods import SCENE_METHODS, parse_methods
+from ..png import write_png
+from ..renderer import Renderer
+from ..targets import SwapchainTarget
 from .scenes import CandyWrapperScene, CrowdScene, GltfScenePlayer, ViewerScene
 from .stills import Decorations
-from .targets import SwapchainTarget
 
 HELP = __doc__.split("\n\n", 2)[2]
 #: Playback speeds reachable with +/- (each key press doubles or halves).
@@ -93,13 +93,13 @@ class Viewer:
         Seconds for one back-and-forth of the twist animation.
     crowd : int, optional
         Show a grid of this many copies playing out of phase instead (a
-        :class:`~vkdqs.scenes.CrowdScene`: the model's first skinned mesh and animation, or
+        :class:`~vkdqs.app.scenes.CrowdScene`: the model's first skinned mesh and animation, or
         candy wrappers), drawn as crowds.
 
     Attributes
     ----------
     scene : CandyWrapperScene, GltfScenePlayer or CrowdScene
-        Follows :class:`~vkdqs.scenes.ViewerScene`.
+        Follows :class:`~vkdqs.app.scenes.ViewerScene`.
     playing : bool
     speed : float
         Playback speed (1 = real time).

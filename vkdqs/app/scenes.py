@@ -9,26 +9,25 @@ same twist or animation time.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from . import dq, procedural
-from .clip import AnimationClip
-from .crowd import Crowd, has_own_color, pack_clip
-from .errors import InputError
-from .gltf.scene import surface_arrays
-from .material import Material
-from .mesh import SkinnedMesh
-from .methods import DIFF, METHOD_NAMES, SCENE_METHODS, parse_methods
-from .renderer import SINGULAR_DET, Instance, Renderer, RenderMesh
-from .shader_interface import CROWD_METHODS
+from .. import dq, procedural, reference
+from ..clip import AnimationClip
+from ..crowd import Crowd, has_own_color, pack_clip
+from ..errors import InputError
+from ..gltf.parts import ScenePart, scene_parts, skin_matrices
+from ..material import Material
+from ..mesh import SkinnedMesh
+from ..methods import DIFF, METHOD_NAMES, SCENE_METHODS, parse_methods
+from ..renderer import SINGULAR_DET, Instance, Renderer, RenderMesh
+from ..shader_interface import CROWD_METHODS
 
 if TYPE_CHECKING:
-    from .gltf import GltfScene
-    from .gltf import Mesh as GltfMesh
+    from ..gltf import GltfScene
 
 __all__ = [
     "METHOD_COLORS",
@@ -37,9 +36,7 @@ __all__ = [
     "CrowdScene",
     "GltfScenePlayer",
     "ViewerScene",
-    "gltf_parts",
     "parse_methods",
-    "skin_matrices",
 ]
 
 METHOD_COLORS = {
@@ -287,8 +284,10 @@ class CandyWrapperScene:
         0: its LBS- and DQS-skinned vertices (float64 reference)."""
         m = self.mesh
         pose = self.pose()
-        lbs = dq.skin_lbs(m.positions, m.normals, m.joints, m.weights, pose)[0]
-        dqs = dq.skin_dqs(m.positions, m.normals, m.joints, m.weights, dq.from_matrices(pose))[0]
+        lbs = reference.skin_lbs(m.positions, m.normals, m.joints, m.weights, pose)[0]
+        dqs = reference.skin_dqs(
+            m.positions, m.normals, m.joints, m.weights, dq.from_matrices(pose)
+        )[0]
         model = _upright(0.0)
         return np.vstack([lbs, dqs]) @ model[:3, :3].T + model[:3, 3]
 
@@ -341,22 +340,14 @@ class CandyWrapperScene:
 
 @dataclass(eq=False)
 class GltfDraw:
-    """One glTF mesh drawn by one node in :class:`GltfScenePlayer`: one instance per method.
+    """One part of a glTF scene (:class:`vkdqs.gltf.parts.ScenePart`: a mesh drawn by a node) as
+    :class:`GltfScenePlayer` draws it: one instance per method shown.
 
     Attributes
     ----------
-    kind : str
-        ``"skinned"`` (posed by ``skin``) or ``"rigid"`` (placed by the global matrix of ``node``).
-    mesh : int
-        Index into ``GltfScene.meshes``.
-    skin : int or None
-        For skinned draws: the skin of ``node`` (``nodes[node].skin``).
-    node : int
-        The node that draws the mesh. Rigid draws: placed by its global matrix; skinned draws:
-        posed by its skin alone (glTF ignores a skinned node's own transform).
-    geometry : SkinnedMesh
-        What was uploaded, shared by every draw of one mesh (rigid draws: one joint 0 of weight
-        1 per vertex).
+    part : ScenePart
+        What is drawn: ``kind``, ``mesh``, ``skin``, ``node``, ``geometry`` and ``bone_count``
+        (also readable on the draw itself).
     instances : dict of str to Instance
         ``{"lbs": ..., "dqs": ...}`` and one per other method once shown; rigid draws use the
         renderer's ``"none"`` method for every copy.
@@ -364,14 +355,16 @@ class GltfDraw:
         The uploaded geometry.
     """
 
-    kind: str
-    mesh: int
-    skin: int | None
-    node: int
-    geometry: SkinnedMesh
+    part: ScenePart
     instances: dict[str, Instance] = field(default_factory=dict)
     render_mesh: RenderMesh | None = None
-    bone_count: int = 1
+
+    kind = property(lambda self: self.part.kind)
+    mesh = property(lambda self: self.part.mesh)
+    skin = property(lambda self: self.part.skin)
+    node = property(lambda self: self.part.node)
+    geometry = property(lambda self: self.part.geometry)
+    bone_count = property(lambda self: self.part.bone_count)
 
 
 def _singular(model: np.ndarray) -> bool:
@@ -390,61 +383,6 @@ def _translation(offset: np.ndarray) -> np.ndarray:
     return m
 
 
-def _rigid_geometry(mesh: GltfMesh) -> SkinnedMesh:
-    """A glTF mesh's primitives merged, bound rigidly to bone 0 (drawn with method "none"),
-    with its morph targets."""
-    from .gltf.scene import merged_morphs
-
-    pos, nrm, idx = [], [], []
-    offset = 0
-    for p in mesh.primitives:  # a few primitives; the data inside is whole arrays
-        pos.append(p.positions)
-        nrm.append(p.normals)
-        idx.append(p.indices.astype(np.int64) + offset)
-        offset += p.vertex_count
-    n = offset
-    morph_p, morph_n = merged_morphs(mesh)
-    return SkinnedMesh(
-        np.concatenate(pos),
-        np.concatenate(nrm),
-        np.zeros((n, 1), np.uint32),
-        np.ones((n, 1), np.float32),
-        np.concatenate(idx),
-        morph_positions=morph_p,
-        morph_normals=morph_n,
-        **surface_arrays(mesh.primitives),
-    )
-
-
-def gltf_parts(scene: GltfScene) -> list[GltfDraw]:
-    """What a glTF scene draws, in drawing order, without instances.
-
-    One part per node that places a mesh with triangles: first every node with a skin (node
-    order), its mesh posed by that node's skin (``node.skin``; several nodes may draw one mesh,
-    each with its own skin); then every node without a skin (node order,
-    :meth:`GltfScene.rigid_meshes`), its mesh placed by the node's global matrix. The parts of
-    one mesh share one geometry (skinned parts :meth:`GltfScene.skinned_mesh`, rigid parts the
-    mesh bound to one bone), so a model with one skinned mesh on one node keeps that mesh's
-    vertex order. :class:`GltfScenePlayer` draws these and :mod:`vkdqs.baking` bakes them.
-    """
-    skinned_parts: list[GltfDraw] = []
-    rigid_parts: list[GltfDraw] = []
-    skinned: dict[int, SkinnedMesh] = {}
-    rigid: dict[int, SkinnedMesh] = {}
-    for nd in scene.nodes:  # over nodes; the geometry of each mesh is built once
-        if nd.mesh is None or scene.meshes[nd.mesh].triangle_count == 0:
-            continue
-        if nd.skin is not None:
-            if nd.mesh not in skinned:
-                skinned[nd.mesh] = scene.skinned_mesh(nd.mesh)
-            skinned_parts.append(GltfDraw("skinned", nd.mesh, nd.skin, nd.index, skinned[nd.mesh]))
-        else:
-            if nd.mesh not in rigid:
-                rigid[nd.mesh] = _rigid_geometry(scene.meshes[nd.mesh])
-            rigid_parts.append(GltfDraw("rigid", nd.mesh, None, nd.index, rigid[nd.mesh]))
-    return skinned_parts + rigid_parts
-
-
 def _materials_of(scene: GltfScene, mesh: int) -> dict[str, object]:
     """``material`` and ``groups`` for :meth:`Renderer.add_mesh` of a glTF mesh's merged
     primitives (one group per primitive, its material)."""
@@ -453,14 +391,6 @@ def _materials_of(scene: GltfScene, mesh: int) -> dict[str, object]:
         "material": [g[2] for g in groups],
         "groups": [(first, count, k) for k, (first, count, _) in enumerate(groups)],
     }
-
-
-def skin_matrices(
-    scene: GltfScene, skins: Iterable[int], glob: np.ndarray
-) -> dict[int, np.ndarray]:
-    """Joint matrices ``global[joints] @ inverse_bind_matrices`` of each skin, from the node
-    global matrices ``glob`` (:meth:`GltfScene.node_global_matrices`) of one time."""
-    return {s: glob[scene.skins[s].joints] @ scene.skins[s].inverse_bind_matrices for s in skins}
 
 
 def _box_corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -474,7 +404,7 @@ class GltfScenePlayer:
 
     Every node with a skin draws its mesh posed with that skin's joint matrices (one LBS and one
     DQS instance per node; each mesh is uploaded once, however many nodes draw it, see
-    :func:`gltf_parts`). Every unskinned mesh placed by a node
+    :func:`vkdqs.gltf.parts.scene_parts`). Every unskinned mesh placed by a node
     (:meth:`GltfScene.rigid_meshes`) is drawn with the renderer's ``"none"`` method and that node's
     global matrix as its model matrix, so parts parented to joints follow them; while that matrix
     is singular (a node scaled to 0, how exporters hide parts) the part is not drawn. With
@@ -531,7 +461,7 @@ class GltfScenePlayer:
         if animation == 0 and not scene.animations:
             animation = None
         self.animation: int | None = None if animation is None else self._animation_index(animation)
-        self.draws = gltf_parts(scene)
+        self.draws = [GltfDraw(part) for part in scene_parts(scene)]
         name = scene.path.name
         if not self.draws:
             raise InputError(
@@ -549,9 +479,7 @@ class GltfScenePlayer:
                     draw.geometry, label=label, **_materials_of(scene, m.index)
                 )
             draw.render_mesh = uploaded[id(draw.geometry)]
-            if draw.kind == "skinned":
-                draw.bone_count = scene.skins[draw.skin].joint_count
-            else:
+            if draw.kind == "rigid":
                 self._rigid_matrix[id(draw)] = rest[draw.node]
         skins_used = {d.skin for d in self.draws if d.kind == "skinned"}
         self._skins = sorted(skins_used)
@@ -659,12 +587,12 @@ class GltfScenePlayer:
 
     def _morphed_rest(self, draw: GltfDraw, time: float) -> tuple[np.ndarray, np.ndarray]:
         """The part's rest positions and normals with its morph targets applied at ``time``
-        (float64 reference, :func:`vkdqs.dq.morph`), as the GPU skins them."""
+        (float64 reference, :func:`vkdqs.reference.morph`), as the GPU skins them."""
         g = draw.geometry
         weights = self._morph_weights(draw, time)
         if weights is None:
             return g.positions, g.normals
-        return dq.morph(g.positions, g.normals, g.morph_positions, g.morph_normals, weights)
+        return reference.morph(g.positions, g.normals, g.morph_positions, g.morph_normals, weights)
 
     def _morphed_bounds(self, draw: GltfDraw, time: float) -> tuple[np.ndarray, np.ndarray]:
         """(lo, hi) of the part's morphed rest positions at ``time`` (its bounds without
@@ -715,9 +643,9 @@ class GltfScenePlayer:
             if draw.kind == "skinned":
                 m = mats[draw.skin]
                 args = (*self._morphed_rest(draw, self.time), g.joints, g.weights)
-                out.append(dq.skin_lbs(*args, m)[0])
+                out.append(reference.skin_lbs(*args, m)[0])
                 if not dq.has_scale(m).any():
-                    out.append(dq.skin_dqs(*args, dq.from_matrices(m))[0])
+                    out.append(reference.skin_dqs(*args, dq.from_matrices(m))[0])
             elif not _singular(glob[draw.node]):
                 out.append(
                     (_box_corners(*self._morphed_bounds(draw, self.time)) @ glob[draw.node].T)[
@@ -885,7 +813,7 @@ class GltfScenePlayer:
                 if draw.kind == "skinned":
                     mats = skin_matrices(scene, (draw.skin,), glob)[draw.skin]
                     rest = self._morphed_rest(draw, t)
-                    pts, _ = dq.skin_lbs(*rest, g.joints, g.weights, mats)
+                    pts, _ = reference.skin_lbs(*rest, g.joints, g.weights, mats)
                 elif _singular(glob[draw.node]):
                     continue  # hidden at this time
                 else:
@@ -913,7 +841,7 @@ class CrowdScene:
     Make one from a glTF file with :meth:`from_gltf` (its first skinned mesh and an animation,
     with its materials) or from the candy wrapper with :meth:`candy_wrapper`. ``material`` and
     ``groups`` are :meth:`Renderer.add_mesh`'s: the copies wear them, white when the mesh has
-    colours of its own, else tinted by method. :class:`vkdqs.stills.Decorations` labels each
+    colours of its own, else tinted by method. :class:`vkdqs.app.stills.Decorations` labels each
     grid (the viewer's labels).
     """
 

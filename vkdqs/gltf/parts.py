@@ -1,0 +1,114 @@
+"""What a glTF scene draws, as numpy data: one :class:`ScenePart` per node that places a mesh.
+
+The viewer's player (:class:`vkdqs.app.scenes.GltfScenePlayer`) uploads and poses these parts,
+and the bake (:mod:`vkdqs.baking`) merges them into one mesh per frame, so both agree on what a
+file shows without the bake depending on the viewer. Nothing here touches the GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..mesh import SkinnedMesh
+from .scene import merged_morphs, surface_arrays
+
+if TYPE_CHECKING:
+    from .scene import GltfScene, Mesh
+
+__all__ = ["ScenePart", "rigid_geometry", "scene_parts", "skin_matrices"]
+
+
+@dataclass(frozen=True, eq=False)
+class ScenePart:
+    """One glTF mesh drawn by one node.
+
+    Attributes
+    ----------
+    kind : str
+        ``"skinned"`` (posed by ``skin``) or ``"rigid"`` (placed by the global matrix of ``node``).
+    mesh : int
+        Index into ``GltfScene.meshes``.
+    skin : int or None
+        For skinned parts: the skin of ``node`` (``nodes[node].skin``).
+    node : int
+        The node that draws the mesh. Rigid parts: placed by its global matrix; skinned parts:
+        posed by its skin alone (glTF ignores a skinned node's own transform).
+    geometry : SkinnedMesh
+        Shared by every part of one mesh (rigid parts: one joint 0 of weight 1 per vertex).
+    bone_count : int
+        Joints of ``skin`` (1 for rigid parts).
+    """
+
+    kind: str
+    mesh: int
+    skin: int | None
+    node: int
+    geometry: SkinnedMesh
+    bone_count: int = 1
+
+
+def rigid_geometry(mesh: Mesh) -> SkinnedMesh:
+    """A glTF mesh's primitives merged, bound rigidly to bone 0, with its morph targets."""
+    pos, nrm, idx = [], [], []
+    offset = 0
+    for p in mesh.primitives:  # a few primitives; the data inside is whole arrays
+        pos.append(p.positions)
+        nrm.append(p.normals)
+        idx.append(p.indices.astype(np.int64) + offset)
+        offset += p.vertex_count
+    n = offset
+    morph_p, morph_n = merged_morphs(mesh)
+    return SkinnedMesh(
+        np.concatenate(pos),
+        np.concatenate(nrm),
+        np.zeros((n, 1), np.uint32),
+        np.ones((n, 1), np.float32),
+        np.concatenate(idx),
+        morph_positions=morph_p,
+        morph_normals=morph_n,
+        **surface_arrays(mesh.primitives),
+    )
+
+
+def scene_parts(scene: GltfScene) -> list[ScenePart]:
+    """What a glTF scene draws, in drawing order.
+
+    One part per node that places a mesh with triangles: first every node with a skin (node
+    order), its mesh posed by that node's skin (``node.skin``; several nodes may draw one mesh,
+    each with its own skin); then every node without a skin (node order,
+    :meth:`GltfScene.rigid_meshes`), its mesh placed by the node's global matrix. The parts of
+    one mesh share one geometry (skinned parts :meth:`GltfScene.skinned_mesh`, rigid parts the
+    mesh bound to one bone), so a model with one skinned mesh on one node keeps that mesh's
+    vertex order.
+    """
+    skinned_parts: list[ScenePart] = []
+    rigid_parts: list[ScenePart] = []
+    skinned: dict[int, SkinnedMesh] = {}
+    rigid: dict[int, SkinnedMesh] = {}
+    for nd in scene.nodes:  # over nodes; the geometry of each mesh is built once
+        if nd.mesh is None or scene.meshes[nd.mesh].triangle_count == 0:
+            continue
+        if nd.skin is not None:
+            if nd.mesh not in skinned:
+                skinned[nd.mesh] = scene.skinned_mesh(nd.mesh)
+            bones = scene.skins[nd.skin].joint_count
+            skinned_parts.append(
+                ScenePart("skinned", nd.mesh, nd.skin, nd.index, skinned[nd.mesh], bones)
+            )
+        else:
+            if nd.mesh not in rigid:
+                rigid[nd.mesh] = rigid_geometry(scene.meshes[nd.mesh])
+            rigid_parts.append(ScenePart("rigid", nd.mesh, None, nd.index, rigid[nd.mesh]))
+    return skinned_parts + rigid_parts
+
+
+def skin_matrices(
+    scene: GltfScene, skins: Iterable[int], glob: np.ndarray
+) -> dict[int, np.ndarray]:
+    """Joint matrices ``global[joints] @ inverse_bind_matrices`` of each skin, from the node
+    global matrices ``glob`` (:meth:`GltfScene.node_global_matrices`) of one time."""
+    return {s: glob[scene.skins[s].joints] @ scene.skins[s].inverse_bind_matrices for s in skins}
