@@ -54,8 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from vkdqs import AnimationClip, dq, procedural
-from vkdqs import shader_interface as si
-from vkdqs.app.compare import with_dqs_blend
+from vkdqs import methods as registry
 from vkdqs.gpu.device import Device
 from vkdqs.material import Material
 from vkdqs.mesh import SkinnedMesh
@@ -342,7 +341,7 @@ def main() -> None:
         nargs="+",
         default=["dqs", "lbs"],
         # dqs_blender would need the tube's bind frames here: not measured yet
-        choices=[m for m in si.CROWD_METHODS if m != "dqs_blender"],
+        choices=[m.name for m in registry.shown() if m.crowds and m.name != "dqs_blender"],
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--frames", type=int, default=2, help="frames per round")
@@ -380,7 +379,7 @@ def main() -> None:
             clip = make_clip(joints)
             for method in args.methods:
                 # "blend": a DQS fraction of 0.5 at every vertex
-                mesh = with_dqs_blend(plain, 0.5) if method == "blend" else plain
+                mesh = plain.with_dqs_blend(0.5) if method == "blend" else plain
                 run = (device, mesh, clip, 1, method, args.rounds, args.frames)
                 single = bench(run[0], instance_run, *run[1:])
                 single["gpu_ns_per_vertex_net"] = per_vertex_net(single["gpu_ms"], empty_ms, n)

@@ -17,20 +17,14 @@ from pathlib import Path
 import numpy as np
 
 from vkdqs import centers_of_rotation, procedural
-from vkdqs.app.compare import bend_bulge, reference, skin_methods, with_dqs_blend
-from vkdqs.methods import SCENE_METHODS
+from vkdqs import methods as registry
+from vkdqs.app.compare import bend_bulge, compared_methods, reference, skin_methods
 
 DOCS = Path(__file__).resolve().parent
 #: Picture and plot size in pixels.
 SIZE = (960, 360)
-#: Labels and colours of the plot (the colours of vkdqs.app.scenes.METHOD_COLORS).
-NAMES = {
-    "lbs": "LBS",
-    "dqs": "DQS",
-    "blend": "blend (50% DQS)",
-    "cor": "CoR",
-    "dqs_blender": "DQS (Blender)",
-}
+#: The plot's labels: the registry's, the blend's with its fraction.
+NAMES = {m.name: m.label for m in registry.shown()} | {"blend": "blend (50% DQS)"}
 #: Largest GPU vs float64 difference accepted, relative to the mesh's extent.
 TOLERANCE = 1e-5
 
@@ -38,17 +32,17 @@ TOLERANCE = 1e-5
 def curves(device: object, angles: np.ndarray) -> dict[str, object]:
     """Volume (relative to rest) under a twist and a bend, and the bend's bulge
     (:func:`vkdqs.app.compare.bend_bulge`), at each of ``angles`` (degrees) for every method of
-    :data:`vkdqs.methods.SCENE_METHODS`, skinned on ``device``; every position is checked
+    :func:`vkdqs.app.compare.compared_methods`, skinned on ``device``; every position is checked
     against the float64 reference (RuntimeError beyond :data:`TOLERANCE`)."""
-    mesh = with_dqs_blend(procedural.candy_wrapper(), 0.5)
+    mesh = procedural.candy_wrapper().with_dqs_blend(0.5)
     rest_volume = procedural.mesh_volume(mesh.positions, mesh.indices)
     centers = centers_of_rotation(mesh, bone_count=2, device=device, progress=False)
     out: dict[str, object] = {"angles": np.asarray(angles, np.float64), "max_error": {}}
     for kind, make in (("twist", procedural.twist_pose), ("bend", procedural.bend_pose)):
         poses = np.stack([make(a) for a in angles])
-        gpu = skin_methods(device, mesh, poses, SCENE_METHODS, bone_count=2, centers=centers)
+        gpu = skin_methods(device, mesh, poses, bone_count=2, centers=centers)
         volume, bulge = {}, {}
-        for m in SCENE_METHODS:
+        for m in compared_methods():
             err = float(np.abs(gpu[m] - reference(m, mesh, poses, centers=centers)).max())
             if not err <= TOLERANCE * mesh.extent:
                 raise RuntimeError(f"{m} {kind}: GPU differs from float64 by {err:.2e}")
@@ -95,8 +89,6 @@ def plot(path: Path, data: dict[str, object]) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vkdqs.app.scenes import METHOD_COLORS
-
     angles = data["angles"]
     fig, axes = plt.subplots(1, 3, figsize=(SIZE[0] / 100, SIZE[1] / 100), dpi=100)
     panels = (
@@ -104,14 +96,14 @@ def plot(path: Path, data: dict[str, object]) -> Path:
         ("volume_bend", "bend (degrees)", "volume / rest"),
         ("bulge_bend", "bend (degrees)", "bulge / radius"),
     )
-    styles = {"dqs_blender": (0, (4, 3)), "cor": "-", "dqs": "-", "lbs": "-", "blend": "-"}
+    styles = {"dqs_blender": (0, (4, 3))}  # it lies on DQS for rigid bones: dashed
     for ax, (key, xlabel, ylabel) in zip(axes, panels, strict=True):
-        for m in SCENE_METHODS:
+        for m in compared_methods():
             ax.plot(
                 angles,
                 data[key][m],
-                color=METHOD_COLORS[m][:3],
-                linestyle=styles[m],
+                color=registry.get(m).color[:3],
+                linestyle=styles.get(m, "-"),
                 linewidth=1.6,
                 label=NAMES[m],
             )
@@ -176,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     worst = max(data["max_error"].values())
     print(f"GPU vs float64 reference: max |error| {worst:.1e} over every method and angle")
     i135 = int(np.argmin(np.abs(angles - 135.0)))
-    for m in SCENE_METHODS:
+    for m in compared_methods():
         twisted = np.interp(170.0, angles, data["volume_twist"][m])
         print(
             f"{NAMES[m]:>16}: volume at twist 170 {twisted:.3f},"

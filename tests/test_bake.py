@@ -297,7 +297,7 @@ def test_usd_without_usd_core_names_the_extra(rig_files, tmp_path, monkeypatch):
         ({"fps": "fast"}, vkdqs.InputError, "must be numbers"),
         ({"animation": "walk"}, vkdqs.InputError, r"no animation 'walk'.*'linear'"),
         ({"animation": 3}, vkdqs.InputError, "no animation 3"),
-        ({"method": "slerp"}, vkdqs.InputError, "method must be one of dqs"),
+        ({"method": "slerp"}, vkdqs.InputError, "method must be one of lbs, dqs"),
         ({"start": 0.8, "end": 0.2}, vkdqs.InputError, "before start"),
         ({"start": -1.0}, vkdqs.InputError, "start must be"),
         ({"fps": 1000, "end": 1e4}, vkdqs.LimitError, "exceed 1000000"),

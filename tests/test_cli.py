@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from vkdqs import methods as registry
 from vkdqs.app import cli
 from vkdqs.png import read_png
 
@@ -29,19 +30,21 @@ def test_demo_prints_the_table(device, capsys):
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.strip().startswith(("0 |", "85 |", "170 |"))]
     assert len(rows) == 3
-    methods = ("dqs", "lbs", "cor", "blend")  # the columns, left to right
+    methods = tuple(m.name for m in registry.shown())  # the columns, left to right
+    assert methods[:2] == ("lbs", "dqs") and {"cor", "blend", "dqs_blender"} <= set(methods)
     radius = dict(zip(methods, map(float, rows[2].split("|")[1].split()), strict=True))
     volume = dict(zip(methods, map(float, rows[2].split("|")[2].split()), strict=True))
     assert radius["dqs"] >= 0.95 and radius["lbs"] <= 0.2
     assert radius["cor"] >= 0.95 and radius["lbs"] < radius["blend"] < radius["dqs"]
+    assert abs(radius["dqs_blender"] - radius["dqs"]) < 1e-3  # equal on rigid bones
     # 170 degrees: LBS loses a quarter of the volume; DQS and CoR keep it
     assert abs(volume["dqs"] - 1) < 0.01 and abs(volume["cor"] - 1) < 0.01
     assert volume["lbs"] < 0.8 and volume["lbs"] < volume["blend"] < volume["dqs"]
     rest = rows[0].split("|")[1].split() + rows[0].split("|")[2].split()
-    assert rest == ["1.000"] * 8
+    assert rest == ["1.000"] * (2 * len(methods))
     errors = out.split("max |error|")[1].splitlines()[1]
     values = dict(item.strip().rsplit(" ", 1) for item in errors.split(","))
-    assert set(values) == {"DQS", "LBS", "CoR", "blend", "CoR centers"}
+    assert set(values) == {registry.label(m) for m in methods} | {"CoR centers"}
     assert all(float(v) < 1e-5 for v in values.values()), values
 
 

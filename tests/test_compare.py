@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vkdqs import centers_of_rotation, procedural
-from vkdqs.app.compare import COMPARE_METHODS, bend_bulge, reference, skin_methods, with_dqs_blend
+from vkdqs.app.compare import bend_bulge, compared_methods, reference, skin_methods
 from vkdqs.errors import InputError
 
 
@@ -24,7 +24,7 @@ def test_bend_pose_rotates_the_far_bone_about_the_joint():
 
 
 def test_bend_bulge_separates_dqs_from_lbs():
-    mesh = with_dqs_blend(procedural.candy_wrapper())
+    mesh = procedural.candy_wrapper().with_dqs_blend(0.5)
     assert bend_bulge(mesh.positions, 0.0) == 0.0
     poses = procedural.bend_pose(135.0)[None]
     lbs = reference("lbs", mesh, poses)[0]
@@ -39,11 +39,12 @@ def test_bend_bulge_separates_dqs_from_lbs():
 
 
 def test_gpu_methods_match_the_reference_on_bends_and_twists(device):
-    mesh = with_dqs_blend(procedural.candy_wrapper(), 0.3)
+    mesh = procedural.candy_wrapper().with_dqs_blend(0.3)
     poses = np.stack([procedural.bend_pose(135.0), procedural.twist_pose(170.0)])
     centers = centers_of_rotation(mesh, bone_count=2, device=device)
-    methods = (*COMPARE_METHODS, "dqs_blender")
-    gpu = skin_methods(device, mesh, poses, methods, bone_count=2, centers=centers)
+    methods = compared_methods()
+    assert {"dqs", "lbs", "cor", "blend", "dqs_blender"} <= set(methods)
+    gpu = skin_methods(device, mesh, poses, bone_count=2, centers=centers)
     assert set(gpu) == set(methods)
     for method in methods:
         ref = reference(method, mesh, poses, centers=centers)

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from vkdqs import AnimationClip, procedural
+from vkdqs import methods as registry
 from vkdqs.app.overlay import copy_label_anchors
-from vkdqs.app.scenes import METHOD_COLORS, CrowdScene
+from vkdqs.app.scenes import CrowdScene
 from vkdqs.app.stills import Decorations, copy_points, scene_overlay
 from vkdqs.camera import Camera
 from vkdqs.crowd import DEFAULT_TINT
@@ -342,7 +343,7 @@ def test_crowd_scene_from_gltf_wears_the_texture(device, tmp_path):
         candy = CrowdScene.candy_wrapper(renderer, 2, methods="both")
         for method in ("lbs", "dqs"):
             np.testing.assert_array_equal(
-                candy.crowds[method].colors, np.tile(METHOD_COLORS[method], (2, 1))
+                candy.crowds[method].colors, np.tile(registry.get(method).color, (2, 1))
             )
 
 

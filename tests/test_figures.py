@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vkdqs.methods import SCENE_METHODS
+from vkdqs.app.compare import compared_methods
 
 SCRIPT = Path(__file__).resolve().parents[1] / "docs" / "make_figures.py"
 
@@ -22,11 +22,11 @@ def _script():
 def test_figure_curves(device):
     figures = _script()
     data = figures.curves(device, np.array([0.0, 135.0, 170.0]))
-    assert len(data["max_error"]) == 2 * len(SCENE_METHODS)
+    assert len(data["max_error"]) == 2 * len(compared_methods())
     assert max(data["max_error"].values()) < 1e-5
     for key in ("volume_twist", "volume_bend", "bulge_bend"):
-        assert set(data[key]) == set(SCENE_METHODS)
-        for m in SCENE_METHODS:
+        assert set(data[key]) == set(compared_methods())
+        for m in compared_methods():
             rest = 1.0 if key.startswith("volume") else 0.0
             assert abs(data[key][m][0] - rest) < 1e-5, (key, m)
     twist, bend, bulge = data["volume_twist"], data["volume_bend"], data["bulge_bend"]

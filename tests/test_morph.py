@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from vkdqs import InputError, LimitError, SkinnedMesh, dq, reference
+from vkdqs import methods as registry
 from vkdqs import shader_interface as si
 from vkdqs.app.scenes import GltfScenePlayer
 from vkdqs.gltf import GltfError, load_gltf
@@ -165,7 +166,7 @@ def _pose_and_reference(rng, method, mesh, bones, w, centers=None, rest=None):
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("slots", (4, 8))
-@pytest.mark.parametrize("method", si.SHADER_METHODS)
+@pytest.mark.parametrize("method", registry.names())
 @pytest.mark.parametrize("layout", ("sparse", "dense"))
 def test_morph_then_skin_matches_reference(device, path, slots, method, layout):
     rng = np.random.default_rng(zlib.crc32(f"{path} {slots} {method} {layout}".encode()))

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from vkdqs import InputError, LimitError, SkinnedMesh, bones, dq, procedural, reference
+from vkdqs import methods as registry
 from vkdqs.app import cli
 from vkdqs.app.scenes import GltfScenePlayer
 from vkdqs.gltf import load_gltf
@@ -227,8 +228,8 @@ RAGGED_MATRICES = [np.eye(4).tolist(), [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0]]]
             lambda: reference.skin_lbs(GOOD, GOOD, [[0], [0]], [[1], [1]], [RAGGED_MATRICES]),
             "bone_ma",
         ),
-        (lambda: bones.pack_pose(RAGGED_BONES, 2, "dqs"), "bones"),
-        (lambda: bones.pack_pose(RAGGED_MATRICES, 2, "lbs"), "bones"),
+        (lambda: registry.get("dqs").pack(RAGGED_BONES, 2), "bones"),
+        (lambda: registry.get("lbs").pack(RAGGED_MATRICES, 2), "bones"),
     ],
 )
 def test_ragged_array_likes_raise_input_error_naming_the_argument(call, name):

@@ -44,7 +44,6 @@ from tests.spirv_reflect import (
 from vkdqs.shader_interface import (
     ALPHA_MASK_ID,
     BONE_SCALES,
-    BONE_STRIDE,
     BONES,
     CENTERS_OUT,
     CENTERS_TEXELS,
@@ -74,7 +73,6 @@ from vkdqs.shader_interface import (
     RENDER_BINDINGS,
     SAMPLE_COUNTS,
     SCALE_STRIDE,
-    SECOND_BLOCK_METHODS,
     TEXTURED_ID,
     VARIANTS,
     VERTEX_COLORS_ID,
@@ -83,8 +81,10 @@ from vkdqs.shader_interface import (
     Stage,
     Variant,
     bindings_of,
+    bone_stride,
     crowd_render_inputs,
     crowd_surface,
+    has_second_block,
     mesh_inputs,
     push_bytes_of,
     render_inputs,
@@ -194,8 +194,8 @@ def check_bone_blocks(v: Variant, mod: Module) -> list[str]:
     """Bone (and scale) block array stride, and its length being the MAX_BONES constant."""
     if v.method == "none" or v.kind.startswith("crowd"):
         return []
-    want = {BONES: BONE_STRIDE[v.method]}
-    if v.method in SECOND_BLOCK_METHODS:
+    want = {BONES: bone_stride(v.method)}
+    if has_second_block(v.method):
         want[BONE_SCALES] = SCALE_STRIDE
     ds, problems = set0(mod), []
     for n, stride in want.items():

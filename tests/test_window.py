@@ -94,7 +94,7 @@ def test_window_lifecycle(xvfb):
 
 def test_viewer_shows_any_set_of_methods(xvfb, capsys):
     from vkdqs.app.viewer import HELP, METHOD_CYCLE, Viewer
-    from vkdqs.methods import SCENE_METHODS
+    from vkdqs.methods import shown as shown_methods
 
     assert "5 CoR" in HELP and "M/shift+M" in HELP
     viewer = Viewer(size=(480, 240), samples=1, validation=validation_available())
@@ -116,7 +116,7 @@ def test_viewer_shows_any_set_of_methods(xvfb, capsys):
             (glfw.KEY_4, "blend", ["blend"]),
             (glfw.KEY_5, "cor", ["cor"]),
             (glfw.KEY_6, "dqs_blender", ["dqs_blender"]),
-            (glfw.KEY_7, "all", list(SCENE_METHODS)),
+            (glfw.KEY_7, "all", [m.name for m in shown_methods()]),
             (glfw.KEY_1, "dqs", ["dqs"]),
         ):
             viewer.handle_key(key)

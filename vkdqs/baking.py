@@ -54,12 +54,12 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from . import reference
+from . import methods, reference
 from .errors import CapabilityError, InputError, LimitError
-from .gltf.parts import ScenePart, scene_parts, skin_matrices
+from .gltf.parts import ScenePart, scene_parts, skin_matrices, skinning_inputs
 from .gpu import Device
 from .material import Material, Sampler
-from .skinner import METHODS, Skinner
+from .skinner import Skinner
 
 if TYPE_CHECKING:
     from .gltf import GltfScene
@@ -336,8 +336,7 @@ class _Frames:
     """Poses the scene's parts at given times: skinned parts on the GPU, rigid ones in numpy."""
 
     def __init__(self, scene: GltfScene, method: str, device: Device) -> None:
-        if method not in METHODS:
-            raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        methods.get(method)  # InputError naming the methods
         self.scene = scene
         self.method = method
         self.parts: list[ScenePart] = scene_parts(scene)
@@ -368,10 +367,13 @@ class _Frames:
         try:
             for i, p in enumerate(self.parts):
                 if p.kind == "skinned":
-                    bones = scene.skins[p.skin].joint_count
-                    key = (id(p.geometry), bones)
+                    geometry, extra = skinning_inputs(scene, p, method)
+                    # parts that need their own skin's rest frames share no Skinner
+                    key = (id(p.geometry), p.bone_count, p.skin if extra else None)
                     if key not in shared:
-                        sk = Skinner(device, p.geometry, bone_count=bones, method=method)
+                        sk = Skinner(
+                            device, geometry, bone_count=p.bone_count, method=method, **extra
+                        )
                         # a whole batch (plus its bones) in one submission
                         sk.max_batch_bytes = max(sk.max_batch_bytes, 2 * BATCH_BYTES)
                         shared[key] = sk

@@ -120,9 +120,11 @@ def pack_dqs(bones: object, bone_count: int, *, batched: bool = False) -> np.nda
 class PackedPose:
     """A validated pose in shader layout.
 
-    ``variant`` is the skinning variant it needs: ``"dqs"``, ``"dqs_scale"`` (then ``scales``
-    holds ``([P,] B, 3, 4)`` float32 ``[S | 0]`` rows), ``"lbs"``, or ``"blend"`` (then
-    ``scales`` holds the whole ``[A | t]`` rows: the shaders' second bone block).
+    ``variant`` names the skinning method whose shaders it needs (:mod:`vkdqs.methods`: a
+    "dqs" pose with scale needs "dqs_scale"); ``bones`` is the bone block, ``([P,] B, 2, 4)``
+    float32 dual quaternions or ``([P,] B, 3, 4)`` matrix rows, and ``scales`` the second block
+    of ``([P,] B, 3, 4)`` rows for the methods that have one (two-phase DQS's ``[S | 0]``,
+    "blend"'s ``[A | t]``, "dqs_blender"'s scale matrices), else None.
     """
 
     variant: str
@@ -130,12 +132,12 @@ class PackedPose:
     scales: np.ndarray | None = None
 
 
-def check_rest_matrices(rest: object, bone_count: int) -> np.ndarray:
-    """``rest_matrices`` for "dqs_blender" as a validated (B, 4, 4) float64 array: finite,
-    affine and invertible (each bone's rest frame)."""
+def check_rest_matrices(rest: object, bone_count: int, method: str) -> np.ndarray:
+    """``rest_matrices`` for ``method`` as a validated (B, 4, 4) float64 array: finite, affine
+    and invertible (each bone's rest frame)."""
     if rest is None:
         raise InputError(
-            "method='dqs_blender' needs rest_matrices: (B, 4, 4), each bone's rest frame in "
+            f"method={method!r} needs rest_matrices: (B, 4, 4), each bone's rest frame in "
             "the space the skinning matrices map from (the inverse of a glTF inverse bind matrix)"
         )
     arr = dq._as_array(rest, "rest_matrices")
@@ -154,17 +156,32 @@ def check_rest_matrices(rest: object, bone_count: int) -> np.ndarray:
     if bad.any():
         b = int(np.argmax(bad))
         raise InputError(f"rest_matrices[{b}] is not affine: bottom row {arr[b, 3].tolist()}")
-    det = np.linalg.det(arr[:, :3, :3])
-    singular = np.abs(det) < 1e-12
+    singular = dq.matrix_kinds(arr).collapse
     if singular.any():
         b = int(np.argmax(singular))
-        raise InputError(f"rest_matrices[{b}] is singular (det {det[b]:.3g})")
+        det = np.linalg.det(arr[b, :3, :3])
+        raise InputError(f"rest_matrices[{b}] is singular (det {det:.3g})")
     return arr
+
+
+def check_centers(vertex_count: int, centers: object) -> np.ndarray:
+    """``centers`` (per-vertex centers of rotation) as a validated (N, 3) float32 array."""
+    try:
+        c = np.asarray(centers, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"centers must be a (N, 3) array of numbers: {exc}") from None
+    if c.shape != (vertex_count, 3):
+        raise InputError(f"centers must have shape ({vertex_count}, 3), got {c.shape}")
+    bad = ~np.isfinite(c)
+    if bad.any():
+        v, k = (int(i) for i in np.argwhere(bad)[0])
+        raise InputError(f"centers[{v}, {k}] = {c[v, k]}: centers must be finite")
+    return c.astype(np.float32)
 
 
 def pack_blender(
     bones: object, bone_count: int, rest: np.ndarray, *, batched: bool = False
-) -> PackedPose:
+) -> tuple[np.ndarray, np.ndarray]:
     """(B, 4, 4) skinning matrices split as Blender's ``mat4_to_dquat`` does (any scale, shear
     or mirroring): the DQs and each bone's ``[S | s]`` scale rows."""
     arr = _as_bones(bones, bone_count, batched, ((4, 4),))
@@ -176,65 +193,52 @@ def pack_blender(
             f"{_where(index, batched)}: not an affine matrix, bottom row is "
             f"{arr[index][3].tolist()} (expected [0, 0, 0, 1])"
         )
-    det = np.linalg.det(arr[..., :3, :3])
-    singular = np.abs(det) < 1e-12
+    singular = dq.matrix_kinds(arr).collapse
     if singular.any():
         index = tuple(int(i) for i in np.argwhere(singular)[0])
-        raise InputError(f"{_where(index, batched)}: singular matrix (det {det[index]:.3g})")
+        det = np.linalg.det(arr[index][:3, :3])
+        raise InputError(f"{_where(index, batched)}: singular matrix (det {det:.3g})")
     dqs, scales = dq.blender_bone_dqs(arr, rest)
-    return PackedPose(
-        "dqs_blender",
+    return (
         np.ascontiguousarray(dqs, dtype=np.float32),
         np.ascontiguousarray(scales, dtype=np.float32),
     )
 
 
-def pack_pose(
-    bones: object,
-    bone_count: int,
-    method: str,
-    *,
-    batched: bool = False,
-    allow_scale: bool = True,
-    rest_matrices: np.ndarray | None = None,
-) -> PackedPose:
-    """Validate and pack a pose for ``method`` ("dqs", "dqs_scale", "lbs", "blend" or "cor").
-
-    "dqs" uses two-phase DQS only when some matrix has scale/shear; "dqs_scale" always does.
-    """
-    if method == "lbs":
-        return PackedPose("lbs", pack_lbs(bones, bone_count, batched=batched))
-    if method == "dqs_blender":
-        rest = check_rest_matrices(rest_matrices, bone_count)
-        return pack_blender(bones, bone_count, rest, batched=batched)
-    if method in RIGID_PAIR_METHODS:
-        dqs, rows = pack_rigid_pair(bones, bone_count, method, batched=batched)
-        return PackedPose(method, dqs, rows)
-    if method == "cor":  # the DQ block alone, from rigid bones
-        dqs, _ = pack_rigid_pair(bones, bone_count, method, batched=batched)
-        return PackedPose(method, dqs)
+def pack_dqs_pose(
+    bones: object, bone_count: int, *, batched: bool = False, allow_scale: bool = True
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """DQS bones: ``(dqs, None)``; or, where some matrix has scale/shear (and ``allow_scale``),
+    the two-phase split ``(dqs, [S | 0] rows)`` (:func:`vkdqs.dq.decompose_skinning_matrices`)."""
     arr = _as_bones(bones, bone_count, batched, ((2, 4), (4, 4)))
-    if method == "dqs_scale" and arr.shape[-2] == 2:
+    if arr.shape[-2] == 2 or not allow_scale or not dq.has_scale(arr).any():
+        return pack_dqs(arr, bone_count, batched=batched), None
+    return _two_phase(arr, batched)
+
+
+def pack_two_phase(
+    bones: object, bone_count: int, *, batched: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two-phase DQS bones, always: ``(dqs, [S | 0] rows)``, the identity rows for DQs."""
+    arr = _as_bones(bones, bone_count, batched, ((2, 4), (4, 4)))
+    if arr.shape[-2] == 2:
         dqs = pack_dqs(arr, bone_count, batched=batched)
         scales = np.zeros((*dqs.shape[:-2], 3, 4), np.float32)
         scales[..., [0, 1, 2], [0, 1, 2]] = 1.0
-        return PackedPose("dqs_scale", dqs, scales)
-    if arr.shape[-2] == 2 or (method == "dqs" and (not allow_scale or not dq.has_scale(arr).any())):
-        return PackedPose("dqs", pack_dqs(arr, bone_count, batched=batched))
+        return dqs, scales
+    return _two_phase(arr, batched)
+
+
+def _two_phase(arr: np.ndarray, batched: bool) -> tuple[np.ndarray, np.ndarray]:
     _check_magnitude(arr, batched, "a matrix entry")
     try:
         dqs, scales = dq.decompose_skinning_matrices(arr)
     except InputError as exc:
         raise InputError(f"DQS bones: {exc}") from None
-    return PackedPose(
-        "dqs_scale",
+    return (
         np.ascontiguousarray(dqs, dtype=np.float32),
         np.ascontiguousarray(scales, dtype=np.float32),
     )
-
-
-#: Methods whose pose is a DQ block plus a block of the same bones' [A | t] rows.
-RIGID_PAIR_METHODS = ("blend",)
 
 
 def pack_rigid_pair(

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import bones as bone_packing
+from . import methods
 from . import shader_interface as si
 from .clip import AnimationClip
 from .errors import MAX_MAGNITUDE, InputError, LimitError
@@ -155,35 +155,31 @@ def _check_finite(arr: np.ndarray, what: str) -> None:
 def pack_clip(
     clip: AnimationClip, method: str, rest_matrices: ArrayLike | None = None
 ) -> np.ndarray:
-    """The clip's frames in the shader's bone layout, float32: ``(F, J, 2, 4)`` unit dual
-    quaternions ("dqs", "cor"), ``(F, J, 3, 4)`` affine rows ("lbs"), or ``(F, J, 5, 4)``, the
-    dual quaternion then the rows ("blend": the matrix; "dqs_blender": Blender's scale matrix,
-    split in the bones' ``rest_matrices``). "blend", "cor" and "dqs_blender" pack like their
-    instances' poses, so a whole frame skins exactly like an instance posed with it."""
+    """The clip's frames in the shader's bone layout, float32 ``(F, J, T, 4)``: each bone as the
+    method packs an instance's pose (:meth:`vkdqs.methods.SkinningMethod.pack`), its bone block
+    then its second block (``T`` = :attr:`~vkdqs.methods.SkinningMethod.crowd_texels`: 2 for a
+    dual quaternion, 3 for matrix rows, 5 for both), so a whole frame skins exactly like an
+    instance posed with it. A clip is packed once: no per-frame two-phase DQS, so the methods
+    whose crowds take no scale (``crowd_scale``) need a rigid clip."""
+    skinning = methods.get(method)
     j = clip.joint_count
-    if method == "lbs":
-        return bone_packing.pack_lbs(clip.frames, j, batched=True)
-    if method == "dqs_blender":
-        rest = bone_packing.check_rest_matrices(rest_matrices, j)
-        pose = bone_packing.pack_blender(clip.frames, j, rest, batched=True)
-        assert pose.scales is not None
-        return np.ascontiguousarray(np.concatenate([pose.bones, pose.scales], -2))
-    if method in ("blend", "cor"):
-        try:
-            dqs, rows = bone_packing.pack_rigid_pair(clip.frames, j, method, batched=True)
-        except InputError as exc:
-            raise InputError(
-                f"a {method!r} crowd needs a rigid clip (no scale or shear); use method='lbs' "
-                f"(or 'dqs_blender' with rest_matrices) for this clip ({exc})"
-            ) from None
-        return dqs if method == "cor" else np.ascontiguousarray(np.concatenate([dqs, rows], -2))
     try:
-        return bone_packing.pack_dqs(clip.frames, j, batched=True)
+        pose = skinning.pack(
+            clip.frames, j, batched=True, allow_scale=False, rest_matrices=rest_matrices
+        )
     except InputError as exc:
+        if skinning.crowd_scale:
+            raise
+        scaled = [m for m in methods.METHODS.values() if m.crowds and m.crowd_scale]
+        use = " or ".join(f"method={m.name!r}" for m in scaled)
         raise InputError(
-            f"a DQS crowd needs a rigid clip (no scale or shear); use method='lbs' (or "
-            f"'dqs_blender' with rest_matrices) for this clip ({exc})"
+            f"a {method!r} crowd needs a rigid clip (no scale or shear); use {use} for this "
+            f"clip ({exc})"
         ) from None
+    if not skinning.second_block:
+        return pose.bones
+    assert pose.scales is not None
+    return np.ascontiguousarray(np.concatenate([pose.bones, pose.scales], -2))
 
 
 class Crowd:
@@ -205,6 +201,7 @@ class Crowd:
         frames_in_flight: int,
         label: str,
         rest_matrices: ArrayLike | None = None,
+        centers: ArrayLike | None = None,
     ) -> None:
         if isinstance(clips, AnimationClip):
             clips = [clips]
@@ -228,8 +225,10 @@ class Crowd:
                 f"a crowd's clips hold {total_frames} frames; at most {MAX_FRAMES} (frame "
                 "indices travel as exact float32)"
             )
-        if method not in si.CROWD_METHODS:
-            raise InputError(f"crowd method must be one of {si.CROWD_METHODS}, got {method!r}")
+        skinning = methods.get(method)
+        if not skinning.crowds:
+            crowd = ", ".join(m.name for m in methods.METHODS.values() if m.crowds)
+            raise InputError(f"crowd method must be one of {crowd}, got {method!r}")
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
             raise InputError(f"count must be an int, got {count!r}")
         if not 1 <= count <= MAX_COPIES:
@@ -244,7 +243,7 @@ class Crowd:
         info = dev.info
         count = int(count)
         joints = clip.joint_count
-        texels = si.BONE_TEXELS[method]
+        texels = skinning.crowd_texels
         limit = info.max_texel_buffer_elements
         for what, n in (
             (f"the bones of {count} copies x {joints} joints", count * joints * texels),
@@ -275,6 +274,8 @@ class Crowd:
         self._total_frames = total_frames
         self.count = count
         self.method = method
+        #: the method's registry entry
+        self.skinning = skinning
         self.label = label
         self.visible = True
         self._serial = next(_SERIALS)
@@ -293,9 +294,11 @@ class Crowd:
         self._copies_gen = 0
         self._update_copies()
 
-        if rest_matrices is not None and method != "dqs_blender":
-            raise InputError(f"rest_matrices are for method='dqs_blender', not {method!r}")
-        packed = np.concatenate([pack_clip(c, method, rest_matrices) for c in clips])
+        #: per-vertex centers of rotation given for the methods that need them (validated)
+        self.centers, rest = skinning.check_inputs(
+            mesh.mesh, joints, centers=centers, rest_matrices=rest_matrices
+        )
+        packed = np.concatenate([pack_clip(c, method, rest) for c in clips])
         #: The Vulkan objects this crowd made (kept by the owner; dropped by remove_crowd).
         self._objects: list[Any] = []
 
@@ -582,7 +585,7 @@ class Crowd:
         layout = self._layouts.render.handle
         rm = self.mesh
         buffers = [b.handle for b in rm.vertex_buffers]
-        if self.method in si.AUX_METHODS:
+        if self.skinning.aux:
             assert rm.aux_buffer is not None  # made by Renderer.add_crowd
             buffers.append(rm.aux_buffer.handle)
         # the UV and colour (or the constant row), read only by the pipelines of the surface
@@ -634,7 +637,7 @@ class Crowd:
             )
         return GraphicsPipelineDesc(
             vertex_shader=si.crowd_variant_name("crowd_render", self.method, slots, uses),
-            fragment_shader=si.crowd_variant_name("crowd_fragment", "none", 4, uses),
+            fragment_shader=si.crowd_variant_name("crowd_fragment", si.UNSKINNED, 4, uses),
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
             spec=spec,
             # as for instances (the variant without UV and colour ignores their two entries)
@@ -655,7 +658,7 @@ class Crowd:
         ``renderer.wait()`` (or ``render_image()``); for tests and debugging."""
         if self._last_slot is None:
             raise InputError("read_bones(): the crowd has not been rendered yet")
-        rows = si.BONE_TEXELS[self.method]
+        rows = self.skinning.crowd_texels
         n = self.count * self.joint_count * rows * 4
         out = self._slots[self._last_slot]["bones"].read(np.float32, n)
         return out.reshape(self.count, self.joint_count, rows, 4)

@@ -22,18 +22,23 @@ The float64 reference skinning that the GPU results are checked against is
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from vkdqs.errors import InputError, LimitError
 
 __all__ = [
+    "COLLAPSE_DET",
+    "MatrixKinds",
     "blender_bone_dqs",
     "conjugate",
     "decompose_skinning_matrices",
     "from_matrices",
     "from_rotation_translation",
     "has_scale",
+    "matrix_kinds",
     "multiply",
     "normalize",
     "quat_conjugate",
@@ -475,6 +480,34 @@ def has_scale(m: ArrayLike, /, *, atol: float = 1e-5) -> NDArray[np.bool_]:
     return np.abs(np.swapaxes(a, -1, -2) @ a - np.eye(3)).max(axis=(-2, -1)) > atol
 
 
+#: A matrix whose 3x3 part has ``|det|`` at most this is singular (collapsed): no method but LBS
+#: can skin it, and two-phase DQS cannot split it.
+COLLAPSE_DET = 1e-12
+
+
+class MatrixKinds(NamedTuple):
+    """Per matrix of :func:`matrix_kinds`: has scale or shear, mirrors, is singular."""
+
+    scale: NDArray[np.bool_]
+    reflection: NDArray[np.bool_]
+    collapse: NDArray[np.bool_]
+
+
+def matrix_kinds(m: ArrayLike, /, *, atol: float = AFFINE_ATOL) -> MatrixKinds:
+    """What each affine matrix ``[..., 4, 4]`` (or ``[..., 3, 4]``) is, as the skinning methods
+    judge it (:meth:`vkdqs.methods.SkinningMethod.check` and the pose packers alike): scale or
+    shear (``max |A^T A - I| > atol``), a reflection (``det A < 0``, not singular), singular
+    (``|det A| <= COLLAPSE_DET``)."""
+    a = _as_float(m, "m")
+    if a.ndim < 2 or a.shape[-2:] not in ((4, 4), (3, 4)):
+        raise InputError(f"m must have shape [..., 4, 4] or [..., 3, 4], got shape {a.shape}")
+    lin = a[..., :3, :3]
+    det = np.linalg.det(lin) if lin.size else np.zeros(lin.shape[:-2])
+    collapse = np.abs(det) <= COLLAPSE_DET
+    scale = np.abs(np.swapaxes(lin, -1, -2) @ lin - np.eye(3)).max(axis=(-2, -1)) > atol
+    return MatrixKinds(scale, (det < 0.0) & ~collapse, collapse)
+
+
 def decompose_skinning_matrices(m: ArrayLike, /) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Split affine skinning matrices into a rigid part and a scale/shear part.
 
@@ -502,7 +535,7 @@ def decompose_skinning_matrices(m: ArrayLike, /) -> tuple[NDArray[np.float64], N
     """
     flat, batch = _affine_batch(m, kind="an affine matrix")
     det = np.linalg.det(flat[:, :3, :3]) if len(flat) else np.zeros(0)
-    bad = ~(det > 1e-12)
+    bad = ~(det > COLLAPSE_DET)
     if np.any(bad):
         i = int(np.argmax(bad))
         raise InputError(

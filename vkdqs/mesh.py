@@ -485,3 +485,20 @@ class SkinnedMesh:
                 f"vertex {v} slot {s} uses joint {self.joints[v, s]} but the skeleton has "
                 f"{bone_count} bones"
             )
+
+    def with_dqs_blend(self, blend: float | ArrayLike) -> SkinnedMesh:
+        """This mesh with ``blend`` (a number, or one per vertex in [0, 1]) as its per-vertex
+        DQS fraction for ``method="blend"``, everything else the same."""
+        b = np.asarray(blend, dtype=np.float64)
+        return SkinnedMesh(
+            self.positions,
+            self.normals,
+            self.joints,
+            self.weights,
+            self.indices,
+            dqs_blend=np.broadcast_to(b, (self.vertex_count,)) if b.ndim == 0 else b,
+            morph_positions=self.morph_positions,
+            morph_normals=self.morph_normals,
+            uvs=self.uvs,
+            colors=self.colors,
+        )

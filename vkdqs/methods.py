@@ -1,41 +1,537 @@
-"""The skinning methods a scene shows side by side, and the ``--method`` syntax (numpy-free).
+"""The registry of skinning methods: each method is defined here once, and every layer asks it.
 
-Kept apart from :mod:`vkdqs.scenes` so the command line checks ``--method`` without loading
-Vulkan.
+A :class:`SkinningMethod` holds what the layers used to decide separately: its name, label and
+colour, its shaders' defines and bone blocks (:mod:`vkdqs.shader_interface` builds the SPIR-V
+variants and bindings from them), how a pose is packed for the GPU (:mod:`vkdqs.bones`), its
+float64 reference (:mod:`vkdqs.reference`), what else it needs (centers of rotation, rest
+matrices, per-vertex blend weights), whether it draws crowds, its viewer key, and one rule of
+what it accepts, :meth:`SkinningMethod.check`. The Skinner, the renderer, crowds, the bake,
+``vkdqs info``, ``--method all``, the scenes and the viewer all read this module, so they agree
+on what a method can take.
+
+Numpy only (no Vulkan), so the command line checks ``--method`` without loading a driver.
+
+Adding a method: a :class:`SkinningMethod` entry in :data:`METHODS`, its float64 reference, its
+GLSL block in ``shaders/glsl/include/skin.glsl`` (under its ``define``), ``build_shaders.py``,
+and its tests (``tests/test_registry.py`` runs every entry on every path against its reference).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import bones as packing
+from . import dq, reference
 from .errors import InputError
 
-__all__ = ["DIFF", "METHOD_NAMES", "SCENE_METHODS", "method_name", "parse_methods"]
+if TYPE_CHECKING:
+    from .mesh import SkinnedMesh
 
-#: The methods a scene draws side by side, left to right, in this order.
-SCENE_METHODS = ("lbs", "dqs", "blend", "cor", "dqs_blender")
-#: ``--method diff``: one copy, posed by DQS, coloured by |DQS - LBS| per vertex (shown alone).
-DIFF = "diff"
-#: What labels and titles call each method's copy.
-METHOD_NAMES = {
-    "dqs": "DQS",
-    "lbs": "LBS",
-    "blend": "LBS/DQS blend",
-    "cor": "CoR",
-    "dqs_blender": "DQS (Blender)",
-    DIFF: "|DQS - LBS|",
+__all__ = [
+    "BOTH",
+    "DEFAULT",
+    "DEFAULT_DQS_BLEND",
+    "DIFF",
+    "DIFF_OF",
+    "METHODS",
+    "NEEDS",
+    "SkinTraits",
+    "SkinningMethod",
+    "get",
+    "label",
+    "names",
+    "parse_methods",
+    "select_methods",
+    "shown",
+]
+
+#: What a method may need besides the mesh and the pose: per-vertex centers of rotation
+#: ("centers", computed on the GPU when not given), each bone's rest frame ("rest_matrices",
+#: from a glTF skin: the inverse bind matrices' inverses), per-vertex LBS/DQS blend weights
+#: ("dqs_blend", ``SkinnedMesh.dqs_blend``).
+NEEDS = ("centers", "rest_matrices", "dqs_blend")
+
+#: The bytes of one bone in the shaders' bone block: a ``mat2x4`` dual quaternion, or the three
+#: rows of an affine ``mat3x4`` (std140 strides).
+DQ_BYTES = 32
+ROWS_BYTES = 48
+
+
+@dataclass(frozen=True)
+class SkinTraits:
+    """What a skin's joint matrices hold, as far as a method's :meth:`~SkinningMethod.check`
+    cares: built from matrices (:meth:`of_matrices`) or from a glTF skin
+    (``GltfScene.skin_traits``), combined with ``|``.
+
+    Attributes
+    ----------
+    scale : bool
+        Some joint matrix has scale or shear (``|A^T A - I| > 1e-4``).
+    reflection : bool
+        Some joint matrix mirrors (``det A < 0``).
+    collapse : bool
+        Some joint matrix is singular (:func:`vkdqs.dq.collapsed`).
+    max_influences : int
+        The most influences a vertex of the skinned meshes has.
+    rest_frames : bool
+        Each bone's rest frame is known and invertible (a glTF skin's inverse bind matrices).
+    """
+
+    scale: bool = False
+    reflection: bool = False
+    collapse: bool = False
+    max_influences: int = 0
+    rest_frames: bool = True
+
+    @classmethod
+    def of_matrices(
+        cls, matrices: ArrayLike, *, max_influences: int = 0, rest_frames: bool = True
+    ) -> SkinTraits:
+        """The traits of joint matrices ``[..., 4, 4]`` (or ``[..., 3, 4]``): any pose of any
+        batch shape."""
+        m = np.asarray(matrices, dtype=np.float64)
+        if m.ndim < 2 or m.shape[-2:] not in ((4, 4), (3, 4)) or not np.isfinite(m).all():
+            raise InputError(
+                f"joint matrices must be finite, of shape [..., 4, 4], got shape {m.shape}"
+            )
+        kinds = dq.matrix_kinds(m)
+        return cls(
+            scale=bool(kinds.scale.any()),
+            reflection=bool(kinds.reflection.any()),
+            collapse=bool(kinds.collapse.any()),
+            max_influences=max_influences,
+            rest_frames=rest_frames,
+        )
+
+    def __or__(self, other: SkinTraits) -> SkinTraits:
+        return SkinTraits(
+            self.scale or other.scale,
+            self.reflection or other.reflection,
+            self.collapse or other.collapse,
+            max(self.max_influences, other.max_influences),
+            self.rest_frames and other.rest_frames,
+        )
+
+
+#: Packs ``(bones, bone_count, batched, allow_scale, rest_matrices)`` into (the bone block, the
+#: second block or None).
+Packer = Callable[..., tuple[np.ndarray, "np.ndarray | None"]]
+#: ``(positions, normals, joints, weights, bones, centers, rest_matrices, dqs_blend)`` in
+#: float64 to ``(positions, normals)``.
+Reference = Callable[..., tuple[NDArray[np.float64], NDArray[np.float64]]]
+
+
+@dataclass(frozen=True)
+class SkinningMethod:
+    """One skinning method: everything a layer needs to know about it.
+
+    Attributes
+    ----------
+    name : str
+        What ``method=`` and ``--method`` take.
+    label : str
+        What labels, titles and tables call it.
+    color : tuple of float
+        Its copies' linear RGBA tint in side-by-side scenes.
+    summary : str
+        One line for ``--help`` and the docs.
+    define : str or None
+        The GLSL define of its block in ``include/skin.glsl`` (None: the default DQS block).
+    bone_rows : bool
+        The bone block holds ``mat3x4`` matrix rows (else ``mat2x4`` dual quaternions).
+    second_block : bool
+        The shaders also read a ``mat3x4`` per bone at binding ``BONE_SCALES``.
+    aux : bool
+        The shaders read the per-vertex ``aux`` row (xyz: center of rotation, w: blend weight).
+    needs : frozenset of str
+        Of :data:`NEEDS`.
+    scale, reflection, collapse : bool
+        Whether it takes joint matrices with scale or shear, mirrored ones, singular ones.
+    crowds : bool
+        Whether crowds draw it; ``crowd_scale``: whether crowd clips may have scale (a crowd's
+        clip is packed once, without per-frame two-phase DQS).
+    max_influences : int
+    shown : bool
+        Shown side by side in scenes (``--method all``, the viewer); False for variants such as
+        "dqs_scale" (two-phase DQS forced), which are chosen by name only.
+    key : str or None
+        The viewer's number key for it alone.
+    scaled_variant : str or None
+        The method whose shaders run a pose with scale or shear ("dqs": "dqs_scale").
+    """
+
+    name: str
+    label: str
+    color: tuple[float, float, float, float]
+    summary: str
+    define: str | None
+    pack_bones: Packer = field(repr=False, compare=False)
+    reference_skin: Reference = field(repr=False, compare=False)
+    bone_rows: bool = False
+    second_block: bool = False
+    aux: bool = False
+    needs: frozenset[str] = frozenset()
+    scale: bool = False
+    reflection: bool = False
+    collapse: bool = False
+    crowds: bool = True
+    crowd_scale: bool = False
+    max_influences: int = 8
+    shown: bool = True
+    key: str | None = None
+    scaled_variant: str | None = None
+
+    # -- the shaders' view ------------------------------------------------------------------
+
+    @property
+    def defines(self) -> tuple[str, ...]:
+        """The GLSL defines of its shader variants: its block's own define, then the layout
+        ones ``include/skin.glsl`` declares the blocks and inputs from."""
+        out = (self.define,) if self.define else ()
+        if self.bone_rows:
+            out += ("SKIN_BONES_ROWS",)
+        if self.second_block:
+            out += ("SKIN_SECOND_BLOCK",)
+        if self.aux:
+            out += ("SKIN_AUX",)
+        return out
+
+    @property
+    def bone_stride(self) -> int:
+        """std140 bytes of one bone in the bone block."""
+        return ROWS_BYTES if self.bone_rows else DQ_BYTES
+
+    @property
+    def crowd_texels(self) -> int:
+        """rgba32f texels of one bone in the crowd buffers: the bone block's, then the second
+        block's three rows."""
+        return self.bone_stride // 16 + (ROWS_BYTES // 16 if self.second_block else 0)
+
+    @property
+    def crowd_layout(self) -> str:
+        """The crowd sampling shader that blends its bones: ``"dq"`` (dual quaternions),
+        ``"rows"`` (matrix rows) or ``"dq_rows"`` (both)."""
+        if self.bone_rows:
+            return "rows"
+        return "dq_rows" if self.second_block else "dq"
+
+    # -- poses ------------------------------------------------------------------------------
+
+    def pack(
+        self,
+        bones: object,
+        bone_count: int,
+        *,
+        batched: bool = False,
+        allow_scale: bool = True,
+        rest_matrices: np.ndarray | None = None,
+    ) -> packing.PackedPose:
+        """Validate and pack a pose ``([P,] B, ...)`` into its shaders' bone blocks (see
+        :mod:`vkdqs.bones` for the layouts each method takes). ``rest_matrices``: validated,
+        for the methods that need them."""
+        block, second = self.pack_bones(
+            bones,
+            bone_count,
+            batched=batched,
+            allow_scale=allow_scale,
+            rest_matrices=rest_matrices,
+        )
+        variant = self.name
+        if second is not None and not self.second_block:
+            assert self.scaled_variant is not None
+            variant = self.scaled_variant
+        return packing.PackedPose(variant, block, second)
+
+    def reference(
+        self,
+        mesh: SkinnedMesh,
+        bones: ArrayLike,
+        *,
+        centers: ArrayLike | None = None,
+        rest_matrices: ArrayLike | None = None,
+        morph_weights: ArrayLike | None = None,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The float64 positions and normals its shaders compute for ``mesh`` posed by one pose
+        ``bones`` (the inputs :meth:`pack` takes), morph targets applied first."""
+        p, n = mesh.positions, mesh.normals
+        if morph_weights is not None:
+            p, n = reference.morph(p, n, mesh.morph_positions, mesh.morph_normals, morph_weights)
+        return self.reference_skin(
+            p,
+            n,
+            mesh.joints,
+            mesh.weights,
+            bones,
+            centers=centers,
+            rest_matrices=rest_matrices,
+            dqs_blend=mesh.dqs_blend,
+        )
+
+    # -- what it accepts --------------------------------------------------------------------
+
+    def check(self, skin: SkinTraits | ArrayLike, *, crowd: bool = False) -> str | None:
+        """Why this method cannot skin ``skin`` (a :class:`SkinTraits`, or joint matrices of
+        any batch shape), or None when it can. ``crowd``: drawn as a crowd."""
+        traits = skin if isinstance(skin, SkinTraits) else SkinTraits.of_matrices(skin)
+        if crowd and not self.crowds:
+            return f"{self.label} does not draw crowds"
+        if traits.max_influences > self.max_influences:
+            return (
+                f"{self.label} takes at most {self.max_influences} influences a vertex, the skin "
+                f"has {traits.max_influences}"
+            )
+        if traits.collapse and not self.collapse:
+            return f"{self.label} cannot skin a singular (collapsed) joint matrix"
+        if traits.reflection and not self.reflection:
+            return f"{self.label} cannot skin a mirrored joint matrix (det < 0)"
+        if traits.scale and not (self.crowd_scale if crowd else self.scale):
+            where = " in a crowd's clip" if crowd else ""
+            return f"{self.label} needs rigid joint matrices{where}; this skin has scale or shear"
+        if "rest_matrices" in self.needs and not traits.rest_frames:
+            return f"{self.label} needs each bone's rest frame (invertible inverse bind matrices)"
+        return None
+
+    # -- what else it needs -----------------------------------------------------------------
+
+    def check_inputs(
+        self,
+        mesh: SkinnedMesh,
+        bone_count: int,
+        *,
+        centers: object = None,
+        rest_matrices: object = None,
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Validate what this method needs beyond the mesh and pose, and refuse what it does
+        not take: ``(centers (N, 3) float32 or None, rest_matrices (B, 4, 4) float64 or
+        None)``. Centers it needs but was not given stay None: the caller computes them on its
+        device (:func:`vkdqs.centers_of_rotation`)."""
+        for need, given in (("centers", centers), ("rest_matrices", rest_matrices)):
+            if given is not None and need not in self.needs:
+                users = ", ".join(repr(m.name) for m in METHODS.values() if need in m.needs)
+                raise InputError(f"{need} are for method={users}, not {self.name!r}")
+        if "dqs_blend" in self.needs and mesh.dqs_blend is None:
+            raise InputError(
+                f"method={self.name!r} needs per-vertex DQS blend values: "
+                "SkinnedMesh(..., dqs_blend=b) with b of shape (N,) in [0, 1]"
+            )
+        if "rest_matrices" in self.needs:
+            rest_matrices = packing.check_rest_matrices(rest_matrices, bone_count, self.name)
+        if centers is not None:
+            centers = packing.check_centers(mesh.vertex_count, centers)
+        return centers, rest_matrices  # type: ignore[return-value]
+
+
+# -- packers (bones -> shader blocks) ---------------------------------------------------------
+
+
+def _pack_dqs(bones, bone_count, *, batched, allow_scale, rest_matrices):
+    return packing.pack_dqs_pose(bones, bone_count, batched=batched, allow_scale=allow_scale)
+
+
+def _pack_dqs_scale(bones, bone_count, *, batched, allow_scale, rest_matrices):
+    return packing.pack_two_phase(bones, bone_count, batched=batched)
+
+
+def _pack_lbs(bones, bone_count, *, batched, allow_scale, rest_matrices):
+    return packing.pack_lbs(bones, bone_count, batched=batched), None
+
+
+def _pack_blend(bones, bone_count, *, batched, allow_scale, rest_matrices):
+    return packing.pack_rigid_pair(bones, bone_count, "blend", batched=batched)
+
+
+def _pack_cor(bones, bone_count, *, batched, allow_scale, rest_matrices):
+    return packing.pack_rigid_pair(bones, bone_count, "cor", batched=batched)[0], None
+
+
+def _pack_blender(bones, bone_count, *, batched, allow_scale, rest_matrices):
+    rest = packing.check_rest_matrices(rest_matrices, bone_count, "dqs_blender")
+    return packing.pack_blender(bones, bone_count, rest, batched=batched)
+
+
+# -- float64 references (the same inputs as the packers) --------------------------------------
+
+
+def _as_matrices(bones: ArrayLike) -> NDArray[np.float64]:
+    """(B, 4, 4) float64 matrices of (B, 4, 4) / (B, 3, 4) matrices or (B, 2, 4) DQs."""
+    b = np.asarray(bones, dtype=np.float64)
+    if b.ndim == 3 and b.shape[1:] == (2, 4):
+        return dq.to_matrices(dq.normalize(b))
+    if b.ndim == 3 and b.shape[1:] == (3, 4):
+        return np.concatenate([b, np.tile([[[0.0, 0.0, 0.0, 1.0]]], (len(b), 1, 1))], axis=1)
+    return b
+
+
+def _ref_dqs(p, n, j, w, bones, **_):
+    b = np.asarray(bones, dtype=np.float64)
+    if b.shape[1:] == (2, 4):
+        return reference.skin_dqs(p, n, j, w, b)
+    if dq.has_scale(b).any():
+        return reference.skin_dqs_scaled(p, n, j, w, *dq.decompose_skinning_matrices(b))
+    return reference.skin_dqs(p, n, j, w, dq.from_matrices(b))
+
+
+def _ref_dqs_scale(p, n, j, w, bones, **_):
+    split = dq.decompose_skinning_matrices(_as_matrices(bones))
+    return reference.skin_dqs_scaled(p, n, j, w, *split)
+
+
+def _ref_lbs(p, n, j, w, bones, **_):
+    return reference.skin_lbs(p, n, j, w, _as_matrices(bones))
+
+
+def _ref_blend(p, n, j, w, bones, *, dqs_blend, **_):
+    return reference.skin_blend(p, n, j, w, bones, dqs_blend)
+
+
+def _ref_cor(p, n, j, w, bones, *, centers, **_):
+    if centers is None:
+        raise InputError("the CoR reference needs the centers of rotation")
+    return reference.skin_cor(p, n, j, w, bones, centers)
+
+
+def _ref_blender(p, n, j, w, bones, *, rest_matrices, **_):
+    return reference.skin_dqs_blender(p, n, j, w, _as_matrices(bones), rest_matrices)
+
+
+# -- the registry -----------------------------------------------------------------------------
+
+#: Every skinning method, by name, in the order scenes show them left to right.
+METHODS: Mapping[str, SkinningMethod] = {
+    m.name: m
+    for m in (
+        SkinningMethod(
+            "lbs",
+            "LBS",
+            (0.62, 0.22, 0.12, 1.0),
+            "linear blend skinning: the weighted sum of the bone matrices",
+            "SKIN_LBS",
+            _pack_lbs,
+            _ref_lbs,
+            bone_rows=True,
+            scale=True,
+            reflection=True,
+            collapse=True,
+            crowd_scale=True,
+            key="2",
+        ),
+        SkinningMethod(
+            "dqs",
+            "DQS",
+            (0.16, 0.36, 0.62, 1.0),
+            "dual quaternion skinning (two-phase DQS for bones with scale or shear)",
+            None,
+            _pack_dqs,
+            _ref_dqs,
+            scale=True,
+            key="1",
+            scaled_variant="dqs_scale",
+        ),
+        SkinningMethod(
+            "blend",
+            "LBS/DQS blend",
+            (0.45, 0.22, 0.52, 1.0),
+            "LBS and DQS blended per vertex by the mesh's DQS fraction",
+            "SKIN_BLEND",
+            _pack_blend,
+            _ref_blend,
+            second_block=True,
+            aux=True,
+            needs=frozenset({"dqs_blend"}),
+            key="4",
+        ),
+        SkinningMethod(
+            "cor",
+            "CoR",
+            (0.18, 0.5, 0.3, 1.0),
+            "optimized centers of rotation (Le & Hodgins 2016)",
+            "SKIN_COR",
+            _pack_cor,
+            _ref_cor,
+            aux=True,
+            needs=frozenset({"centers"}),
+            key="5",
+        ),
+        SkinningMethod(
+            "dqs_blender",
+            "DQS (Blender)",
+            (0.15, 0.5, 0.6, 1.0),
+            "Blender's Preserve Volume, exactly (any scale, shear or mirroring)",
+            "SKIN_DQS_BLENDER",
+            _pack_blender,
+            _ref_blender,
+            second_block=True,
+            needs=frozenset({"rest_matrices"}),
+            scale=True,
+            reflection=True,
+            crowd_scale=True,
+            key="6",
+        ),
+        SkinningMethod(
+            "dqs_scale",
+            "DQS (two-phase)",
+            (0.16, 0.36, 0.62, 1.0),
+            "two-phase DQS always (Kavan et al. 2008), also for rigid poses",
+            "SKIN_DQS_SCALE",
+            _pack_dqs_scale,
+            _ref_dqs_scale,
+            second_block=True,
+            scale=True,
+            crowds=False,
+            shown=False,
+        ),
+    )
 }
 
+#: The method of every ``method=`` that is not given.
+DEFAULT = "dqs"
+#: The DQS fraction a method that needs per-vertex blend values ("blend") gives a mesh without
+#: its own (the candy wrapper, a glTF mesh without ``_DQS_BLEND``) when a scene or a bake shows it.
+DEFAULT_DQS_BLEND = 0.5
+#: ``--method diff``: one copy, posed by DQS, coloured by |DQS - LBS| per vertex (shown alone).
+DIFF = "diff"
+_DIFF_LABEL = "|DQS - LBS|"
+#: What the diff compares: the copy is posed by the first, coloured by its distance to the second.
+DIFF_OF = ("dqs", "lbs")
+#: ``"both"``: LBS left, DQS right.
+BOTH = ("lbs", "dqs")
 
-def method_name(method: str) -> str:
-    """What a label calls a method's copy ("LBS", "DQS", "|DQS - LBS|", ...)."""
-    return METHOD_NAMES[method]
+
+def get(name: str) -> SkinningMethod:
+    """The method called ``name``; InputError listing the methods for any other name."""
+    method = METHODS.get(name) if isinstance(name, str) else None
+    if method is None:
+        raise InputError(f"method must be one of {', '.join(METHODS)}, got {name!r}")
+    return method
+
+
+def names() -> tuple[str, ...]:
+    """Every method's name, in registry order."""
+    return tuple(METHODS)
+
+
+def shown() -> tuple[SkinningMethod, ...]:
+    """The methods scenes show side by side, left to right (``--method all``)."""
+    return tuple(m for m in METHODS.values() if m.shown)
+
+
+def label(name: str) -> str:
+    """What a label calls a method's copy ("LBS", "DQS", ... or "|DQS - LBS|" for the diff)."""
+    return _DIFF_LABEL if name == DIFF else get(name).label
 
 
 def parse_methods(methods: str) -> tuple[str, ...]:
-    """The methods a ``methods`` string shows, left to right: one of :data:`SCENE_METHODS`,
-    several joined by commas (``"lbs,dqs,blend"``), ``"both"`` (LBS and DQS), ``"all"``, or
-    ``"diff"`` alone (:data:`DIFF`)."""
+    """The methods a ``methods`` string shows, left to right: one shown method, several joined
+    by commas (``"lbs,dqs,blend"``), ``"both"`` (LBS and DQS), ``"all"`` (every shown method),
+    or ``"diff"`` alone (:data:`DIFF`)."""
     if not isinstance(methods, str):
         raise InputError(f"methods must be a string, got {methods!r}")
+    allowed = tuple(m.name for m in shown())
     if methods == DIFF:
         return (DIFF,)
     if DIFF in (m.strip() for m in methods.split(",")):
@@ -44,15 +540,43 @@ def parse_methods(methods: str) -> tuple[str, ...]:
             f"methods; got {methods!r}"
         )
     if methods == "both":
-        return ("lbs", "dqs")
+        return BOTH
     if methods == "all":
-        return SCENE_METHODS
-    names = tuple(m.strip() for m in methods.split(","))
-    bad = [m for m in names if m not in SCENE_METHODS]
-    if bad or len(set(names)) != len(names):
+        return allowed
+    picked = tuple(m.strip() for m in methods.split(","))
+    bad = [m for m in picked if m not in allowed]
+    if bad or len(set(picked)) != len(picked):
         why = f"unknown {bad[0]!r}" if bad else "a method repeats"
         raise InputError(
-            f"methods must be one of {', '.join(SCENE_METHODS)}, several joined by commas, "
+            f"methods must be one of {', '.join(allowed)}, several joined by commas, "
             f"'both', 'all' or 'diff'; got {methods!r} ({why})"
         )
-    return names
+    return picked
+
+
+def select_methods(
+    methods: str, skin: SkinTraits | None = None, *, crowd: bool = False
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """What ``methods`` shows on ``skin``: ``(the methods, {method left out: why})``.
+
+    ``"all"`` is every shown method that accepts the skin; the others are left out with their
+    reason. A method named on its own (or in a list, or ``"both"``) that cannot take the skin
+    is an InputError giving the reason. ``"diff"`` needs DQS and LBS.
+    """
+    picked = parse_methods(methods)
+    if skin is None:
+        return picked, {}
+    needed = DIFF_OF if picked == (DIFF,) else picked
+    reasons = {m: why for m in needed if (why := get(m).check(skin, crowd=crowd))}
+    if methods == "all":
+        kept = tuple(m for m in picked if m not in reasons)
+        if not kept:
+            raise InputError("no method accepts this skin: " + _reasons(reasons))
+        return kept, reasons
+    if reasons:
+        raise InputError(_reasons(reasons))
+    return picked, {}
+
+
+def _reasons(reasons: Mapping[str, str]) -> str:
+    return "; ".join(reasons.values())

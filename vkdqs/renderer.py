@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import bones as bone_packing
+from . import methods
 from . import shader_interface as si
 from .camera import Camera
 from .clip import AnimationClip
@@ -65,14 +66,13 @@ from .gpu.calls import align, vk
 from .material import Material
 from .mesh import SkinnedMesh
 from .overlay_pass import OverlayPass, check_overlay
-from .skinner import check_centers, morph_blocks, morph_packing
+from .skinner import morph_blocks, morph_packing
 from .targets import RenderTarget
 
-#: "dqs" switches to two-phase DQS for poses with scale; "dqs_scale" always uses it; "none"
-#: draws the rest mesh without skinning (a baseline for measuring what skinning costs); "blend"
-#: mixes LBS and DQS per vertex by the mesh's ``dqs_blend``; "cor" skins about the mesh's
-#: centers of rotation (computed on the first "cor" instance unless given).
-METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor", "dqs_blender", "none")
+#: The method of instances drawn as their rest mesh, without skinning (rigid parts, and a
+#: baseline for measuring what skinning costs); every other method is one of the registry's
+#: (:mod:`vkdqs.methods`).
+UNSKINNED = si.UNSKINNED
 #: |det| of a model matrix's 3x3 below which it is singular (scaled to zero): not drawable.
 SINGULAR_DET = 1e-12
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
@@ -235,8 +235,9 @@ class Instance:
 
     @property
     def variant(self) -> str:
-        """The shader variant the current pose needs ("dqs", "dqs_scale", "lbs" or "none")."""
-        return "none" if self.method == "none" else self.pose.variant
+        """The method whose shaders draw the current pose (a "dqs" pose with scale: "dqs_scale";
+        :data:`UNSKINNED` for unskinned instances)."""
+        return UNSKINNED if self.method == UNSKINNED else self.pose.variant
 
     def set_pose(self, bones: ArrayLike, morph_weights: ArrayLike | None = None) -> None:
         """Validate and store this instance's pose (see :mod:`vkdqs.bones` for the layouts).
@@ -245,7 +246,7 @@ class Instance:
         ``morph_weights`` ((M,)) weights the mesh's morph targets, applied before skinning
         (also for method "none"); None draws the rest shape.
         """
-        method = "dqs" if self.method == "none" else self.method
+        skinning = methods.get(methods.DEFAULT if self.method == UNSKINNED else self.method)
         morph = np.zeros((), si.MORPH_BLOCK)
         spec = 0
         if morph_weights is not None:
@@ -257,9 +258,7 @@ class Instance:
                 )
             morph = morph_blocks(self.mesh.morph_packing, w[None])[0]
             spec = si.morph_spec(self.mesh.morph_packing, bool(morph["header"][0] > 0))
-        pose = bone_packing.pack_pose(
-            bones, self.bone_count, method, rest_matrices=self.rest_matrices
-        )
+        pose = skinning.pack(bones, self.bone_count, rest_matrices=self.rest_matrices)
         self.pose, self.morph, self.morph_spec = pose, morph, spec
 
     def set_scalar(self, values: ArrayLike | None) -> None:
@@ -341,7 +340,7 @@ def _layout_slots(instances: list[Instance], alignment: int) -> tuple[list[_Slot
     slots, offset = [], 0
     for inst in instances:
         bucket = _bone_bucket(inst.bone_count)
-        bones_size = bucket * si.BONE_STRIDE.get(inst.method, si.BONE_STRIDE["dqs"])
+        bones_size = bucket * si.bone_stride(inst.method)
         scales_size = bucket * si.SCALE_STRIDE
         bones_at = offset
         scales_at = align(bones_at + bones_size, alignment)
@@ -611,18 +610,18 @@ class Renderer(ResourceOwner):
         with self._lock:
             self._check_open()
             mesh = self._check_mesh(mesh)
-            if method not in METHODS:
-                raise InputError(f"method must be one of {METHODS}, got {method!r}")
+            skinning = None if method == UNSKINNED else methods.get(method)
             if isinstance(bone_count, bool) or not isinstance(bone_count, (int, np.integer)):
                 raise InputError(f"bone_count must be an int, got {bone_count!r}")
             mesh.mesh.check_joints(bone_count)
-            if method == "blend" and mesh.mesh.dqs_blend is None:
-                raise InputError(
-                    f"method='blend' needs per-vertex DQS blend values; mesh {mesh.label!r} has "
-                    "none (SkinnedMesh(..., dqs_blend=b))"
+            given, rest = None, None
+            if skinning is not None:
+                given, rest = skinning.check_inputs(
+                    mesh.mesh, bone_count, centers=centers, rest_matrices=rest_matrices
                 )
-            stride = si.BONE_STRIDE.get(method, si.BONE_STRIDE["dqs"])
-            max_bones = self.device.info.max_uniform_buffer_range // stride
+            elif centers is not None or rest_matrices is not None:
+                raise InputError(f"method={UNSKINNED!r} takes no centers or rest_matrices")
+            max_bones = self.device.info.max_uniform_buffer_range // si.bone_stride(method)
             if _bone_bucket(bone_count) > max_bones:
                 raise InputError(
                     f"bone_count {bone_count} exceeds what a uniform buffer holds on this device "
@@ -630,14 +629,10 @@ class Renderer(ResourceOwner):
                 )
             identity = np.zeros((bone_count, 2, 4))
             identity[:, 0, 3] = 1.0
-            rest = bone_packing.PackedPose("dqs", identity.astype(np.float32))
-            inst = Instance(mesh, bone_count, method, np.eye(4), np.ones(4), pose=rest)
-            if method == "dqs_blender":
-                inst.rest_matrices = bone_packing.check_rest_matrices(rest_matrices, bone_count)
-                identity = np.tile(np.eye(4), (bone_count, 1, 1))
-            elif rest_matrices is not None:
-                raise InputError(f"rest_matrices are for method='dqs_blender', not {method!r}")
-            inst.set_pose(identity if bones is None else bones)
+            start = bone_packing.PackedPose(methods.DEFAULT, identity.astype(np.float32))
+            inst = Instance(mesh, bone_count, method, np.eye(4), np.ones(4), pose=start)
+            inst.rest_matrices = rest
+            inst.set_pose(np.tile(np.eye(4), (bone_count, 1, 1)) if bones is None else bones)
             inst.set_model(np.eye(4) if model is None else model)
             try:
                 c = np.asarray(color, dtype=np.float64)
@@ -646,20 +641,8 @@ class Renderer(ResourceOwner):
             if c.shape not in ((3,), (4,)) or not np.isfinite(c).all():
                 raise InputError(f"color must have 3 or 4 finite components, got {color!r}")
             inst.color = np.r_[c, 1.0] if c.shape == (3,) else c
-            if method == "cor" and (centers is not None or mesh.centers is None):
-                if centers is None:
-                    from .centers import centers_of_rotation
-
-                    given = centers_of_rotation(
-                        mesh.mesh, bone_count=bone_count, device=self.device
-                    )
-                else:
-                    given = check_centers(mesh.mesh, centers)
-                mesh._ensure_aux(self, given)
-            elif centers is not None:
-                raise InputError(f"centers are for method='cor', not {method!r}")
-            if method in si.AUX_METHODS:
-                mesh._ensure_aux(self)
+            if skinning is not None:
+                self._ensure_aux(mesh, skinning, bone_count, given)
             self.instances.append(inst)
             self._layout_stale = True
             return inst
@@ -709,16 +692,6 @@ class Renderer(ResourceOwner):
             mesh = self._check_mesh(mesh)
             if (clip is None) == (clips is None):
                 raise InputError("add_crowd() takes a clip or clips=[...], not both or neither")
-            if method == "blend" and mesh.mesh.dqs_blend is None:
-                raise InputError(
-                    f"method='blend' needs per-vertex DQS blend values; mesh {mesh.label!r} has "
-                    "none (SkinnedMesh(..., dqs_blend=b))"
-                )
-            if centers is not None and method != "cor":
-                raise InputError(f"centers are for method='cor', not {method!r}")
-            given = None
-            if method == "cor" and centers is not None:
-                given = check_centers(mesh.mesh, centers)
             if self._crowd_layouts is None:
                 self._crowd_layouts = _Layouts(self, self._material_layout)
             crowd = Crowd(
@@ -731,16 +704,10 @@ class Renderer(ResourceOwner):
                 len(self._frames),
                 label or f"crowd {len(self.crowds)}",
                 rest_matrices,
+                centers,
             )
             try:
-                if method == "cor" and given is None and mesh.centers is None:
-                    from .centers import centers_of_rotation
-
-                    given = centers_of_rotation(
-                        mesh.mesh, bone_count=crowd.joint_count, device=self.device
-                    )
-                if method in si.AUX_METHODS:
-                    mesh._ensure_aux(self, given)
+                self._ensure_aux(mesh, crowd.skinning, crowd.joint_count, crowd.centers)
             except BaseException:
                 for obj in reversed(crowd._objects):
                     self.release(obj)
@@ -748,6 +715,24 @@ class Renderer(ResourceOwner):
                 raise
             self.crowds.append(crowd)
             return crowd
+
+    def _ensure_aux(
+        self,
+        mesh: RenderMesh,
+        skinning: methods.SkinningMethod,
+        bone_count: int,
+        centers: np.ndarray | None,
+    ) -> None:
+        """Upload the per-vertex ``aux`` rows a method reads: the centers of rotation it needs
+        (``centers`` given, or those of an earlier instance or crowd of the mesh, or computed
+        now on this renderer's device) and the mesh's DQS blend values."""
+        if not skinning.aux:
+            return
+        if "centers" in skinning.needs and centers is None and mesh.centers is None:
+            from .centers import centers_of_rotation
+
+            centers = centers_of_rotation(mesh.mesh, bone_count=bone_count, device=self.device)
+        mesh._ensure_aux(self, centers)
 
     def remove_crowd(self, crowd: Crowd) -> None:
         """Stop drawing ``crowd`` (a crowd of this renderer)."""
@@ -825,7 +810,7 @@ class Renderer(ResourceOwner):
 
     def _pipeline(self, inst: Instance, material: Material) -> Any:
         variant = inst.variant
-        slots = inst.mesh.mesh.slots if variant != "none" else 4
+        slots = inst.mesh.mesh.slots if variant != UNSKINNED else 4
         wire = self.wireframe and self.device.info.fill_mode_non_solid
         surface = inst.mesh.surface_buffers
         textured, colored = material.texture is not None, "colors" in surface
@@ -836,7 +821,7 @@ class Renderer(ResourceOwner):
         inputs = si.render_inputs(slots, variant, uses)
         desc = GraphicsPipelineDesc(
             vertex_shader=si.variant_name("render", variant, slots, uses),
-            fragment_shader=si.variant_name("fragment", "none", surface=uses),
+            fragment_shader=si.variant_name("fragment", UNSKINNED, surface=uses),
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
             spec=(
                 (si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),
@@ -890,7 +875,7 @@ class Renderer(ResourceOwner):
         blocks["base_color"] = np.stack([inst.color for inst in self.instances])
         if self.debug_bone is not None:
             # the heat map shows skinned instances only; rigid ("none") parts stay shaded
-            rigid = np.array([inst.method == "none" for inst in self.instances], dtype=bool)
+            rigid = np.array([inst.method == UNSKINNED for inst in self.instances], dtype=bool)
             blocks["debug"][rigid] = (0, -1, 0, 0)
         scalar = np.array([inst.scalar is not None for inst in self.instances], dtype=bool)
         if self.debug_bone is not None:  # the bone heat map (B) takes over skinned instances
@@ -984,9 +969,9 @@ class Renderer(ResourceOwner):
                 continue
             rm = inst.mesh
             buffers = [b.handle for b in rm.vertex_buffers]
-            if inst.variant == "none":
+            if inst.variant == UNSKINNED:
                 buffers = buffers[: len(si.mesh_inputs(4))]
-            elif inst.variant in si.AUX_METHODS:
+            elif si.has_aux(inst.variant):
                 assert rm.aux_buffer is not None
                 buffers.append(rm.aux_buffer.handle)
             for m in si.SURFACE_INPUTS:

@@ -16,13 +16,16 @@ the numpy-only layers can import this module without a Vulkan loader.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum, IntFlag
+from enum import Enum, IntEnum, IntFlag
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import methods
+
 if TYPE_CHECKING:
     from .mesh import SkinnedMesh
+    from .methods import SkinningMethod
 
 
 class DescriptorType(IntEnum):
@@ -95,36 +98,49 @@ def fragment_spec(
 
 
 # -- bone blocks ------------------------------------------------------------------------------
+#
+# Each skinning method of the registry (vkdqs.methods) says its bone block's layout (``mat2x4``
+# dual quaternions, 32 bytes a bone, or the three rows of an affine ``mat3x4``, 48 bytes), whether
+# it has a second block of ``mat3x4`` rows per bone at :data:`BONE_SCALES` (two-phase DQS's
+# ``[S | 0]``, "blend"'s ``[A | t]``, "dqs_blender"'s scale matrices) and whether it reads the
+# per-vertex ``aux`` input; its ``defines`` carry that layout to the GLSL (SKIN_BONES_ROWS,
+# SKIN_SECOND_BLOCK, SKIN_AUX) beside its block's own define.
 
-#: Shader methods: the layout of the bone block (``mat2x4`` dual quaternions, or the three rows
-#: of an affine ``mat3x4``) and, for the :data:`SECOND_BLOCK_METHODS`, a second block of
-#: ``mat3x4`` rows: ``[S | 0]`` for two-phase DQS, the whole ``[A | t]`` for "blend" (LBS/DQS
-#: blended per vertex), Blender's per-bone scale matrices for "dqs_blender". "cor" (optimized
-#: centers of rotation) reads only the DQ block.
-SHADER_METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor", "dqs_blender")
-#: std140 array stride of one bone in the bone block (binding :data:`BONES`), in bytes.
-BONE_STRIDE = {
-    "dqs": 32,
-    "dqs_scale": 32,
-    "lbs": 48,
-    "blend": 32,
-    "cor": 32,
-    "dqs_blender": 32,
-}
-#: Methods that also read the ``mat3x4`` block at binding :data:`BONE_SCALES`.
-SECOND_BLOCK_METHODS = ("dqs_scale", "blend", "dqs_blender")
-#: Methods that read the per-vertex ``aux`` input (xyz: center of rotation, w: DQS blend).
-AUX_METHODS = ("blend", "cor")
+#: The renderer's unskinned baseline: the rest mesh drawn by ``skin_none.vert`` (not a skinning
+#: method; it measures what skinning costs and draws rigid parts).
+UNSKINNED = "none"
 #: std140 array stride of one bone's ``mat3x4`` rows in the second block (:data:`BONE_SCALES`).
 SCALE_STRIDE = 48
-#: floats per bone as packed by :mod:`vkdqs.bones` (the stride over 4 bytes).
-BONE_FLOATS = {m: s // 4 for m, s in BONE_STRIDE.items()}
 SCALE_FLOATS = SCALE_STRIDE // 4
+
+
+def skinning(method: str) -> SkinningMethod | None:
+    """The registry entry of a shader method, None for :data:`UNSKINNED`."""
+    return None if method == UNSKINNED else methods.get(method)
+
+
+def bone_stride(method: str) -> int:
+    """std140 bytes of one bone in the bone block of ``method`` (:data:`UNSKINNED`: a DQ's)."""
+    m = skinning(method)
+    return methods.DQ_BYTES if m is None else m.bone_stride
+
+
+def has_second_block(method: str) -> bool:
+    """Whether ``method``'s shaders read the ``mat3x4`` block at :data:`BONE_SCALES`."""
+    m = skinning(method)
+    return m is not None and m.second_block
+
+
+def has_aux(method: str) -> bool:
+    """Whether ``method``'s shaders read the per-vertex ``aux`` input."""
+    m = skinning(method)
+    return m is not None and m.aux
+
 
 # -- bindings (set 0) -------------------------------------------------------------------------
 
 BONES = 0  #: BoneBlock (every skinning variant)
-BONE_SCALES = 6  #: BoneScaleBlock (dqs_scale) / BoneMatrixBlock (blend, cor): mat3x4 per bone
+BONE_SCALES = 6  #: SecondBlock: mat3x4 rows per bone, for the methods with a second block
 INSTANCE = 1  #: InstanceBlock (rendering variants and skin.frag)
 READBACK_OUT = 1  #: SkinnedVertices storage buffer (readback variants)
 COMPUTE_OUT = 5  #: the compute shader's r32f output storage texel buffer
@@ -147,7 +163,7 @@ class MeshInput:
     binding: int
     location: int
     eight_only: bool = False  #: only in the 8-influence variants
-    aux_only: bool = False  #: only in the variants of :data:`AUX_METHODS`
+    aux_only: bool = False  #: only in the variants of methods with an ``aux`` input
 
 
 MESH_ROW_BYTES = 16
@@ -172,11 +188,10 @@ COMPUTE_OUT_FORMAT = Format.R32_SFLOAT
 
 def mesh_inputs(slots: int, method: str = "dqs") -> tuple[MeshInput, ...]:
     """The inputs a variant for ``slots`` (4 or 8) influence slots and ``method`` reads, in
-    location order (the per-vertex ``aux`` row only for :data:`AUX_METHODS`)."""
+    location order (the per-vertex ``aux`` row only for methods with one)."""
+    aux = has_aux(method)
     return tuple(
-        m
-        for m in MESH_INPUTS
-        if (slots == 8 or not m.eight_only) and (method in AUX_METHODS or not m.aux_only)
+        m for m in MESH_INPUTS if (slots == 8 or not m.eight_only) and (aux or not m.aux_only)
     )
 
 
@@ -257,7 +272,7 @@ def compute_bindings(method: str, slots: int) -> tuple[Binding, ...]:
     """The descriptor set of ``skin_<method>[_8].comp``."""
     c = Stage.COMPUTE
     out = [Binding(BONES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, c)]
-    if method in SECOND_BLOCK_METHODS:
+    if has_second_block(method):
         out.append(Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, c))
     out += [
         Binding(m.binding, DescriptorType.UNIFORM_TEXEL_BUFFER, c)
@@ -276,7 +291,7 @@ def readback_bindings(method: str) -> tuple[Binding, ...]:
     v = Stage.VERTEX
     out = [Binding(BONES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, v)]
     out.append(Binding(READBACK_OUT, DescriptorType.STORAGE_BUFFER, v))
-    if method in SECOND_BLOCK_METHODS:
+    if has_second_block(method):
         out.append(Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, v))
     out += [
         Binding(MORPH_DELTAS, DescriptorType.UNIFORM_TEXEL_BUFFER, v),
@@ -285,9 +300,9 @@ def readback_bindings(method: str) -> tuple[Binding, ...]:
     return tuple(out)
 
 
-#: The renderer's one set layout, shared by every rendering variant (the bone-scale block is
-#: bound for all of them, used by dqs_scale, blend and cor; skin_none uses only the instance
-#: block and the morph bindings).
+#: The renderer's one set layout, shared by every rendering variant (the second block is bound
+#: for all of them, read by the methods that have one; skin_none uses only the instance block
+#: and the morph bindings).
 RENDER_BINDINGS = (
     Binding(BONES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
     Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
@@ -538,79 +553,126 @@ def sample_bit(samples: int) -> int:
 # -- SPIR-V variants --------------------------------------------------------------------------
 
 
+class Kind(str, Enum):
+    """What a SPIR-V module is: its source, stage, bindings and push constants follow."""
+
+    RENDER = "render"  #: skin.vert, the renderer's vertex shader
+    READBACK = "readback"  #: skin.vert drawn as points, writing a storage buffer (Skinner)
+    COMPUTE = "compute"  #: skin.comp (Skinner)
+    FRAGMENT = "fragment"  #: skin.frag
+    CENTERS = "centers"  #: cor_centers.comp, the centers-of-rotation precomputation
+    OVERLAY = "overlay"  #: overlay.vert, the label overlay
+    OVERLAY_FRAGMENT = "overlay_fragment"  #: overlay.frag
+    CROWD_SAMPLE = "crowd_sample"  #: crowd.comp: a crowd's clip sampled into bones
+    CROWD_RENDER = "crowd_render"  #: crowd.vert
+    CROWD_FRAGMENT = "crowd_fragment"  #: skin.frag compiled with CROWD
+
+
+#: Each kind's GLSL source (relative to shaders/glsl), stage and the defines it always has.
+_SOURCES = {
+    Kind.RENDER: ("skin.vert", Stage.VERTEX, ()),
+    Kind.READBACK: ("skin.vert", Stage.VERTEX, ("SKIN_READBACK",)),
+    Kind.COMPUTE: ("skin.comp", Stage.COMPUTE, ()),
+    Kind.FRAGMENT: ("skin.frag", Stage.FRAGMENT, ()),
+    Kind.CENTERS: ("cor_centers.comp", Stage.COMPUTE, ()),
+    Kind.OVERLAY: ("overlay.vert", Stage.VERTEX, ()),
+    Kind.OVERLAY_FRAGMENT: ("overlay.frag", Stage.FRAGMENT, ()),
+    Kind.CROWD_SAMPLE: ("crowd.comp", Stage.COMPUTE, ()),
+    Kind.CROWD_RENDER: ("crowd.vert", Stage.VERTEX, ()),
+    Kind.CROWD_FRAGMENT: ("skin.frag", Stage.FRAGMENT, ("CROWD",)),
+}
+#: The defines of each crowd sampling layout (:attr:`vkdqs.methods.SkinningMethod.crowd_layout`).
+CROWD_LAYOUT_DEFINES = {"dq": (), "rows": ("SKIN_BONES_ROWS",), "dq_rows": ("SKIN_SECOND_BLOCK",)}
+
+
 @dataclass(frozen=True)
 class Variant:
-    """One SPIR-V module: a GLSL source compiled with a set of defines.
+    """One SPIR-V module: a GLSL source compiled with a set of defines, all derived from its
+    fields.
 
-    ``kind`` is "render" (skin.vert), "readback" (skin.vert drawn as points, writing a storage
-    buffer), "compute" (skin.comp), "fragment" (skin.frag), "centers" (cor_centers.comp, the
-    centers-of-rotation precomputation) or "overlay" / "overlay_fragment" (the label overlay);
-    ``method`` is a shader method or "none" (the unskinned rendering baseline); ``slots`` the
-    influence slots (4 or 8).
+    ``method`` is a registry method (:mod:`vkdqs.methods`) or :data:`UNSKINNED` for the skinning
+    kinds, the sampling layout (:data:`CROWD_LAYOUT_DEFINES`) for :attr:`Kind.CROWD_SAMPLE`, and
+    :data:`UNSKINNED` for the others; ``slots`` the influence slots (4 or 8); ``surface``: the
+    variant with the material's UV and colour inputs (and the heat-map scalar).
     """
 
-    name: str  # the module is shaders/spirv/<name>.spv
-    source: str  # relative to shaders/glsl
-    defines: tuple[str, ...]
-    kind: str
-    method: str
-    slots: int
+    kind: Kind
+    method: str = UNSKINNED
+    slots: int = 4
+    surface: bool = False
 
+    @property
+    def name(self) -> str:
+        """The module is ``shaders/spirv/<name>.spv``, e.g. ``skin_dqs_8_readback.vert``."""
+        k, eight, tail = self.kind, "_8" if self.slots == 8 else "", "_surface" * self.surface
+        if k in (Kind.RENDER, Kind.READBACK, Kind.COMPUTE):
+            stage = "comp" if k is Kind.COMPUTE else "vert"
+            readback = "_readback" if k is Kind.READBACK else ""
+            return f"skin_{self.method}{eight}{readback}{tail}.{stage}"
+        if k is Kind.FRAGMENT:
+            return f"skin{tail}.frag"
+        if k is Kind.CROWD_FRAGMENT:
+            return f"skin_crowd{tail}.frag"
+        if k is Kind.CROWD_SAMPLE:
+            return f"crowd_{self.method}.comp"
+        if k is Kind.CROWD_RENDER:
+            return f"crowd_{self.method}{eight}{tail}.vert"
+        return self.source
 
-_METHOD_DEFINES = {
-    "dqs": (),
-    "lbs": ("SKIN_LBS",),
-    "dqs_scale": ("SKIN_DQS_SCALE",),
-    "blend": ("SKIN_BLEND",),
-    "cor": ("SKIN_COR",),
-    "dqs_blender": ("SKIN_DQS_BLENDER",),
-}
-_KINDS = {  # kind: (name suffix, stage, defines)
-    "render": ("", "vert", ()),
-    "readback": ("_readback", "vert", ("SKIN_READBACK",)),
-    "compute": ("", "comp", ()),
-}
+    @property
+    def source(self) -> str:
+        """The GLSL file, relative to ``shaders/glsl``."""
+        return _SOURCES[self.kind][0]
+
+    @property
+    def stage(self) -> Stage:
+        return _SOURCES[self.kind][1]
+
+    @property
+    def defines(self) -> tuple[str, ...]:
+        """The ``-D`` defines it is compiled with."""
+        out = _SOURCES[self.kind][2]
+        if self.kind is Kind.CROWD_SAMPLE:
+            return CROWD_LAYOUT_DEFINES[self.method]
+        if self.kind in (Kind.RENDER, Kind.READBACK, Kind.COMPUTE, Kind.CROWD_RENDER):
+            m = skinning(self.method)
+            method = ("SKIN_NONE",) if m is None else m.defines
+            out = method + (("SKIN_INFLUENCES_8",) if self.slots == 8 else ()) + out
+        if self.surface:
+            out += ("CROWD_SURFACE",) if self.kind is Kind.CROWD_RENDER else ("SURFACE",)
+        return out
 
 
 def variant_name(kind: str, method: str, slots: int = 4, surface: bool = False) -> str:
-    """The module name of a skinning variant, e.g. ``skin_dqs_8_readback.vert``; for the
-    fragment shader ``skin.frag``, or with ``surface`` ``skin_surface.frag`` (the UV, vertex
-    colour and heat-map scalar inputs: textured materials, meshes with colours, instances with
-    a scalar)."""
-    if kind == "fragment":
-        return "skin_surface.frag" if surface else "skin.frag"
-    tail = "_surface" if surface and kind == "render" else ""
-    if method == "none":
-        return f"skin_none{tail}.vert"
-    suffix, stage, _ = _KINDS[kind]
-    return f"skin_{method}{'_8' if slots == 8 else ''}{suffix}{tail}.{stage}"
+    """The module name of a variant, e.g. ``skin_dqs_8_readback.vert`` (the unskinned and
+    fragment variants have no slot count; only rendering variants a ``_surface`` one)."""
+    kind = Kind(kind)
+    if method == UNSKINNED or kind in (Kind.FRAGMENT, Kind.CROWD_FRAGMENT):
+        slots = 4
+    return Variant(kind, method, slots, surface and kind is not Kind.READBACK).name
 
 
-def _skinning_variants() -> list[Variant]:
+def _build_variants() -> tuple[Variant, ...]:
+    """Every module, once: each registry method's skinning kinds (4 and 8 slots, rendering
+    also with the surface inputs), the unskinned baseline, the fragment shaders, the
+    precomputation and overlay, then the crowd variants of the methods that draw crowds."""
     out = []
-    for method, defines in _METHOD_DEFINES.items():
+    for m in methods.METHODS.values():
         for slots in (4, 8):
-            eight = ("SKIN_INFLUENCES_8",) if slots == 8 else ()
-            for kind, (_, stage, extra) in _KINDS.items():
-                for surface in (False, True) if kind == "render" else (False,):
-                    name = variant_name(kind, method, slots, surface)
-                    more = defines + eight + extra + (("SURFACE",) if surface else ())
-                    out.append(Variant(name, f"skin.{stage}", more, kind, method, slots))
-    return out
-
-
-# Variants whose *interface* differs (bone block type, extra inputs, readback buffer) are
-# #define variants; everything else is chosen at pipeline creation with specialization constants.
-VARIANTS: tuple[Variant, ...] = (
-    *_skinning_variants(),
-    Variant("skin_none.vert", "skin.vert", ("SKIN_NONE",), "render", "none", 4),
-    Variant("skin_none_surface.vert", "skin.vert", ("SKIN_NONE", "SURFACE"), "render", "none", 4),
-    Variant("skin.frag", "skin.frag", (), "fragment", "none", 4),
-    Variant("skin_surface.frag", "skin.frag", ("SURFACE",), "fragment", "none", 4),
-    Variant("cor_centers.comp", "cor_centers.comp", (), "centers", "none", 8),
-    Variant("overlay.vert", "overlay.vert", (), "overlay", "none", 4),
-    Variant("overlay.frag", "overlay.frag", (), "overlay_fragment", "none", 4),
-)
+            for kind in (Kind.RENDER, Kind.READBACK, Kind.COMPUTE):
+                for surface in (False, True) if kind is Kind.RENDER else (False,):
+                    out.append(Variant(kind, m.name, slots, surface))
+    out += [Variant(Kind.RENDER, UNSKINNED, 4, s) for s in (False, True)]
+    out += [Variant(Kind.FRAGMENT, UNSKINNED, 4, s) for s in (False, True)]
+    out += [Variant(Kind.CENTERS, UNSKINNED, 8)]
+    out += [Variant(Kind.OVERLAY), Variant(Kind.OVERLAY_FRAGMENT)]
+    crowd = [m for m in methods.METHODS.values() if m.crowds]
+    out += [Variant(Kind.CROWD_SAMPLE, layout) for layout in CROWD_LAYOUT_DEFINES]
+    for m in crowd:
+        for slots in (4, 8):
+            out += [Variant(Kind.CROWD_RENDER, m.name, slots, s) for s in (False, True)]
+    out += [Variant(Kind.CROWD_FRAGMENT, UNSKINNED, 4, s) for s in (False, True)]
+    return tuple(out)
 
 
 def variant(kind: str, method: str, slots: int = 4) -> Variant:
@@ -624,34 +686,31 @@ def variant(kind: str, method: str, slots: int = 4) -> Variant:
 
 def bindings_of(v: Variant) -> tuple[Binding, ...]:
     """The descriptor set layout the host creates for a variant's pipeline."""
-    if v.kind == "compute":
-        return compute_bindings(v.method, v.slots)
-    if v.kind == "crowd_sample":
-        return CROWD_SAMPLE_BINDINGS
-    if v.kind in ("crowd_render", "crowd_fragment"):
-        return CROWD_RENDER_BINDINGS
-    if v.kind == "readback":
-        return readback_bindings(v.method)
-    if v.kind == "centers":
-        return CENTERS_BINDINGS
-    if v.kind in ("overlay", "overlay_fragment"):
-        return OVERLAY_BINDINGS
-    return RENDER_BINDINGS
+    return {
+        Kind.COMPUTE: lambda: compute_bindings(v.method, v.slots),
+        Kind.READBACK: lambda: readback_bindings(v.method),
+        Kind.CROWD_SAMPLE: lambda: CROWD_SAMPLE_BINDINGS,
+        Kind.CROWD_RENDER: lambda: CROWD_RENDER_BINDINGS,
+        Kind.CROWD_FRAGMENT: lambda: CROWD_RENDER_BINDINGS,
+        Kind.CENTERS: lambda: CENTERS_BINDINGS,
+        Kind.OVERLAY: lambda: OVERLAY_BINDINGS,
+        Kind.OVERLAY_FRAGMENT: lambda: OVERLAY_BINDINGS,
+    }.get(v.kind, lambda: RENDER_BINDINGS)()
 
 
 def push_bytes_of(v: Variant) -> int:
     """The size of the push-constant range the host declares for a variant's pipeline."""
     return {
-        "compute": COMPUTE_PUSH_BYTES,
-        "readback": READBACK_PUSH_BYTES,
-        "render": RENDER_PUSH_BYTES,
-        "fragment": RENDER_PUSH_BYTES,
-        "centers": CENTERS_PUSH_BYTES,
-        "crowd_sample": CROWD_SAMPLE_PUSH_BYTES,
-        "crowd_render": CROWD_RENDER_PUSH_BYTES,
-        "crowd_fragment": CROWD_RENDER_PUSH_BYTES,
-        "overlay": OVERLAY_PUSH_BYTES,
-        "overlay_fragment": OVERLAY_PUSH_BYTES,
+        Kind.COMPUTE: COMPUTE_PUSH_BYTES,
+        Kind.READBACK: READBACK_PUSH_BYTES,
+        Kind.RENDER: RENDER_PUSH_BYTES,
+        Kind.FRAGMENT: RENDER_PUSH_BYTES,
+        Kind.CENTERS: CENTERS_PUSH_BYTES,
+        Kind.CROWD_SAMPLE: CROWD_SAMPLE_PUSH_BYTES,
+        Kind.CROWD_RENDER: CROWD_RENDER_PUSH_BYTES,
+        Kind.CROWD_FRAGMENT: CROWD_RENDER_PUSH_BYTES,
+        Kind.OVERLAY: OVERLAY_PUSH_BYTES,
+        Kind.OVERLAY_FRAGMENT: OVERLAY_PUSH_BYTES,
     }[v.kind]
 
 
@@ -668,9 +727,6 @@ def push_bytes_of(v: Variant) -> int:
 # uniform bone blocks (a DQ's real and dual parts; an affine matrix's three rows): on lavapipe
 # texel fetches are far faster than storage-buffer reads.
 
-#: Crowd methods: "blend" and "cor" skin with skin_vertex() like their instances, reading the
-#: per-vertex ``aux`` input (:data:`AUX_METHODS`).
-CROWD_METHODS = ("dqs", "lbs", "blend", "cor", "dqs_blender")
 CROWD_FRAMES = 0  #: crowd_*.comp: the clip's frames, (F * J) bones, uniform texel buffer
 CROWD_POSITIONS = 1  #: crowd_*.comp: per copy a vec2: first frame to blend, next one's weight
 CROWD_BONES_OUT = 2  #: crowd_*.comp: (copies * J) bones, storage texel buffer
@@ -679,19 +735,6 @@ CROWD_COPIES = 9  #: crowd vertex shader: one CROWD_COPY per copy, uniform texel
 #: crowd.vert -> skin.frag (CROWD): the copy's flat colour; locations 3 and 4 carry the UV and
 #: vertex colour as in the instance path (the fragment shader reads the material, set 1).
 CROWD_COLOR_LOCATION = 5
-#: rgba32f texels per bone in the crowd texel buffers.
-#: "blend": the DQ then the [A | t] rows; "cor": the DQ; "dqs_blender": the DQ then Blender's
-#: [S | s] scale rows.
-BONE_TEXELS = {"dqs": 2, "lbs": 3, "blend": 5, "cor": 2, "dqs_blender": 5}
-#: The sampling shader of each crowd method: "cor" bones are DQs, sampled as for "dqs";
-#: "dqs_blender" bones (a DQ and 3x4 rows) as for "blend".
-CROWD_SAMPLE_METHOD = {
-    "dqs": "dqs",
-    "lbs": "lbs",
-    "blend": "blend",
-    "cor": "dqs",
-    "dqs_blender": "blend",
-}
 #: Format of every crowd texel buffer.
 CROWD_TEXEL_FORMAT = Format.R32G32B32A32_SFLOAT
 
@@ -731,48 +774,29 @@ def crowd_render_inputs(
 
 
 def crowd_variant_name(kind: str, method: str, slots: int = 4, surface: bool = False) -> str:
-    """``crowd_dqs.comp`` ("crowd_sample"), ``crowd_lbs_8.vert`` ("crowd_render") or
-    ``skin_crowd.frag`` ("crowd_fragment"); ``surface``: the variant with the material's UV and
-    colour inputs (``crowd_lbs_8_surface.vert``, ``skin_crowd_surface.frag``)."""
-    tail = "_surface" if surface else ""
-    if kind == "crowd_fragment":
-        return f"skin_crowd{tail}.frag"
-    if kind == "crowd_sample":
-        return f"crowd_{CROWD_SAMPLE_METHOD.get(method, method)}.comp"
-    return f"crowd_{method}{'_8' if slots == 8 else ''}{tail}.vert"
+    """``crowd_dq.comp`` ("crowd_sample": the method's sampling layout), ``crowd_lbs_8.vert``
+    ("crowd_render") or ``skin_crowd.frag`` ("crowd_fragment"); ``surface``: the variant with
+    the material's UV and colour inputs (``crowd_lbs_8_surface.vert``,
+    ``skin_crowd_surface.frag``)."""
+    kind = Kind(kind)
+    if kind is Kind.CROWD_SAMPLE:
+        return Variant(kind, methods.get(method).crowd_layout).name
+    if kind is Kind.CROWD_FRAGMENT:
+        return Variant(kind, UNSKINNED, 4, surface).name
+    return Variant(kind, method, slots, surface).name
 
 
 def crowd_surface(v: Variant) -> bool:
     """Whether a crowd variant passes the material's UV and colour (``CROWD_SURFACE`` in
     crowd.vert, ``SURFACE`` in skin.frag)."""
-    return v.kind.startswith("crowd") and surface_variant(v)
+    return v.kind in (Kind.CROWD_RENDER, Kind.CROWD_FRAGMENT) and v.surface
 
 
 def surface_variant(v: Variant) -> bool:
     """Whether a variant has the material's UV and colour inputs (``SURFACE`` in skin.frag,
     ``CROWD_SURFACE`` in crowd.vert)."""
-    return "SURFACE" in v.defines or "CROWD_SURFACE" in v.defines
+    return v.surface
 
 
-def _crowd_variants() -> list[Variant]:
-    out = []
-    for method in CROWD_METHODS:
-        defines = _METHOD_DEFINES[method]
-        if CROWD_SAMPLE_METHOD[method] == method:
-            name = crowd_variant_name("crowd_sample", method)
-            out.append(Variant(name, "crowd.comp", defines, "crowd_sample", method, 4))
-        for slots in (4, 8):
-            eight = ("SKIN_INFLUENCES_8",) if slots == 8 else ()
-            for surface in (False, True):
-                name = crowd_variant_name("crowd_render", method, slots, surface)
-                more = defines + eight + (("CROWD_SURFACE",) if surface else ())
-                out.append(Variant(name, "crowd.vert", more, "crowd_render", method, slots))
-    for surface in (False, True):
-        name = crowd_variant_name("crowd_fragment", "none", 4, surface)
-        more = ("CROWD", "SURFACE") if surface else ("CROWD",)
-        out.append(Variant(name, "skin.frag", more, "crowd_fragment", "none", 4))
-    return out
-
-
-#: The crowd variants follow the skinning variants.
-VARIANTS = (*VARIANTS, *_crowd_variants())
+#: Every SPIR-V module vkdqs ships, built once from the registry.
+VARIANTS: tuple[Variant, ...] = _build_variants()

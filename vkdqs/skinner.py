@@ -9,9 +9,11 @@ Two paths run the same ``skin_vertex()`` from ``shaders/glsl/include/skin.glsl``
   rasterizer discard, writes each vertex to a storage buffer at ``gl_VertexIndex``. It is what
   the renderer draws with, so tests of this path test the rendering shader itself.
 
-Meshes with more than 4 influences on some vertex use the 8-influence shader variants. With
-``method="dqs"``, a pose whose matrices carry scale or shear switches to two-phase DQS (the
-``dqs_scale`` variants) for that call, with one log line the first time.
+Meshes with more than 4 influences on some vertex use the 8-influence shader variants. The
+method is an entry of the registry (:mod:`vkdqs.methods`), which says its bone blocks, how a pose
+is packed and what else it needs. With ``method="dqs"``, a pose whose matrices carry scale or
+shear switches to two-phase DQS (the ``dqs_scale`` variants) for that call, with one log line
+the first time.
 
 The mesh is uploaded once. Each call writes the pose(s) into a persistently mapped uniform
 buffer, submits a command buffer recorded once per (variant, batch size), waits on its fence
@@ -31,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import bones as bone_packing
+from . import methods
 from . import shader_interface as si
 from .errors import CapabilityError, InputError, LimitError
 from .gpu import (
@@ -58,10 +61,6 @@ from .mesh import SkinnedMesh
 
 log = logging.getLogger("vkdqs")
 
-#: "dqs" switches to two-phase DQS when a pose has scale; "dqs_scale" always uses it; "blend"
-#: mixes LBS and DQS per vertex by the mesh's ``dqs_blend``; "cor" skins about precomputed
-#: centers of rotation (Le & Hodgins 2016).
-METHODS = ("dqs", "dqs_scale", "lbs", "blend", "cor", "dqs_blender")
 PATHS = ("compute", "vertex")
 LOCAL_SIZE = si.LOCAL_SIZE
 #: Default bound on the bone and output buffers of one ``skin_many`` submission.
@@ -126,9 +125,10 @@ class Skinner(ResourceOwner):
         Up to 8 influences per vertex.
     bone_count : int
         Bones in a pose. Every joint index the mesh uses must be below it.
-    method : {"dqs", "dqs_scale", "lbs", "blend"}
-        ``"dqs"`` uses two-phase DQS for poses with scale/shear (see ``allow_scale``);
-        ``"dqs_scale"`` always does (for a rigid pose it equals plain DQS up to rounding).
+    method : str
+        A method of the registry (:data:`vkdqs.methods.METHODS`). ``"dqs"`` uses two-phase DQS
+        for poses with scale/shear (see ``allow_scale``); ``"dqs_scale"`` always does (for a
+        rigid pose it equals plain DQS up to rounding). ``"lbs"``: linear blend skinning.
         ``"blend"`` computes ``(1 - b) LBS + b DQS`` per vertex with ``b = mesh.dqs_blend``
         (the mesh must have it); it takes rigid ``(B, 4, 4)`` matrices or ``(B, 2, 4)`` DQs.
         ``"cor"``: optimized centers of rotation, the same rigid poses as ``"blend"``.
@@ -162,14 +162,15 @@ class Skinner(ResourceOwner):
         rest_matrices: object = None,
     ) -> None:
         super().__init__(device)
-        self._check_args(mesh, bone_count, method, path)
+        skinning = self._check_args(mesh, bone_count, method, path)
         bone_count = int(bone_count)
-        self.rest_matrices = None
-        if method == "dqs_blender":
-            self.rest_matrices = bone_packing.check_rest_matrices(rest_matrices, bone_count)
-        elif rest_matrices is not None:
-            raise InputError(f"rest_matrices are for method='dqs_blender', not {method!r}")
-        self.centers = _check_centers(device, mesh, bone_count, method, centers)
+        self.centers, self.rest_matrices = skinning.check_inputs(
+            mesh, bone_count, centers=centers, rest_matrices=rest_matrices
+        )
+        if "centers" in skinning.needs and self.centers is None:
+            from .centers import centers_of_rotation
+
+            self.centers = centers_of_rotation(mesh, bone_count=bone_count, device=device)
         #: the mesh's morph deltas as the shaders read them (sparse or dense layout)
         self.morph_packing = morph_packing(mesh)
         _check_limits(device, mesh, bone_count, method, path, self.morph_packing)
@@ -178,17 +179,20 @@ class Skinner(ResourceOwner):
         self._morph_runs, self._plain_runs = morph_workgroup_runs(self.morph_packing, si.LOCAL_SIZE)
         self.mesh = mesh
         self.method = method
+        #: the method's registry entry
+        self.skinning = skinning
         self.path = path
         self.bone_count = bone_count
         self.vertex_count = mesh.vertex_count
         self.allow_scale = allow_scale
         self.max_batch_bytes = MAX_BATCH_BYTES
         alignment = device.info.min_uniform_buffer_offset_alignment
-        # One slot per pose: the bone block, then (two-phase DQS) the scale block.
-        self._bones_bytes = bone_count * si.BONE_STRIDE[method]
+        # One slot per pose: the bone block, then the second block (a method with one, or one
+        # whose scaled poses run two-phase DQS).
+        self._bones_bytes = bone_count * skinning.bone_stride
         self._scale_offset = align(self._bones_bytes, alignment)
-        two_phase = method in si.SECOND_BLOCK_METHODS or (method == "dqs" and allow_scale)
-        scale_bytes = bone_count * si.SCALE_STRIDE if two_phase else 0
+        second = skinning.second_block or (skinning.scaled_variant is not None and allow_scale)
+        scale_bytes = bone_count * si.SCALE_STRIDE if second else 0
         # ... then the MorphBlock (morph weights; 0 active without targets)
         self._morph_offset = align(self._scale_offset + scale_bytes, alignment)
         self._slot_bytes = align(self._morph_offset + si.MORPH_BLOCK.itemsize, alignment)
@@ -204,11 +208,12 @@ class Skinner(ResourceOwner):
             raise
 
     @staticmethod
-    def _check_args(mesh: object, bone_count: object, method: str, path: str) -> None:
+    def _check_args(
+        mesh: object, bone_count: object, method: str, path: str
+    ) -> methods.SkinningMethod:
         if not isinstance(mesh, SkinnedMesh):
             raise InputError(f"mesh must be a vkdqs.SkinnedMesh, got {type(mesh).__name__}")
-        if method not in METHODS:
-            raise InputError(f"method must be one of {METHODS}, got {method!r}")
+        skinning = methods.get(method)
         if path not in PATHS:
             raise InputError(f"path must be one of {PATHS}, got {path!r}")
         if isinstance(bone_count, bool) or not isinstance(bone_count, (int, np.integer)):
@@ -216,11 +221,7 @@ class Skinner(ResourceOwner):
         if bone_count < 1:
             raise InputError(f"bone_count must be >= 1, got {bone_count}")
         mesh.check_joints(int(bone_count))
-        if method == "blend" and mesh.dqs_blend is None:
-            raise InputError(
-                "method='blend' needs per-vertex DQS blend values: "
-                "SkinnedMesh(..., dqs_blend=b) with b of shape (N,) in [0, 1]"
-            )
+        return skinning
 
     # -- construction -----------------------------------------------------------------------
 
@@ -230,7 +231,7 @@ class Skinner(ResourceOwner):
         usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
         self.inputs = si.mesh_inputs(self.mesh.slots, self.method)
         self.arrays = si.mesh_arrays(self.mesh)
-        if self.method in si.AUX_METHODS:
+        if self.skinning.aux:
             self.arrays["aux"] = si.aux_array(
                 self.vertex_count, centers=self.centers, dqs_blend=self.mesh.dqs_blend
             )
@@ -460,7 +461,7 @@ class Skinner(ResourceOwner):
     ) -> None:
         """Skin the poses of ``packed`` in chunks, writing (2, P, N, 3) into ``out``;
         ``morphs``: (P,) MORPH_BLOCK records, or None (no morph targets applied)."""
-        if packed.variant == "dqs_scale" and not self._warned_scale:
+        if packed.variant != self.method and not self._warned_scale:
             log.info("vkdqs: bones have scale/shear; using two-phase DQS")
             self._warned_scale = True
         total = packed.bones.shape[0]
@@ -490,10 +491,9 @@ class Skinner(ResourceOwner):
             self._out_buffer.read_into(out[:, start : start + poses])
 
     def _pack(self, bones: object, batched: bool) -> bone_packing.PackedPose:
-        return bone_packing.pack_pose(
+        return self.skinning.pack(
             bones,
             self.bone_count,
-            self.method,
             batched=batched,
             allow_scale=self.allow_scale,
             rest_matrices=self.rest_matrices,
@@ -643,36 +643,6 @@ def morph_packing(mesh: SkinnedMesh) -> si.MorphPacking:
     return packing
 
 
-def _check_centers(
-    device: Device, mesh: SkinnedMesh, bone_count: int, method: str, centers: object
-) -> np.ndarray | None:
-    """The (N, 3) float32 centers of rotation "cor" needs (computed when None)."""
-    if method != "cor":
-        if centers is not None:
-            raise InputError(f"centers are for method='cor', not {method!r}")
-        return None
-    if centers is None:
-        from .centers import centers_of_rotation
-
-        return centers_of_rotation(mesh, bone_count=bone_count, device=device)
-    return check_centers(mesh, centers)
-
-
-def check_centers(mesh: SkinnedMesh, centers: object) -> np.ndarray:
-    """``centers`` as a validated (N, 3) float32 array for ``mesh``."""
-    try:
-        c = np.asarray(centers, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"centers must be a (N, 3) array of numbers: {exc}") from None
-    if c.shape != (mesh.vertex_count, 3):
-        raise InputError(f"centers must have shape ({mesh.vertex_count}, 3), got {c.shape}")
-    bad = ~np.isfinite(c)
-    if bad.any():
-        v, k = (int(i) for i in np.argwhere(bad)[0])
-        raise InputError(f"centers[{v}, {k}] = {c[v, k]}: centers must be finite")
-    return c.astype(np.float32)
-
-
 def _check_limits(
     device: Device,
     mesh: SkinnedMesh,
@@ -683,7 +653,7 @@ def _check_limits(
 ) -> None:
     """Refuse a mesh or skeleton the device cannot skin, naming the limit."""
     info = device.info
-    bone_bytes = si.BONE_STRIDE[method]
+    bone_bytes = methods.get(method).bone_stride
     max_bones = info.max_uniform_buffer_range // bone_bytes
     if bone_count > max_bones:
         raise LimitError(

@@ -6,12 +6,11 @@
 // (the host keeps f + 1 inside the copy's clip): DQS normalizes the shortest-arc blend of
 // the two dual quaternions, LBS blends the 3x4 rows linearly. On a whole frame (a = 0) the
 // frame is copied unchanged, so the result equals posing an instance with that frame.
-//   default   frames and bones are dual quaternions (mat2x4: 2 rgba32f texels);
-//   SKIN_LBS  frames and bones are the three rows of affine matrices (mat3x4: 3 texels);
-//   SKIN_BLEND frames and bones are both, for "blend" crowds (5 texels: the DQ, then the rows):
-//             the DQ blended as for DQS, the rows linearly as for LBS.
-// "cor" crowds use the default variant (their bones are the DQs), "dqs_blender" crowds SKIN_BLEND
-// (their bones are the DQ and Blender's scale matrix rows, blended alike).
+// One variant per bone layout (vkdqs/methods.py: SkinningMethod.crowd_layout), not per method:
+//   default           frames and bones are dual quaternions (mat2x4: 2 rgba32f texels);
+//   SKIN_BONES_ROWS   frames and bones are the three rows of affine matrices (mat3x4: 3 texels);
+//   SKIN_SECOND_BLOCK frames and bones are both (5 texels: the DQ, then the second block's
+//                     rows): the DQ blended as for DQS, the rows linearly as for LBS.
 
 #include "include/dqs.glsl"
 #include "include/lbs.glsl"
@@ -25,7 +24,7 @@ layout(std430, set = 0, binding = 1) readonly buffer CopyPositions {
 };
 layout(set = 0, binding = 2, rgba32f) uniform writeonly imageBuffer bones;  // copy c, joint j is
                                                                             // bone c * joint_count + j
-#ifdef SKIN_LBS
+#ifdef SKIN_BONES_ROWS
 #define BONE mat3x4
 BONE frame_bone(uint i) {
     int t = 3 * int(i);
@@ -37,7 +36,7 @@ void store_bone(uint i, BONE b) {
     imageStore(bones, t + 1, b[1]);
     imageStore(bones, t + 2, b[2]);
 }
-#elif defined(SKIN_BLEND)
+#elif defined(SKIN_SECOND_BLOCK)
 struct BONE {
     mat2x4 dq;
     mat3x4 rows;
@@ -92,9 +91,9 @@ void main() {
         return;
     }
     BONE b1 = frame_bone(f1 * pc.joint_count + j);
-#ifdef SKIN_LBS
+#ifdef SKIN_BONES_ROWS
     store_bone(i, b0 * (1.0 - a) + b1 * a);
-#elif defined(SKIN_BLEND)
+#elif defined(SKIN_SECOND_BLOCK)
     mat2x4 d = b0.dq * (1.0 - a) + b1.dq * (a * dq_sign(b0.dq[0], b1.dq[0]));
     store_bone(i, BONE(dq_normalize(d) ? d : b0.dq, b0.rows * (1.0 - a) + b1.rows * a));
 #else

@@ -7,22 +7,22 @@
 // texel buffer. The copy's colour goes flat to skin.frag (CROWD) at location 5; with
 // CROWD_SURFACE the material's inputs (UV, linear vertex colour at locations 7 and 8, a constant
 // row without them) pass through at 3 and 4 as in skin.vert (untextured materials on meshes
-// without colours draw with the variant without them). Variants: default DQS (bones are 2 texels: the DQ), SKIN_LBS (3: the matrix
-// rows), SKIN_BLEND (5: the DQ, then the matrix rows; aux input at location 6), SKIN_COR (2: the
-// DQ; aux input), SKIN_DQS_BLENDER (5: the DQ, then Blender's scale matrix rows),
-// SKIN_INFLUENCES_8 (inputs at locations 4 and 5).
+// without colours draw with the variant without them). Each method's variant has its defines
+// (vkdqs/methods.py); the bones' layout follows from them: 2 texels (the DQ), 3 with
+// SKIN_BONES_ROWS (the matrix rows), 5 with SKIN_SECOND_BLOCK (the DQ, then the second block's
+// rows); SKIN_AUX adds the aux input at location 6, SKIN_INFLUENCES_8 the inputs at 4 and 5.
 
 // Texel buffers: on lavapipe texel fetches are much faster than storage-buffer reads.
 layout(set = 0, binding = 0) uniform samplerBuffer bones;   // rgba32f, BONE_TEXELS per bone
 layout(set = 0, binding = 9) uniform samplerBuffer copies;  // rgba32f, 8 texels per copy:
 // model (4 columns), normal matrix (3 columns, w unused), colour
 
-#ifdef SKIN_LBS
+#ifdef SKIN_BONES_ROWS
 mat3x4 crowd_bone(int i) {
     int t = 3 * i;
     return mat3x4(texelFetch(bones, t), texelFetch(bones, t + 1), texelFetch(bones, t + 2));
 }
-#elif defined(SKIN_BLEND) || defined(SKIN_DQS_BLENDER)
+#elif defined(SKIN_SECOND_BLOCK)
 mat2x4 crowd_bone(int i) {
     int t = 5 * i;
     return mat2x4(texelFetch(bones, t), texelFetch(bones, t + 1));

@@ -2,8 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 // The rendering vertex shader: the seed's DQS shader as valid Vulkan GLSL (the loose
 // `uniform mat4 u_view_projection` became a push constant). Variants (see include/skin.glsl for
-// SKIN_LBS, SKIN_DQS_SCALE, SKIN_BLEND, which adds the aux input at location 6, and
-// SKIN_INFLUENCES_8, which adds inputs at locations 4 and 5):
+// the methods' defines; SKIN_AUX adds the aux input at location 6, SKIN_INFLUENCES_8 the inputs
+// at locations 4 and 5):
 //   SKIN_NONE      no skinning: the rest mesh (the benchmarks' baseline for what skinning costs);
 //   SKIN_READBACK  writes each skinned position and normal to a storage buffer at
 //                  gl_VertexIndex instead of feeding a rasterizer (drawn as points with rasterizer

@@ -39,15 +39,18 @@ import numpy as np
 if TYPE_CHECKING:
     from ..gltf import GltfScene
 
+from .. import methods as registry
 from ..errors import InputError, VkdqsError
 
 _ANIMATION_HELP = "model: animation index or name, or 'rest' (default: the first animation)"
 _METHOD_HELP = (
-    "what to draw side by side: lbs, dqs, blend (per-vertex LBS/DQS blend), cor (optimized "
-    "centers of rotation), dqs_blender (Blender's Preserve Volume), several joined by commas "
-    "(lbs,dqs,cor), both (lbs,dqs: LBS left, DQS right), all, or diff (one copy coloured by "
-    "|DQS - LBS| per vertex, with a colour bar in model units)"
+    "what to draw side by side: "
+    + ", ".join(f"{m.name} ({m.summary})" for m in registry.shown())
+    + "; several joined by commas (lbs,dqs,cor), both (lbs,dqs: LBS left, DQS right), all "
+    "(every method the model's skins accept; the others are named on standard error), or diff "
+    "(one copy coloured by |DQS - LBS| per vertex, with a colour bar in model units)"
 )
+_BAKE_METHOD_HELP = "skinning method: " + ", ".join(registry.names())
 #: Each side of --size, in pixels (Vulkan guarantees 4096 for images; desktop GPUs take 16384).
 MAX_SIZE = 16384
 
@@ -58,21 +61,22 @@ def demo(
     device: str | int | None = None,
     no_window: bool = False,
 ) -> int:
-    """Print the candy-wrapper table (DQS, LBS, CoR and the 50% LBS/DQS blend, twists 0...170
-    degrees every ``step``), then open the viewer, or render ``vkdqs-demo.png`` without a display
-    (not with ``no_window``)."""
+    """Print the candy-wrapper table (every method scenes show: LBS, DQS, the 50% LBS/DQS
+    blend, CoR, Blender's DQS; twists 0...170 degrees every ``step``), then open the viewer, or
+    render ``vkdqs-demo.png`` without a display (not with ``no_window``)."""
     _need_vulkan()
     from .. import procedural
     from ..centers import centers_of_rotation
     from ..cor import centers_of_rotation_reference
     from ..gpu import Device
-    from .compare import COMPARE_METHODS, reference, skin_methods, with_dqs_blend
+    from .compare import compared_methods, reference, skin_methods
 
     angles = step * np.arange(int(170.0 / step + 1e-9) + 1)  # 0...170, no further
-    mesh = with_dqs_blend(procedural.candy_wrapper(), 0.5)
+    mesh = procedural.candy_wrapper().with_dqs_blend(registry.DEFAULT_DQS_BLEND)
     rest_radius = procedural.ring_radii(mesh.positions).min()
     rest_volume = procedural.mesh_volume(mesh.positions, mesh.indices)
     poses = np.stack([procedural.twist_pose(a) for a in angles])
+    compared = compared_methods()
     with Device(device=device) as dev:
         print(f"device: {dev.info.name} ({dev.info.device_type})")
         print(
@@ -83,34 +87,34 @@ def demo(
         results = skin_methods(dev, mesh, poses, bone_count=2, path=path, centers=centers)
     center_err = np.abs(centers - centers_of_rotation_reference(mesh, bone_count=2)).max()
     errors = {
-        m: np.abs(results[m] - reference(m, mesh, poses, centers=centers)).max()
-        for m in COMPARE_METHODS
+        m: np.abs(results[m] - reference(m, mesh, poses, centers=centers)).max() for m in compared
     }
+    names = [registry.label(m) for m in compared]
+    width = max(7, *(len(n) for n in names))
+    half = len(compared) * (width + 1)
     print()
-    print("twist   |   smallest ring radius / rest  |          volume / rest")
-    print("  (deg) |    DQS     LBS     CoR   blend |    DQS     LBS     CoR   blend")
-    print("--------+--------------------------------+--------------------------------")
+    print(f"twist   | {'smallest ring radius / rest':^{half}}| {'volume / rest':^{half}}")
+    header = " ".join(f"{n:>{width}}" for n in names)
+    print(f"  (deg) | {header} | {header}")
+    print("-" * 8 + "+" + "-" * (half + 1) + "+" + "-" * (half + 1))
     for i, angle in enumerate(angles):
-        r = [procedural.ring_radii(results[m][i]).min() / rest_radius for m in COMPARE_METHODS]
-        v = [
-            procedural.mesh_volume(results[m][i], mesh.indices) / rest_volume
-            for m in COMPARE_METHODS
-        ]
+        r = [procedural.ring_radii(results[m][i]).min() / rest_radius for m in compared]
+        v = [procedural.mesh_volume(results[m][i], mesh.indices) / rest_volume for m in compared]
         print(
             f"{angle:7.0f} | "
-            + " ".join(f"{x:7.3f}" for x in r)
+            + " ".join(f"{x:{width}.3f}" for x in r)
             + " | "
-            + " ".join(f"{x:7.3f}" for x in v)
+            + " ".join(f"{x:{width}.3f}" for x in v)
         )
     print()
-    names = {"dqs": "DQS", "lbs": "LBS", "cor": "CoR", "blend": "blend"}
     print(
         f"GPU vs float64 reference, max |error| (mesh extent {mesh.extent:.2f}):\n  "
-        + ", ".join(f"{names[m]} {errors[m]:.1e}" for m in COMPARE_METHODS)
+        + ", ".join(f"{n} {errors[m]:.1e}" for n, m in zip(names, compared, strict=True))
         + f", CoR centers {center_err:.1e}"
     )
-    print("LBS collapses the twisted middle (the candy-wrapper artifact); DQS and CoR (optimized")
-    print("centers of rotation) keep its radius and volume; blend (50% DQS) lies in between.")
+    print("LBS collapses the twisted middle (the candy-wrapper artifact); DQS, CoR (optimized")
+    print("centers of rotation) and Blender's DQS keep its radius and volume; blend (50% DQS)")
+    print("lies in between.")
     print()
     if no_window:
         return 0
@@ -297,7 +301,14 @@ def render(
                 scene.close()
     path = write_png(out, image)
     print(f"wrote {path} ({w}x{h}, {scene.label()})")
+    _say_left_out(scene.left_out)
     return 0
+
+
+def _say_left_out(left_out: dict[str, str]) -> None:
+    """Name the methods ``--method all`` left out, with why (standard error)."""
+    for method, why in left_out.items():
+        print(f"left out {method}: {why}", file=sys.stderr)
 
 
 def view(
@@ -350,10 +361,8 @@ _BAKE_FORMATS = (".npz", ".glb", ".usd", ".usda", ".usdc")  # vkdqs.baking.FORMA
 
 def _methods(text: str) -> str:
     """``--method``: one method, several joined by commas, ``both`` or ``all``."""
-    from ..methods import parse_methods
-
     try:
-        parse_methods(text)
+        registry.parse_methods(text)
     except InputError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
@@ -387,10 +396,8 @@ def bake(
     _need_vulkan()
     from ..baking import _import_pxr, bake_to_file
     from ..gpu import Device
-    from ..skinner import METHODS
 
-    if method not in METHODS:
-        raise InputError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
+    registry.get(method)  # InputError naming the methods
     if out.suffix.lower() in (".usd", ".usda", ".usdc"):
         _import_pxr()  # before loading and baking: say what to install
     scene = _load(Path(model), max_bytes)  # before the device: a bad file fails fast
@@ -523,7 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
     p.add_argument("--fps", type=_fps, default=30.0, help="frames per second, 0.001...1000")
-    p.add_argument("--method", default="dqs", help="skinning method: dqs, dqs_scale, lbs, ...")
+    p.add_argument("--method", default=registry.DEFAULT, help=_BAKE_METHOD_HELP)
     p.add_argument("--start", type=_time, default=None, help="first frame's time (default: 0 s)")
     p.add_argument("--end", type=_time, default=None, help="last time (default: the end)")
     p.add_argument(

@@ -9,58 +9,57 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import dq, procedural
-from .. import reference as references
-from ..errors import InputError
+from .. import methods as registry
+from .. import procedural
 from ..mesh import SkinnedMesh
 
 __all__ = [
-    "COMPARE_METHODS",
     "bend_bulge",
+    "compared_methods",
     "reference",
     "skin_methods",
-    "with_dqs_blend",
 ]
 
-#: The methods compared on rigid bones (``dqs_blender`` equals DQS there, up to antipodality).
-COMPARE_METHODS = ("dqs", "lbs", "cor", "blend")
+
+def compared_methods() -> tuple[str, ...]:
+    """The methods compared: every method scenes show (:func:`vkdqs.methods.shown`)."""
+    return tuple(m.name for m in registry.shown())
 
 
-def with_dqs_blend(mesh: SkinnedMesh, blend: float = 0.5) -> SkinnedMesh:
-    """``mesh`` with a DQS fraction of ``blend`` at every vertex (for ``method="blend"``)."""
-    return SkinnedMesh(
-        mesh.positions,
-        mesh.normals,
-        mesh.joints,
-        mesh.weights,
-        mesh.indices,
-        dqs_blend=np.full(mesh.vertex_count, float(blend)),
-    )
+def _inputs(method: str, bone_count: int, centers: NDArray | None) -> dict[str, object]:
+    """What ``method`` needs besides the mesh for a skeleton resting at the identity (the
+    candy wrapper): the centers of rotation, identity rest frames."""
+    needs = registry.get(method).needs
+    out: dict[str, object] = {}
+    if "centers" in needs:
+        out["centers"] = centers
+    if "rest_matrices" in needs:
+        out["rest_matrices"] = np.tile(np.eye(4), (bone_count, 1, 1))
+    return out
 
 
 def skin_methods(
     device: object,
     mesh: SkinnedMesh,
     poses: NDArray,
-    methods: Sequence[str] = COMPARE_METHODS,
+    methods: Sequence[str] | None = None,
     *,
     bone_count: int,
     path: str = "compute",
     centers: NDArray | None = None,
 ) -> dict[str, NDArray[np.float32]]:
     """GPU positions ``(P, N, 3)`` of ``mesh`` under the rigid ``poses`` ``(P, B, 4, 4)``, per
-    method (every pose in one :meth:`Skinner.skin_many` per method). ``centers``: for "cor"
-    (computed on ``device`` when None); "blend" uses the mesh's ``dqs_blend``; "dqs_blender"
-    takes the identity as every bone's rest matrix (as for the candy wrapper)."""
+    method (default: :func:`compared_methods`; every pose in one :meth:`Skinner.skin_many` per
+    method). ``centers``: for the methods that need them (computed on ``device`` when None);
+    a method that needs per-vertex blend values uses the mesh's ``dqs_blend``; one that needs
+    rest frames takes the identity for every bone (as for the candy wrapper)."""
     from ..skinner import Skinner
 
     out = {}
-    for method in methods:
-        extra: dict[str, object] = {}
-        if method == "cor":
-            extra["centers"] = centers
-        elif method == "dqs_blender":  # the candy wrapper's bones rest at the identity
-            extra["rest_matrices"] = np.tile(np.eye(4), (bone_count, 1, 1))
+    for method in compared_methods() if methods is None else methods:
+        extra = _inputs(method, bone_count, centers)
+        if extra.get("centers") is None:
+            extra.pop("centers", None)  # computed by the Skinner on its device
         with Skinner(
             device, mesh, bone_count=bone_count, method=method, path=path, **extra
         ) as skinner:
@@ -71,29 +70,11 @@ def skin_methods(
 def reference(
     method: str, mesh: SkinnedMesh, poses: NDArray, *, centers: NDArray | None = None
 ) -> NDArray[np.float64]:
-    """The float64 reference positions ``(P, N, 3)`` of :func:`skin_methods` for one method."""
-    args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
-    out = []
-    for pose in poses:
-        if method == "dqs":
-            p = references.skin_dqs(*args, dq.from_matrices(pose))[0]
-        elif method == "lbs":
-            p = references.skin_lbs(*args, pose)[0]
-        elif method == "cor":
-            if centers is None:
-                raise InputError("the CoR reference needs the centers")
-            p = references.skin_cor(*args, pose, centers)[0]
-        elif method == "blend":
-            if mesh.dqs_blend is None:
-                raise InputError("the blend reference needs a mesh with dqs_blend")
-            p = references.skin_blend(*args, pose, mesh.dqs_blend)[0]
-        elif method == "dqs_blender":
-            rest = np.tile(np.eye(4), (len(pose), 1, 1))
-            p = references.skin_dqs_blender(*args, pose, rest)[0]
-        else:
-            raise InputError(f"no reference for method {method!r} here")
-        out.append(p)
-    return np.stack(out)
+    """The float64 reference positions ``(P, N, 3)`` of :func:`skin_methods` for one method
+    (the registry's :meth:`~vkdqs.methods.SkinningMethod.reference`)."""
+    skinning = registry.get(method)
+    extra = _inputs(method, poses.shape[1], centers)
+    return np.stack([skinning.reference(mesh, pose, **extra)[0] for pose in poses])
 
 
 def bend_bulge(

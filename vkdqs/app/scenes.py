@@ -16,22 +16,20 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from .. import dq, procedural, reference
+from .. import methods as registry
 from ..clip import AnimationClip
 from ..crowd import Crowd, has_own_color, pack_clip
 from ..errors import InputError
-from ..gltf.parts import ScenePart, scene_parts, skin_matrices
+from ..gltf.parts import ScenePart, scene_parts, skin_matrices, skinning_inputs
 from ..material import Material
 from ..mesh import SkinnedMesh
-from ..methods import DIFF, METHOD_NAMES, SCENE_METHODS, parse_methods
-from ..renderer import SINGULAR_DET, Instance, Renderer, RenderMesh
-from ..shader_interface import CROWD_METHODS
+from ..methods import DIFF, SkinTraits, parse_methods, select_methods
+from ..renderer import SINGULAR_DET, UNSKINNED, Instance, Renderer, RenderMesh
 
 if TYPE_CHECKING:
     from ..gltf import GltfScene
 
 __all__ = [
-    "METHOD_COLORS",
-    "SCENE_METHODS",
     "CandyWrapperScene",
     "CrowdScene",
     "GltfScenePlayer",
@@ -39,34 +37,21 @@ __all__ = [
     "parse_methods",
 ]
 
-METHOD_COLORS = {
-    "lbs": (0.62, 0.22, 0.12, 1.0),
-    "dqs": (0.16, 0.36, 0.62, 1.0),
-    "blend": (0.45, 0.22, 0.52, 1.0),
-    "cor": (0.18, 0.5, 0.3, 1.0),
-    "dqs_blender": (0.15, 0.5, 0.6, 1.0),
-}
-assert tuple(METHOD_COLORS) == SCENE_METHODS
-#: DQS fraction of meshes without their own (the candy wrapper, a glTF mesh without
-#: ``_DQS_BLEND``) in their "blend" copy.
-DEFAULT_DQS_BLEND = 0.5
 #: Unskinned (rigid) glTF parts: each side's colour, lightened toward grey.
-RIGID_COLORS = {
-    m: tuple(0.5 * c + 0.5 * g for c, g in zip(rgba, (0.6, 0.6, 0.6, 1.0), strict=True))
-    for m, rgba in METHOD_COLORS.items()
-}
-_METHOD_NAMES = METHOD_NAMES
+_GREY = np.array([0.6, 0.6, 0.6, 1.0])
 #: The "diff" copy's colour where it is not coloured by |DQS - LBS| (never shown in practice).
 DIFF_COLOR = (0.5, 0.5, 0.5, 1.0)
 
 
 def _color(method: str, rigid: bool = False) -> tuple[float, ...]:
-    return (RIGID_COLORS if rigid else METHOD_COLORS).get(method, DIFF_COLOR)
+    """A method's tint (the registry's colour), lightened toward grey for rigid parts."""
+    rgba = np.array(DIFF_COLOR if method == DIFF else registry.get(method).color)
+    return tuple(float(c) for c in (0.5 * rgba + 0.5 * _GREY if rigid else rgba))
 
 
 def _renderer_method(method: str) -> str:
     """The renderer method drawing a scene method's copy: the diff copy is posed by DQS."""
-    return "dqs" if method == DIFF else method
+    return registry.DEFAULT if method == DIFF else method
 
 
 def _check_methods(methods: str) -> str:
@@ -74,32 +59,20 @@ def _check_methods(methods: str) -> str:
     return methods
 
 
-def _methods_label(methods: str) -> str:
-    shown = parse_methods(methods)
+def _methods_label(shown: tuple[str, ...]) -> str:
     if len(shown) == 1:
-        return _METHOD_NAMES[shown[0]]
+        return registry.label(shown[0])
     if len(shown) == 2:
-        return f"{_METHOD_NAMES[shown[0]]} (left) | {_METHOD_NAMES[shown[1]]} (right)"
-    return " | ".join(_METHOD_NAMES[m] for m in shown) + " (left to right)"
+        return f"{registry.label(shown[0])} (left) | {registry.label(shown[1])} (right)"
+    return " | ".join(registry.label(m) for m in shown) + " (left to right)"
 
 
-def _with_dqs_blend(mesh: SkinnedMesh) -> SkinnedMesh:
-    """``mesh``, with :data:`DEFAULT_DQS_BLEND` everywhere when it has no DQS blend values."""
-    if mesh.dqs_blend is not None:
-        return mesh
-    blend = np.full(mesh.vertex_count, DEFAULT_DQS_BLEND)
-    return SkinnedMesh(
-        mesh.positions,
-        mesh.normals,
-        mesh.joints,
-        mesh.weights,
-        mesh.indices,
-        dqs_blend=blend,
-        morph_positions=mesh.morph_positions,
-        morph_normals=mesh.morph_normals,
-        uvs=mesh.uvs,
-        colors=mesh.colors,
-    )
+def _rest_inputs(method: str, bone_count: int) -> dict[str, np.ndarray]:
+    """What a method needs of a skeleton whose bones rest at the identity (the candy wrapper):
+    identity rest frames for the methods that need them."""
+    if "rest_matrices" not in registry.get(method).needs:
+        return {}
+    return {"rest_matrices": np.tile(np.eye(4), (bone_count, 1, 1))}
 
 
 def _offsets(shown: tuple[str, ...], spacing: float) -> dict[str, float]:
@@ -109,7 +82,7 @@ def _offsets(shown: tuple[str, ...], spacing: float) -> dict[str, float]:
 
 
 #: Every method a scene may make copies of.
-_ALL_METHODS = (*SCENE_METHODS, DIFF)
+_ALL_METHODS = (*(m.name for m in registry.shown()), DIFF)
 
 
 class ViewerScene(Protocol):
@@ -118,7 +91,12 @@ class ViewerScene(Protocol):
     Attributes
     ----------
     methods : str
-        What :meth:`show` last showed (see :func:`parse_methods`).
+        What :meth:`show` was last asked to show (see :func:`parse_methods`).
+    shown_methods : tuple of str
+        The copies shown, left to right: ``methods`` less those the scene's skins refuse
+        (``"all"`` leaves them out, see :func:`vkdqs.methods.select_methods`).
+    left_out : dict of str to str
+        The methods ``"all"`` left out, with why.
     bone_count : int
         Bones of the largest skeleton (the heat map's ``[``/``]`` keys stay below it).
     """
@@ -161,7 +139,8 @@ class CandyWrapperScene:
     renderer : Renderer
     methods : str
         See :func:`parse_methods`: ``"both"``, ``"all"``, ``"dqs"``, ``"lbs,dqs,blend"``, ...
-        The "blend" copy uses a DQS fraction of :data:`DEFAULT_DQS_BLEND` everywhere.
+        The "blend" copy uses a DQS fraction of
+        :data:`~vkdqs.methods.DEFAULT_DQS_BLEND` everywhere.
     period : float
         Seconds for one back-and-forth (0...180...0 degrees) of :meth:`update`.
     """
@@ -177,11 +156,11 @@ class CandyWrapperScene:
         self._diff = None
         #: the colour bar's range (top, largest) of the "diff" copy, once shown
         self.diff_range: tuple[float, float] | None = None
-        self.mesh = _with_dqs_blend(procedural.candy_wrapper())
+        self.mesh = procedural.candy_wrapper().with_dqs_blend(registry.DEFAULT_DQS_BLEND)
+        self.shown_methods: tuple[str, ...] = ()
+        self.left_out: dict[str, str] = {}
         self._render_mesh = renderer.add_mesh(self.mesh, label="candy wrapper")
         self.instances: dict[str, Instance] = {}
-        for method in ("lbs", "dqs"):  # the others when first shown
-            self._add_instance(method)
         self.twist = 0.0
         self.bend = 0.0
         self.period = float(period)
@@ -193,28 +172,25 @@ class CandyWrapperScene:
         renderer.camera.set_home()
 
     def _add_instance(self, method: str) -> None:
-        rest = np.tile(np.eye(4), (2, 1, 1)) if method == "dqs_blender" else None
+        renderer_method = _renderer_method(method)
         self.instances[method] = inst = self.renderer.add_instance(
             self._render_mesh,
             bone_count=2,
-            method=_renderer_method(method),
+            method=renderer_method,
             color=_color(method),
-            rest_matrices=rest,
+            **_rest_inputs(renderer_method, 2),
         )
         if getattr(self, "twist", 0.0) or getattr(self, "bend", 0.0):
-            self._pose(method, inst, self.pose())
-
-    @staticmethod
-    def _pose(method: str, inst: Instance, pose: np.ndarray) -> None:
-        inst.set_pose(dq.from_matrices(pose) if method in ("dqs", DIFF) else pose)
+            inst.set_pose(self.pose())
 
     def show(self, methods: str) -> None:
         """The methods of ``methods`` (see :func:`parse_methods`) side by side."""
-        shown = parse_methods(methods)
+        shown, self.left_out = select_methods(methods)
         for method in shown:
             if method not in self.instances:
                 self._add_instance(method)
         self.methods = methods
+        self.shown_methods = shown
         xs = _offsets(shown, self.spacing)
         for method, inst in self.instances.items():
             inst.visible = method in shown
@@ -250,9 +226,9 @@ class CandyWrapperScene:
     def set_twist(self, degrees: float) -> None:
         self.twist = float(degrees)
         pose = self.pose()
-        for method, inst in self.instances.items():
-            self._pose(method, inst, pose)
-        if DIFF in parse_methods(self.methods):
+        for inst in self.instances.values():
+            inst.set_pose(pose)
+        if DIFF in self.shown_methods:
             self._update_diff()
 
     def _update_diff(self) -> None:
@@ -330,7 +306,7 @@ class CandyWrapperScene:
 
     def label(self) -> str:
         bend = f", bend {self.bend:.0f}°" if self.bend else ""
-        return f"{_methods_label(self.methods)}, twist {self.twist:.0f}°{bend}"
+        return f"{_methods_label(self.shown_methods)}, twist {self.twist:.0f}°{bend}"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -484,6 +460,12 @@ class GltfScenePlayer:
         skins_used = {d.skin for d in self.draws if d.kind == "skinned"}
         self._skins = sorted(skins_used)
         self.bone_count = max((scene.skins[s].joint_count for s in self._skins), default=1)
+        #: what the drawn skins' joint matrices hold (which methods "all" shows)
+        self.traits = SkinTraits()
+        for s in self._skins:
+            self.traits |= scene.skin_traits(s)
+        self.shown_methods: tuple[str, ...] = ()
+        self.left_out: dict[str, str] = {}
         #: the copies stand side by side along this unit vector (x; stills: the screen's)
         self.axis = np.array([1.0, 0.0, 0.0])
         self._diff = None  # DiffColoring, made when "diff" is first shown
@@ -499,9 +481,8 @@ class GltfScenePlayer:
             for draw in self.draws
         )
         self._offsets = {m: _translation(np.zeros(3)) for m in _ALL_METHODS}
-        self._blend_meshes: dict[int, RenderMesh] = {}  # id(RenderMesh) -> its "blend" copy
-        for method in ("lbs", "dqs"):
-            self._add_instances(method)
+        #: (id(geometry), method) -> the geometry a method needs uploaded (a DQS fraction added)
+        self._method_meshes: dict[tuple[int, str], RenderMesh] = {}
         self._measure()
         self.show(methods)
         renderer.camera.yaw, renderer.camera.pitch = 0.25, 0.15
@@ -571,10 +552,8 @@ class GltfScenePlayer:
                         inst.set_model(model)
                         if weights is not None:  # unskinned morphing parts (faces)
                             inst.set_pose(_RIGID_POSE, morph_weights=weights)
-                elif method == "lbs":
-                    inst.set_pose(joint_matrices[draw.skin], morph_weights=weights)
                 else:
-                    self._set_dqs_pose(inst, draw.skin, joint_matrices[draw.skin], weights)
+                    self._set_pose(inst, draw.skin, joint_matrices[draw.skin], weights)
         if DIFF in shown:
             self._update_diff(joint_matrices)
 
@@ -678,7 +657,7 @@ class GltfScenePlayer:
             self._diff.close()
             self._diff = None
 
-    def _set_dqs_pose(
+    def _set_pose(
         self,
         inst: Instance,
         skin: int,
@@ -688,10 +667,11 @@ class GltfScenePlayer:
         try:
             inst.set_pose(matrices, morph_weights=weights)
         except InputError as exc:
-            what = "DQS" if inst.method == "dqs" else f"method {inst.method!r}"
+            takes = [m.name for m in registry.shown() if m.check(matrices) is None]
             raise InputError(
                 f"{self.scene.path.name}: skin {skin} ({self.scene.skins[skin].name!r}): "
-                f"{what} cannot take its joint matrices: {exc} (use method 'lbs')"
+                f"{registry.label(inst.method)} cannot take its joint matrices: {exc} "
+                f"(methods that can: {', '.join(takes) or 'none'})"
             ) from exc
 
     def _add_instances(self, method: str) -> None:
@@ -706,27 +686,26 @@ class GltfScenePlayer:
                 matrix = self._rigid_matrix[id(draw)]
                 model = None if _singular(matrix) else matrix  # set_time hides it
                 inst = renderer.add_instance(
-                    rm, bone_count=1, method="none", model=model, color=self._color(draw, method)
+                    rm, bone_count=1, method=UNSKINNED, model=model, color=self._color(draw, method)
                 )
             else:
-                if method == "blend" and rm.mesh.dqs_blend is None:
-                    if id(rm) not in self._blend_meshes:  # once per mesh, however many nodes
-                        self._blend_meshes[id(rm)] = renderer.add_mesh(
-                            _with_dqs_blend(rm.mesh),
-                            label=f"{rm.label} (blend)",
+                renderer_method = _renderer_method(method)
+                geometry, extra = skinning_inputs(self.scene, draw.part, renderer_method)
+                if geometry is not draw.geometry:  # e.g. a DQS fraction: once per mesh
+                    key = (id(draw.geometry), renderer_method)
+                    if key not in self._method_meshes:
+                        self._method_meshes[key] = renderer.add_mesh(
+                            geometry,
+                            label=f"{rm.label} ({renderer_method})",
                             **_materials_of(self.scene, draw.mesh),
                         )
-                    rm = self._blend_meshes[id(rm)]
-                rest = None
-                if method == "dqs_blender":  # bind frames: the inverse bind matrices' inverses
-                    ibm = self.scene.skins[draw.skin].inverse_bind_matrices
-                    rest = np.linalg.inv(ibm)
+                    rm = self._method_meshes[key]
                 inst = renderer.add_instance(
                     rm,
                     bone_count=draw.bone_count,
-                    method=_renderer_method(method),
+                    method=renderer_method,
                     color=self._color(draw, method),
-                    rest_matrices=rest,
+                    **extra,
                 )
             inst.visible = False
             draw.instances[method] = inst
@@ -753,16 +732,17 @@ class GltfScenePlayer:
     # -- layout ------------------------------------------------------------------------------
 
     def _shown(self) -> tuple[str, ...]:
-        return parse_methods(self.methods)
+        return self.shown_methods
 
     def show(self, methods: str) -> None:
         """Show the methods of ``methods`` (see :func:`parse_methods`; ``"both"``: LBS left,
-        DQS right) side by side, and pose them."""
-        shown = parse_methods(methods)
+        DQS right; ``"all"``: every method the drawn skins accept, :attr:`left_out` says why
+        the others are not) side by side, and pose them."""
+        shown, left_out = select_methods(methods, self.traits)
         for method in shown:
             self._add_instances(method)
-        previous = self.methods
-        self.methods = methods
+        previous = (self.methods, self.shown_methods, self.left_out)
+        self.methods, self.shown_methods, self.left_out = methods, shown, left_out
         xs = _offsets(shown, self.spacing)
         self._offsets = {m: _translation(xs.get(m, 0.0) * self.axis) for m in _ALL_METHODS}
         for draw in self.draws:
@@ -773,10 +753,10 @@ class GltfScenePlayer:
         try:
             self.set_time(self.time)
         except InputError:
-            # DQS could not take this file's matrices: stay as before.
-            self.methods = previous
-            if previous != methods:
-                self.show(previous)
+            # a method could not take this file's matrices after all: stay as before.
+            self.methods, self.shown_methods, self.left_out = previous
+            if previous[0] != methods:
+                self.show(previous[0])
             raise
 
     def shown_bounds(self) -> tuple[np.ndarray, np.ndarray]:
@@ -830,7 +810,7 @@ class GltfScenePlayer:
         else:
             a = self.scene.animations[self.animation]
             where = f"animation {self.animation} {a.name!r} {self.time:.2f}/{a.duration:.2f} s"
-        return f"{_methods_label(self.methods)}, {where}"
+        return f"{_methods_label(self.shown_methods)}, {where}"
 
 
 class CrowdScene:
@@ -892,7 +872,8 @@ class CrowdScene:
         self.crowds: dict[str, Crowd] = {}
         #: methods the clip cannot drive (DQS, blend and cor of a clip with scale)
         self._refused: dict[str, str] = {}
-        for method in ("lbs", "dqs"):
+        self.left_out: dict[str, str] = {}
+        for method in registry.BOTH:
             self._crowd(method)
         self.show(self.methods)
         renderer.camera.yaw, renderer.camera.pitch = 0.35, 0.45
@@ -952,33 +933,34 @@ class CrowdScene:
             return self.crowds[method]
         if method in self._refused:
             return None
-        if method == "dqs_blender" and self.rest_matrices is None:
-            self._refused[method] = "DQS (Blender) crowds need the bones' rest matrices"
-            return None
+        skinning = registry.get(method)
+        extra = {}
+        if "rest_matrices" in skinning.needs:
+            if self.rest_matrices is None:
+                self._refused[method] = f"{skinning.label} crowds need the bones' rest matrices"
+                return None
+            extra["rest_matrices"] = self.rest_matrices
         try:
-            pack_clip(self.clip, method, self.rest_matrices)
+            pack_clip(self.clip, method, self.rest_matrices if extra else None)
         except InputError as exc:
-            # DQS of a clip with scale: LBS only
-            self._refused[method] = f"{_METHOD_NAMES[method]} crowds refuse this clip: {exc}"
+            # e.g. DQS of a clip with scale: LBS only
+            self._refused[method] = f"{skinning.label} crowds refuse this clip: {exc}"
             return None
         rm = self._meshes["mesh"]
-        if method == "blend" and self._mesh.dqs_blend is None:
-            if "blend" not in self._meshes:  # a DQS fraction for the blend copies' mesh
-                self._meshes["blend"] = self.renderer.add_mesh(
-                    _with_dqs_blend(self._mesh), label=f"{self.name} blend", **self._materials
+        if "dqs_blend" in skinning.needs and self._mesh.dqs_blend is None:
+            if method not in self._meshes:  # a DQS fraction for the blend copies' mesh
+                self._meshes[method] = self.renderer.add_mesh(
+                    self._mesh.with_dqs_blend(registry.DEFAULT_DQS_BLEND),
+                    label=f"{self.name} {method}",
+                    **self._materials,
                 )
-            rm = self._meshes["blend"]
+            rm = self._meshes[method]
         crowd = self.renderer.add_crowd(
-            rm,
-            self.clip,
-            count=self.count,
-            method=method,
-            label=method,
-            rest_matrices=self.rest_matrices if method == "dqs_blender" else None,
+            rm, self.clip, count=self.count, method=method, label=method, **extra
         )
         crowd.set_times(self._times)
         crowd.set_speeds(self._speeds)
-        crowd.set_colors((1.0, 1.0, 1.0, 1.0) if self._own_colors else METHOD_COLORS[method])
+        crowd.set_colors((1.0, 1.0, 1.0, 1.0) if self._own_colors else skinning.color)
         self.crowds[method] = crowd
         return crowd
 
@@ -987,13 +969,15 @@ class CrowdScene:
 
     def show(self, methods: str) -> None:
         """Show the grids of ``methods`` side by side (see :func:`parse_methods`; ``"both"``:
-        LBS left, DQS right; ``"all"``: every method a crowd draws, :data:`CROWD_METHODS`)."""
+        LBS left, DQS right; ``"all"``: every method whose crowds take the clip, the others in
+        :attr:`left_out`)."""
         methods = _check_crowd_methods(methods)
         wanted = _crowd_methods_of(methods)
         made = [m for m in wanted if self._crowd(m) is not None]
         if not made:
             raise InputError(f"{self.name}: " + "; ".join(self._refused[m] for m in wanted))
         self.methods = methods
+        self.left_out = {m: self._refused[m] for m in wanted if m in self._refused}
         width = self._side * self._pitch
         shown = self._shown()
         for method, crowd in self.crowds.items():
@@ -1062,19 +1046,21 @@ class CrowdScene:
 
 
 def _crowd_methods_of(methods: str) -> tuple[str, ...]:
-    """The crowd methods ``methods`` shows, left to right ("all": every crowd method)."""
+    """The crowd methods ``methods`` shows, left to right ("all": every method that draws
+    crowds)."""
     if methods == "all":
-        return tuple(m for m in SCENE_METHODS if m in CROWD_METHODS)
+        return tuple(m.name for m in registry.shown() if m.crowds)
     return parse_methods(methods)
 
 
 def _check_crowd_methods(methods: str) -> str:
-    """Crowds draw the methods of :data:`CROWD_METHODS`, one or several (see
+    """Crowds draw the registry's methods that draw crowds, one or several (see
     :func:`parse_methods`), "both" or "all"."""
-    bad = [m for m in _crowd_methods_of(methods) if m not in CROWD_METHODS]
-    if bad:
+    bad = [m for m in _crowd_methods_of(methods) if m != DIFF and not registry.get(m).crowds]
+    if bad or methods == DIFF:
+        crowd = ", ".join(m.name for m in registry.shown() if m.crowds)
         raise InputError(
-            f"a crowd shows {', '.join(CROWD_METHODS)} (several joined by commas), 'both' or "
-            f"'all'; not {bad[0]!r} (got {methods!r})"
+            f"a crowd shows {crowd} (several joined by commas), 'both' or "
+            f"'all'; not {(bad or [methods])[0]!r} (got {methods!r})"
         )
     return methods

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .. import methods as registry
 from ..errors import InputError
 from ..mesh import SkinnedMesh
-from ..methods import DIFF, method_name, parse_methods
+from ..methods import DIFF
 from .overlay import ColorBar, Label, bar_band, compose, copy_label_anchors, label_band
 
 if TYPE_CHECKING:
@@ -82,9 +83,11 @@ class DiffColoring:
         joint matrices ``(B, 4, 4)`` (two-phase DQS where they carry scale), its morph targets
         weighted by ``morph_weights`` ``(M,)`` first, in the matrices' output units (world
         units for glTF skins)."""
-        dqs = self._skinner(mesh, bone_count, "dqs").skin(matrices, morph_weights=morph_weights)[0]
-        lbs = self._skinner(mesh, bone_count, "lbs").skin(matrices, morph_weights=morph_weights)[0]
-        return np.linalg.norm(dqs.astype(np.float64) - lbs.astype(np.float64), axis=1)
+        a, b = (
+            self._skinner(mesh, bone_count, m).skin(matrices, morph_weights=morph_weights)[0]
+            for m in registry.DIFF_OF
+        )
+        return np.linalg.norm(a.astype(np.float64) - b.astype(np.float64), axis=1)
 
     @staticmethod
     def color_range(distances: Sequence[NDArray]) -> tuple[float, float]:
@@ -103,8 +106,8 @@ class DiffColoring:
 
 
 def _shown(scene: Any) -> tuple[str, ...]:
-    shown = getattr(scene, "shown_methods", None)  # a crowd's grids: what it can draw
-    return tuple(shown) if shown is not None else parse_methods(scene.methods)
+    """The copies a scene shows, left to right (every scene keeps ``shown_methods``)."""
+    return tuple(scene.shown_methods)
 
 
 def frame_still(
@@ -188,7 +191,7 @@ def scene_overlay(scene: Any, *, points: NDArray | None = None) -> NDArray[np.ui
     size = renderer.target.extent
     shown = _shown(scene)
     anchors = copy_label_anchors(renderer.camera, copy_points(scene, points), size)
-    labels = [Label(method_name(m), x, y) for m, (x, y) in zip(shown, anchors, strict=True)]
+    labels = [Label(registry.label(m), x, y) for m, (x, y) in zip(shown, anchors, strict=True)]
     bar = None
     if renderer.debug_bone is not None:
         bar = ColorBar(f"weight of {scene.bone_name(renderer.debug_bone)}", 0.0, 1.0, fmt="{:.2g}")

@@ -7,12 +7,8 @@ Any set of methods can be shown side by side; a label under each copy and the ti
 left to right; the top-left corner shows the animation and its time, a floor grid lies under the
 copies, and the heat maps (B, and ``--method diff``) get a colour bar.
 
-Keys: space pause/play, left/right scrub (twist or animation time), N/P next/previous animation,
-+/- playback speed (x2, /2), 1 DQS, 2 LBS, 3 both (LBS | DQS), 4 LBS/DQS blend, 5 CoR,
-6 DQS (Blender), 7 all, D |DQS - LBS| per vertex (one copy, with a colour bar),
-M/shift+M next/previous method set (each method, both, all), W wireframe, B bone-weight view
-([ and ] change the bone), S screenshot PNG, R reset camera, H or F1 help, Esc quit.
-Mouse: left-drag orbit, right-drag or shift-drag pan, wheel zoom.
+The keys and the mouse are listed in :data:`HELP` (H in the window); each method's number key
+is its registry entry's (:attr:`vkdqs.methods.SkinningMethod.key`).
 """
 
 from __future__ import annotations
@@ -23,33 +19,40 @@ from typing import Any
 
 import numpy as np
 
+from .. import methods as registry
 from ..errors import CapabilityError, InputError, VulkanError
 from ..gltf import GltfScene, load_gltf
 from ..gpu import Device
 from ..gpu.calls import vk
-from ..methods import SCENE_METHODS, parse_methods
+from ..methods import DIFF
 from ..png import write_png
 from ..renderer import Renderer
 from ..targets import SwapchainTarget
 from .scenes import CandyWrapperScene, CrowdScene, GltfScenePlayer, ViewerScene
 from .stills import Decorations
 
-HELP = __doc__.split("\n\n", 2)[2]
+_KEYED = sorted((m for m in registry.shown() if m.key), key=lambda m: m.key or "")
+#: The method set each number key shows (glfw key names): each shown method's registry key, then
+#: 3 LBS | DQS, 7 all and D the diff.
+METHOD_KEYS = {
+    **{f"KEY_{m.key}": m.name for m in _KEYED},
+    "KEY_3": "both",
+    "KEY_7": "all",
+    "KEY_D": DIFF,
+}
+#: What H prints: the keys and the mouse.
+HELP = f"""Keys: space pause/play, left/right scrub (twist or animation time), N/P next/previous
+animation, +/- playback speed (x2, /2),
+{", ".join(f"{m.key} {m.label}" for m in _KEYED)}, 3 both (LBS | DQS), 7 all,
+D |DQS - LBS| per vertex (one copy, with a colour bar),
+M/shift+M next/previous method set (each method, both, all), W wireframe, B bone-weight view
+([ and ] change the bone), S screenshot PNG, R reset camera, H or F1 help, Esc quit.
+Mouse: left-drag orbit, right-drag or shift-drag pan, wheel zoom.
+"""
 #: Playback speeds reachable with +/- (each key press doubles or halves).
 SPEED_RANGE = (1.0 / 16.0, 16.0)
 #: What M (shift+M backwards) cycles through: each method alone, then LBS | DQS, then all.
-METHOD_CYCLE = (*SCENE_METHODS, "both", "all")
-#: The method set each number key shows (glfw key names).
-METHOD_KEYS = {
-    "KEY_1": "dqs",
-    "KEY_2": "lbs",
-    "KEY_3": "both",
-    "KEY_4": "blend",
-    "KEY_5": "cor",
-    "KEY_6": "dqs_blender",
-    "KEY_7": "all",
-    "KEY_D": "diff",
-}
+METHOD_CYCLE = (*(m.name for m in registry.shown()), "both", "all")
 
 
 def _glfw():
@@ -259,13 +262,13 @@ class Viewer:
 
         The camera frames the copies anew when their number changes, and the title names them.
         """
-        before = len(parse_methods(self.scene.methods))
+        before = len(self.scene.shown_methods)
         try:
             self.scene.show(methods)
         except InputError as exc:  # e.g. DQS and joint matrices with scale
             print(f"cannot show {methods.upper()}: {exc}")
             return False
-        if len(parse_methods(methods)) != before:
+        if len(self.scene.shown_methods) != before:
             self.scene.frame_camera()
         if hasattr(self, "title"):  # not while __init__ shows the first methods
             self.set_title()
@@ -280,8 +283,8 @@ class Viewer:
         """Show the next (+1) or previous (-1) set of :data:`METHOD_CYCLE`, skipping those the
         scene cannot show; returns what is shown."""
         current = self.scene.methods
-        shown = [parse_methods(m) for m in METHOD_CYCLE]
-        now = parse_methods(current)
+        shown = [registry.parse_methods(m) for m in METHOD_CYCLE]
+        now = registry.parse_methods(current)
         start = shown.index(now) if now in shown else (-1 if direction > 0 else len(shown))
         for k in range(1, len(METHOD_CYCLE) + 1):
             candidate = METHOD_CYCLE[(start + direction * k) % len(METHOD_CYCLE)]

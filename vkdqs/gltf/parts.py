@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import methods
 from ..mesh import SkinnedMesh
 from .scene import merged_morphs, surface_arrays
 
 if TYPE_CHECKING:
     from .scene import GltfScene, Mesh
 
-__all__ = ["ScenePart", "rigid_geometry", "scene_parts", "skin_matrices"]
+__all__ = ["ScenePart", "rigid_geometry", "scene_parts", "skin_matrices", "skinning_inputs"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,3 +113,22 @@ def skin_matrices(
     """Joint matrices ``global[joints] @ inverse_bind_matrices`` of each skin, from the node
     global matrices ``glob`` (:meth:`GltfScene.node_global_matrices`) of one time."""
     return {s: glob[scene.skins[s].joints] @ scene.skins[s].inverse_bind_matrices for s in skins}
+
+
+def skinning_inputs(
+    scene: GltfScene, part: ScenePart, method: str
+) -> tuple[SkinnedMesh, dict[str, np.ndarray]]:
+    """What ``method`` needs to skin a skinned ``part``, taken from the file: the geometry (with
+    a DQS fraction of :data:`vkdqs.methods.DEFAULT_DQS_BLEND` everywhere for a method that needs
+    per-vertex blend values where the file has none) and the keyword arguments the Skinner and
+    ``Renderer.add_instance`` take (``rest_matrices``: each bone's rest frame, the inverse of
+    the skin's inverse bind matrices). Every entry point that takes a model file asks this, so
+    a user never supplies what the file holds."""
+    needs = methods.get(method).needs
+    geometry = part.geometry
+    if "dqs_blend" in needs and geometry.dqs_blend is None:
+        geometry = geometry.with_dqs_blend(methods.DEFAULT_DQS_BLEND)
+    extra: dict[str, np.ndarray] = {}
+    if "rest_matrices" in needs and part.skin is not None:
+        extra["rest_matrices"] = np.linalg.inv(scene.skins[part.skin].inverse_bind_matrices)
+    return geometry, extra

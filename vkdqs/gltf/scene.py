@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vkdqs import dq
+from vkdqs import dq, methods
 from vkdqs.clip import AnimationClip
 from vkdqs.errors import InputError
 from vkdqs.gltf.animation import Animation
@@ -604,8 +604,9 @@ class GltfScene:
         -------
         dict
             ``{"file", "nodes", "meshes": [...], "skins": [...], "animations": [...]}``; each
-            skin lists ``methods`` (the skinning methods its joint matrices suit: blend and cor
-            need rigid ones, dqs_blender invertible inverse bind matrices), ``joints``,
+            skin lists ``methods`` (the shown skinning methods that accept it,
+            :meth:`skin_traits` judged by :meth:`vkdqs.methods.SkinningMethod.check`) and
+            ``refused`` (the others, with the reason), ``joints``,
             ``max_influences`` (over meshes bound to it) and
             ``scaled_joints`` (a joint has a non-unit local scale at rest or in some
             animation) and ``rest_skinning_scale`` (min, max column length of the rest-pose
@@ -637,35 +638,22 @@ class GltfScene:
         ]
         skins = []
         rest = self.node_global_matrices(None)
-        bound_of: dict[int, list[int]] = {}
-        for m in meshes:
-            for s in m["skins"]:
-                bound_of.setdefault(s, []).append(m["max_influences"])
-        scaled_nodes = self._scale_animated()
         for sk in self.skins:
-            bound = bound_of.get(sk.index, [])
             # Column lengths of the rest skinning matrices: 1 for rigid ones. DQS needs rigid
             # matrices, so a file whose armature sits under a scaled node shows it here.
             cols = np.linalg.norm((rest[sk.joints] @ sk.inverse_bind_matrices)[:, :3, :3], axis=1)
-            scaled = self._has_scale(sk, scaled_nodes)
-            rigid = not scaled and bool(np.all(np.abs(cols - 1.0) <= 1e-4))
-            invertible = bool(
-                np.all(np.abs(np.linalg.det(sk.inverse_bind_matrices[:, :3, :3])) > 1e-12)
-            )
-            # What each skinning method can take: blend and cor reject scale/shear (DQS runs
-            # two-phase), dqs_blender needs the bind frames (inverse bind matrices' inverses).
-            methods = ["lbs", "dqs"] + (["blend", "cor"] if rigid else [])
-            methods += ["dqs_blender"] if invertible else []
+            traits = self.skin_traits(sk.index)
             skins.append(
                 {
                     "index": sk.index,
                     "name": sk.name,
                     "joints": sk.joint_count,
                     "joint_names": list(sk.joint_names),
-                    "max_influences": max(bound, default=0),
-                    "scaled_joints": scaled,
+                    "max_influences": traits.max_influences,
+                    "scaled_joints": traits.scale,
                     "rest_skinning_scale": [float(cols.min()), float(cols.max())],
-                    "methods": methods,
+                    "methods": [m.name for m in methods.shown() if m.check(traits) is None],
+                    "refused": {m.name: why for m in methods.shown() if (why := m.check(traits))},
                 }
             )
         animations = [
@@ -724,9 +712,11 @@ class GltfScene:
             lo, hi = s["rest_skinning_scale"]
             if max(abs(lo - 1.0), abs(hi - 1.0)) > 1e-4:
                 scaled += f", rest skinning scale {lo:.4g}..{hi:.4g}"
+            refused = "".join(f"; not {m}: {why}" for m, why in s["refused"].items())
             lines.append(
                 f"  skin {s['index']}{_name(s['name'])}: {s['joints']} joints, "
                 f"max {s['max_influences']} influences{scaled}; methods {', '.join(s['methods'])}"
+                + refused
             )
         for mat in info["materials"]:
             lines.append(f"  material {mat['index']}{_name(mat['name'])}: {_material_text(mat)}")
@@ -742,18 +732,53 @@ class GltfScene:
             )
         return "\n".join(lines)
 
-    def _scale_animated(self, atol: float = 1e-4) -> set[int]:
-        """Nodes some animation scales away from 1 (computed once for all skins)."""
-        out: set[int] = set()
-        scaled: dict[int, bool] = {}  # per distinct key array: channels may share one
+    def skin_traits(self, skin: int) -> methods.SkinTraits:
+        """What the joint matrices of ``skin`` hold in the rest pose and any animation, for the
+        skinning methods' :meth:`~vkdqs.methods.SkinningMethod.check` (``vkdqs info``, the
+        scenes' ``--method all`` and the bake all ask this): scale or shear (in the rest
+        skinning matrices, a joint's rest scale, or an animation scaling a joint), a mirror (a
+        negative determinant or an animated negative scale), a singular matrix, the most
+        influences of the meshes bound to it, and whether its inverse bind matrices give each
+        bone's rest frame."""
+        sk = self.skins[self._index(skin, self.skins, "skin")]
+        rest = self.node_global_matrices(None)[sk.joints] @ sk.inverse_bind_matrices
+        bound = [m.max_influences for m in self.meshes if sk.index in m.skins]
+        ibm = dq.matrix_kinds(sk.inverse_bind_matrices)
+        traits = methods.SkinTraits.of_matrices(
+            rest, max_influences=max(bound, default=0), rest_frames=not ibm.collapse.any()
+        )
+        joints = set(sk.joints.tolist())
+        scaled, mirrored, collapsed = self._scale_animated()
+        return traits | methods.SkinTraits(
+            scale=self._has_scale(sk, scaled),
+            reflection=not mirrored.isdisjoint(joints),
+            collapse=not collapsed.isdisjoint(joints),
+        )
+
+    def _scale_animated(self, atol: float = 1e-4) -> tuple[set[int], set[int], set[int]]:
+        """Nodes some animation scales away from 1, to a negative scale, to a zero one
+        (computed once for all skins)."""
+        cached = self.__dict__.get("_scaled_nodes")
+        if cached is not None:
+            return cached
+        out: tuple[set[int], set[int], set[int]] = (set(), set(), set())
+        seen: dict[int, tuple[bool, bool, bool]] = {}  # per key array: channels may share one
         for a in self.animations:
             for ch in a.channels:
-                if ch.path == "scale" and ch.node not in out:
-                    key = id(ch.values)
-                    if key not in scaled:
-                        scaled[key] = bool(np.any(np.abs(ch.values - 1.0) > atol))
-                    if scaled[key]:
-                        out.add(ch.node)
+                if ch.path != "scale":
+                    continue
+                key = id(ch.values)
+                if key not in seen:
+                    v = ch.values
+                    seen[key] = (
+                        bool(np.any(np.abs(v - 1.0) > atol)),
+                        bool(np.any(v < 0.0)),
+                        bool(np.any(np.abs(v) <= atol)),
+                    )
+                for nodes, hit in zip(out, seen[key], strict=True):
+                    if hit:
+                        nodes.add(ch.node)
+        self.__dict__["_scaled_nodes"] = out
         return out
 
     def _has_scale(self, skin: Skin, scaled_nodes: set[int], atol: float = 1e-4) -> bool:

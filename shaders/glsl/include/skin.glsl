@@ -1,6 +1,13 @@
 // The bone blocks and skin_vertex(), shared by the vertex and compute shaders.
 //
-// Variants (defines; the interface differs, so each is its own SPIR-V module):
+// Variants (defines; the interface differs, so each is its own SPIR-V module). Each skinning
+// method of the registry (vkdqs/methods.py) has its block in skin_vertex() under its own define
+// and says its layout with the defines the declarations below read:
+//   SKIN_BONES_ROWS   the bone block holds the three rows of each bone's affine matrix (mat3x4),
+//                     not its dual quaternion (mat2x4);
+//   SKIN_SECOND_BLOCK a second block of mat3x4 rows per bone at binding 6 (SecondBlock);
+//   SKIN_AUX          the per-vertex aux input (xyz: center of rotation, w: DQS blend weight).
+// The methods' blocks:
 //   default           dual quaternion skinning (DQS) of rigid bones;
 //   SKIN_LBS          linear blend skinning: bones are 3x4 affine matrices;
 //   SKIN_DQS_SCALE    two-phase DQS for bones with scale/shear (Kavan et al. 2008): each bone's
@@ -21,19 +28,15 @@
 #include "dqs.glsl"
 #include "lbs.glsl"
 
-#if defined(SKIN_BLEND) || defined(SKIN_COR)
-// Per-vertex aux input (xyz: center of rotation, w: DQS blend weight) in skin_vertex().
-#define SKIN_AUX
-#endif
-
-// skin_vertex() reads bone i as BONE(i) (the DQ, or the LBS rows), BONE_MATRIX(i) ("blend": the
-// [A | t] rows) and BONE_SCALE(i) (dqs_scale, dqs_blender). With SKIN_BONES_EXTERNAL the includer
-// defines them (crowd.vert: texel buffers); otherwise they index the uniform blocks below.
+// skin_vertex() reads bone i as BONE(i) (the DQ, or the LBS rows) and BONE_MATRIX(i) /
+// BONE_SCALE(i) (the second block's rows: "blend"'s [A | t], the scale matrices of dqs_scale and
+// dqs_blender). With SKIN_BONES_EXTERNAL the includer defines them (crowd.vert: texel buffers);
+// otherwise they index the uniform blocks below.
 #ifndef SKIN_BONES_EXTERNAL
 // The number of bones the blocks hold; the Skinner sets it to the skeleton's size.
 layout(constant_id = 0) const int MAX_BONES = 128;
 
-#ifdef SKIN_LBS
+#ifdef SKIN_BONES_ROWS
 layout(std140, set = 0, binding = 0) uniform BoneBlock {
     mat3x4 bones[MAX_BONES];
 };
@@ -43,23 +46,18 @@ layout(std140, set = 0, binding = 0) uniform BoneBlock {
 };
 #endif
 
-#if defined(SKIN_DQS_SCALE) || defined(SKIN_DQS_BLENDER)
-// Per bone, the three rows of [S | 0] (dqs_blender: [S | s], Blender's scale matrix): its scale/shear in rest space (same layout as LBS bones).
-layout(std140, set = 0, binding = 6) uniform BoneScaleBlock {
-    mat3x4 bone_scales[MAX_BONES];
-};
-#endif
-
-#if defined(SKIN_BLEND)
-// Per bone, the three rows of its whole skinning matrix [A | t] (same layout as LBS bones).
-layout(std140, set = 0, binding = 6) uniform BoneMatrixBlock {
-    mat3x4 bone_matrices[MAX_BONES];
+#ifdef SKIN_SECOND_BLOCK
+// Per bone, the three rows of a second matrix (same layout as LBS bones): [S | 0], its scale/shear
+// in rest space (dqs_scale); Blender's scale matrix [S | s] (dqs_blender); its whole skinning
+// matrix [A | t] ("blend").
+layout(std140, set = 0, binding = 6) uniform SecondBlock {
+    mat3x4 bone_rows[MAX_BONES];
 };
 #endif
 
 #define BONE(i) bones[i]
-#define BONE_MATRIX(i) bone_matrices[i]
-#define BONE_SCALE(i) bone_scales[i]
+#define BONE_MATRIX(i) bone_rows[i]
+#define BONE_SCALE(i) bone_rows[i]
 #endif  // SKIN_BONES_EXTERNAL
 
 #ifdef SKIN_DQS_BLENDER
