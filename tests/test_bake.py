@@ -354,7 +354,7 @@ def test_cli_bad_fps_is_a_usage_error(rig_files, tmp_path, fps):
     ("args", "status", "message"),
     [
         (["--animation", "walk"], 1, "no animation 'walk'"),
-        (["--method", "slerp"], 1, "unknown method 'slerp'"),
+        (["--method", "slerp"], 1, "lbs, dqs, blend, cor, dqs_blender, dqs_scale, got 'slerp'"),
         (["--start", "2", "--end", "1"], 1, "before start"),
         (["--start", "nan"], 2, "the time must be"),
     ],

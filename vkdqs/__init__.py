@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import dq
+from . import dq, methods, reference
 from .errors import (
     CapabilityError,
     InputError,
@@ -25,14 +25,15 @@ from .mesh import SkinnedMesh
 from .png import PngImage
 
 if TYPE_CHECKING:
+    from .app.viewer import Viewer
     from .baking import Bake, bake, bake_to_file
     from .camera import Camera
     from .centers import centers_of_rotation
     from .clip import AnimationClip
     from .crowd import Crowd
-    from .gltf import GltfError, load_gltf
+    from .gltf import GltfError, GltfScene, load_gltf
     from .gpu.device import Device
-    from .renderer import Renderer
+    from .renderer import Instance, Renderer, RenderMesh
     from .skinner import Skinner
     from .targets import OffscreenTarget, SwapchainTarget
 
@@ -46,8 +47,10 @@ __all__ = [
     "Crowd",
     "Device",
     "GltfError",
+    "GltfScene",
     "GltfWarning",
     "InputError",
+    "Instance",
     "LimitError",
     "Material",
     "NoSuitableDeviceError",
@@ -55,6 +58,7 @@ __all__ = [
     "OffscreenTarget",
     "OwnershipError",
     "PngImage",
+    "RenderMesh",
     "Renderer",
     "Sampler",
     "ShaderError",
@@ -62,6 +66,7 @@ __all__ = [
     "Skinner",
     "SwapchainTarget",
     "ValidationLayerError",
+    "Viewer",
     "VkdqsError",
     "VulkanError",
     "__version__",
@@ -70,7 +75,9 @@ __all__ = [
     "centers_of_rotation",
     "dq",
     "load_gltf",
+    "methods",
     "procedural",
+    "reference",
 ]
 
 _LAZY = {
@@ -84,17 +91,21 @@ _LAZY = {
     "Device": ".gpu.device",
     "OffscreenTarget": ".targets",
     "Renderer": ".renderer",
+    "Instance": ".renderer",
+    "RenderMesh": ".renderer",
+    "Viewer": ".app.viewer",
     "Skinner": ".skinner",
     "SwapchainTarget": ".targets",
     "procedural": ".procedural",
     "load_gltf": ".gltf",
     "GltfError": ".gltf",
+    "GltfScene": ".gltf",
     "GltfWarning": ".gltf",
     "Material": ".material",
     "Sampler": ".material",
 }
 
-_NEEDS_VULKAN = {".crowd", ".gpu.device", ".renderer", ".skinner", ".targets"}
+_NEEDS_VULKAN = {".app.viewer", ".crowd", ".gpu.device", ".renderer", ".skinner", ".targets"}
 
 
 def __getattr__(name: str) -> Any:

@@ -182,6 +182,60 @@ def pack_clip(
     return np.ascontiguousarray(np.concatenate([pose.bones, pose.scales], -2))
 
 
+def _check_clips(clips: AnimationClip | Sequence[AnimationClip]) -> tuple[AnimationClip, ...]:
+    """A crowd's clips: at least one, all AnimationClips of the same joints, their frames within
+    :data:`MAX_FRAMES`."""
+    if isinstance(clips, AnimationClip):
+        clips = [clips]
+    if not isinstance(clips, (list, tuple)) or not clips:
+        raise InputError(
+            "clip must be a vkdqs.AnimationClip or a non-empty list of them, got "
+            f"{type(clips).__name__}"
+        )
+    for i, c in enumerate(clips):
+        if not isinstance(c, AnimationClip):
+            raise InputError(f"clip {i} must be a vkdqs.AnimationClip, got {type(c).__name__}")
+        if c.joint_count != clips[0].joint_count:
+            raise InputError(
+                f"all clips of a crowd need the same joints: clip {i} has {c.joint_count}, "
+                f"clip 0 has {clips[0].joint_count}"
+            )
+    total_frames = sum(c.frame_count for c in clips)
+    if total_frames > MAX_FRAMES:
+        raise LimitError(
+            f"a crowd's clips hold {total_frames} frames; at most {MAX_FRAMES} (frame "
+            "indices travel as exact float32)"
+        )
+    return tuple(clips)
+
+
+def _check_device_limits(
+    info: Any, count: int, clips: tuple[AnimationClip, ...], texels: int
+) -> int:
+    """Refuse a crowd whose texel buffers or sampling dispatch exceed the device's limits;
+    return the sampling dispatch's workgroup count."""
+    joints = clips[0].joint_count
+    total_frames = sum(c.frame_count for c in clips)
+    limit = info.max_texel_buffer_elements
+    for what, n in (
+        (f"the bones of {count} copies x {joints} joints", count * joints * texels),
+        (f"the clips ({total_frames} frames x {joints} joints)", total_frames * joints * texels),
+        (f"{count} copies' models and colours", count * si.CROWD_COPY.itemsize // 16),
+    ):
+        if n > limit:
+            raise LimitError(
+                f"{what} take {n} texels, more than a texel buffer holds on "
+                f"{info.name!r} (maxTexelBufferElements {limit}); use fewer copies per crowd"
+            )
+    groups = -(-count * joints // si.LOCAL_SIZE)
+    if groups > info.max_compute_work_group_count[0]:
+        raise LimitError(
+            f"sampling {count} copies x {joints} joints needs {groups} workgroups, more than "
+            f"maxComputeWorkGroupCount[0] ({info.max_compute_work_group_count[0]})"
+        )
+    return groups
+
+
 class Crowd:
     """``count`` copies of a mesh playing one clip, drawn in one instanced call.
 
@@ -203,28 +257,8 @@ class Crowd:
         rest_matrices: ArrayLike | None = None,
         centers: ArrayLike | None = None,
     ) -> None:
-        if isinstance(clips, AnimationClip):
-            clips = [clips]
-        if not isinstance(clips, (list, tuple)) or not clips:
-            raise InputError(
-                "clip must be a vkdqs.AnimationClip or a non-empty list of them, got "
-                f"{type(clips).__name__}"
-            )
-        for i, c in enumerate(clips):
-            if not isinstance(c, AnimationClip):
-                raise InputError(f"clip {i} must be a vkdqs.AnimationClip, got {type(c).__name__}")
-            if c.joint_count != clips[0].joint_count:
-                raise InputError(
-                    f"all clips of a crowd need the same joints: clip {i} has {c.joint_count}, "
-                    f"clip 0 has {clips[0].joint_count}"
-                )
+        clips = _check_clips(clips)
         clip = clips[0]
-        total_frames = sum(c.frame_count for c in clips)
-        if total_frames > MAX_FRAMES:
-            raise LimitError(
-                f"a crowd's clips hold {total_frames} frames; at most {MAX_FRAMES} (frame "
-                "indices travel as exact float32)"
-            )
         skinning = methods.get(method)
         if not skinning.crowds:
             crowd = ", ".join(m.name for m in methods.METHODS.values() if m.crowds)
@@ -239,39 +273,12 @@ class Crowd:
             raise InputError(
                 f"the clip has {clip.joint_count} joints, too few for mesh {mesh.label!r}: {exc}"
             ) from None
-        dev = owner.device
-        info = dev.info
         count = int(count)
-        joints = clip.joint_count
-        texels = skinning.crowd_texels
-        limit = info.max_texel_buffer_elements
-        for what, n in (
-            (f"the bones of {count} copies x {joints} joints", count * joints * texels),
-            (
-                f"the clips ({total_frames} frames x {joints} joints)",
-                total_frames * joints * texels,
-            ),
-            (f"{count} copies' models and colours", count * si.CROWD_COPY.itemsize // 16),
-        ):
-            if n > limit:
-                raise LimitError(
-                    f"{what} take {n} texels, more than a texel buffer holds on "
-                    f"{info.name!r} (maxTexelBufferElements {limit}); use fewer copies per crowd"
-                )
-        groups = -(-count * joints // si.LOCAL_SIZE)
-        if groups > info.max_compute_work_group_count[0]:
-            raise LimitError(
-                f"sampling {count} copies x {joints} joints needs {groups} workgroups, more than "
-                f"maxComputeWorkGroupCount[0] ({info.max_compute_work_group_count[0]})"
-            )
+        self._groups = _check_device_limits(owner.device.info, count, clips, skinning.crowd_texels)
         self.mesh = mesh
         #: The crowd's clips; ``clip`` is the first (what every copy plays until set_clips).
-        self.clips = tuple(clips)
+        self.clips = clips
         self.clip = clip
-        self._clip_of = np.zeros(count, np.int64)
-        self._first_frame = np.cumsum([0] + [c.frame_count for c in clips])[:-1]
-        self._durations = np.array([max(c.duration, 1e-30) for c in clips])
-        self._total_frames = total_frames
         self.count = count
         self.method = method
         #: the method's registry entry
@@ -280,37 +287,53 @@ class Crowd:
         self.visible = True
         self._serial = next(_SERIALS)
         self._layouts = layouts
-        self._groups = groups
-        self._bone_bytes = count * joints * texels * _TEXEL_BYTES
+        self._init_copies()
+        #: per-vertex centers of rotation given for the methods that need them (validated)
+        self.centers, rest = skinning.check_inputs(
+            mesh.mesh, clip.joint_count, centers=centers, rest_matrices=rest_matrices
+        )
+        packed = np.concatenate([pack_clip(c, method, rest) for c in clips])
+        #: The Vulkan objects this crowd made (kept by the owner; dropped by remove_crowd).
+        self._objects: list[Any] = []
+        self._owner = owner
+        self._create_buffers(packed, frames_in_flight)
+        self._last_slot: int | None = None
+
+    def _init_copies(self) -> None:
+        """Every copy's clip, time, speed, model and colour, and the copies' texels."""
+        count, clips = self.count, self.clips
+        self._clip_of = np.zeros(count, np.int64)
+        self._first_frame = np.cumsum([0] + [c.frame_count for c in clips])[:-1]
+        self._durations = np.array([max(c.duration, 1e-30) for c in clips])
+        self._total_frames = sum(c.frame_count for c in clips)
+        self._bone_bytes = count * self.clip.joint_count * self.skinning.crowd_texels * _TEXEL_BYTES
         self._times = np.zeros(count)
         # advance() is a read-modify-write of the times: this lock keeps concurrent advance /
         # set_times / set_speeds / set_clips calls from losing one another's updates.
         self._state_lock = threading.Lock()
         self._speeds = np.ones(count)
         self._models = np.broadcast_to(np.eye(4), (count, 4, 4)).copy()
-        self._colors = np.broadcast_to(default_color(mesh), (count, 4)).copy()
+        self._colors = np.broadcast_to(default_color(self.mesh), (count, 4)).copy()
         self._mirrored = False
         self._copies = np.zeros(count, si.CROWD_COPY)
         self._copies_gen = 0
         self._update_copies()
 
-        #: per-vertex centers of rotation given for the methods that need them (validated)
-        self.centers, rest = skinning.check_inputs(
-            mesh.mesh, joints, centers=centers, rest_matrices=rest_matrices
-        )
-        packed = np.concatenate([pack_clip(c, method, rest) for c in clips])
-        #: The Vulkan objects this crowd made (kept by the owner; dropped by remove_crowd).
-        self._objects: list[Any] = []
+    def _keep(self, obj: Any) -> Any:
+        """``obj``, owned by the renderer and listed as this crowd's (remove_crowd drops it)."""
+        self._objects.append(obj)
+        return self._owner.own(obj)
 
-        def keep(obj: Any) -> Any:
-            self._objects.append(obj)
-            return owner.own(obj)
-
+    def _create_buffers(self, packed: np.ndarray, frames_in_flight: int) -> None:
+        """The clip's frames, and per frame in flight the positions, bones and copies
+        buffers, the instance block and the sampling and drawing descriptor sets."""
+        dev, label = self._owner.device, self.label
         fmt = int(si.CROWD_TEXEL_FORMAT)
-        self._frames = keep(Buffer(dev, packed.nbytes, _TEXELS, label=f"{label} clip"))
-        self._frames.write(packed)
-        frames_view = keep(BufferView(dev, self._frames, fmt, label=f"{label} clip"))
-        self._pool = keep(
+        frames = self._keep(Buffer(dev, packed.nbytes, _TEXELS, label=f"{label} clip"))
+        frames.write(packed)
+        self._frames = frames
+        self._frames_view = self._keep(BufferView(dev, frames, fmt, label=f"{label} clip"))
+        self._pool = self._keep(
             DescriptorPool(
                 dev,
                 si.CROWD_SAMPLE_BINDINGS + si.CROWD_RENDER_BINDINGS,
@@ -318,55 +341,50 @@ class Crowd:
                 label=label,
             )
         )
-        self._slots = []
-        for f in range(frames_in_flight):
-            positions = keep(Buffer(dev, 8 * count, _STORAGE, label=f"{label} positions {f}"))
-            bones = keep(Buffer(dev, self._bone_bytes, _OUT_TEXELS, label=f"{label} bones {f}"))
-            copies = keep(Buffer(dev, self._copies.nbytes, _TEXELS, label=f"{label} copies {f}"))
-            bones_view = keep(BufferView(dev, bones, fmt, label=f"{label} bones {f}"))
-            copies_view = keep(BufferView(dev, copies, fmt, label=f"{label} copies {f}"))
-            block = keep(
-                Buffer(
-                    dev,
-                    si.INSTANCE_BLOCK.itemsize,
-                    vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT,
-                    label=f"{label} block {f}",
-                )
-            )
-            sample_set = self._pool.allocate(layouts.sample_set)
-            b = {x.binding: x for x in si.CROWD_SAMPLE_BINDINGS}
-            write_descriptors(
-                dev,
-                sample_set,
-                [
-                    TexelWrite(b[si.CROWD_FRAMES], frames_view),
-                    BufferWrite(b[si.CROWD_POSITIONS], positions, 0, positions.size),
-                    TexelWrite(b[si.CROWD_BONES_OUT], bones_view),
-                ],
-            )
-            render_set = self._pool.allocate(layouts.render_set)
-            b = {x.binding: x for x in si.CROWD_RENDER_BINDINGS}
-            write_descriptors(
-                dev,
-                render_set,
-                [
-                    TexelWrite(b[si.CROWD_BONES], bones_view),
-                    BufferWrite(b[si.INSTANCE], block, 0, block.size),
-                    TexelWrite(b[si.CROWD_COPIES], copies_view),
-                ],
-            )
-            self._slots.append(
-                {
-                    "positions": positions,
-                    "bones": bones,
-                    "copies": copies,
-                    "block": block,
-                    "sample_set": sample_set,
-                    "render_set": render_set,
-                    "copies_gen": -1,
-                }
-            )
-        self._last_slot: int | None = None
+        self._slots = [self._create_slot(f) for f in range(frames_in_flight)]
+
+    def _create_slot(self, f: int) -> dict[str, Any]:
+        """Frame-in-flight ``f``'s buffers and descriptor sets."""
+        dev, label, keep = self._owner.device, f"{self.label} {{}} {f}", self._keep
+        fmt = int(si.CROWD_TEXEL_FORMAT)
+        positions = keep(Buffer(dev, 8 * self.count, _STORAGE, label=label.format("positions")))
+        bones = keep(Buffer(dev, self._bone_bytes, _OUT_TEXELS, label=label.format("bones")))
+        copies = keep(Buffer(dev, self._copies.nbytes, _TEXELS, label=label.format("copies")))
+        bones_view = keep(BufferView(dev, bones, fmt, label=label.format("bones")))
+        copies_view = keep(BufferView(dev, copies, fmt, label=label.format("copies")))
+        uniform = vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
+        block = keep(Buffer(dev, si.INSTANCE_BLOCK.itemsize, uniform, label=label.format("block")))
+        sample_set = self._pool.allocate(self._layouts.sample_set)
+        b = {x.binding: x for x in si.CROWD_SAMPLE_BINDINGS}
+        write_descriptors(
+            dev,
+            sample_set,
+            [
+                TexelWrite(b[si.CROWD_FRAMES], self._frames_view),
+                BufferWrite(b[si.CROWD_POSITIONS], positions, 0, positions.size),
+                TexelWrite(b[si.CROWD_BONES_OUT], bones_view),
+            ],
+        )
+        render_set = self._pool.allocate(self._layouts.render_set)
+        b = {x.binding: x for x in si.CROWD_RENDER_BINDINGS}
+        write_descriptors(
+            dev,
+            render_set,
+            [
+                TexelWrite(b[si.CROWD_BONES], bones_view),
+                BufferWrite(b[si.INSTANCE], block, 0, block.size),
+                TexelWrite(b[si.CROWD_COPIES], copies_view),
+            ],
+        )
+        return {
+            "positions": positions,
+            "bones": bones,
+            "copies": copies,
+            "block": block,
+            "sample_set": sample_set,
+            "render_set": render_set,
+            "copies_gen": -1,
+        }
 
     def __repr__(self) -> str:
         clips = repr(self.clip) if len(self.clips) == 1 else f"{len(self.clips)} clips"

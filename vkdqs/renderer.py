@@ -49,13 +49,13 @@ from .gpu import (
     DescriptorSetLayout,
     Device,
     Fence,
+    GpuSampler,
     GraphicsPipelineDesc,
     ImageWrite,
     PipelineCache,
     PipelineLayout,
     QueryPool,
     ResourceOwner,
-    Sampler,
     Semaphore,
     TexelWrite,
     Texture,
@@ -460,7 +460,7 @@ class Renderer(ResourceOwner):
         # array identity (the array is kept, so its id stays unique) and by Sampler value.
         self._materials: dict[int, tuple[Material, _GpuMaterial]] = {}
         self._textures: dict[int, tuple[np.ndarray | None, Texture]] = {}
-        self._samplers: dict[Any, Sampler] = {}
+        self._samplers: dict[Any, GpuSampler] = {}
         self._constant_row: Buffer | None = None
         self._blend_noted = False
         try:
@@ -549,11 +549,11 @@ class Renderer(ResourceOwner):
             self._textures[id(rgba)] = entry
         return entry[1]
 
-    def _sampler(self, material: Material) -> Sampler:
+    def _sampler(self, material: Material) -> GpuSampler:
         key = material.sampler if material.texture is not None else None
         if key not in self._samplers:
             desc = material.sampler if key is not None else Material().sampler
-            self._samplers[key] = self.own(Sampler(self.device, desc, label=f"sampler {key}"))
+            self._samplers[key] = self.own(GpuSampler(self.device, desc, label=f"sampler {key}"))
         return self._samplers[key]
 
     def _constant(self) -> Buffer:

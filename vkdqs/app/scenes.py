@@ -161,6 +161,8 @@ class CandyWrapperScene:
         self.left_out: dict[str, str] = {}
         self._render_mesh = renderer.add_mesh(self.mesh, label="candy wrapper")
         self.instances: dict[str, Instance] = {}
+        for method in registry.BOTH:  # the others when first shown
+            self._add_instance(method)
         self.twist = 0.0
         self.bend = 0.0
         self.period = float(period)
@@ -483,6 +485,8 @@ class GltfScenePlayer:
         self._offsets = {m: _translation(np.zeros(3)) for m in _ALL_METHODS}
         #: (id(geometry), method) -> the geometry a method needs uploaded (a DQS fraction added)
         self._method_meshes: dict[tuple[int, str], RenderMesh] = {}
+        for method in registry.BOTH:  # the others when first shown
+            self._add_instances(method)
         self._measure()
         self.show(methods)
         renderer.camera.yaw, renderer.camera.pitch = 0.25, 0.15
@@ -1007,7 +1011,7 @@ class CrowdScene:
         return False
 
     def label(self) -> str:
-        return f"{_methods_label(','.join(self._shown()))}, a crowd of {self.count} ({self.clip!r})"
+        return f"{_methods_label(self._shown())}, a crowd of {self.count} ({self.clip!r})"
 
     # -- what stills.Decorations labels: one label under each grid shown -----------------------
 

@@ -650,7 +650,7 @@ class GltfScene:
                     "joints": sk.joint_count,
                     "joint_names": list(sk.joint_names),
                     "max_influences": traits.max_influences,
-                    "scaled_joints": traits.scale,
+                    "scaled_joints": self._has_scale(sk, self._scale_animated()[0]),
                     "rest_skinning_scale": [float(cols.min()), float(cols.max())],
                     "methods": [m.name for m in methods.shown() if m.check(traits) is None],
                     "refused": {m.name: why for m in methods.shown() if (why := m.check(traits))},

@@ -26,7 +26,7 @@ from .descriptors import (
     write_descriptors,
 )
 from .device import VALIDATION_LAYER, Device, DeviceInfo, ValidationMessage, available_layers
-from .images import Image, ImageView, Sampler, Texture, can_blit_mips, pick_depth_format
+from .images import GpuSampler, Image, ImageView, Texture, can_blit_mips, pick_depth_format
 from .memory import Buffer, BufferView, texel_buffer
 from .objects import DeviceObject, ResourceOwner
 from .pipelines import (
@@ -60,6 +60,7 @@ __all__ = [
     "DeviceObject",
     "Fence",
     "Framebuffer",
+    "GpuSampler",
     "GraphicsPipeline",
     "GraphicsPipelineDesc",
     "Image",
@@ -71,7 +72,6 @@ __all__ = [
     "RenderPass",
     "RenderPassDesc",
     "ResourceOwner",
-    "Sampler",
     "Semaphore",
     "ShaderModule",
     "SpecConstants",

@@ -366,7 +366,7 @@ class Texture(DeviceObject):
             _barrier(cmd, image, 0, levels, dst, read, transfer, fragment)
 
 
-class Sampler(DeviceObject):
+class GpuSampler(DeviceObject):
     """A ``VkSampler`` for a :class:`vkdqs.material.Sampler` (filters, mipmap mode, wrap modes).
 
     A sampler without a mipmap mode samples only level 0 (``maxLod`` 0)."""
