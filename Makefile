@@ -5,7 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEB_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslc spirv-tools xvfb
 
-.PHONY: demo test soak deps venv lint format shaders check-shaders bench figures pictures clean
+.PHONY: demo test soak deps venv lint format shaders check-shaders bench figures pictures docs \
+	docs-check docs-tools clean
 
 demo: deps venv
 	$(PY) -m vkdqs demo
@@ -84,5 +85,19 @@ pictures: deps venv
 	@test -n "$(FOX)" || { echo "usage: make pictures FOX=path/to/Fox.glb" >&2; exit 2; }
 	$(PY) docs/make_pictures.py "$(FOX)"
 
+# The docs site (mkdocs.yml; the `docs` extra, which `make venv` installs with `test`): the
+# gallery's pictures from examples/ on lavapipe, then the site in site/. A broken link, heading
+# or API reference fails the build (--strict). `make docs-check` only builds (a few seconds).
+docs: deps venv docs-tools
+	$(PY) docs/make_gallery.py
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-check: venv docs-tools
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-tools: venv
+	@$(PY) -c "import material, mkdocstrings_handlers.python" 2>/dev/null \
+	  || $(PY) -m pip install -q -e '.[docs]'
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .ruff_cache

@@ -1,5 +1,5 @@
-"""Make the README's pictures of a real model (``make pictures FOX=path/to/Fox.glb``): the Fox
-as LBS | DQS side by side (``docs/fox-lbs-dqs.png``) and coloured by |DQS - LBS| per vertex
+"""Make the pictures of a real model on docs/gltf.md (``make pictures FOX=path/to/Fox.glb``): the
+Fox as LBS | DQS side by side (``docs/fox-lbs-dqs.png``) and coloured by |DQS - LBS| per vertex
 (``docs/fox-diff.png``), as ``vkdqs render`` draws stills (:func:`vkdqs.app.stills.render_still`).
 
 The Fox is not in this repository: it is Khronos glTF-Sample-Assets' ``Models/Fox/glTF-Binary/

@@ -393,14 +393,13 @@ def test_cli_bakes_a_file(rig_files, tmp_path, device):
         assert z["positions"].shape == (31, 43, 3)
 
 
-def test_readme_baking_example_runs(rig_files, tmp_path, monkeypatch):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme[readme.index("## Baking") :]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+def test_docs_baking_example_runs(rig_files, tmp_path, monkeypatch):
+    page = (Path(__file__).resolve().parents[1] / "docs" / "baking.md").read_text()
+    code = re.search(r"```python\n(.*?)```", page, re.S).group(1)
     monkeypatch.chdir(tmp_path)
     code = code.replace('"model.glb"', repr(str(rig_files["rigid"]))).replace('"Walk"', '"step"')
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, "docs/baking.md", "exec"), namespace)
     assert namespace["bake"].positions.shape == (61, 43, 3)
     assert (tmp_path / "walk.glb").is_file()
     with np.load(tmp_path / "walk.npz") as z:

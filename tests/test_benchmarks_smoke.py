@@ -105,7 +105,7 @@ def test_crowd_benchmark_smoke(tmp_path, device):
 def test_crowd_benchmark_without_pygfx(tmp_path, device):
     """pygfx is an optional outside reference, not a dependency: where it cannot be imported
     (simulated by a stub that fails to import), --pygfx says so in one line and measures the
-    rest. The pygfx rows themselves were measured by hand (README, Crowds)."""
+    rest. The pygfx rows themselves were measured by hand (docs/crowds.md)."""
     stub = tmp_path / "stub"
     (stub / "pygfx").mkdir(parents=True)
     (stub / "pygfx" / "__init__.py").write_text("raise ImportError('no pygfx here')\n")

@@ -41,6 +41,7 @@ def rig(rng, n, slots, bones, *, blend=False):
         rng.normal(size=(n, 3)),
         joints,
         weights,
+        np.arange(n // 3 * 3),  # a triangle soup, for the renderer
         dqs_blend=rng.uniform(0.0, 1.0, n) if blend else None,
     )
 
@@ -122,6 +123,36 @@ def test_get_and_parse_name_the_methods():
         registry.get("slerp")
     assert registry.parse_methods("all") == tuple(m.name for m in registry.shown())
     assert registry.label(registry.DIFF) == "|DQS - LBS|"
+
+
+@pytest.mark.parametrize("method", [m.name for m in registry.METHODS.values() if m.crowds])
+def test_every_crowd_method_samples_whole_frames_as_an_instance_packs_them(device, method):
+    """On a whole frame a crowd's sampled bones are the instance packing of that frame: its
+    bone block, then its second block (crowd_texels texels a bone)."""
+    rng = np.random.default_rng(zlib.crc32(method.encode()))
+    bones = 6
+    skinning = registry.get(method)
+    mesh = rig(rng, 200, 4, bones, blend="dqs_blend" in skinning.needs)
+    extra = inputs(method, mesh, bones, rng)
+    frames = poses(method, bones, rng, 5)  # 4 copies on frames 0..3 of 5 (5 would wrap to 0)
+    if not skinning.crowd_scale:
+        frames = dq.to_matrices(dq.random_rigid(5 * bones, rng)).reshape(5, bones, 4, 4)
+    clip = AnimationClip(frames, 10.0)
+    with (
+        OffscreenTarget(device, 32, 24) as target,
+        Renderer(device, target) as renderer,
+    ):
+        rm = renderer.add_mesh(mesh)
+        crowd = renderer.add_crowd(rm, clip, count=4, method=method, **extra)
+        crowd.set_times(np.arange(4) / 10.0)  # copy c on frame c
+        renderer.render_image()
+        got = crowd.read_bones()
+    assert got.shape == (4, bones, skinning.crowd_texels, 4)
+    rest = extra.get("rest_matrices")
+    for c in range(4):
+        pose = skinning.pack(frames[c], bones, allow_scale=False, rest_matrices=rest)
+        want = pose.bones if pose.scales is None else np.concatenate([pose.bones, pose.scales], 1)
+        np.testing.assert_allclose(got[c], want, atol=2e-6)
 
 
 # -- one rule: check() agrees with the packers -------------------------------------------------

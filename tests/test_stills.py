@@ -256,7 +256,7 @@ def test_bad_scalar_and_overlay_inputs(device):
 
 
 def test_the_picture_script_runs_on_a_model(device, rig_path, tmp_path, capsys):
-    """docs/make_pictures.py (the README's Fox pictures) on the test rig: both stills written,
+    """docs/make_pictures.py (docs/gltf.md's Fox pictures) on the test rig: both stills written,
     the same pixels on a second run; a missing model is one line."""
     import importlib.util
     from pathlib import Path

@@ -487,8 +487,8 @@ class SkinnedMesh:
             )
 
     def with_dqs_blend(self, blend: float | ArrayLike) -> SkinnedMesh:
-        """This mesh with ``blend`` (a number, or one per vertex in [0, 1]) as its per-vertex
-        DQS fraction for ``method="blend"``, everything else the same."""
+        """A copy of this mesh with ``blend`` (a number, or one per vertex in [0, 1]) as its
+        per-vertex DQS fraction for ``method="blend"``, everything else the same."""
         b = np.asarray(blend, dtype=np.float64)
         return SkinnedMesh(
             self.positions,
