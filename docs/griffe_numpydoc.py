@@ -29,14 +29,7 @@ LITERAL_BLOCK = re.compile(r"(?<=\S)::$", re.M)
 
 # object path -> (text in its docstring, replacement). Each one is a docstring problem to fix in
 # vkdqs/ itself; the replacement only makes the current text render.
-FIXES: dict[str, tuple[str, str]] = {
-    # Free text after the Parameters section reads as a malformed parameter: it belongs in a
-    # Notes section.
-    "vkdqs.skinner.Skinner": (
-        "\n\n``max_batch_bytes`` (default 64 MiB)",
-        "\n\nNotes\n-----\n``max_batch_bytes`` (default 64 MiB)",
-    ),
-}
+FIXES: dict[str, tuple[str, str]] = {}
 
 log = logging.getLogger("mkdocs.plugins.griffe_numpydoc")
 

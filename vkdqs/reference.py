@@ -95,7 +95,8 @@ def morph(
 
     Returns
     -------
-    positions, normals : ndarray of float64, [N, 3]
+    positions : ndarray of float64, [N, 3]
+    normals : ndarray of float64, [N, 3]
     """
     p = _as_float(positions, "positions")
     n = _as_float(normals, "normals")

@@ -145,6 +145,8 @@ class Skinner(ResourceOwner):
         For ``"cor"``: each vertex's center of rotation; computed on this device with
         :func:`vkdqs.centers_of_rotation` (the mesh needs triangles) when not given.
 
+    Notes
+    -----
     ``max_batch_bytes`` (default 64 MiB) bounds the buffers of one submission: a larger
     ``skin_many`` batch runs in several, so the Skinner's memory does not grow with P.
     """
@@ -511,16 +513,20 @@ class Skinner(ResourceOwner):
 
         Parameters
         ----------
-        bones : array, (B, 2, 4) unit dual quaternions or (B, 4, 4) matrices for DQS (rigid, or
-            with scale/shear: two-phase DQS); (B, 4, 4) / (B, 3, 4) affine matrices (or (B, 2, 4)
+        bones : array_like, (B, ...)
+            The pose in a layout the method packs (:meth:`vkdqs.methods.SkinningMethod.pack`):
+            (B, 2, 4) unit dual quaternions or (B, 4, 4) matrices for DQS (rigid, or with
+            scale/shear: two-phase DQS); (B, 4, 4) / (B, 3, 4) affine matrices (or (B, 2, 4)
             dual quaternions) for LBS.
-        morph_weights : array, (M,), optional
+        morph_weights : array_like, (M,), optional
             Weights of the mesh's morph targets, applied before skinning
-            (:func:`vkdqs.reference.morph`); None leaves the rest shape. Any number may be non-zero.
+            (:func:`vkdqs.reference.morph`); None leaves the rest shape. Any number may be
+            non-zero.
 
         Returns
         -------
-        positions, normals : ndarray, float32, (N, 3) each
+        positions : ndarray, float32, (N, 3)
+        normals : ndarray, float32, (N, 3)
         """
         if morph_weights is not None:
             w = self.mesh.check_morph_weights(morph_weights)

@@ -13,7 +13,7 @@ saying that ``close()`` was not called.
 
 Threads: any thread may use a Device. One lock guards the queue (every submission, present and
 ``vkDeviceWaitIdle``) and the registry of children; each Skinner, Renderer and target adds a lock
-of its own (see the README's "Threads" section).
+of its own (see the docs' "Objects, owners and threads" page, docs/threads.md).
 """
 
 from __future__ import annotations
