@@ -3,6 +3,11 @@
 The validation layer is always on when it is installed. With ``VKDQS_REQUIRE_DEVICE=1`` (set by
 ``.ci/run`` and ``make test``) a missing Vulkan device or validation layer fails the run instead of
 skipping the GPU tests.
+
+Tests that open a Vulkan device are marked ``gpu``: those using the ``device``, ``fresh_device`` or
+``xvfb`` fixtures automatically, the others (their own Devices, subprocesses that open one)
+explicitly. ``pytest -m "not gpu"`` runs the rest with the Vulkan loader pointed at no driver, so
+an unmarked test that opens a device fails instead of quietly running on the GPU.
 """
 
 from __future__ import annotations
@@ -31,7 +36,35 @@ _VALIDATION_RECORDS = _ValidationRecords()
 logging.getLogger("vkdqs.validation").addHandler(_VALIDATION_RECORDS)
 
 
+#: Fixtures that open a Vulkan device (or a window's display): tests using them are ``gpu``.
+_GPU_FIXTURES = frozenset({"device", "fresh_device", "xvfb"})
+
+#: Where the Vulkan loader looks for drivers when ``-m`` leaves out every ``gpu`` test: no file,
+#: so a test that opens a device without being marked ``gpu`` fails, its subprocesses too.
+_NO_DRIVER = "/nonexistent/vkdqs-gpu-tests-deselected-mark-this-test-gpu.json"
+
+
+def _gpu_deselected(config) -> bool:
+    """Whether the ``-m`` expression excludes every test marked ``gpu``."""
+    markexpr = config.getoption("markexpr", "")
+    if not markexpr:
+        return False
+    try:
+        from _pytest.mark.expression import Expression
+
+        return not Expression.compile(markexpr).evaluate(lambda name, **kw: name == "gpu")
+    except Exception:  # an expression or a pytest this does not understand: no guard
+        return False
+
+
+_SAVED_DRIVERS: dict[str, str | None] = {}
+
+
 def pytest_configure(config):
+    if _gpu_deselected(config):
+        for variable in ("VK_DRIVER_FILES", "VK_ICD_FILENAMES"):
+            _SAVED_DRIVERS[variable] = os.environ.get(variable)
+            os.environ[variable] = _NO_DRIVER
     # Every Device the code under test opens gets the validation layer when it is installed.
     try:
         from vkdqs.gpu.device import VALIDATION_LAYER, available_layers
@@ -42,6 +75,21 @@ def pytest_configure(config):
             os.environ.setdefault("VKDQS_SYNC_VALIDATION", "1")
     except Exception:  # no Vulkan loader: the GPU fixtures report it
         pass
+
+
+def pytest_unconfigure(config):
+    for variable, value in _SAVED_DRIVERS.items():
+        if value is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = value
+    _SAVED_DRIVERS.clear()
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _GPU_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.gpu)
 
 
 def _require_device() -> bool:
@@ -102,6 +150,8 @@ def _no_validation_messages(request):
 
 
 def pytest_report_header(config):
+    if _gpu_deselected(config):
+        return f"vkdqs device: not opened (-m {config.getoption('markexpr')!r} leaves out gpu)"
     try:
         from vkdqs.gpu.device import VALIDATION_LAYER, Device, available_layers
 

@@ -353,9 +353,10 @@ def test_cli_bad_fps_is_a_usage_error(rig_files, tmp_path, fps):
 @pytest.mark.parametrize(
     ("args", "status", "message"),
     [
-        (["--animation", "walk"], 1, "no animation 'walk'"),
+        # these two are found after the CLI has opened its device
+        pytest.param(["--animation", "walk"], 1, "no animation 'walk'", marks=pytest.mark.gpu),
         (["--method", "slerp"], 1, "lbs, dqs, blend, cor, dqs_blender, dqs_scale, got 'slerp'"),
-        (["--start", "2", "--end", "1"], 1, "before start"),
+        pytest.param(["--start", "2", "--end", "1"], 1, "before start", marks=pytest.mark.gpu),
         (["--start", "nan"], 2, "the time must be"),
     ],
 )
@@ -367,6 +368,7 @@ def test_cli_errors_are_one_line(rig_files, tmp_path, args, status, message):
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("vkdqs: error: ")
 
 
+@pytest.mark.gpu  # the missing output folder is found after the device is open
 def test_cli_unknown_extension_and_missing_file(rig_files, tmp_path):
     result = _cli(rig_files["rigid"], "--out", tmp_path / "x.obj")
     assert result.returncode == 2
@@ -393,6 +395,7 @@ def test_cli_bakes_a_file(rig_files, tmp_path, device):
         assert z["positions"].shape == (31, 43, 3)
 
 
+@pytest.mark.gpu  # the docs' example bakes on a Device of its own
 def test_docs_baking_example_runs(rig_files, tmp_path, monkeypatch):
     page = (Path(__file__).resolve().parents[1] / "docs" / "baking.md").read_text()
     code = re.search(r"```python\n(.*?)```", page, re.S).group(1)

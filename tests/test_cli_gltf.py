@@ -96,6 +96,7 @@ def test_a_malformed_file_is_one_error_line(rig_glb, tmp_path, capsys, command):
     assert not (tmp_path / "frame.png").exists()
 
 
+@pytest.mark.gpu  # the bad animation is found after the device is open
 def test_missing_file_and_bad_animation(rig_glb, tmp_path, capsys):
     assert cli.main(["info", str(tmp_path / "nothing.glb")]) == 1
     err = capsys.readouterr().err

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# Each example opens a Vulkan device in its own process.
+pytestmark = pytest.mark.gpu
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 

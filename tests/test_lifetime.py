@@ -14,6 +14,9 @@ from vkdqs.skinner import Skinner
 
 from .conftest import _open_device
 
+# Every test opens Devices (through the fixtures, or its own in a loop).
+pytestmark = pytest.mark.gpu
+
 
 def _rss_mib() -> float:
     with open("/proc/self/statm") as f:

@@ -197,6 +197,7 @@ def _forgotten_device_cycle(mesh, pose) -> None:
     # dropped without close(): the finalizers must release both
 
 
+@pytest.mark.gpu  # opens its own Devices
 def test_forgotten_devices_are_released_by_the_garbage_collector():
     """Devices (each with a Skinner that skinned once) dropped without close() leave no threads
     and no memory behind once collected, and each warns that close() was not called."""

@@ -9,6 +9,9 @@ import pytest
 from . import soak
 from .conftest import _open_device, validation_available
 
+# Every soak opens Devices (the validated fixture too).
+pytestmark = pytest.mark.gpu
+
 
 @pytest.fixture
 def validated() -> bool:

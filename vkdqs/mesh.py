@@ -169,10 +169,36 @@ class SkinnedMesh:
         uvs: ArrayLike | None = None,
         colors: ArrayLike | None = None,
     ) -> None:
+        pos = self._check_positions(positions)
+        n = pos.shape[0]
+        tri = None if indices is None else self._check_indices(indices, n)
+        nrm = self._check_normals(normals, pos, tri)
+        jnt, wgt = self._check_influences(joints, weights, pos.shape)
+        j4, w4 = self._pack_influences(jnt, wgt)
+
+        self.positions: NDArray[np.float32] = _frozen(pos.astype(np.float32))
+        self.normals: NDArray[np.float32] = _frozen(nrm.astype(np.float32))
+        self.joints: NDArray[np.uint32] = _frozen(j4)
+        self.weights: NDArray[np.float32] = _frozen(w4.astype(np.float32))
+        self.indices: NDArray[np.uint32] | None = None if tri is None else _frozen(tri)
+        self.dqs_blend: NDArray[np.float32] | None = (
+            None if dqs_blend is None else _frozen(self._check_dqs_blend(dqs_blend, n))
+        )
+        mp, mn = self._check_morphs(morph_positions, morph_normals, n)
+        self.morph_positions: NDArray[np.float32] | None = mp
+        self.morph_normals: NDArray[np.float32] | None = mn
+        self.uvs: NDArray[np.float32] | None = (
+            None if uvs is None else _frozen(self._check_rows(uvs, n, "uvs", (2,)))
+        )
+        self.colors: NDArray[np.float32] | None = (
+            None if colors is None else _frozen(self._check_colors(colors, n))
+        )
+
+    @staticmethod
+    def _check_positions(positions: ArrayLike) -> NDArray[np.float64]:
         pos = _real_array(positions, "positions")
         if pos.ndim != 2 or pos.shape[1] != 3 or pos.shape[0] < 1:
             raise InputError(f"positions must have shape (N, 3) with N >= 1, got {_describe(pos)}")
-        n = pos.shape[0]
         pos = pos.astype(np.float64, copy=False)
         if not np.isfinite(pos).all():
             v, c = _first(~np.isfinite(pos))
@@ -183,8 +209,14 @@ class SkinnedMesh:
                 f"positions[{v}, {c}] = {pos[v, c]:g} exceeds +-{MAX_MAGNITUDE:g}: the GPU "
                 "computes in float32 and larger coordinates would overflow"
             )
+        return pos
 
-        tri = None if indices is None else self._check_indices(indices, n)
+    @staticmethod
+    def _check_normals(
+        normals: ArrayLike | None, pos: NDArray[np.float64], tri: NDArray[np.uint32] | None
+    ) -> NDArray[np.float64]:
+        """Unit normals: the given ones checked and normalized, or smooth ones from ``tri``."""
+        n = pos.shape[0]
         if normals is None:
             if tri is None:
                 raise InputError(
@@ -211,8 +243,15 @@ class SkinnedMesh:
         if np.any(short):
             v = int(np.argmax(short))
             raise InputError(f"normals[{v}] = {nrm[v].tolist()} has zero length")
-        nrm = scaled / length[:, None]
+        return scaled / length[:, None]
 
+    @staticmethod
+    def _check_influences(
+        joints: ArrayLike, weights: ArrayLike, shape: tuple[int, ...]
+    ) -> tuple[np.ndarray, NDArray[np.float64]]:
+        """``joints`` and ``weights`` as ``(N, K)`` arrays (a 1-D one is ``(N, 1)``), joints
+        non-negative integers, weights finite and ``>= 0``; ``shape`` is the positions'."""
+        n = shape[0]
         jnt = _int_array(joints, "joints")
         if jnt.ndim == 1:  # one influence per vertex: (N,) -> (N, 1)
             jnt = jnt[:, None]
@@ -221,7 +260,7 @@ class SkinnedMesh:
         if jnt.shape[0] != n:
             raise InputError(
                 f"joints has {jnt.shape[0]} rows but positions has {n}: "
-                f"joints {jnt.shape} vs positions {pos.shape}"
+                f"joints {jnt.shape} vs positions {shape}"
             )
         wgt = _real_array(weights, "weights")
         if wgt.ndim == 1:
@@ -240,7 +279,14 @@ class SkinnedMesh:
         if np.any(wgt < 0):
             v, s = _first(wgt < 0)
             raise InputError(f"weights[{v}, {s}] = {wgt[v, s]}: weights must be >= 0")
+        return jnt, wgt
 
+    @staticmethod
+    def _pack_influences(
+        jnt: np.ndarray, wgt: NDArray[np.float64]
+    ) -> tuple[NDArray[np.uint32], NDArray[np.float64]]:
+        """The checked influences in S = 4 or 8 slots, sorted by weight, unused slots on joint
+        0, weights summing to 1 (all-zero rows stay zero): (joints uint32, weights float64)."""
         used = wgt > 0
         counts = used.sum(axis=1)
         if np.any(counts > MAX_INFLUENCES):
@@ -264,37 +310,27 @@ class SkinnedMesh:
         w4 /= np.where(top > 0, top, 1.0)
         total = w4.sum(axis=1)
         w4 /= np.where(total > 0, total, 1.0)[:, None]
+        return j4, w4
 
-        self.positions: NDArray[np.float32] = _frozen(pos.astype(np.float32))
-        self.normals: NDArray[np.float32] = _frozen(nrm.astype(np.float32))
-        self.joints: NDArray[np.uint32] = _frozen(j4)
-        self.weights: NDArray[np.float32] = _frozen(w4.astype(np.float32))
-        self.indices: NDArray[np.uint32] | None = None if tri is None else _frozen(tri)
-        self.dqs_blend: NDArray[np.float32] | None = (
-            None if dqs_blend is None else _frozen(self._check_dqs_blend(dqs_blend, n))
-        )
-        self.morph_positions: NDArray[np.float32] | None = self._check_morph(
-            morph_positions, "morph_positions", n
-        )
-        self.morph_normals: NDArray[np.float32] | None = self._check_morph(
-            morph_normals, "morph_normals", n
-        )
-        if self.morph_positions is not None and self.morph_normals is not None:
-            mp, mn = len(self.morph_positions), len(self.morph_normals)
-            if mp != mn:
-                raise InputError(
-                    f"morph_positions has {mp} targets but morph_normals has {mn}: "
-                    "both must have shape (M, N, 3) with the same M"
-                )
-        self.uvs: NDArray[np.float32] | None = (
-            None if uvs is None else _frozen(self._check_rows(uvs, n, "uvs", (2,)))
-        )
-        self.colors: NDArray[np.float32] | None = None
-        if colors is not None:
-            c = self._check_rows(colors, n, "colors", (3, 4))
-            self.colors = _frozen(
-                c if c.shape[1] == 4 else np.hstack([c, np.ones((n, 1), c.dtype)])
+    @classmethod
+    def _check_morphs(
+        cls, morph_positions: ArrayLike | None, morph_normals: ArrayLike | None, n: int
+    ) -> tuple[NDArray[np.float32] | None, NDArray[np.float32] | None]:
+        """Both kinds of morph deltas, checked, read-only, with the same number of targets."""
+        mp = cls._check_morph(morph_positions, "morph_positions", n)
+        mn = cls._check_morph(morph_normals, "morph_normals", n)
+        if mp is not None and mn is not None and len(mp) != len(mn):
+            raise InputError(
+                f"morph_positions has {len(mp)} targets but morph_normals has {len(mn)}: "
+                "both must have shape (M, N, 3) with the same M"
             )
+        return mp, mn
+
+    @classmethod
+    def _check_colors(cls, colors: ArrayLike, n: int) -> NDArray[np.float32]:
+        """``colors`` as RGBA float32 ``(N, 4)`` (alpha 1 for RGB)."""
+        c = cls._check_rows(colors, n, "colors", (3, 4))
+        return c if c.shape[1] == 4 else np.hstack([c, np.ones((n, 1), c.dtype)])
 
     @staticmethod
     def _check_morph(deltas: ArrayLike | None, name: str, n: int) -> NDArray[np.float32] | None:

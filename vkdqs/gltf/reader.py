@@ -387,61 +387,101 @@ class _Reader(_AccessorReader):
         self, path: str, prim: dict, attrs: dict, mode: int, flat_normals: bool
     ) -> Primitive:
         apath = f"{path}.attributes"
+        positions = self._positions(path, attrs, apath)
+        n = len(positions)
+
+        def same_count(acc: _Accessor, user: str) -> None:
+            if acc.count != n:
+                self.fail(user, f"has {acc.count} elements but POSITION has {n}")
+
+        normals = self._normals(attrs, apath, n, same_count)
+        morph_p, morph_n, target_count = self._morph_targets(prim, path, n, same_count)
+        joints, weights = self._skin_attributes(attrs, apath, n, same_count)
+        uvs, colors, tangents = self._surface_attributes(attrs, apath, n, same_count)
+        # Everything with one row per vertex (a flat-shaded primitive repeats them per corner).
+        vertex: dict[str, NDArray | None] = {
+            "positions": positions,
+            "joints": joints,
+            "weights": weights,
+            "dqs_blend": self._dqs_blend(attrs, apath, n, same_count),
+            "uvs": uvs,
+            "colors": colors,
+            "tangents": tangents,
+        }
+        morphs = {"morph_positions": morph_p, "morph_normals": morph_n}
+        tri = self._triangles(path, prim, mode, n)
+        computed = normals is None
+        if computed and flat_normals:
+            tri = self._flat_shaded(path, tri, vertex, morphs, target_count)
+        return Primitive(
+            normals=self._checked_normals(path, vertex["positions"], normals, tri),
+            indices=tri.astype(np.uint32),
+            mode=mode,
+            normals_computed=computed,
+            target_count=target_count,
+            **vertex,
+            **morphs,
+        )
+
+    def _positions(self, path: str, attrs: dict, apath: str) -> NDArray[np.float32]:
+        """POSITION as float32 ``(N, 3)``: KHR_mesh_quantization integers as they are,
+        normalized ones mapped to [-1, 1] / [0, 1] (the node transform, or a skin's inverse bind
+        matrices, dequantizes them)."""
         if "POSITION" not in attrs:
             self.fail(apath, "POSITION is missing; vkdqs needs vertex positions")
         pos = self._vec3_attribute(attrs, apath, "POSITION", _QUANTIZED_POSITION)
         n = pos.count
         # The primitive's own positions and normals (float32 and the float64 normals math).
         self.charge(n * 48, path, f"{n} vertices")
-        # KHR_mesh_quantization: integers as they are, normalized ones mapped to [-1, 1] /
-        # [0, 1]; the node transform (or a skin's inverse bind matrices) dequantizes them
         if pos.component_type == FLOAT:
-            positions = pos.data.astype(np.float32)
-        else:
-            self.charge(n * 24, f"{apath}.POSITION", f"dequantizing {n} positions")
-            positions = pos.floats().astype(np.float32)
+            return pos.data.astype(np.float32)
+        self.charge(n * 24, f"{apath}.POSITION", f"dequantizing {n} positions")
+        return pos.floats().astype(np.float32)
 
-        def same_count(acc: _Accessor, user: str) -> None:
-            if acc.count != n:
-                self.fail(user, f"has {acc.count} elements but POSITION has {n}")
+    def _normals(
+        self, attrs: dict, apath: str, n: int, same_count: Any
+    ) -> NDArray[np.float32] | None:
+        """NORMAL as float32 ``(N, 3)``, or None without one."""
+        if "NORMAL" not in attrs:
+            return None
+        user = f"{apath}.NORMAL"
+        nrm = self._vec3_attribute(attrs, apath, "NORMAL", _QUANTIZED_NORMAL)
+        same_count(nrm, user)
+        if nrm.component_type == FLOAT:
+            return nrm.data.astype(np.float32)
+        # normalized integers are unit only to within their precision: renormalize (zero ones
+        # stay zero and are recomputed by _checked_normals)
+        self.charge(n * 32, user, f"dequantizing {n} normals")
+        v = nrm.floats()
+        length = np.linalg.norm(v, axis=1, keepdims=True)
+        return (v / np.where(length > 0.0, length, 1.0)).astype(np.float32)
 
-        normals = None
-        if "NORMAL" in attrs:
-            user = f"{apath}.NORMAL"
-            nrm = self._vec3_attribute(attrs, apath, "NORMAL", _QUANTIZED_NORMAL)
-            same_count(nrm, user)
-            if nrm.component_type == FLOAT:
-                normals = nrm.data.astype(np.float32)
-            else:
-                # normalized integers are unit only to within their precision: renormalize
-                # (zero ones stay zero and are recomputed below)
-                self.charge(n * 32, user, f"dequantizing {n} normals")
-                v = nrm.floats()
-                length = np.linalg.norm(v, axis=1, keepdims=True)
-                normals = (v / np.where(length > 0.0, length, 1.0)).astype(np.float32)
+    def _dqs_blend(
+        self, attrs: dict, apath: str, n: int, same_count: Any
+    ) -> NDArray[np.float32] | None:
+        """The application attribute ``_DQS_BLEND`` as float32 ``(N,)`` in [0, 1], or None."""
+        if DQS_BLEND_ATTRIBUTE not in attrs:
+            return None
+        user = f"{apath}.{DQS_BLEND_ATTRIBUTE}"
+        ba = self.typed_accessor(
+            self.as_index(attrs[DQS_BLEND_ATTRIBUTE], user, "accessors"),
+            user,
+            ("SCALAR",),
+            ((FLOAT, False), (UNSIGNED_BYTE, True), (UNSIGNED_SHORT, True)),
+            vertex=True,
+        )
+        same_count(ba, user)
+        self.charge(n * 12, user, f"{n} DQS blend values")
+        b = ba.floats()[:, 0]
+        bad = ~((b >= 0.0) & (b <= 1.0))
+        if np.any(bad):
+            v = int(np.argmax(bad))
+            self.fail(user, f"vertex {v} has DQS blend {b[v]}, not in [0, 1]")
+        return b.astype(np.float32)
 
-        morph_p, morph_n, target_count = self._morph_targets(prim, path, n, same_count)
-        joints, weights = self._skin_attributes(attrs, apath, n, same_count)
-        uvs, colors, tangents = self._surface_attributes(attrs, apath, n, same_count)
-        dqs_blend = None
-        if DQS_BLEND_ATTRIBUTE in attrs:
-            user = f"{apath}.{DQS_BLEND_ATTRIBUTE}"
-            ba = self.typed_accessor(
-                self.as_index(attrs[DQS_BLEND_ATTRIBUTE], user, "accessors"),
-                user,
-                ("SCALAR",),
-                ((FLOAT, False), (UNSIGNED_BYTE, True), (UNSIGNED_SHORT, True)),
-                vertex=True,
-            )
-            same_count(ba, user)
-            self.charge(n * 12, user, f"{n} DQS blend values")
-            b = ba.floats()[:, 0]
-            bad = ~((b >= 0.0) & (b <= 1.0))
-            if np.any(bad):
-                v = int(np.argmax(bad))
-                self.fail(user, f"vertex {v} has DQS blend {b[v]}, not in [0, 1]")
-            dqs_blend = b.astype(np.float32)
-
+    def _triangles(self, path: str, prim: dict, mode: int, n: int) -> NDArray[np.int64]:
+        """The primitive's triangle list ``[3 T]`` (int64): its ``indices`` (or ``arange`` when
+        it has none) checked against ``n`` vertices, strips and fans converted."""
         if "indices" in prim:
             user = f"{path}.indices"
             ia = self.typed_accessor(
@@ -471,54 +511,48 @@ class _Reader(_AccessorReader):
         # Strips and fans become lists (int64), then the uint32 indices of the Primitive.
         corners = len(idx) if mode == 4 else 3 * max(len(idx) - 2, 0)
         self.charge(corners * 12, path, f"{corners // 3} triangles")
-        tri = _triangulate(idx, mode)
+        return _triangulate(idx, mode)
 
-        computed = normals is None
-        if computed and flat_normals:
-            # Flat shading needs a vertex per triangle corner.
-            width = 0 if joints is None else joints.shape[1]
-            self.charge(len(tri) * (48 + 6 * width), path, f"{len(tri)} flat-shaded corners")
-            positions = positions[tri]
-            joints = None if joints is None else joints[tri]
-            weights = None if weights is None else weights[tri]
-            dqs_blend = None if dqs_blend is None else dqs_blend[tri]
-            corner = tri.reshape(-1)
-            if morph_p is not None or morph_n is not None:
-                self.charge(len(tri) * 24 * target_count, path, "flat-shaded morph deltas")
-            morph_p = None if morph_p is None else morph_p[:, corner]
-            morph_n = None if morph_n is None else morph_n[:, corner]
-            uvs = None if uvs is None else uvs[tri]
-            colors = None if colors is None else colors[tri]
-            tangents = None if tangents is None else tangents[tri]
-            tri = np.arange(len(tri), dtype=np.int64)
-            face = vertex_normals(positions, tri)
-            normals = face.astype(np.float32)
-        elif computed:
-            normals = vertex_normals(positions, tri).astype(np.float32)
-        else:
-            bad = np.linalg.norm(normals.astype(np.float64), axis=1) < 1e-12
-            if np.any(bad):
-                # Exporters write zero normals on degenerate faces; SkinnedMesh needs unit
-                # normals, so such vertices get the computed smooth normal instead.
-                normals = normals.copy()
-                normals[bad] = vertex_normals(positions, tri)[bad]
-                _log.info("%s: %s: %d zero-length normals recomputed", self.name, path, bad.sum())
-        return Primitive(
-            positions,
-            normals,
-            joints,
-            weights,
-            tri.astype(np.uint32),
-            mode,
-            computed,
-            dqs_blend,
-            morph_p,
-            morph_n,
-            target_count,
-            uvs=uvs,
-            colors=colors,
-            tangents=tangents,
-        )
+    def _flat_shaded(
+        self,
+        path: str,
+        tri: NDArray[np.int64],
+        vertex: dict[str, NDArray | None],
+        morphs: dict[str, NDArray | None],
+        target_count: int,
+    ) -> NDArray[np.int64]:
+        """Flat shading needs a vertex per triangle corner: repeat each per-vertex array of
+        ``vertex`` and ``morphs`` (in place) per corner; returns the new triangle list."""
+        joints = vertex["joints"]
+        width = 0 if joints is None else joints.shape[1]
+        self.charge(len(tri) * (48 + 6 * width), path, f"{len(tri)} flat-shaded corners")
+        if any(d is not None for d in morphs.values()):
+            self.charge(len(tri) * 24 * target_count, path, "flat-shaded morph deltas")
+        for key, a in vertex.items():
+            vertex[key] = None if a is None else a[tri]
+        for key, d in morphs.items():
+            morphs[key] = None if d is None else d[:, tri]
+        return np.arange(len(tri), dtype=np.int64)
+
+    def _checked_normals(
+        self,
+        path: str,
+        positions: NDArray[np.float32],
+        normals: NDArray[np.float32] | None,
+        tri: NDArray[np.int64],
+    ) -> NDArray[np.float32]:
+        """The file's normals, or the computed ones when it has none; zero-length normals in
+        the file get the computed smooth normal."""
+        if normals is None:
+            return vertex_normals(positions, tri).astype(np.float32)
+        bad = np.linalg.norm(normals.astype(np.float64), axis=1) < 1e-12
+        if np.any(bad):
+            # Exporters write zero normals on degenerate faces; SkinnedMesh needs unit normals,
+            # so such vertices get the computed smooth normal instead.
+            normals = normals.copy()
+            normals[bad] = vertex_normals(positions, tri)[bad]
+            _log.info("%s: %s: %d zero-length normals recomputed", self.name, path, bad.sum())
+        return normals
 
     def _morph_targets(
         self, prim: dict, path: str, n: int, same_count: Any
