@@ -429,7 +429,7 @@ def test_materials_benchmark_smoke(tmp_path, device):
 def test_the_player_tints_only_uncoloured_models(tmp_path, renderer):
     """A model with COLOR_0 (and no material) keeps its colours in every copy; one without
     colours or materials gets the method tints."""
-    from vkdqs.app.scenes import _color
+    from vkdqs.app.scenes.common import tint
 
     for inst in list(renderer.instances):
         renderer.remove_instance(inst)
@@ -442,6 +442,6 @@ def test_the_player_tints_only_uncoloured_models(tmp_path, renderer):
     del plain.document["materials"]
     player = GltfScenePlayer(renderer, load_gltf(write(plain, tmp_path, "plain.gltf")))
     for method, inst in player.draws[0].instances.items():
-        np.testing.assert_array_equal(inst.color, _color(method, rigid=True))
-    assert _color("lbs", rigid=True) != _color("dqs", rigid=True)
-    assert _color("lbs", rigid=True) != _color("lbs")
+        np.testing.assert_array_equal(inst.color, tint(method, rigid=True))
+    assert tint("lbs", rigid=True) != tint("dqs", rigid=True)
+    assert tint("lbs", rigid=True) != tint("lbs")

@@ -31,9 +31,10 @@ if TYPE_CHECKING:
     from .centers import centers_of_rotation
     from .clip import AnimationClip
     from .crowd import Crowd
+    from .drawables import Instance, RenderMesh
     from .gltf import GltfError, GltfScene, load_gltf
     from .gpu.device import Device
-    from .renderer import Instance, Renderer, RenderMesh
+    from .renderer import Renderer
     from .skinner import Skinner
     from .targets import OffscreenTarget, SwapchainTarget
 
@@ -91,8 +92,8 @@ _LAZY = {
     "Device": ".gpu.device",
     "OffscreenTarget": ".targets",
     "Renderer": ".renderer",
-    "Instance": ".renderer",
-    "RenderMesh": ".renderer",
+    "Instance": ".drawables",
+    "RenderMesh": ".drawables",
     "Viewer": ".app.viewer",
     "Skinner": ".skinner",
     "SwapchainTarget": ".targets",
@@ -105,7 +106,15 @@ _LAZY = {
     "Sampler": ".material",
 }
 
-_NEEDS_VULKAN = {".app.viewer", ".crowd", ".gpu.device", ".renderer", ".skinner", ".targets"}
+_NEEDS_VULKAN = {
+    ".app.viewer",
+    ".crowd",
+    ".drawables",
+    ".gpu.device",
+    ".renderer",
+    ".skinner",
+    ".targets",
+}
 
 
 def __getattr__(name: str) -> Any:

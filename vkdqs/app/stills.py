@@ -29,8 +29,9 @@ from ..methods import DIFF
 from .overlay import ColorBar, Label, bar_band, compose, copy_label_anchors, label_band
 
 if TYPE_CHECKING:
+    from ..drawables import Instance
     from ..gpu import Device
-    from ..renderer import Instance, Renderer
+    from ..renderer import Renderer
 
 __all__ = [
     "DIFF_PERCENTILE",

@@ -1,0 +1,252 @@
+"""What a :class:`~vkdqs.Renderer` draws: meshes it uploaded (:class:`RenderMesh`), their
+materials' descriptor sets, and instances (:class:`Instance`: one posed copy of a mesh, with its
+method, model matrix and colour). The renderer makes them (``add_mesh``, ``add_instance``) and
+owns their Vulkan objects.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import bones as bone_packing
+from . import methods
+from . import shader_interface as si
+from .errors import InputError
+from .gpu import Buffer, BufferWrite, DescriptorPool, ImageWrite, texel_buffer, write_descriptors
+from .gpu.calls import vk
+from .material import Material
+from .mesh import SkinnedMesh
+from .skinner import morph_blocks, morph_packing
+
+if TYPE_CHECKING:
+    from .renderer import Renderer
+
+__all__ = ["SINGULAR_DET", "UNSKINNED", "Instance", "RenderMesh"]
+
+#: The method of instances drawn as their rest mesh, without skinning (rigid parts, and a
+#: baseline for measuring what skinning costs); every other method is one of the registry's
+#: (:mod:`vkdqs.methods`).
+UNSKINNED = si.UNSKINNED
+#: |det| of a model matrix's 3x3 below which it is singular (scaled to zero): not drawable.
+SINGULAR_DET = 1e-12
+
+
+def _bone_bucket(bone_count: int) -> int:
+    """MAX_BONES for a pipeline: the bone count rounded up, so few pipelines serve many rigs."""
+    bucket = 16
+    while bucket < bone_count:
+        bucket *= 2
+    return bucket
+
+
+class RenderMesh:
+    """A :class:`SkinnedMesh` uploaded for drawing (vertex and index buffers) by one renderer."""
+
+    def __init__(self, renderer: Renderer, mesh: SkinnedMesh, label: str) -> None:
+        if not isinstance(mesh, SkinnedMesh):
+            raise InputError(f"mesh must be a vkdqs.SkinnedMesh, got {type(mesh).__name__}")
+        if mesh.indices is None:
+            raise InputError(
+                f"mesh {label!r} has no triangle indices; the renderer draws triangles"
+            )
+        dev = renderer.device
+        usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
+        self.vertex_buffers: list[Buffer] = []
+        # The same (N, 4) rows the Skinner uploads: 4 buffers, or 6 with 8 influences.
+        for name, arr in si.mesh_arrays(mesh).items():
+            buf = renderer.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {name}"))
+            buf.write(arr)
+            self.vertex_buffers.append(buf)
+        self.index_buffer = renderer.own(
+            Buffer(
+                dev,
+                mesh.indices.nbytes,
+                vk.VK_BUFFER_USAGE_INDEX_BUFFER_BIT,
+                label=f"{label} indices",
+            )
+        )
+        self.index_buffer.write(mesh.indices)
+        # morph-target deltas (one zero texel without targets), read by every instance's set
+        #: the morph deltas as the shaders read them (sparse or dense layout)
+        self.morph_packing = morph_packing(mesh)
+        deltas = self.morph_packing.texels
+        texels = renderer.device.info.max_texel_buffer_elements
+        if len(deltas) > texels:
+            raise InputError(
+                f"mesh {label!r}: its morph targets need {len(deltas)} texels, more than this "
+                f"device's maxTexelBufferElements ({texels})"
+            )
+        buffer, view = texel_buffer(
+            dev, deltas, int(si.MORPH_TEXEL_FORMAT), label=f"{label} morph deltas"
+        )
+        self.morph_buffer, self.morph_view = renderer.own(buffer), renderer.own(view)
+        #: ``{"uvs": Buffer, "colors": Buffer}`` for the :data:`si.SURFACE_INPUTS` the mesh has
+        self.surface_buffers: dict[str, Buffer] = {}
+        for name, arr in si.surface_arrays(mesh).items():
+            buf = renderer.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {name}"))
+            buf.write(arr)
+            self.surface_buffers[name] = buf
+        #: ``(first index, index count, material)`` drawn per instance, in order
+        self.groups: list[tuple[int, int, _GpuMaterial]] = []
+        self.mesh = mesh
+        self.label = label
+        self.index_count = int(mesh.indices.size)
+        self._renderer = weakref.ref(renderer)
+        #: the per-vertex ``aux`` rows (centers of rotation, DQS blend values), made for the
+        #: first "blend" or "cor" instance
+        self.aux_buffer: Buffer | None = None
+        #: (N, 3) float32 centers of rotation, once a "cor" instance needed them
+        self.centers: np.ndarray | None = None
+
+    def _ensure_aux(self, renderer: Renderer, centers: np.ndarray | None = None) -> Buffer:
+        if self.aux_buffer is not None and centers is None:
+            return self.aux_buffer
+        if centers is not None:
+            self.centers = centers
+        arr = si.aux_array(self.mesh.vertex_count, self.centers, self.mesh.dqs_blend)
+        if self.aux_buffer is None:
+            usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
+            self.aux_buffer = renderer.own(
+                Buffer(renderer.device, arr.nbytes, usage, label=f"{self.label} aux")
+            )
+        else:
+            renderer.device.wait_idle()  # frames in flight may read the old centers
+        self.aux_buffer.write(arr)
+        return self.aux_buffer
+
+    @property
+    def renderer(self) -> Renderer | None:
+        """The renderer that uploaded this mesh (None once it is gone)."""
+        return self._renderer()
+
+
+class _GpuMaterial:
+    """A material's descriptor set (set 1): its texture (or the renderer's white one), sampler
+    and uniform block; made once per Material per renderer."""
+
+    def __init__(self, renderer: Renderer, material: Material, label: str) -> None:
+        dev = renderer.device
+        self.material = material
+        texture = renderer._texture(material.texture, label)
+        sampler = renderer._sampler(material)
+        block = np.zeros(1, si.MATERIAL_BLOCK)
+        block["base_color"] = material.base_color
+        block["uv_row0"][0, :3] = material.uv_transform[0]
+        block["uv_row1"][0, :3] = material.uv_transform[1]
+        block["alpha"][0, 0] = material.cutoff
+        self.uniforms = renderer.own(
+            Buffer(dev, block.nbytes, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label=f"{label} block")
+        )
+        self.uniforms.write(block)
+        self.pool = renderer.own(
+            DescriptorPool(dev, si.MATERIAL_BINDINGS, sets=1, label=f"{label} set")
+        )
+        self.set = self.pool.allocate(renderer._material_layout)
+        b = {x.binding: x for x in si.MATERIAL_BINDINGS}
+        write_descriptors(
+            dev,
+            self.set,
+            [
+                ImageWrite(b[si.MATERIAL_TEXTURE], texture.view, sampler),
+                BufferWrite(b[si.MATERIAL_UNIFORMS], self.uniforms, 0, block.nbytes),
+            ],
+        )
+
+
+@dataclass(eq=False)
+class Instance:
+    """One drawn copy of a mesh, with its own pose, model matrix, colour and method.
+
+    Its setters replace whole values, so a thread may pose an instance while another renders:
+    each frame sees either the old or the new pose.
+    """
+
+    mesh: RenderMesh
+    bone_count: int
+    method: str
+    model: np.ndarray
+    color: np.ndarray
+    pose: bone_packing.PackedPose = field(repr=False)
+    visible: bool = True
+    #: The model matrix mirrors the mesh (det < 0), which flips its winding; set by set_model.
+    mirrored: bool = False
+    #: "dqs_blender": each bone's rest frame (B, 4, 4)
+    rest_matrices: np.ndarray | None = field(default=None, repr=False)
+    #: (N, 4) float32 rows of the per-vertex scalar shown as a heat map (set_scalar), or None
+    scalar: np.ndarray | None = field(default=None, repr=False)
+    #: per frame slot, the vertex buffer the scalar is written to (made by the renderer)
+    _scalar_buffers: dict = field(default_factory=dict, repr=False)
+    #: the morph weights (a MORPH_BLOCK record); set by set_pose
+    morph: np.ndarray = field(default_factory=lambda: np.zeros((), si.MORPH_BLOCK), repr=False)
+    #: ``MORPH_TARGETS`` of its pipeline: the kinds of deltas and layout, 0 without an active
+    #: target (the pipeline without the morph code); set by set_pose
+    morph_spec: int = field(default=0, repr=False)
+
+    @property
+    def variant(self) -> str:
+        """The method whose shaders draw the current pose (a "dqs" pose with scale: "dqs_scale";
+        :data:`UNSKINNED` for unskinned instances)."""
+        return UNSKINNED if self.method == UNSKINNED else self.pose.variant
+
+    def set_pose(self, bones: ArrayLike, morph_weights: ArrayLike | None = None) -> None:
+        """Validate and store this instance's pose (see :mod:`vkdqs.bones` for the layouts).
+
+        For "dqs", matrices with scale/shear switch the instance to two-phase DQS.
+        ``morph_weights`` ((M,)) weights the mesh's morph targets, applied before skinning
+        (also for method "none"); None draws the rest shape.
+        """
+        skinning = methods.get(methods.DEFAULT if self.method == UNSKINNED else self.method)
+        morph = np.zeros((), si.MORPH_BLOCK)
+        spec = 0
+        if morph_weights is not None:
+            mesh = self.mesh.mesh
+            w = mesh.check_morph_weights(morph_weights)
+            if w.shape != (mesh.morph_target_count,):
+                raise InputError(
+                    f"morph_weights must have shape ({mesh.morph_target_count},), got {w.shape}"
+                )
+            morph = morph_blocks(self.mesh.morph_packing, w[None])[0]
+            spec = si.morph_spec(self.mesh.morph_packing, bool(morph["header"][0] > 0))
+        pose = skinning.pack(bones, self.bone_count, rest_matrices=self.rest_matrices)
+        self.pose, self.morph, self.morph_spec = pose, morph, spec
+
+    def set_scalar(self, values: ArrayLike | None) -> None:
+        """Colour this instance by a per-vertex scalar ``(N,)`` in 0..1 (clipped; NaN shows as
+        0) as a heat map instead of shading its colour, e.g. |DQS - LBS| divided by the
+        colour bar's top (:mod:`vkdqs.app.overlay`); None shades it again."""
+        if values is None:
+            self.scalar = None
+            return
+        try:
+            v = np.asarray(values, dtype=np.float64)
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"scalar must be numbers, one per vertex: {exc}") from None
+        n = self.mesh.mesh.vertex_count
+        if v.shape != (n,):
+            raise InputError(f"scalar must have shape ({n},), one per vertex; got {v.shape}")
+        self.scalar = si.scalar_array(v)
+
+    def set_model(self, model: ArrayLike) -> None:
+        """Place the instance with a (4, 4) affine model matrix (mesh space to world space)."""
+        try:
+            m = np.asarray(model, dtype=np.float64)
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"model must be a finite (4, 4) matrix of numbers: {exc}") from None
+        if m.shape != (4, 4):
+            raise InputError(f"model must be a finite (4, 4) matrix, got shape {m.shape}")
+        if not np.isfinite(m).all():
+            r, c = (int(i) for i in np.argwhere(~np.isfinite(m))[0])
+            raise InputError(f"model must be a finite (4, 4) matrix; entry [{r}, {c}] is {m[r, c]}")
+        det = np.linalg.det(m[:3, :3])
+        if abs(det) < SINGULAR_DET:
+            raise InputError(
+                f"model matrix is singular (det {det:.3g}); hide the instance "
+                "(instance.visible = False) instead of scaling it to zero"
+            )
+        self.model = m
+        self.mirrored = bool(det < 0.0)
