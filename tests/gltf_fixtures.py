@@ -106,18 +106,31 @@ def make_rig(
     sparse: bool = False,
     scaled: bool = True,
     morph_channel: bool = False,
+    bind_scale: float = 1.0,
+    joint_scale: float = 1.0,
     seed: int = 7,
 ) -> Rig:
-    """Build the test rig (see the module docstring); returns it with the data it wrote."""
+    """Build the test rig (see the module docstring); returns it with the data it wrote.
+
+    ``bind_scale``: the root node scales the skeleton by it, so the bind matrices carry it and
+    the inverse bind matrices its inverse (a rig built in inches: the Khronos Fox's 0.0254);
+    the joint matrices stay rigid. ``joint_scale``: mesh 0's positions are stored divided by it
+    and the inverse bind matrices scale them back (gltfpack's quantized output: joint matrices
+    that are a uniform ``joint_scale``, 9.2e-5 for CesiumMan).
+    """
     rng = np.random.default_rng(seed)
     b = GltfBuilder()
     scale_rest = (1.5, 1.5, 1.5) if scaled else (1.0, 1.0, 1.0)
 
     # -- nodes: 0 root, 1..8 joints j0..j7 (a chain along +y), 9 body, 10 prop, 11 hand ----------
-    b.add(
-        "nodes",
-        {"name": "root", "translation": [0.5, -1.0, 0.0], "rotation": quat((1, 0, 0), 30).tolist()},
-    )
+    root = {
+        "name": "root",
+        "translation": [0.5, -1.0, 0.0],
+        "rotation": quat((1, 0, 0), 30).tolist(),
+    }
+    if bind_scale != 1.0:
+        root["scale"] = [bind_scale] * 3
+    b.add("nodes", root)
     for k in range(N_JOINTS):
         node = {"name": f"j{k}|joint", "translation": [0.0, 0.0 if k == 0 else 1.0, 0.0]}
         if k == 2:
@@ -142,9 +155,8 @@ def make_rig(
     # -- mesh 0: a tube of RINGS rings of 4 vertices -------------------------------------------
     angle = np.arange(4) * np.pi / 2
     ring = np.stack([0.3 * np.cos(angle), np.zeros(4), 0.3 * np.sin(angle)], axis=1)
-    positions = np.concatenate([ring + np.array([0, y, 0]) for y in range(RINGS)]).astype(
-        np.float32
-    )
+    positions = np.concatenate([ring + np.array([0, y, 0]) for y in range(RINGS)])
+    positions = (positions / joint_scale).astype(np.float32)
     normals = np.concatenate([ring / 0.3 for _ in range(RINGS)]).astype(np.float32)
     n = len(positions)
     quads = []
@@ -222,6 +234,7 @@ def make_rig(
     # -- skins: IBM of skin 0 = inverse rest global of each joint, perturbed ------------------
     rest = reference_globals(b.document, None, 0.0)
     ibm = np.linalg.inv(rest[1 : 1 + N_JOINTS]) @ trs((0.1, 0.0, -0.2), quat((0, 0, 1), 10))
+    ibm = ibm @ np.diag([joint_scale, joint_scale, joint_scale, 1.0])
     ibm = ibm.astype(np.float32).astype(np.float64)
     b.add(
         "skins",

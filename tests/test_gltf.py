@@ -28,7 +28,7 @@ from tests.gltf_fixtures import (
 )
 from vkdqs import dq, reference
 from vkdqs.errors import InputError
-from vkdqs.gltf import GltfError, load_gltf, vertex_normals
+from vkdqs.gltf import GltfError, GltfWarning, load_gltf, vertex_normals
 from vkdqs.gltf.save import GltfBuilder, save
 
 FORMATS = ["model.glb", "model.gltf", "embedded.gltf"]
@@ -533,7 +533,7 @@ DOC_CASES = {
         lambda d, r: d["bufferViews"][
             d["accessors"][d["meshes"][0]["primitives"][0]["indices"]]["bufferView"]
         ].update(byteStride=4),
-        r"bufferViews\[\d+\]\.byteStride: must not be defined for data other than vertex",
+        r"bufferViews\[\d+\]\.byteStride: 4 must not be defined for data other than vertex",
     ),
     "stride_too_small": (
         lambda d, r: d["bufferViews"][d["accessors"][0]["bufferView"]].update(byteStride=8),
@@ -590,9 +590,11 @@ DOC_CASES = {
         lambda d, r: d["skins"][1].update(joints=[6, 6]),
         r"skins\[1\]\.joints: lists nodes\[6\] twice",
     ),
-    "skeleton_not_ancestor": (
-        lambda d, r: d["skins"][0].update(skeleton=11),
-        r"skins\[0\]\.skeleton: joints\[0\] \(nodes\[1\]\) is not under the skeleton nodes\[11\]",
+    "stride_not_element_on_ibm_view": (
+        lambda d, r: d["bufferViews"][
+            d["accessors"][d["skins"][0]["inverseBindMatrices"]]["bufferView"]
+        ].update(byteStride=68),
+        r"bufferViews\[\d+\]\.byteStride: 68 must not be defined for data other than vertex",
     ),
     "scene_node_not_root": (
         lambda d, r: d["scenes"][0].update(nodes=[1]),
@@ -689,6 +691,41 @@ def test_malformed_document(tmp_path, case):
     with pytest.raises(GltfError, match=pattern) as info:
         load_gltf(path)
     assert str(info.value).startswith("model.glb: ")
+
+
+#: Fields exporters write that change nothing vkdqs skins or draws: loaded, with a GltfWarning
+#: naming the JSON path (three.js and Blender load them too).
+WARN_CASES = {
+    # FBX2glTF and PlayCanvas name the mesh node as the skeleton
+    "skeleton_not_ancestor": (
+        lambda d: d["skins"][0].update(skeleton=11),
+        r"skins\[0\]\.skeleton: joints\[0\] \(nodes\[1\]\) is not under the skeleton nodes\[11\]",
+    ),
+    # three.js's Soldier.glb: a stride equal to the 64-byte matrices on the IBM view
+    "stride_equal_to_element_on_ibm_view": (
+        lambda d: d["bufferViews"][
+            d["accessors"][d["skins"][0]["inverseBindMatrices"]]["bufferView"]
+        ].update(byteStride=64),
+        r"bufferViews\[\d+\]\.byteStride: defined for data other than vertex attributes",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WARN_CASES))
+def test_harmless_exporter_fields_load_with_a_warning(tmp_path, case):
+    mutate, pattern = WARN_CASES[case]
+    plain = load_gltf(write(make_rig(), tmp_path, "plain.glb"))
+    rig = make_rig()
+    mutate(rig.document)
+    with pytest.warns(GltfWarning, match=pattern) as caught:
+        scene = load_gltf(write(rig, tmp_path))
+    assert len(caught) == 1  # once, however many accessors read the view
+    assert str(caught[0].message).startswith("model.glb: ")
+    for a, b in zip(scene.skins, plain.skins, strict=True):  # what is skinned is the same
+        np.testing.assert_array_equal(a.inverse_bind_matrices, b.inverse_bind_matrices)
+    np.testing.assert_array_equal(
+        scene.skinning_matrices(0, 0, 0.5), plain.skinning_matrices(0, 0, 0.5)
+    )
 
 
 def _glb(tmp_path) -> bytes:

@@ -480,9 +480,25 @@ def has_scale(m: ArrayLike, /, *, atol: float = 1e-5) -> NDArray[np.bool_]:
     return np.abs(np.swapaxes(a, -1, -2) @ a - np.eye(3)).max(axis=(-2, -1)) > atol
 
 
-#: A matrix whose 3x3 part has ``|det|`` at most this is singular (collapsed): no method but LBS
-#: can skin it, and two-phase DQS cannot split it.
+#: A matrix whose 3x3 part ``A`` has ``|det A| <= COLLAPSE_DET * s^3``, ``s`` its largest
+#: singular value, is singular (collapsed): no method but LBS can skin it, and two-phase DQS
+#: cannot split it. Relative to the matrix's own scale, so a uniformly scaled matrix is as
+#: regular as a rigid one: gltfpack's quantized rigs carry a scale of 1e-4 (det 1e-12), and
+#: 1e-12 is where a unit matrix was judged singular before.
 COLLAPSE_DET = 1e-12
+
+
+def relative_det(m: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``det A / s^3`` of each 3x3 part ``A`` of ``m [..., 3+, 3+]``, ``s`` its largest singular
+    value: the determinant of the matrix scaled to a largest axis of 1 (0 for a zero matrix).
+    Compare its magnitude with :data:`COLLAPSE_DET`."""
+    a = m[..., :3, :3]
+    if not a.size:
+        return np.zeros(a.shape[:-2])
+    top = np.linalg.svd(a, compute_uv=False)[..., 0]
+    det = np.linalg.det(a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(top > 0.0, det / top**3, 0.0)
 
 
 class MatrixKinds(NamedTuple):
@@ -497,12 +513,13 @@ def matrix_kinds(m: ArrayLike, /, *, atol: float = AFFINE_ATOL) -> MatrixKinds:
     """What each affine matrix ``[..., 4, 4]`` (or ``[..., 3, 4]``) is, as the skinning methods
     judge it (:meth:`vkdqs.methods.SkinningMethod.check` and the pose packers alike): scale or
     shear (``max |A^T A - I| > atol``), a reflection (``det A < 0``, not singular), singular
-    (``|det A| <= COLLAPSE_DET``)."""
+    (``|det A| <= COLLAPSE_DET`` times the cube of its largest singular value, see
+    :func:`relative_det`)."""
     a = _as_float(m, "m")
     if a.ndim < 2 or a.shape[-2:] not in ((4, 4), (3, 4)):
         raise InputError(f"m must have shape [..., 4, 4] or [..., 3, 4], got shape {a.shape}")
     lin = a[..., :3, :3]
-    det = np.linalg.det(lin) if lin.size else np.zeros(lin.shape[:-2])
+    det = relative_det(lin)
     collapse = np.abs(det) <= COLLAPSE_DET
     scale = np.abs(np.swapaxes(lin, -1, -2) @ lin - np.eye(3)).max(axis=(-2, -1)) > atol
     return MatrixKinds(scale, (det < 0.0) & ~collapse, collapse)
@@ -535,7 +552,7 @@ def decompose_skinning_matrices(m: ArrayLike, /) -> tuple[NDArray[np.float64], N
     """
     flat, batch = _affine_batch(m, kind="an affine matrix")
     det = np.linalg.det(flat[:, :3, :3]) if len(flat) else np.zeros(0)
-    bad = ~(det > COLLAPSE_DET)
+    bad = ~(relative_det(flat) > COLLAPSE_DET)
     if np.any(bad):
         i = int(np.argmax(bad))
         raise InputError(
@@ -785,6 +802,13 @@ def blender_bone_dqs(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Blender's ``mat4_to_dquat(dq, basemat=rest, mat=matrix)`` for every bone.
 
+    Blender's bone rest frames (``bone.matrix_local``) are rigid; a glTF bind matrix may carry
+    a scale (a rig built in centimetres or inches: the Fox's is 0.0254), which Blender's
+    importer puts on the armature, not on the bones. So ``rest`` is the rest matrix made rigid
+    first: its axes orthonormalized with the Y axis kept (the bone's direction, as Blender's
+    ``orthogonalize_m4(R, 1)``), its translation kept. A rigid skinning matrix then gives
+    plain DQS, as Blender's "Preserve Volume" does on such a rig.
+
     Returns ``([..., B, 2, 4] unit DQs of the rigid parts, [..., B, 3, 4] scale matrices)``:
     where ``matrix @ rest`` has scale, shear or a reflection (the bone's axis lengths differ
     from 1 by more than 1e-4 in norm, or the 3x3 part is not orthonormal within 1e-5, or
@@ -801,6 +825,8 @@ def blender_bone_dqs(
         raise InputError(
             f"rest_matrices must have shape ({m.shape[-3]}, 4, 4), got shape {base.shape}"
         )
+    base = base.copy()
+    base[:, :3, :3] = _orthogonalize_keep_y(base[:, :3, :3])
     base_rs = m @ base
     size = np.linalg.norm(base_rs[..., :3, :3], axis=-2)  # axis (column) lengths
     a = m[..., :3, :3]

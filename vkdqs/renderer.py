@@ -547,6 +547,12 @@ class Renderer(ResourceOwner):
         w, h = self.target.extent
         self.camera.frame(*self.scene_bounds(), aspect=(w / h) if h else 1.0)
 
+    @property
+    def overlay(self) -> np.ndarray | None:
+        """The ``(H, W, 4)`` uint8 image blended over every frame (:meth:`set_overlay`), or
+        None."""
+        return self._overlay
+
     def set_overlay(self, image: ArrayLike | None) -> None:
         """Blend ``image``, an ``(H, W, 4)`` uint8 RGBA image (sRGB colour, straight alpha,
         row 0 at the top; :func:`vkdqs.app.overlay.compose` makes one), over every frame from now

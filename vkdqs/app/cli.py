@@ -294,7 +294,7 @@ def render(
                 scene = GltfScenePlayer(
                     renderer, gltf, methods=method, animation=_animation(animation)
                 )
-                scene.set_time(time)
+                scene.set_time(_clip_time(time, scene.duration, scene.animation is None))
             try:
                 image = render_still(scene, labels=labels, grid=grid)
             finally:
@@ -303,6 +303,23 @@ def render(
     print(f"wrote {path} ({w}x{h}, {scene.label()})")
     _say_left_out(scene.left_out)
     return 0
+
+
+def _clip_time(time: float, duration: float, rest: bool) -> float:
+    """``--time`` within the animation (glTF holds the first and last keys outside it), with a
+    warning when it was not."""
+    if 0.0 <= time <= duration:
+        return time
+    if rest:
+        warnings.warn(f"--time {time:g} s: the rest pose has no time; drawn at rest", stacklevel=2)
+        return 0.0
+    clamped = min(max(time, 0.0), duration)
+    warnings.warn(
+        f"--time {time:g} s is outside the animation ({duration:g} s long): drawn at "
+        f"{clamped:g} s",
+        stacklevel=2,
+    )
+    return clamped
 
 
 def _say_left_out(left_out: dict[str, str]) -> None:

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -158,12 +159,45 @@ def frame_still(
         spacing *= 1.0 + need / pitch
 
 
+class StillWarning(UserWarning):
+    """A still shows nothing of the model (its faces point away, or it lies outside the view)."""
+
+
+def _srgb(linear: NDArray) -> NDArray:
+    """8-bit sRGB of linear values in [0, 1], as an sRGB render target stores them."""
+    c = np.clip(np.asarray(linear, np.float64), 0.0, 1.0)
+    return np.round(255 * np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055))
+
+
+def copies_visible(renderer: Renderer) -> bool:
+    """Whether a frame of ``renderer``'s instances alone (no overlay) covers any pixel: a model
+    whose faces all point away from the camera, or that lies outside the view, draws none."""
+    overlay = renderer.overlay
+    renderer.set_overlay(None)
+    try:
+        image = renderer.render_image()
+    finally:
+        if overlay is not None:
+            renderer.set_overlay(overlay)
+    background = _srgb(renderer.clear_color[:3])
+    return bool((np.abs(image[..., :3].astype(np.int16) - background) > 1).any())
+
+
 def render_still(scene: Any, *, labels: bool = True, grid: bool = True) -> NDArray[np.uint8]:
     """The still of ``scene``'s current pose, as ``vkdqs render`` makes it: framed
     (:func:`frame_still`), on a floor grid (``grid``), labelled (``labels``); ``(H, W, 4)``
-    uint8 from the scene's renderer (an offscreen target)."""
+    uint8 from the scene's renderer (an offscreen target). A :class:`StillWarning` says when no
+    copy covers a pixel (:func:`copies_visible`): faces that all point away from the camera
+    are culled, as the glTF viewers cull single-sided materials."""
     renderer = scene.renderer
     frame_still(scene, labels=labels)
+    if not copies_visible(renderer):
+        warnings.warn(
+            "nothing of the model is visible in the still: its faces point away from the camera "
+            "(single-sided materials are culled) or it lies outside the view",
+            StillWarning,
+            stacklevel=2,
+        )
     floor = FloorGrid(renderer) if grid else None
     if floor is not None:
         floor.place(np.vstack(copy_points(scene)))

@@ -115,6 +115,7 @@ class _AccessorReader:
         self.max_bytes = max_bytes
         self.spent = spent  # bytes charged so far against max_bytes
         self.notes: list[str] = []  # GltfWarnings to issue once loading is done
+        self._noted: set[str] = set()
         self.zero_filled = 0  # bytes of accessors without a bufferView
         self._arrays: dict[str, list[dict]] = {}
         self._buffers: dict[int, bytes | bytearray | memoryview] = {}
@@ -126,8 +127,18 @@ class _AccessorReader:
         self._meshopt_parents: set | None = None  # buffers that compressed bufferViews name
 
     def fail(self, path: str, msg: str) -> NoReturn:
+        """Refuse the file: a :class:`GltfError` naming it, the JSON ``path`` and why."""
         where = f"{path}: " if path else ""
         raise GltfError(f"{self.name}: {where}{msg}")
+
+    def warn(self, path: str, msg: str) -> None:
+        """Note a :class:`GltfWarning` (once per path and message) for what does not change
+        what is skinned or drawn; :func:`vkdqs.gltf.load_gltf` issues the notes when it
+        returns, so they point at its caller."""
+        note = f"{self.name}: {path}: {msg}"
+        if note not in self._noted:
+            self._noted.add(note)
+            self.notes.append(note)
 
     def charge(self, nbytes: int, path: str, what: str) -> None:
         """Count ``nbytes`` the file makes us hold against ``max_bytes``, before allocating them."""
@@ -416,10 +427,15 @@ class _AccessorReader:
         col_stride = _align4(rows * size) if cols > 1 else rows * size
         elem = cols * col_stride
         if v.stride is not None and not strided:
-            self.fail(
-                f"bufferViews[{view_index}].byteStride",
-                f"must not be defined for data other than vertex attributes (used by {path})",
-            )
+            where = f"bufferViews[{view_index}].byteStride"
+            if v.stride != elem:
+                self.fail(
+                    where,
+                    f"{v.stride} must not be defined for data other than vertex attributes "
+                    f"(used by {path}, {elem}-byte elements)",
+                )
+            # equal to the element size it reads the same (three.js's Soldier.glb has it)
+            self.warn(where, f"defined for data other than vertex attributes ({path}); ignored")
         stride = v.stride if v.stride is not None else elem
         if stride < elem:
             self.fail(

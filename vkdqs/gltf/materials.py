@@ -54,9 +54,8 @@ _TRANSFORM = "KHR_texture_transform"
 
 
 def _warn(reader: _AccessorReader, path: str, msg: str) -> None:
-    """Note a :class:`GltfWarning`; :func:`vkdqs.gltf.load_gltf` issues the notes when it
-    returns (so they point at its caller)."""
-    reader.notes.append(f"{reader.name}: {path}: {msg}")
+    """Note a :class:`GltfWarning` (:meth:`_AccessorReader.warn`)."""
+    reader.warn(path, msg)
 
 
 def _warn_error(reader: _AccessorReader, exc: GltfError, then: str) -> None:

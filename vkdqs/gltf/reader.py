@@ -794,15 +794,17 @@ class _Reader(_AccessorReader):
                 ibm[:, 3, :] = (0.0, 0.0, 0.0, 1.0)
             skeleton = self.get_index(sk, "skeleton", path, "nodes")
             if skeleton is not None:
-                # Under the skeleton: inside its preorder interval (one test per joint).
+                # Under the skeleton: inside its preorder interval (one test per joint). It
+                # changes nothing vkdqs skins (joint matrices are global), and exporters
+                # (FBX2glTF, PlayCanvas) name the mesh node: a warning, as three.js loads it.
                 pos = self._first[np.array(joints, dtype=np.int64)] - self._first[skeleton]
                 outside = (pos < 0) | (pos >= self._size[skeleton])
                 if np.any(outside):
                     k = int(np.argmax(outside))
-                    self.fail(
+                    self.warn(
                         f"{path}.skeleton",
                         f"joints[{k}] (nodes[{joints[k]}]) is not under the skeleton "
-                        f"nodes[{skeleton}]",
+                        f"nodes[{skeleton}]; the skeleton root is not used",
                     )
             names = tuple(nodes[j].name for j in joints)
             out.append(
