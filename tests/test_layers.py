@@ -40,7 +40,7 @@ LAYERS = {
     "overlay_pass": 3,
     "crowd": 3,
     "targets": 3,
-    "baking": 4,
+    "baking.": 4,
     "app.": 5,
     "__main__": 5,
 }
