@@ -6,11 +6,9 @@ temporary file; the JSON (which holds each target's min/max) is written once the
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import struct
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InputError, LimitError
+from ..gltf.save import GLB_MAX_BYTES, glb_length, json_bytes, write_glb
 from ..material import Sampler
 from .surface import Surface
 from .writers import COPY_CHUNK, as_bytes, partial_path, png_bytes
@@ -109,7 +108,7 @@ class GlbWriter:
         tail_bytes = sum(len(b) + (-len(b) % 4) for b in self.tail)
         self.bin_bytes = sum(self.head) + f * self.frame_bytes + tail_bytes
         json_estimate = 400 * f * len(self.groups) + 4096 + 1024 * len(self.surface.materials)
-        if 28 + json_estimate + self.bin_bytes > 2**32 - 1:
+        if glb_length(json_estimate, self.bin_bytes) > GLB_MAX_BYTES:
             raise LimitError(
                 f"{f} frames of {v} vertices make a .glb of about "
                 f"{(self.bin_bytes + json_estimate) / 2**30:.1f} GiB, past GLB's 4 GiB; "
@@ -353,30 +352,31 @@ class GlbWriter:
             doc["extensionsUsed"] = [_TRANSFORM]
         return doc
 
-    def finish(self) -> None:
+    def _bin_chunks(self) -> Iterator[bytes | memoryview]:
+        """The binary buffer in order, a piece at a time: the rest mesh, times, one-hot weights,
+        the deltas (read back from the temporary file), then uvs, colours and images."""
         f = len(self.times)
-        text = json.dumps(self._document(), separators=(",", ":")).encode()
-        text += b" " * (-len(text) % 4)
-        total = 12 + 8 + len(text) + 8 + self.bin_bytes
-        if total > 2**32 - 1:
+        for arr in (self.rest_p, self.rest_n, self.faces):
+            yield as_bytes(arr, arr.dtype.newbyteorder("<").str)
+        yield as_bytes(self.times)
+        rows = max(1, COPY_CHUNK // (4 * f))
+        for r in range(0, f, rows):  # the one-hot weights, a block of rows at a time
+            block = np.zeros((min(rows, f - r), f), np.float32)
+            block[np.arange(len(block)), r + np.arange(len(block))] = 1.0
+            yield as_bytes(block)
+        self.deltas.seek(0)
+        yield from iter(lambda: self.deltas.read(COPY_CHUNK), b"")
+        for blob in self.tail:  # uvs, colours, images
+            yield blob
+            yield b"\0" * (-len(blob) % 4)
+
+    def finish(self) -> None:
+        text = json_bytes(self._document())
+        total = glb_length(len(text), self.bin_bytes)
+        if total > GLB_MAX_BYTES:
             raise LimitError(f"the .glb would be {total} bytes, past GLB's 4 GiB; write .npz")
         with open(self.tmp, "wb") as out:
-            out.write(struct.pack("<III", 0x46546C67, 2, total))
-            out.write(struct.pack("<II", len(text), 0x4E4F534A) + text)
-            out.write(struct.pack("<II", self.bin_bytes, 0x004E4942))
-            for arr in (self.rest_p, self.rest_n, self.faces):
-                out.write(as_bytes(arr, arr.dtype.newbyteorder("<").str))
-            out.write(as_bytes(self.times))
-            rows = max(1, COPY_CHUNK // (4 * f))
-            for r in range(0, f, rows):  # the one-hot weights, a block of rows at a time
-                block = np.zeros((min(rows, f - r), f), np.float32)
-                block[np.arange(len(block)), r + np.arange(len(block))] = 1.0
-                out.write(as_bytes(block))
-            self.deltas.seek(0)
-            shutil.copyfileobj(self.deltas, out, COPY_CHUNK)
-            for blob in self.tail:  # uvs, colours, images
-                out.write(blob)
-                out.write(b"\0" * (-len(blob) % 4))
+            write_glb(out, text, self.bin_bytes, self._bin_chunks())
         self.deltas.close()
         os.replace(self.tmp, self.path)
 
