@@ -10,7 +10,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -62,6 +62,48 @@ def _texture_transform(m: NDArray[np.float64]) -> dict[str, Any] | None:
     if sx != 1.0 or sy != 1.0:
         out["scale"] = [sx, sy]
     return out
+
+
+class _Views(NamedTuple):
+    """bufferView indices of the binary buffer's arrays: one per material group for the rest
+    mesh, uvs and colours (None without them), one each for times, weights and every delta."""
+
+    positions: list[int]
+    normals: list[int]
+    indices: list[int]
+    times: int
+    weights: int
+    deltas: int
+    uvs: list[int] | None
+    colors: list[int] | None
+
+
+class _Accessors:
+    """The document's accessors in order of :meth:`add`."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+
+    def add(
+        self,
+        view: int,
+        count: int,
+        type_: str,
+        *,
+        component: int = 5126,
+        offset: int | None = None,
+        bounds: tuple[list[float], list[float]] | None = None,
+    ) -> int:
+        """An accessor of ``count`` elements of ``type_`` (float32 unless ``component``) from
+        byte ``offset`` of ``view``, with ``bounds`` as its min and max; its index."""
+        acc: dict[str, Any] = {"bufferView": view}
+        if offset is not None:
+            acc["byteOffset"] = offset
+        acc.update(componentType=component, count=count, type=type_)
+        if bounds is not None:
+            acc["min"], acc["max"] = bounds
+        self.items.append(acc)
+        return len(self.items) - 1
 
 
 class GlbWriter:
@@ -174,7 +216,10 @@ class GlbWriter:
             out["materials"].append(mat)
         return {k: v for k, v in out.items() if v}, transform_used
 
-    def _document(self) -> dict:
+    def _buffer_views(self) -> tuple[list[dict[str, Any]], _Views, int]:
+        """The bufferViews of the buffer's arrays in the order :meth:`_bin_chunks` writes them
+        (the rest mesh, uvs and colours split by group), their indices, and the byte offset of
+        the images that follow them."""
         f, groups = len(self.times), self.groups
         views: list[dict[str, Any]] = []
         offset = 0
@@ -182,146 +227,101 @@ class GlbWriter:
         def split(row_bytes: int, field: str, target: int) -> list[int]:
             """One view per group over its rows of the next array; their indices."""
             nonlocal offset
-            out = []
+            first = len(views)
             for g in groups:  # over material groups
-                first, count = getattr(g, f"first_{field}"), getattr(g, f"{field}_count")
+                start, count = getattr(g, f"first_{field}"), getattr(g, f"{field}_count")
                 views.append(
                     {
                         "buffer": 0,
-                        "byteOffset": offset + row_bytes * first,
+                        "byteOffset": offset + row_bytes * start,
                         "byteLength": row_bytes * count,
                         "target": target,
                     }
                 )
-                out.append(len(views) - 1)
             offset += row_bytes * sum(getattr(g, f"{field}_count") for g in groups)
-            return out
+            return list(range(first, len(views)))
 
-        pos_views = split(12, "vertex", 34962)
-        nrm_views = split(12, "vertex", 34962)
-        idx_views = split(12, "face", 34963)
-        for size in (4 * f, 4 * f * f):  # times, one-hot weights
-            views.append({"buffer": 0, "byteOffset": offset, "byteLength": size})
-            offset += size
+        def whole(length: int, **extra: int) -> int:
+            """One view over the next ``length`` bytes; its index."""
+            nonlocal offset
+            views.append({"buffer": 0, "byteOffset": offset, "byteLength": length, **extra})
+            offset += length
+            return len(views) - 1
+
+        positions, normals = split(12, "vertex", 34962), split(12, "vertex", 34962)
+        indices = split(12, "face", 34963)
+        times, weights = whole(4 * f), whole(4 * f * f)
         # every target's accessors share the deltas' view: glTF then wants its stride spelled out
-        delta_view = len(views)
-        views.append(
-            {
-                "buffer": 0,
-                "byteOffset": offset,
-                "byteLength": f * self.frame_bytes,
-                "byteStride": 12,
-                "target": 34962,
-            }
-        )
-        offset += f * self.frame_bytes
-        uv_views = split(8, "vertex", 34962) if self.surface.uvs is not None else None
-        color_views = split(16, "vertex", 34962) if self.surface.colors is not None else None
-        material_json, transform_used = self._materials(views, offset)
-        accessors: list[dict[str, Any]] = []
+        deltas = whole(f * self.frame_bytes, byteStride=12, target=34962)
+        uvs = split(8, "vertex", 34962) if self.surface.uvs is not None else None
+        colors = split(16, "vertex", 34962) if self.surface.colors is not None else None
+        at = _Views(positions, normals, indices, times, weights, deltas, uvs, colors)
+        return views, at, offset
 
-        def add(acc: dict[str, Any]) -> int:
-            accessors.append(acc)
-            return len(accessors) - 1
-
+    def _primitives(self, at: _Views, acc: _Accessors) -> list[dict[str, Any]]:
+        """One primitive per material group: its range of the rest mesh, uvs and colours."""
         prims = []
-        for k, g in enumerate(groups):  # over material groups
-            rest = self.rest_p[g.first_vertex : g.first_vertex + g.vertex_count]
+        for k, g in enumerate(self.groups):  # over material groups
+            n = g.vertex_count
+            rest = self.rest_p[g.first_vertex : g.first_vertex + n]
+            bounds = (rest.min(axis=0).tolist(), rest.max(axis=0).tolist())
             attrs = {
-                "POSITION": add(
-                    {
-                        "bufferView": pos_views[k],
-                        "componentType": 5126,
-                        "count": g.vertex_count,
-                        "type": "VEC3",
-                        "min": rest.min(axis=0).tolist(),
-                        "max": rest.max(axis=0).tolist(),
-                    }
-                ),
-                "NORMAL": add(
-                    {
-                        "bufferView": nrm_views[k],
-                        "componentType": 5126,
-                        "count": g.vertex_count,
-                        "type": "VEC3",
-                    }
-                ),
+                "POSITION": acc.add(at.positions[k], n, "VEC3", bounds=bounds),
+                "NORMAL": acc.add(at.normals[k], n, "VEC3"),
             }
             prim: dict[str, Any] = {
                 "attributes": attrs,
-                "indices": add(
-                    {
-                        "bufferView": idx_views[k],
-                        "componentType": 5125,
-                        "count": 3 * g.face_count,
-                        "type": "SCALAR",
-                    }
-                ),
+                "indices": acc.add(at.indices[k], 3 * g.face_count, "SCALAR", component=5125),
                 "mode": 4,
             }
-            for key, vs, type_ in (
-                ("TEXCOORD_0", uv_views, "VEC2"),
-                ("COLOR_0", color_views, "VEC4"),
-            ):
+            for key, vs, type_ in (("TEXCOORD_0", at.uvs, "VEC2"), ("COLOR_0", at.colors, "VEC4")):
                 if vs is not None:
-                    attrs[key] = add(
-                        {
-                            "bufferView": vs[k],
-                            "componentType": 5126,
-                            "count": g.vertex_count,
-                            "type": type_,
-                        }
-                    )
+                    attrs[key] = acc.add(vs[k], n, type_)
             if g.material is not None:
                 prim["material"] = g.material
             prims.append(prim)
-        times = add(
-            {
-                "bufferView": 3 * len(groups),
-                "componentType": 5126,
-                "count": f,
-                "type": "SCALAR",
-                "min": [float(self.times[0])],
-                "max": [float(self.times[-1])],
-            }
-        )
-        weights = add(
-            {
-                "bufferView": 3 * len(groups) + 1,
-                "componentType": 5126,
-                "count": f * f,
-                "type": "SCALAR",
-            }
-        )
-        for k, g in enumerate(groups):  # over groups, then frames: two accessors each
+        return prims
+
+    def _animation(self, at: _Views, acc: _Accessors) -> dict[str, Any]:
+        """The LINEAR ``weights`` animation: at each baked time, weight 1 on that frame's target
+        and 0 on the others (a frame-by-frame matrix, one row per key time)."""
+        f = len(self.times)
+        bounds = ([float(self.times[0])], [float(self.times[-1])])
+        times = acc.add(at.times, f, "SCALAR", bounds=bounds)
+        weights = acc.add(at.weights, f * f, "SCALAR")
+        return {
+            "name": "bake",
+            "channels": [{"sampler": 0, "target": {"node": 0, "path": "weights"}}],
+            "samplers": [{"input": times, "output": weights, "interpolation": "LINEAR"}],
+        }
+
+    def _targets(self, at: _Views, acc: _Accessors) -> list[list[dict[str, int]]]:
+        """Each group's morph targets, one per frame: its rows of the frame's position deltas
+        (with their bounds, which glTF requires) and normal deltas."""
+        out = []
+        normals = 12 * len(self.rest_p)  # a frame's normal deltas follow its position deltas
+        for k, g in enumerate(self.groups):  # over groups, then frames: two accessors each
             targets = []
-            for i in range(f):
+            for i in range(len(self.times)):
                 base = i * self.frame_bytes + 12 * g.first_vertex
-                targets.append(
-                    {
-                        "POSITION": add(
-                            {
-                                "bufferView": delta_view,
-                                "byteOffset": base,
-                                "componentType": 5126,
-                                "count": g.vertex_count,
-                                "type": "VEC3",
-                                "min": self.lo[i, k].tolist(),
-                                "max": self.hi[i, k].tolist(),
-                            }
-                        ),
-                        "NORMAL": add(
-                            {
-                                "bufferView": delta_view,
-                                "byteOffset": base + 12 * len(self.rest_p),
-                                "componentType": 5126,
-                                "count": g.vertex_count,
-                                "type": "VEC3",
-                            }
-                        ),
-                    }
-                )
-            prims[k]["targets"] = targets
+                bounds = (self.lo[i, k].tolist(), self.hi[i, k].tolist())
+                position = acc.add(at.deltas, g.vertex_count, "VEC3", offset=base, bounds=bounds)
+                normal = acc.add(at.deltas, g.vertex_count, "VEC3", offset=base + normals)
+                targets.append({"POSITION": position, "NORMAL": normal})
+            out.append(targets)
+        return out
+
+    def _document(self) -> dict[str, Any]:
+        """The glTF JSON: one node drawing the one mesh, its weights animation, the materials,
+        and the views and accessors of the binary buffer."""
+        views, at, images_at = self._buffer_views()
+        material_json, transform_used = self._materials(views, images_at)
+        acc = _Accessors()
+        prims = self._primitives(at, acc)
+        animation = self._animation(at, acc)
+        for prim, targets in zip(prims, self._targets(at, acc), strict=True):
+            prim["targets"] = targets
+        f = len(self.times)
         names = [f"frame {i} ({t:.6g} s)" for i, t in enumerate(self.times.tolist())]
         doc: dict[str, Any] = {
             "asset": {"version": "2.0", "generator": "vkdqs bake"},
@@ -336,17 +336,11 @@ class GlbWriter:
                     "extras": {"targetNames": names},
                 }
             ],
-            "animations": [
-                {
-                    "name": "bake",
-                    "channels": [{"sampler": 0, "target": {"node": 0, "path": "weights"}}],
-                    "samplers": [{"input": times, "output": weights, "interpolation": "LINEAR"}],
-                }
-            ],
+            "animations": [animation],
             **material_json,
             "buffers": [{"byteLength": self.bin_bytes}],
             "bufferViews": views,
-            "accessors": accessors,
+            "accessors": acc.items,
         }
         if transform_used:
             doc["extensionsUsed"] = [_TRANSFORM]
