@@ -25,7 +25,7 @@ LAYERS = {
     "bones": 1,
     "procedural": 1,
     "camera": 1,
-    "png": 1,
+    "images": 1,
     "geometry": 1,
     "clip": 1,
     "shader_interface": 1,

@@ -266,7 +266,7 @@ def render(
     """
     if model is not None and bend:
         raise InputError("--bend bends the candy wrapper; a model takes --time")
-    from ..png import write_png
+    from ..images import write_png
 
     w, h = size
     gltf = None

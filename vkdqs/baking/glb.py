@@ -17,9 +17,10 @@ from numpy.typing import NDArray
 
 from ..errors import InputError, LimitError
 from ..gltf.save import GLB_MAX_BYTES, glb_length, json_bytes, write_glb
+from ..images import encode_png
 from ..material import Sampler
 from .surface import Surface
-from .writers import COPY_CHUNK, as_bytes, partial_path, png_bytes
+from .writers import COPY_CHUNK, as_bytes, partial_path
 
 _GLTF_MAG = {"nearest": 9728, "linear": 9729}
 _GLTF_MIN = {
@@ -139,7 +140,7 @@ class GlbWriter:
         self.rest_p = np.ascontiguousarray(rest_p, np.float32)
         self.rest_n = np.ascontiguousarray(rest_n, np.float32)
         textures, self.texture_of = surface.textures()
-        self.images = [png_bytes(t) for t in textures]
+        self.images = [encode_png(t) for t in textures]
         # the blobs after the deltas: uvs, colours, images (each padded to 4 bytes)
         self.tail: list[bytes | memoryview] = [
             as_bytes(a) for a in (surface.uvs, surface.colors) if a is not None

@@ -12,8 +12,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import CapabilityError
+from ..images import encode_png
 from .surface import Surface
-from .writers import partial_path, png_bytes
+from .writers import partial_path
 
 USD_HINT = "writing USD needs usd-core: pip install 'vkdqs[usd]' (or pip install usd-core)"
 
@@ -81,7 +82,7 @@ class UsdWriter:
         self.stage.GetRootLayer().Save()
         self.stage = None
         for file, rgba in self.textures:  # the PNGs the materials read, next to the file
-            file.write_bytes(png_bytes(rgba))
+            file.write_bytes(encode_png(rgba))
         os.replace(self.tmp, self.path)
 
     def abort(self) -> None:

@@ -40,14 +40,3 @@ def partial_path(path: Path) -> Path:
 def as_bytes(a: NDArray, dtype: str = "<f4") -> memoryview:
     """The bytes of ``a`` as ``dtype`` (a copy only when it is not already that, C-ordered)."""
     return memoryview(np.ascontiguousarray(a, dtype=dtype)).cast("B")
-
-
-def png_bytes(rgba: NDArray[np.uint8]) -> bytes:
-    """Lossless PNG bytes of an (H, W, 4) uint8 image (Pillow)."""
-    import io
-
-    from PIL import Image
-
-    out = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(rgba, np.uint8), "RGBA").save(out, "PNG")
-    return out.getvalue()
