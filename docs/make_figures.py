@@ -64,7 +64,7 @@ def render(
     TWIST --bend BEND`` draws it, seen from ``view`` (yaw, pitch) and ``zoom`` times as far as
     its framing (whose sphere is loose around a row of copies)."""
     from vkdqs.app.scenes import CandyWrapperScene
-    from vkdqs.png import write_png
+    from vkdqs.images import write_png
     from vkdqs.renderer import Renderer
     from vkdqs.targets import OffscreenTarget
 

@@ -30,7 +30,7 @@ def pictures(model: Path, out: Path, *, animation: str | int = 0, time: float = 
     from vkdqs.app.stills import render_still
     from vkdqs.gltf import load_gltf
     from vkdqs.gpu import Device
-    from vkdqs.png import write_png
+    from vkdqs.images import write_png
     from vkdqs.renderer import Renderer
     from vkdqs.targets import OffscreenTarget
 

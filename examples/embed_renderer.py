@@ -16,7 +16,7 @@ import numpy as np
 
 import vkdqs
 from vkdqs import dq, procedural
-from vkdqs.png import write_png
+from vkdqs.images import write_png
 from vkdqs.renderer import Renderer
 from vkdqs.targets import OffscreenTarget, SwapchainTarget
 

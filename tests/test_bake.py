@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import vkdqs
-from vkdqs import baking, dq, reference
+from vkdqs import dq, reference
+from vkdqs.baking import driver
 from vkdqs.gltf import load_gltf
 from vkdqs.gltf.parts import scene_parts
 
@@ -134,7 +135,7 @@ def test_nodes_sharing_a_mesh_bake_one_part_each(tmp_path, device):
 def test_batches_give_the_same_frames(rig_files, device, monkeypatch, tmp_path):
     scene = load_gltf(rig_files["scaled"])
     whole = vkdqs.bake(scene, animation=2, fps=30, method="lbs", device=device)
-    monkeypatch.setattr(baking, "BATCH_BYTES", 24 * 43 * 4)  # 4 frames a batch: 16 batches
+    monkeypatch.setattr(driver, "BATCH_BYTES", 24 * 43 * 4)  # 4 frames a batch: 16 batches
     parts = vkdqs.bake(scene, animation=2, fps=30, method="lbs", device=device)
     np.testing.assert_array_equal(parts.positions, whole.positions)
     np.testing.assert_array_equal(parts.normals, whole.normals)

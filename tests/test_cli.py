@@ -7,7 +7,7 @@ import pytest
 
 from vkdqs import methods as registry
 from vkdqs.app import cli
-from vkdqs.png import read_png
+from vkdqs.images import read_png
 
 
 def test_render_writes_a_png(tmp_path, device, capsys):

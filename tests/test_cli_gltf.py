@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from vkdqs.app import cli
-from vkdqs.png import read_png
+from vkdqs.images import read_png
 
 from .gltf_fixtures import make_rig
 

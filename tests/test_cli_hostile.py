@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from vkdqs.app import cli
-from vkdqs.png import read_png
+from vkdqs.images import read_png
 
 from .conftest import validation_available
 from .gltf_fixtures import make_rig

@@ -25,7 +25,7 @@ LAYERS = {
     "bones": 1,
     "procedural": 1,
     "camera": 1,
-    "png": 1,
+    "images": 1,
     "geometry": 1,
     "clip": 1,
     "shader_interface": 1,
@@ -40,7 +40,7 @@ LAYERS = {
     "overlay_pass": 3,
     "crowd": 3,
     "targets": 3,
-    "baking": 4,
+    "baking.": 4,
     "app.": 5,
     "__main__": 5,
 }

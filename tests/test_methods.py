@@ -219,7 +219,7 @@ def test_parse_methods():
 
 def test_cli_render_all_methods(tmp_path, device, capsys):
     from vkdqs.app import cli
-    from vkdqs.png import read_png
+    from vkdqs.images import read_png
 
     out = tmp_path / "all.png"
     args = ["render", "--out", str(out), "--size", "240x120", "--samples", "1", "--method", "all"]

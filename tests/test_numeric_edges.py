@@ -18,7 +18,7 @@ from vkdqs import methods as registry
 from vkdqs.app import cli
 from vkdqs.app.scenes import GltfScenePlayer
 from vkdqs.gltf import load_gltf
-from vkdqs.png import read_png
+from vkdqs.images import read_png
 from vkdqs.renderer import Renderer
 from vkdqs.skinner import Skinner
 from vkdqs.targets import OffscreenTarget

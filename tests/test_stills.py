@@ -15,7 +15,7 @@ from vkdqs.app.stills import DIFF_PERCENTILE, FloorGrid, copy_points, frame_stil
 from vkdqs.errors import InputError
 from vkdqs.gltf import load_gltf
 from vkdqs.gltf.parts import skin_matrices
-from vkdqs.png import read_png
+from vkdqs.images import read_png
 from vkdqs.renderer import Renderer
 from vkdqs.targets import OffscreenTarget
 

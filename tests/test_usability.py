@@ -13,7 +13,7 @@ from vkdqs import procedural
 from vkdqs.app import cli
 from vkdqs.geometry import vertex_normals
 from vkdqs.gltf import load_gltf
-from vkdqs.png import decode_png, read_png
+from vkdqs.images import decode_png, read_png
 
 from .gltf_fixtures import make_rig
 

@@ -21,8 +21,8 @@ from .errors import (
     VkdqsError,
     VulkanError,
 )
+from .images import PngImage
 from .mesh import SkinnedMesh
-from .png import PngImage
 
 if TYPE_CHECKING:
     from .app.viewer import Viewer

@@ -266,7 +266,7 @@ def render(
     """
     if model is not None and bend:
         raise InputError("--bend bends the candy wrapper; a model takes --time")
-    from ..png import write_png
+    from ..images import write_png
 
     w, h = size
     gltf = None
@@ -411,12 +411,13 @@ def bake(
     """Bake a glTF animation to one world-space mesh per frame (.npz, .glb or USD)."""
     out = Path(out)
     _need_vulkan()
-    from ..baking import _import_pxr, bake_to_file
+    from ..baking import bake_to_file
+    from ..baking.usd import import_pxr
     from ..gpu import Device
 
     registry.get(method)  # InputError naming the methods
     if out.suffix.lower() in (".usd", ".usda", ".usdc"):
-        _import_pxr()  # before loading and baking: say what to install
+        import_pxr()  # before loading and baking: say what to install
     scene = _load(Path(model), max_bytes)  # before the device: a bad file fails fast
     with Device(device=device) as dev:
         info = bake_to_file(

@@ -24,8 +24,8 @@ from ..errors import CapabilityError, InputError, VulkanError
 from ..gltf import GltfScene, load_gltf
 from ..gpu import Device
 from ..gpu.calls import vk
+from ..images import write_png
 from ..methods import DIFF
-from ..png import write_png
 from ..renderer import Renderer
 from ..targets import SwapchainTarget
 from .scenes import CandyWrapperScene, CrowdScene, GltfScenePlayer, ViewerScene

@@ -11,6 +11,9 @@ It writes what :mod:`vkdqs.gltf` reads, so tests and tools can make glTF files i
 
 :func:`save` writes an existing JSON document and its binary buffer the same three ways, which is
 how tests write deliberately malformed files. The writer does not validate the document.
+
+:func:`write_glb` is the one writer of the GLB container (the bake's ``.glb`` uses it too): its
+BIN chunk comes as pieces in order, so a buffer larger than memory can stream from a file.
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ import base64
 import copy
 import json
 import struct
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["GltfBuilder", "save"]
+from ..errors import LimitError
+
+__all__ = ["GLB_MAX_BYTES", "GltfBuilder", "glb_length", "json_bytes", "save", "write_glb"]
 
 _COMPONENT_OF_DTYPE = {
     np.dtype(np.int8): 5120,
@@ -38,10 +44,58 @@ _COMPONENT_OF_DTYPE = {
 _DTYPE_OF_COMPONENT = {v: k for k, v in _COMPONENT_OF_DTYPE.items()}
 _TYPE_OF_WIDTH = {1: "SCALAR", 2: "VEC2", 3: "VEC3", 4: "VEC4"}
 _TARGETS = {"vertex": 34962, "index": 34963, None: None}
+_GLB_MAGIC = 0x46546C67  # b"glTF"
+_CHUNK_JSON = 0x4E4F534A  # b"JSON"
+_CHUNK_BIN = 0x004E4942  # b"BIN\0"
+#: The largest GLB: its header holds the file's length as a uint32.
+GLB_MAX_BYTES = 2**32 - 1
 
 
-def _pad4(data: bytes, fill: bytes = b"\0") -> bytes:
-    return data + fill * (-len(data) % 4)
+def json_bytes(document: dict) -> bytes:
+    """The compact UTF-8 JSON of a glTF document, as a ``.gltf`` or a GLB's JSON chunk holds it."""
+    return json.dumps(document, separators=(",", ":")).encode("utf-8")
+
+
+def glb_length(json_length: int, bin_length: int = 0) -> int:
+    """Bytes of a GLB whose JSON is ``json_length`` bytes and whose binary buffer is
+    ``bin_length`` bytes (0: no BIN chunk), headers and padding included."""
+    total = 12 + 8 + json_length + (-json_length % 4)
+    if bin_length:
+        total += 8 + bin_length + (-bin_length % 4)
+    return total
+
+
+def write_glb(
+    out: IO[bytes],
+    json_text: bytes,
+    bin_length: int = 0,
+    bin_chunks: Iterable[bytes | bytearray | memoryview] = (),
+) -> int:
+    """Write a GLB to ``out``: the header, the JSON chunk (``json_text`` padded with spaces) and,
+    when ``bin_length`` > 0, the BIN chunk: ``bin_chunks`` written in order as they come (so the
+    buffer can stream from a file), ``bin_length`` bytes in all, padded with zeros.
+
+    Returns the bytes written. Raises :class:`~vkdqs.LimitError` past :data:`GLB_MAX_BYTES`
+    (before writing anything) and ValueError when the chunks do not add up to ``bin_length``.
+    """
+    total = glb_length(len(json_text), bin_length)
+    if total > GLB_MAX_BYTES:
+        raise LimitError(f"a GLB of {total} bytes is past the format's 4 GiB")
+    pad = -len(json_text) % 4
+    out.write(struct.pack("<III", _GLB_MAGIC, 2, total))
+    out.write(struct.pack("<II", len(json_text) + pad, _CHUNK_JSON))
+    out.write(json_text)
+    out.write(b" " * pad)
+    if bin_length:
+        out.write(struct.pack("<II", bin_length + (-bin_length % 4), _CHUNK_BIN))
+    written = 0
+    for chunk in bin_chunks:  # pieces of the buffer, each written as it comes
+        out.write(chunk)
+        written += memoryview(chunk).nbytes
+    if written != bin_length:
+        raise ValueError(f"the BIN chunk has {written} bytes, not the {bin_length} announced")
+    out.write(b"\0" * (-bin_length % 4))
+    return total
 
 
 def save(path: str | Path, document: dict, binary: bytes = b"", *, embed: bool = False) -> None:
@@ -82,17 +136,12 @@ def save(path: str | Path, document: dict, binary: bytes = b"", *, embed: bool =
                     bin_path.write_bytes(binary)
                     buf["uri"] = bin_path.name
             buffers[0] = buf
-    text = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+    text = json_bytes(doc)
     if path.suffix.lower() != ".glb":
         path.write_bytes(text)
         return
-    json_chunk = _pad4(text, b" ")
-    chunks = struct.pack("<II", len(json_chunk), 0x4E4F534A) + json_chunk
-    if binary:
-        bin_chunk = _pad4(binary)
-        chunks += struct.pack("<II", len(bin_chunk), 0x004E4942) + bin_chunk
-    header = struct.pack("<III", 0x46546C67, 2, 12 + len(chunks))
-    path.write_bytes(header + chunks)
+    with open(path, "wb") as out:
+        write_glb(out, text, len(binary), (binary,))
 
 
 class GltfBuilder:

@@ -1,0 +1,106 @@
+"""The ``.npz`` writer: an uncompressed zip of ``.npy`` entries, streamed batch by batch
+(positions straight into their zip entry, normals through a temporary file appended at the end),
+so memory stays bounded by one batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .surface import Surface, material_summary
+from .writers import COPY_CHUNK, as_bytes, partial_path
+
+
+def _npy_header(f: IO[bytes], shape: tuple[int, ...], descr: str = "<f4") -> None:
+    np.lib.format.write_array_header_2_0(
+        f, {"descr": descr, "fortran_order": False, "shape": shape}
+    )
+
+
+class NpzWriter:
+    """An uncompressed .npz written frame batch by frame batch."""
+
+    def __init__(
+        self,
+        path: Path,
+        times: NDArray,
+        faces: NDArray,
+        rest_positions: NDArray,
+        rest_normals: NDArray,
+        fps: float,
+        surface: Surface,
+    ) -> None:
+        self.path, self.tmp = path, partial_path(path)
+        self.zip = zipfile.ZipFile(self.tmp, "w", zipfile.ZIP_STORED, allowZip64=True)
+        self.normals: IO[bytes] | None = None
+        textures, texture_of = surface.textures()
+        arrays: list[tuple[str, NDArray]] = [
+            ("times", np.asarray(times, np.float64)),
+            ("faces", faces),
+            (
+                "groups",
+                np.array(
+                    [[*g[:4], -1 if g.material is None else g.material] for g in surface.groups],
+                    np.int64,
+                ).reshape(-1, 5),
+            ),
+            (
+                "materials",
+                np.array(
+                    json.dumps(
+                        [
+                            material_summary(m, t)
+                            for m, t in zip(surface.materials, texture_of, strict=True)
+                        ]
+                    )
+                ),
+            ),
+        ]
+        arrays += [
+            (k, a) for k, a in (("uvs", surface.uvs), ("colors", surface.colors)) if a is not None
+        ]
+        arrays += [(f"texture_{i}", t) for i, t in enumerate(textures)]
+        try:
+            for name, arr in arrays:
+                with self.zip.open(f"{name}.npy", "w", force_zip64=True) as f:
+                    np.lib.format.write_array(f, np.asarray(arr, order="C"))
+            shape = (len(times), len(rest_positions), 3)
+            self.positions = self.zip.open("positions.npy", "w", force_zip64=True)
+            _npy_header(self.positions, shape)
+            self.normals = tempfile.TemporaryFile(dir=path.parent)
+            _npy_header(self.normals, shape)
+        except BaseException:
+            self.abort()
+            raise
+
+    def write(self, positions: NDArray, normals: NDArray) -> None:
+        self.positions.write(as_bytes(positions))
+        assert self.normals is not None
+        self.normals.write(as_bytes(normals))
+
+    def finish(self) -> None:
+        self.positions.close()
+        assert self.normals is not None
+        self.normals.seek(0)
+        with self.zip.open("normals.npy", "w", force_zip64=True) as f:
+            shutil.copyfileobj(self.normals, f, COPY_CHUNK)
+        self.normals.close()
+        self.zip.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        try:
+            if self.normals is not None:
+                self.normals.close()
+            self.zip.close()
+        except Exception:  # already broken: only clean up
+            pass
+        self.tmp.unlink(missing_ok=True)

@@ -1,0 +1,211 @@
+"""The USD writer (``.usd``, ``.usda``, ``.usdc``): a ``UsdGeom.Mesh`` with time-sampled points,
+normals and extent, its primvars and UsdPreviewSurface materials, written with usd-core (the
+``usd`` extra), which keeps the samples in memory until it saves."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import CapabilityError
+from ..images import encode_png
+from .surface import Surface
+from .writers import partial_path
+
+USD_HINT = "writing USD needs usd-core: pip install 'vkdqs[usd]' (or pip install usd-core)"
+
+
+def import_pxr() -> Any:
+    """Import usd-core's (Usd, UsdGeom, Vt), or raise a CapabilityError saying what to install."""
+    try:
+        from pxr import Usd, UsdGeom, Vt
+    except ImportError as exc:
+        raise CapabilityError(f"{USD_HINT} ({exc})") from None
+    return Usd, UsdGeom, Vt
+
+
+class UsdWriter:
+    """A UsdGeom.Mesh at /Bake/Mesh with time-sampled points, normals and extent."""
+
+    def __init__(
+        self,
+        path: Path,
+        times: NDArray,
+        faces: NDArray,
+        rest_positions: NDArray,
+        rest_normals: NDArray,
+        fps: float,
+        surface: Surface,
+    ) -> None:
+        Usd, UsdGeom, Vt = import_pxr()
+        self.Usd, self.Vt = Usd, Vt
+        self.path, self.tmp = path, partial_path(path)
+        self.tmp.unlink(missing_ok=True)
+        self.codes = (np.asarray(times, np.float64) * fps).tolist()
+        self.done = 0
+        stage = self.stage = Usd.Stage.CreateNew(str(self.tmp))
+        stage.SetTimeCodesPerSecond(fps)
+        stage.SetFramesPerSecond(fps)
+        stage.SetStartTimeCode(self.codes[0])
+        stage.SetEndTimeCode(self.codes[-1])
+        UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.y)  # glTF is +y up, in metres
+        UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+        root = UsdGeom.Xform.Define(stage, "/Bake")
+        stage.SetDefaultPrim(root.GetPrim())
+        mesh = UsdGeom.Mesh.Define(stage, "/Bake/Mesh")
+        mesh.CreateSubdivisionSchemeAttr(UsdGeom.Tokens.none)
+        faces = np.ascontiguousarray(faces, np.int32)
+        mesh.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(faces), 3, np.int32)))
+        mesh.CreateFaceVertexIndicesAttr(Vt.IntArray.FromNumpy(faces.reshape(-1)))
+        mesh.SetNormalsInterpolation(UsdGeom.Tokens.vertex)
+        self.points = mesh.CreatePointsAttr()
+        self.normals = mesh.CreateNormalsAttr()
+        self.extent = mesh.CreateExtentAttr()
+        self.textures: list[tuple[Path, NDArray[np.uint8]]] = []
+        _usd_surface(stage, mesh, len(faces), surface, path, self.textures)
+
+    def write(self, positions: NDArray, normals: NDArray) -> None:
+        Vt, Usd = self.Vt, self.Usd
+        lo, hi = positions.min(axis=1), positions.max(axis=1)
+        for k in range(len(positions)):  # over frames: one time sample each
+            code = Usd.TimeCode(self.codes[self.done + k])
+            self.points.Set(Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(positions[k])), code)
+            self.normals.Set(Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(normals[k])), code)
+            self.extent.Set(Vt.Vec3fArray.FromNumpy(np.stack([lo[k], hi[k]])), code)
+        self.done += len(positions)
+
+    def finish(self) -> None:
+        self.stage.GetRootLayer().Save()
+        self.stage = None
+        for file, rgba in self.textures:  # the PNGs the materials read, next to the file
+            file.write_bytes(encode_png(rgba))
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        self.stage = None
+        self.tmp.unlink(missing_ok=True)
+
+
+def _usd_surface(
+    stage: Any,
+    mesh: Any,
+    face_count: int,
+    surface: Surface,
+    path: Path,
+    textures: list[tuple[Path, NDArray[np.uint8]]],
+) -> None:
+    """``primvars:st`` and ``primvars:displayColor`` of ``mesh``, and a UsdPreviewSurface
+    material per source material (a UsdUVTexture reading ``<stem>_texture<i>.png`` next to
+    ``path``, appended to ``textures`` for the writer to save), bound to the mesh or, with
+    several, to one ``materialBind`` GeomSubset of faces each."""
+    from pxr import Gf, Sdf, UsdGeom, UsdShade, Vt
+
+    groups, materials = surface.groups, surface.materials
+    primvars = UsdGeom.PrimvarsAPI(mesh)
+    vertex = np.repeat(np.arange(len(groups)), [g.vertex_count for g in groups])
+    faces = np.repeat(np.arange(len(groups)), [g.face_count for g in groups])
+    if surface.uvs is not None:
+        # the texture transform of each vertex's material, then USD's t = 1 - v
+        mats = np.stack(
+            [np.eye(3)]
+            + [m.uv_transform if m.texture is not None else np.eye(3) for m in materials]
+        )
+        which = np.array([0 if g.material is None else g.material + 1 for g in groups])[vertex]
+        uv = surface.uvs.astype(np.float64)
+        m = mats[which]
+        st = np.stack(
+            [
+                m[:, 0, 0] * uv[:, 0] + m[:, 0, 1] * uv[:, 1] + m[:, 0, 2],
+                1.0 - (m[:, 1, 0] * uv[:, 0] + m[:, 1, 1] * uv[:, 1] + m[:, 1, 2]),
+            ],
+            axis=1,
+        ).astype(np.float32)
+        primvars.CreatePrimvar("st", Sdf.ValueTypeNames.TexCoord2fArray, UsdGeom.Tokens.vertex).Set(
+            Vt.Vec2fArray.FromNumpy(st)
+        )
+    # displayColor: COLOR_0 x the base colour factor (linear, as both are)
+    factors = np.array([[1.0, 1.0, 1.0]] + [m.base_color[:3] for m in materials], np.float32)[
+        np.array([0 if g.material is None else g.material + 1 for g in groups])
+    ]
+    if surface.colors is not None:
+        color, how = surface.colors[:, :3] * factors[vertex], UsdGeom.Tokens.vertex
+    elif len(groups) == 1:
+        color, how = factors, UsdGeom.Tokens.constant
+    else:
+        color, how = factors[faces], UsdGeom.Tokens.uniform
+    primvars.CreatePrimvar("displayColor", Sdf.ValueTypeNames.Color3fArray, how).Set(
+        Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(color, np.float32))
+    )
+    if any(m.double_sided for m in materials):
+        mesh.CreateDoubleSidedAttr(True)
+    if not materials:
+        return
+    images, texture_of = surface.textures()
+    for i, rgba in enumerate(images):  # over distinct textures
+        textures.append((path.with_name(f"{path.stem}_texture{i}.png"), rgba))
+    UsdGeom.Scope.Define(stage, "/Bake/Materials")
+    shaded = []
+    for i, (m, t) in enumerate(zip(materials, texture_of, strict=True)):  # a few materials
+        where = f"/Bake/Materials/Material{i}"
+        mat = UsdShade.Material.Define(stage, where)
+        if m.name:  # prim names are identifiers; the glTF name is kept as the display name
+            mat.GetPrim().SetDisplayName(m.name)
+        pbr = UsdShade.Shader.Define(stage, f"{where}/PreviewSurface")
+        pbr.CreateIdAttr("UsdPreviewSurface")
+        pbr.CreateInput("metallic", Sdf.ValueTypeNames.Float).Set(0.0)
+        pbr.CreateInput("roughness", Sdf.ValueTypeNames.Float).Set(1.0)
+        mat.CreateSurfaceOutput().ConnectToSource(pbr.ConnectableAPI(), "surface")
+        diffuse = pbr.CreateInput("diffuseColor", Sdf.ValueTypeNames.Color3f)
+        # glTF's OPAQUE ignores alpha: only MASK and BLEND set an opacity
+        see_through = m.alpha_mode != "OPAQUE"
+        opacity = pbr.CreateInput("opacity", Sdf.ValueTypeNames.Float) if see_through else None
+        if t is not None:
+            reader = UsdShade.Shader.Define(stage, f"{where}/TexCoordReader")
+            reader.CreateIdAttr("UsdPrimvarReader_float2")
+            reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("st")
+            reader.CreateOutput("result", Sdf.ValueTypeNames.Float2)
+            tex = UsdShade.Shader.Define(stage, f"{where}/BaseColorTexture")
+            tex.CreateIdAttr("UsdUVTexture")
+            tex.CreateInput("file", Sdf.ValueTypeNames.Asset).Set(
+                Sdf.AssetPath(f"./{textures[t][0].name}")
+            )
+            tex.CreateInput("st", Sdf.ValueTypeNames.Float2).ConnectToSource(
+                reader.ConnectableAPI(), "result"
+            )
+            tex.CreateInput("wrapS", Sdf.ValueTypeNames.Token).Set(m.sampler.wrap_s)
+            tex.CreateInput("wrapT", Sdf.ValueTypeNames.Token).Set(m.sampler.wrap_t)
+            tex.CreateInput("sourceColorSpace", Sdf.ValueTypeNames.Token).Set("sRGB")
+            tex.CreateInput("scale", Sdf.ValueTypeNames.Float4).Set(Gf.Vec4f(*m.base_color))
+            tex.CreateOutput("rgb", Sdf.ValueTypeNames.Float3)
+            tex.CreateOutput("a", Sdf.ValueTypeNames.Float)
+            diffuse.ConnectToSource(tex.ConnectableAPI(), "rgb")
+            if opacity is not None:
+                opacity.ConnectToSource(tex.ConnectableAPI(), "a")
+        elif surface.colors is not None:
+            reader = UsdShade.Shader.Define(stage, f"{where}/DisplayColorReader")
+            reader.CreateIdAttr("UsdPrimvarReader_float3")
+            reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("displayColor")
+            reader.CreateOutput("result", Sdf.ValueTypeNames.Float3)
+            diffuse.ConnectToSource(reader.ConnectableAPI(), "result")
+        else:
+            diffuse.Set(Gf.Vec3f(*m.base_color[:3]))
+        if opacity is not None and t is None:
+            opacity.Set(m.base_color[3])
+        if m.alpha_mode == "MASK":
+            pbr.CreateInput("opacityThreshold", Sdf.ValueTypeNames.Float).Set(m.alpha_cutoff)
+        shaded.append(mat)
+    used = sorted({g.material for g in groups if g.material is not None})
+    binding = UsdShade.MaterialBindingAPI.Apply(mesh.GetPrim())
+    if len(groups) == 1 and used:
+        binding.Bind(shaded[used[0]])
+        return
+    for k in used:  # one subset of faces per material
+        ids = np.flatnonzero(np.array([g.material == k for g in groups])[faces]).astype(np.int32)
+        subset = binding.CreateMaterialBindSubset(
+            f"Material{k}", Vt.IntArray.FromNumpy(ids), UsdGeom.Tokens.face
+        )
+        UsdShade.MaterialBindingAPI.Apply(subset.GetPrim()).Bind(shaded[k])
