@@ -315,8 +315,7 @@ def _clip_time(time: float, duration: float, rest: bool) -> float:
         return 0.0
     clamped = min(max(time, 0.0), duration)
     warnings.warn(
-        f"--time {time:g} s is outside the animation ({duration:g} s long): drawn at "
-        f"{clamped:g} s",
+        f"--time {time:g} s is outside the animation ({duration:g} s long): drawn at {clamped:g} s",
         stacklevel=2,
     )
     return clamped
