@@ -55,7 +55,8 @@ def test_info_json_and_scale(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("options", "label"),
     [
-        ([], "LBS (left) | DQS (right), animation 0 'linear' 1.25/1.00 s"),
+        # 1.25 s is past the 1 s animation: drawn at its end, with a warning
+        ([], "LBS (left) | DQS (right), animation 0 'linear' 1.00/1.00 s"),
         (["--method", "lbs", "--animation", "2"], "LBS, animation 2 'cubic' 1.25/2.00 s"),
         (["--method", "dqs", "--animation", "step"], "DQS, animation 1 'step' 1.25/2.00 s"),
         (["--animation", "rest"], "LBS (left) | DQS (right), rest pose"),
@@ -68,7 +69,10 @@ def test_render_model_writes_a_png(rig_glb, tmp_path, device, capsys, options, l
     img = read_png(out)
     assert img.shape == (120, 200, 4)
     assert len(np.unique(img[..., 0])) > 5
-    assert capsys.readouterr().out.strip() == f"wrote {out} (200x120, {label})"
+    captured = capsys.readouterr()
+    assert captured.out.strip() == f"wrote {out} (200x120, {label})"
+    clamped = "1.00/1.00" in label or "rest pose" in label
+    assert ("--time 1.25 s" in captured.err) == clamped
 
 
 def test_candy_wrapper_render_still_works(tmp_path, device, capsys):

@@ -80,8 +80,10 @@ def test_time_and_twist_at_the_limits_render_short_labels(tmp_path, device, caps
     out = tmp_path / "frame.png"
     base = ["render", "--out", str(out), "--size", "32x24", "--samples", "1"]
     assert cli.main([*base, str(model), "--time=-1e6", "--method", "lbs"]) == 0
-    assert capsys.readouterr().out.strip() == (
-        f"wrote {out} (32x24, LBS, animation 0 'linear' -1000000.00/1.00 s)"
+    captured = capsys.readouterr()
+    assert captured.out.strip() == f"wrote {out} (32x24, LBS, animation 0 'linear' 0.00/1.00 s)"
+    assert captured.err.strip() == (
+        "vkdqs: warning: --time -1e+06 s is outside the animation (1 s long): drawn at 0 s"
     )
     assert read_png(out).shape == (24, 32, 4)
     assert cli.main([*base, "--twist", "3600"]) == 0

@@ -546,8 +546,10 @@ def test_dqs_blender_crowd_bones_and_input(scene):
     u = crowd.frame_positions()
     got = crowd.read_bones().astype(np.float64)
     assert got.shape == (4, 2, 5, 4)
-    # the DQ and Blender's scale rows of each frame, blended like "blend" bones
-    dqs, scales = dq.blender_bone_dqs(clip.frames, rest)
+    # the DQ Blender's split gives each frame and the frame's matrix rows, blended like "blend"
+    # bones
+    dqs, _ = dq.blender_bone_dqs(clip.frames, rest)
+    rows = clip.frames[..., :3, :]
     f0 = np.floor(u).astype(int)
     a = (u - f0)[:, None, None, None]
     d0, d1 = dqs[f0], dqs[f0 + 1]
@@ -555,7 +557,7 @@ def test_dqs_blender_crowd_bones_and_input(scene):
     d = (1 - a) * d0 + a * sign * d1  # divided by |real|, as dq_normalize() in dqs.glsl
     d /= np.linalg.norm(d[..., :1, :], axis=-1, keepdims=True)
     np.testing.assert_allclose(got[:, :, :2], d, atol=2e-6)
-    np.testing.assert_allclose(got[:, :, 2:], (1 - a) * scales[f0] + a * scales[f0 + 1], atol=2e-6)
+    np.testing.assert_allclose(got[:, :, 2:], (1 - a) * rows[f0] + a * rows[f0 + 1], atol=2e-6)
     with pytest.raises(InputError, match="needs rest_matrices"):
         renderer.add_crowd(rm, clip, count=2, method="dqs_blender")
     with pytest.raises(InputError, match=r"rest_matrices must .*\(2, 4, 4\)"):

@@ -182,8 +182,11 @@ def check_centers(vertex_count: int, centers: object) -> np.ndarray:
 def pack_blender(
     bones: object, bone_count: int, rest: np.ndarray, *, batched: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(B, 4, 4) skinning matrices split as Blender's ``mat4_to_dquat`` does (any scale, shear
-    or mirroring): the DQs and each bone's ``[S | s]`` scale rows."""
+    """(B, 4, 4) skinning matrices for Blender's DQS (any scale, shear or mirroring): each
+    bone's DQ as Blender's ``mat4_to_dquat`` splits it (:func:`vkdqs.dq.blender_bone_dqs`; the
+    shaders use its rotation) and the matrix's own rows ``[A | t]``: the shaders carry each
+    bone's transformed vertex ``M p`` by its rotation, algebraically Blender's pivot-corrected
+    DQ blend but exact in float32 where the split's translations are large beside ``M p``."""
     arr = _as_bones(bones, bone_count, batched, ((4, 4),))
     _check_magnitude(arr, batched, "a matrix entry")
     bad = dq.bottom_row_error(arr) > dq.AFFINE_ATOL
@@ -198,10 +201,10 @@ def pack_blender(
         index = tuple(int(i) for i in np.argwhere(singular)[0])
         det = np.linalg.det(arr[index][:3, :3])
         raise InputError(f"{_where(index, batched)}: singular matrix (det {det:.3g})")
-    dqs, scales = dq.blender_bone_dqs(arr, rest)
+    dqs, _ = dq.blender_bone_dqs(arr, rest)
     return (
         np.ascontiguousarray(dqs, dtype=np.float32),
-        np.ascontiguousarray(scales, dtype=np.float32),
+        np.ascontiguousarray(arr[..., :3, :], dtype=np.float32),
     )
 
 

@@ -36,8 +36,8 @@ Methods: "dqs", "lbs", "blend" (per-vertex LBS/DQS blend by the mesh's ``dqs_ble
 sampling pass writes each bone's blended DQ and its linearly blended matrix rows, 5 texels),
 "cor" (optimized centers of rotation: DQ bones, as "dqs", and the mesh's per-vertex centers,
 computed once per mesh like a "cor" instance's) and "dqs_blender" (Blender's Preserve Volume,
-with the bones' ``rest_matrices``: the DQ and Blender's scale matrix rows, 5 texels, sampled as
-for "blend"; clips with scale welcome). The vertex shader skins with
+with the bones' ``rest_matrices``: the DQ of Blender's split and the matrix rows, 5 texels,
+sampled as for "blend"; clips with scale welcome). The vertex shader skins with
 ``skin_vertex()`` of ``include/skin.glsl``, as ordinary instances do.
 
 DQS, blend and cor crowds need rigid clips (no scale or shear): use ``method="lbs"`` (or

@@ -65,18 +65,32 @@ vec4 quat_mul(vec4 a, vec4 b) {
     return vec4(a.w * b.xyz + b.w * a.xyz + cross(a.xyz, b.xyz), a.w * b.w - dot(a.xyz, b.xyz));
 }
 
-// Blender's add_weighted_dq_dq_pivot(sum, bone, pivot = p, w): the translation the bone's scale
-// matrix gives the vertex goes into the DQ (applied before its rotation), and the weight's sign
-// follows the running sum of the rotations.
-void blender_add(mat2x4 bone, mat3x4 scale, float wk, vec3 p, inout mat2x4 sum,
-                 inout mat3x4 scale_sum) {
+mat3 quat_to_mat3(vec4 q) {
+    vec3 x = rotate_vector(q, vec3(1.0, 0.0, 0.0));
+    vec3 y = rotate_vector(q, vec3(0.0, 1.0, 0.0));
+    return mat3(x, y, cross(x, y));
+}
+
+// Blender's add_weighted_dq_dq_pivot(sum, bone, pivot = p, w), the weight's sign following the
+// running sum of the rotations q_k. Blender splits each skinning matrix M_k = R_k S_k (R_k rigid:
+// q_k and translation t_k; S_k its scale in the rest frame), moves the translation e = S_k p - p
+// the scale gives the vertex into the DQ's dual part, d_k + 0.5 q_k e, and applies the normalized
+// blend to p. Since d_k = 0.5 t_k q_k and q_k (S_k p) = (R_k S_k p) q_k, the dual part is
+// 0.5 (M_k p - p) q_k, and the p terms sum to |sum| R(q) p, which the rotation's R(q) p cancels:
+// the position is (sum w (M_k p) q_k q*).xyz / |sum w q_k|, with q the normalized sum. That is
+// what `carried` sums (the second block holds M_k's rows): exact in float32 where t_k and S_k p
+// are large beside M_k p (a quantized mesh, whose joint matrices scale it by 1e-4, cancelled to a
+// thousandth of the model). Blender's deform matrix for the normal needs sum w S_k, S_k =
+// R(q_k)^T M_k: accumulated transposed, S_k^T = A_k^T R(q_k).
+void blender_add(mat2x4 bone, mat3x4 rows, float wk, vec3 p, inout vec4 sum, inout vec4 carried,
+                 inout mat3 scale_t) {
     if (wk == 0.0) {
         return;
     }
-    vec3 e = lbs_transform_point(scale, p) - p;
-    mat2x4 d = mat2x4(bone[0], bone[1] + 0.5 * quat_mul(bone[0], vec4(e, 0.0)));
-    sum += d * (dot(bone[0], sum[0]) < 0.0 ? -wk : wk);
-    scale_sum += scale * wk;
+    float signed_w = dot(bone[0], sum) < 0.0 ? -wk : wk;
+    sum += bone[0] * signed_w;
+    carried += quat_mul(vec4(lbs_transform_point(rows, p), 0.0), bone[0]) * signed_w;
+    scale_t += mat3(rows[0].xyz, rows[1].xyz, rows[2].xyz) * quat_to_mat3(bone[0]) * wk;
 }
 #endif
 
@@ -153,36 +167,39 @@ void skin_vertex(ivec4 j, vec4 w,
     skinned_p = rotate_vector(q, p - c) + pc;
     skinned_n = normalize(rotate_vector(q, n));
 #elif defined(SKIN_DQS_BLENDER)
-    mat2x4 dq = mat2x4(0.0);
-    mat3x4 s = mat3x4(0.0);
-    blender_add(BONE(j.x), BONE_SCALE(j.x), w.x, p, dq, s);
-    blender_add(BONE(j.y), BONE_SCALE(j.y), w.y, p, dq, s);
-    blender_add(BONE(j.z), BONE_SCALE(j.z), w.z, p, dq, s);
-    blender_add(BONE(j.w), BONE_SCALE(j.w), w.w, p, dq, s);
+    vec4 q = vec4(0.0);
+    vec4 carried = vec4(0.0);
+    mat3 st = mat3(0.0);
+    blender_add(BONE(j.x), BONE_MATRIX(j.x), w.x, p, q, carried, st);
+    blender_add(BONE(j.y), BONE_MATRIX(j.y), w.y, p, q, carried, st);
+    blender_add(BONE(j.z), BONE_MATRIX(j.z), w.z, p, q, carried, st);
+    blender_add(BONE(j.w), BONE_MATRIX(j.w), w.w, p, q, carried, st);
 #ifdef SKIN_INFLUENCES_8
-    blender_add(BONE(j1.x), BONE_SCALE(j1.x), w1.x, p, dq, s);
-    blender_add(BONE(j1.y), BONE_SCALE(j1.y), w1.y, p, dq, s);
-    blender_add(BONE(j1.z), BONE_SCALE(j1.z), w1.z, p, dq, s);
-    blender_add(BONE(j1.w), BONE_SCALE(j1.w), w1.w, p, dq, s);
+    blender_add(BONE(j1.x), BONE_MATRIX(j1.x), w1.x, p, q, carried, st);
+    blender_add(BONE(j1.y), BONE_MATRIX(j1.y), w1.y, p, q, carried, st);
+    blender_add(BONE(j1.z), BONE_MATRIX(j1.z), w1.z, p, q, carried, st);
+    blender_add(BONE(j1.w), BONE_MATRIX(j1.w), w1.w, p, q, carried, st);
 #endif
-    // normalize_dq (divide by the weight sum), then mul_v3m3_dq, whose scale matrix is neutral
-    // at the pivot: the position needs only the normalized DQ.
-    dq *= 1.0 / weight_sum;
-    s *= 1.0 / weight_sum;
-    if (weight_sum <= 1e-4 || !dq_normalize(dq)) {
+    // normalize_dq: divide by the weight sum, then by the rotation's length; mul_v3m3_dq's scale
+    // matrix is neutral at the pivot, so the position needs only the normalized blend
+    float q_len = length(q) / weight_sum;
+    if (weight_sum <= 1e-4 || q_len < DQS_EPS) {
         skinned_p = p;
         skinned_n = normalize(n);
         return;
     }
-    skinned_p = dq_transform_point(dq, p);
+    q = normalize(q);
+    vec4 placed = quat_mul(carried, vec4(-q.xyz, q.w)) * (1.0 / (q_len * weight_sum));
+    skinned_p = placed.xyz;
     // the normal: cofactor of Blender's deform matrix R(q) S_blend, i.e. R(q) cof(S_blend) n
-    vec3 a0 = s[0].xyz;
-    vec3 a1 = s[1].xyz;
-    vec3 a2 = s[2].xyz;
+    // (st is S_blend transposed times the weight sum: its columns are S_blend's rows)
+    vec3 a0 = st[0];
+    vec3 a1 = st[1];
+    vec3 a2 = st[2];
     vec3 c = vec3(dot(cross(a1, a2), n), dot(cross(a2, a0), n), dot(cross(a0, a1), n));
     float len = length(c);
     bool collapsed = len < lbs_cofactor_eps(a0, a1, a2);
-    skinned_n = collapsed ? normalize(n) : normalize(rotate_vector(dq[0], c / len));
+    skinned_n = collapsed ? normalize(n) : normalize(rotate_vector(q, c / len));
 #elif defined(SKIN_LBS)
     mat3x4 m = lbs_blend(BONE(j.x), BONE(j.y), BONE(j.z), BONE(j.w), w);
 #ifdef SKIN_INFLUENCES_8
