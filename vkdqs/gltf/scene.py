@@ -712,7 +712,7 @@ class GltfScene:
             lo, hi = s["rest_skinning_scale"]
             if max(abs(lo - 1.0), abs(hi - 1.0)) > 1e-4:
                 scaled += f", rest skinning scale {lo:.4g}..{hi:.4g}"
-            refused = "".join(f"; not {m}: {why}" for m, why in s["refused"].items())
+            refused = _refused_text(s["refused"])
             lines.append(
                 f"  skin {s['index']}{_name(s['name'])}: {s['joints']} joints, "
                 f"max {s['max_influences']} influences{scaled}; methods {', '.join(s['methods'])}"
@@ -791,6 +791,16 @@ class GltfScene:
             rest = rest.copy()
             rest[self._matrix_nodes] = np.linalg.norm(self._matrices[:, :3, :3], axis=1)
         return bool(np.any(np.abs(rest[joints] - 1.0) > atol))
+
+
+def _refused_text(refused: dict[str, str]) -> str:
+    """``; not blend, cor: needs rigid joint matrices; ...`` for a summary line: the methods a skin
+    refuses, grouped by their reason (each reason without its method's label)."""
+    by_reason: dict[str, list[str]] = {}
+    for name, why in refused.items():
+        label = methods.get(name).label
+        by_reason.setdefault(why.removeprefix(f"{label} "), []).append(name)
+    return "".join(f"; not {', '.join(names)}: {why}" for why, names in by_reason.items())
 
 
 def _morph_text(count: int, names: list[str]) -> str:
