@@ -2,9 +2,10 @@
 
 Read: ``pbrMetallicRoughness.baseColorFactor`` and ``baseColorTexture`` (its ``texCoord`` and
 ``KHR_texture_transform``), ``alphaMode``/``alphaCutoff``, ``doubleSided``; ``textures``
-(``source``, ``sampler``, ``EXT_texture_webp``'s source first), ``samplers`` (filters with their
-mipmap modes, wrap modes) and ``images`` (a ``uri`` through :mod:`vkdqs.gltf.uris`, or a
-``bufferView`` with a ``mimeType``; PNG, JPEG, WebP, decoded by :mod:`vkdqs.gltf.images`). Other
+(``source``, ``sampler``, ``EXT_texture_webp``'s source first, then ``KHR_texture_basisu``'s
+when its transcoder is installed), ``samplers`` (filters with their mipmap modes, wrap modes) and
+``images`` (a ``uri`` through :mod:`vkdqs.gltf.uris`, or a ``bufferView`` with a ``mimeType``;
+PNG, JPEG, WebP, decoded by :mod:`vkdqs.gltf.images`; KTX 2 by :mod:`vkdqs.gltf.ktx2`). Other
 material properties (metallic-roughness, normal, occlusion and emissive textures, other
 ``KHR_materials_*``) are ignored.
 
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from vkdqs.gltf import ktx2
 from vkdqs.gltf.errors import GltfError, GltfWarning, _show
 from vkdqs.gltf.images import ImageProblem, decode_image
 from vkdqs.gltf.uris import (
@@ -50,6 +52,7 @@ _MIN = {
 _WRAP = {33071: "clamp", 33648: "mirror", 10497: "repeat"}
 _ALPHA = ("OPAQUE", "MASK", "BLEND")
 _WEBP = "EXT_texture_webp"
+_BASISU = "KHR_texture_basisu"
 _TRANSFORM = "KHR_texture_transform"
 
 
@@ -133,7 +136,11 @@ class _Materials:
                 data = memoryview(v.data)[v.offset : v.offset + v.length]
             else:
                 data = self._read_uri(image["uri"], f"{path}.uri")
-            out = decode_image(data, mime, lambda n, what: r.charge(n, path, what))
+            charge = lambda n, what: r.charge(n, path, what)  # noqa: E731
+            if mime == ktx2.MIME_TYPE or bytes(data[: len(ktx2.MAGIC)]) == ktx2.MAGIC:
+                out = ktx2.decode_ktx2(data, charge)
+            else:
+                out = decode_image(data, mime, charge)
         except ImageProblem as exc:
             _warn(r, path, f"{exc}; its materials draw untextured")
         except GltfError as exc:
@@ -168,6 +175,11 @@ class _Materials:
         if webp is not None:
             webp_source = r.get_index(webp, "source", f"{path}.extensions.{_WEBP}", "images")
             source = webp_source if webp_source is not None else source
+        basisu = r.get_obj(ext, _BASISU, f"{path}.extensions")
+        if basisu is not None:
+            ktx_source = r.get_index(basisu, "source", f"{path}.extensions.{_BASISU}", "images")
+            if ktx_source is not None and (ktx2.available() or source is None):
+                source = ktx_source  # the transcoder, or the HINT as a warning
         if source is None:
             _warn(r, path, f"has no PNG, JPEG or WebP source (used by {user}); drawn untextured")
             return None, sampler
@@ -262,9 +274,10 @@ def read_materials(reader: _AccessorReader) -> tuple[Material, ...]:
             m.sampler(sampler)
         reader.get_index(tex, "source", tpath, "images")
         ext = reader.get_obj(tex, "extensions", tpath) or {}
-        webp = reader.get_obj(ext, _WEBP, f"{tpath}.extensions")
-        if webp is not None:
-            reader.get_index(webp, "source", f"{tpath}.extensions.{_WEBP}", "images")
+        for name in (_WEBP, _BASISU):
+            alternative = reader.get_obj(ext, name, f"{tpath}.extensions")
+            if alternative is not None:
+                reader.get_index(alternative, "source", f"{tpath}.extensions.{name}", "images")
     for s in range(len(reader.array("samplers"))):
         m.sampler(s)
     return tuple(m.material(i) for i in range(len(reader.array("materials"))))
