@@ -67,6 +67,7 @@ class Camera:
 
     @property
     def position(self) -> NDArray[np.float64]:
+        """The eye: :attr:`distance` back from the target along :attr:`forward`."""
         return self.target - self.distance * self.forward
 
     def basis(self) -> tuple[NDArray, NDArray, NDArray]:
@@ -161,26 +162,36 @@ class Camera:
 
     @property
     def near(self) -> float:
+        """Near clip distance: the constructor's, or after :meth:`frame`/:meth:`fit` 3 radii in
+        front of the target (at least 1/1000 of the distance), so it follows zooming."""
         if self.radius is None:
             return self._near
         return max(self.distance - 3.0 * self.radius, self.distance * 1e-3)
 
     @property
     def far(self) -> float:
+        """Far clip distance: the constructor's, or after :meth:`frame`/:meth:`fit` 3 radii
+        behind the target."""
         if self.radius is None:
             return self._far
         return self.distance + 3.0 * self.radius
 
     def view_matrix(self) -> NDArray[np.float64]:
+        """World to view space ``(4, 4)``: right-handed, looking down -z, +y up."""
         eye = glm.dvec3(*self.position)
         return _np(glm.lookAt(eye, glm.dvec3(*self.target), glm.dvec3(0.0, 1.0, 0.0)))
 
     def projection_matrix(self, aspect: float) -> NDArray[np.float64]:
+        """View to Vulkan clip space ``(4, 4)`` for a viewport ``aspect`` = width / height:
+        perspective over :attr:`fov_y_deg`, depth 0 at :attr:`near` to 1 at :attr:`far`, y
+        flipped."""
         proj = _np(glm.perspectiveRH_ZO(math.radians(self.fov_y_deg), aspect, self.near, self.far))
         proj[1, :] *= -1.0  # Vulkan's framebuffer y points down
         return proj
 
     def view_projection(self, aspect: float) -> NDArray[np.float64]:
+        """World to clip space ``(4, 4)``, projection times view: the matrix the renderer's
+        shaders get."""
         return self.projection_matrix(aspect) @ self.view_matrix()
 
     def project(self, points: ArrayLike, width: int, height: int) -> NDArray[np.float64]:

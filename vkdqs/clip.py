@@ -51,10 +51,12 @@ class AnimationClip:
 
     @property
     def frame_count(self) -> int:
+        """Number of sampled frames F."""
         return int(self.frames.shape[0])
 
     @property
     def joint_count(self) -> int:
+        """Number of joints J (skinning matrices per frame)."""
         return int(self.frames.shape[1])
 
     @property

@@ -180,6 +180,7 @@ class PairBins:
 
     @property
     def entry_count(self) -> int:
+        """Number of (bone pair, weight cell) entries E, the rows of :attr:`bins`."""
         return int(self.bins.shape[0])
 
 

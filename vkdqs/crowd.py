@@ -392,6 +392,7 @@ class Crowd:
 
     @property
     def joint_count(self) -> int:
+        """Joints of the clips (all of a crowd's clips have the same), bones per copy."""
         return self.clip.joint_count
 
     # -- per-copy state ---------------------------------------------------------------------
@@ -630,6 +631,9 @@ class Crowd:
             vk.vkCmdDrawIndexed(cmd, count, self.count, first, 0, 0)
 
     def sample_pipeline_desc(self) -> ComputePipelineDesc:
+        """The compute pipeline of the sampling pass: the shader of the method's sampling
+        layout (``crowd_dq.comp`` for "dqs" and "cor"), which the renderer dispatches before
+        its render pass."""
         return ComputePipelineDesc(
             shader=si.crowd_variant_name("crowd_sample", self.method),
             spec=((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),),

@@ -626,6 +626,7 @@ class Variant:
 
     @property
     def stage(self) -> Stage:
+        """The shader stage of the module (vertex, fragment or compute)."""
         return _SOURCES[self.kind][1]
 
     @property

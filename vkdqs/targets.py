@@ -57,29 +57,40 @@ class RenderTarget(Protocol):
     def acquire(self, frame: FrameSync) -> int | None:
         """Index of the framebuffer to draw into, or None when no frame can be drawn now."""
 
-    def framebuffer(self, index: int) -> Any: ...
+    def framebuffer(self, index: int) -> Any:
+        """The ``VkFramebuffer`` over image ``index`` (as :meth:`acquire` returned it), on
+        :attr:`render_pass`: the renderer begins the frame's render pass on it."""
 
     def frame_using(self, index: int, frame: FrameSync) -> FrameSync | None:
         """Record that ``frame`` now draws into framebuffer ``index``; return the frame that
         used it before (the renderer waits for that one), if another."""
 
-    def wait_semaphores(self, frame: FrameSync) -> list: ...
+    def wait_semaphores(self, frame: FrameSync) -> list:
+        """The semaphores the frame's submission waits on before it writes colour (e.g. the one
+        :meth:`acquire` had signalled); empty when there is nothing to wait for."""
 
-    def signal_semaphores(self, index: int) -> list: ...
+    def signal_semaphores(self, index: int) -> list:
+        """The semaphores the frame's submission signals when it has drawn into image
+        ``index`` (what :meth:`present` waits on); empty when nothing waits for them."""
 
     def record_after_pass(self, cmd: Any, index: int) -> None:
         """Commands after the render pass (e.g. copy the image out)."""
 
-    def present(self, frame: FrameSync, index: int) -> bool: ...
+    def present(self, frame: FrameSync, index: int) -> bool:
+        """Hand on image ``index`` once the frame is submitted; False when it could not be
+        shown (the renderer goes on to the next frame either way)."""
 
     def state_key(self) -> tuple:
         """What recorded command buffers depend on besides the scene (changes force a
         re-record)."""
 
-    def read(self, index: int) -> np.ndarray: ...
+    def read(self, index: int) -> np.ndarray:
+        """The frame drawn into framebuffer ``index`` as ``(H, W, 4)`` uint8 RGBA, after the
+        renderer waited for it; targets that are not :attr:`readable` raise InputError."""
 
     @property
-    def closed(self) -> bool: ...
+    def closed(self) -> bool:
+        """Whether the target (or its Device) is closed: the renderer then refuses to draw."""
 
     @property
     def lock(self) -> Any:
@@ -243,6 +254,8 @@ class OffscreenTarget(_TargetBase):
     # -- the target protocol -------------------------------------------------------------
 
     def acquire(self, frame: FrameSync) -> int | None:
+        """Framebuffer ``frame.index``: each frame slot has its own image, always free. Raises
+        InputError when the renderer has more frames in flight than this target has images."""
         self._check_open()
         if frame.index >= len(self._framebuffers):
             raise InputError(
@@ -252,15 +265,20 @@ class OffscreenTarget(_TargetBase):
         return frame.index
 
     def framebuffer(self, index: int) -> Any:
+        """The ``VkFramebuffer`` over colour image ``index`` and its depth (and MSAA) images."""
         return self._framebuffers[index].handle
 
     def frame_using(self, index: int, frame: FrameSync) -> FrameSync | None:
+        """None: framebuffer ``index`` only serves frame slot ``index``, whose fence the
+        renderer has already waited for."""
         return None  # framebuffer i is only ever used by frame slot i
 
     def wait_semaphores(self, frame: FrameSync) -> list:
+        """No semaphores: no image is acquired from a presentation engine."""
         return []
 
     def signal_semaphores(self, index: int) -> list:
+        """No semaphores: nothing is presented; the frame's fence says when to :meth:`read`."""
         return []
 
     def record_after_pass(self, cmd: Any, index: int) -> None:
@@ -269,9 +287,11 @@ class OffscreenTarget(_TargetBase):
         record_copy_to_host(cmd, self._resolved[index].handle, self._readback[index], w, h)
 
     def present(self, frame: FrameSync, index: int) -> bool:
+        """Nothing to present (the frame stays for :meth:`read`); always True."""
         return True
 
     def state_key(self) -> tuple:
+        """Empty: the commands this target adds to a frame never change."""
         return ()
 
     def read(self, index: int) -> np.ndarray:
@@ -426,19 +446,29 @@ class SwapchainTarget(_TargetBase):
         self.device.wait_idle()
 
     def framebuffer(self, index: int) -> Any:
+        """The ``VkFramebuffer`` over swapchain image ``index`` (made again with each
+        swapchain)."""
         return self._framebuffers[index].handle
 
     def frame_using(self, index: int, frame: FrameSync) -> FrameSync | None:
+        """Record that ``frame`` draws into image ``index`` now; return the frame that drew
+        into it last if that is another one (the swapchain may hand out an image whose
+        frame is still in flight: the renderer waits for that frame first)."""
         other, self.images_in_flight[index] = self.images_in_flight[index], frame
         return other if other is not frame else None
 
     def wait_semaphores(self, frame: FrameSync) -> list:
+        """``frame.image_available``, which the swapchain signals once the image acquired by
+        :meth:`acquire` may be drawn into."""
         return [frame.image_available]
 
     def signal_semaphores(self, index: int) -> list:
+        """Image ``index``'s render-finished semaphore, which :meth:`present` waits on."""
         return [self._render_finished[index].handle]
 
     def present(self, frame: FrameSync, index: int) -> bool:
+        """Queue image ``index`` for presentation once its frame has finished drawing; False
+        when the swapchain was out of date or suboptimal and has been made again."""
         assert self._swapchain is not None
         try:
             self._swapchain.present(index, self._render_finished[index].handle)
@@ -448,6 +478,8 @@ class SwapchainTarget(_TargetBase):
         return True
 
     def state_key(self) -> tuple:
+        """(capture pending, swapchain re-creations): a capture adds a copy to the next frame's
+        commands, and a new swapchain brings new framebuffers."""
         return (self._capture, self.recreations)
 
     # -- screenshots of the window -------------------------------------------------------
@@ -466,6 +498,8 @@ class SwapchainTarget(_TargetBase):
         self._capture = True
 
     def record_after_pass(self, cmd: Any, index: int) -> None:
+        """After :meth:`request_capture`, copy image ``index`` into the capture buffer (out of
+        PRESENT_SRC and back), for the next frame only; otherwise nothing."""
         if not self._capture:
             return
         assert self._swapchain is not None and self._capture_buffer is not None

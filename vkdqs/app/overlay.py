@@ -84,6 +84,8 @@ class ColorBar:
     fmt: str = "{:.3g}"
 
     def value_text(self, value: float) -> str:
+        """``value`` as the bar prints it: formatted with :attr:`fmt`, then :attr:`unit`
+        after a space when there is one."""
         return self.fmt.format(value) + (f" {self.unit}" if self.unit else "")
 
 

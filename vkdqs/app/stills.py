@@ -101,6 +101,7 @@ class DiffColoring:
         return float(np.percentile(d, DIFF_PERCENTILE)), float(d.max())
 
     def close(self) -> None:
+        """Close the skinners made so far and let go of their meshes. Safe to call twice."""
         for skinner in self._skinners.values():
             skinner.close()
         self._skinners.clear()
@@ -291,6 +292,7 @@ class FloorGrid:
 
     @property
     def visible(self) -> bool:
+        """Whether the grid is drawn (its instance's visibility)."""
         return self.instance.visible
 
     @visible.setter
@@ -328,6 +330,9 @@ class Decorations:
         return np.where(bits, hi, lo).astype(np.float64)
 
     def update(self) -> None:
+        """Place the grid and compose the labels again, each only when what it shows changed
+        (the methods, animation and spacing; the target's size, caption, heat-map bone, diff
+        range and camera). Nothing while the window is minimized."""
         scene, renderer = self.scene, self.renderer
         points = None
         if self.grid is not None:

@@ -39,6 +39,7 @@ class Fence(DeviceObject):
             vk.vkWaitForFences(self.device.handle, 1, [self.handle], vk.VK_TRUE, FENCE_TIMEOUT_NS)
 
     def reset(self) -> None:
+        """Make the fence unsignalled again, before a submission that signals it."""
         with vk_errors(f"resetting fence {self.label!r}"):
             vk.vkResetFences(self.device.handle, 1, [self.handle])
 
@@ -92,6 +93,19 @@ class CommandBuffer(DeviceObject):
         super().__init__(device, cmd, label, destroyer)
 
     def begin(self, *, one_time: bool = False) -> Any:
+        """Reset the command buffer and start recording it again.
+
+        Parameters
+        ----------
+        one_time : bool
+            It will be submitted once, then recorded again
+            (``VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT``).
+
+        Returns
+        -------
+        VkCommandBuffer
+            The handle to record commands into; :meth:`end` finishes the recording.
+        """
         cmd = self.handle
         flags = vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT if one_time else 0
         with vk_errors(f"beginning command buffer {self.label!r}"):
@@ -100,6 +114,7 @@ class CommandBuffer(DeviceObject):
         return cmd
 
     def end(self) -> None:
+        """Finish the recording that :meth:`begin` started; the buffer can be submitted."""
         with vk_errors(f"ending command buffer {self.label!r}"):
             vk.vkEndCommandBuffer(self.handle)
 

@@ -393,20 +393,24 @@ class Device:
 
     @property
     def instance(self) -> Any:
+        """The ``VkInstance`` (e.g. for ``glfw.create_window_surface``)."""
         self._check_open()
         return self._h.instance
 
     @property
     def physical_device(self) -> Any:
+        """The chosen ``VkPhysicalDevice`` (:attr:`info` describes it)."""
         self._check_open()
         return self._physical
 
     @property
     def queue_family(self) -> int:
+        """Index of the queue family of the one queue: graphics and compute both."""
         return self._queue_family
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called: every object made on the Device is gone then."""
         return self._closed
 
     def _check_open(self) -> None:
@@ -443,6 +447,8 @@ class Device:
         return len(self._h.children)
 
     def live_object_labels(self) -> list[str]:
+        """Kind and label of each object :meth:`live_objects` counts, oldest first (what a
+        leak test prints)."""
         return [label for label, _ in list(self._h.children.values())]
 
     # -- the queue ---------------------------------------------------------------------------
@@ -461,6 +467,8 @@ class Device:
             vk.vkQueueSubmit(q, len(submits), submits, fence)
 
     def wait_idle(self) -> None:
+        """Block until the GPU has finished all submitted work (``vkDeviceWaitIdle``, under
+        the queue lock)."""
         self._check_open()
         with vk_errors("waiting for the device to go idle"):
             self._h.wait_idle()
@@ -498,6 +506,8 @@ class Device:
 
     @property
     def validation_errors(self) -> list[ValidationMessage]:
+        """The error-severity :attr:`messages` received so far (without clearing them, unlike
+        :meth:`check_validation`)."""
         return [m for m in self.messages if m.severity == "error"]
 
     def take_messages(self) -> list[ValidationMessage]:

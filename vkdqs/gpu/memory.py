@@ -72,6 +72,10 @@ class Buffer(DeviceObject):
         super().__init__(device, buffer, label, destroyer)
 
     def destroy(self) -> None:
+        """Drop the view of the mapping, then unmap and destroy the buffer and its memory now.
+
+        Safe to call twice.
+        """
         self._bytes = None
         super().destroy()
 

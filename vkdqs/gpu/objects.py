@@ -42,12 +42,15 @@ class DeviceObject:
 
     @property
     def handle(self) -> Any:
+        """The Vulkan handle; raises ObjectDestroyedError once the object is destroyed (by
+        :meth:`destroy`, its owner's ``close()`` or ``Device.close()``)."""
         if not self.device._is_live(self._key):
             raise ObjectDestroyedError(f"{self.kind} {self.label!r} used after destroy()")
         return self._handle
 
     @property
     def destroyed(self) -> bool:
+        """Whether the Vulkan object is gone, whoever destroyed it."""
         return not self.device._is_live(self._key)
 
     def destroy(self) -> None:
@@ -156,6 +159,8 @@ class ResourceOwner:
 
     @property
     def closed(self) -> bool:
+        """Whether this owner or its Device was closed (then every use raises
+        ObjectDestroyedError)."""
         return self._closed or self.device.closed
 
     def close(self) -> None:

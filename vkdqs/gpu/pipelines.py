@@ -437,6 +437,8 @@ class PipelineCache:
     def graphics(
         self, desc: GraphicsPipelineDesc, layout: PipelineLayout, render_pass: RenderPass
     ) -> GraphicsPipeline:
+        """The graphics pipeline of ``desc`` with ``layout`` in ``render_pass``: the cached
+        one, or one made now and owned by the cache's owner."""
         key = (desc, layout._key, render_pass._key)
         pipe = self._pipelines.get(key)
         if pipe is None:
@@ -447,6 +449,8 @@ class PipelineCache:
         return pipe  # type: ignore[return-value]
 
     def compute(self, desc: ComputePipelineDesc, layout: PipelineLayout) -> ComputePipeline:
+        """The compute pipeline of ``desc`` with ``layout``: the cached one, or one made now
+        and owned by the cache's owner."""
         key = (desc, layout._key)
         pipe = self._pipelines.get(key)
         if pipe is None:
@@ -456,4 +460,6 @@ class PipelineCache:
         return pipe  # type: ignore[return-value]
 
     def clear(self) -> None:
+        """Forget every pipeline without destroying it: the owner's ``close()`` destroys them,
+        then calls this."""
         self._pipelines.clear()

@@ -77,6 +77,8 @@ class SpecConstants:
         ]
 
     def info(self) -> Any:
+        """The ``VkSpecializationInfo`` of these constants for a pipeline stage; it points into
+        this object, which must outlive the pipeline creation."""
         return vk.VkSpecializationInfo(
             mapEntryCount=len(self._entries),
             pMapEntries=self._entries,

@@ -58,6 +58,7 @@ class Surface(DeviceObject):
         return [(f.format, f.colorSpace) for f in fmts]
 
     def present_modes(self) -> list[int]:
+        """The ``VkPresentModeKHR`` values the surface supports (FIFO always among them)."""
         return list(
             self.fn["vkGetPhysicalDeviceSurfacePresentModesKHR"](
                 self.device.physical_device, self.handle
@@ -65,6 +66,8 @@ class Surface(DeviceObject):
         )
 
     def capabilities(self) -> Any:
+        """The surface's ``VkSurfaceCapabilitiesKHR`` now: current extent (it follows the
+        window), extent limits, image counts and transform."""
         return self.fn["vkGetPhysicalDeviceSurfaceCapabilitiesKHR"](
             self.device.physical_device, self.handle
         )

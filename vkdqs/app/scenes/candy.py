@@ -117,6 +117,8 @@ class CandyWrapperScene:
         return procedural.bend_pose(self.bend) @ procedural.twist_pose(self.twist)
 
     def set_twist(self, degrees: float) -> None:
+        """Pose every copy twisted ``degrees`` about the cylinder's axis (the bend stays) and
+        colour the "diff" copy again when it is shown."""
         self.twist = float(degrees)
         pose = self.pose()
         for inst in self.instances.values():
@@ -166,6 +168,8 @@ class CandyWrapperScene:
         return f"candy wrapper: twist {self.twist:.0f} deg{bend}"
 
     def bone_name(self, bone: int) -> str:
+        """``"bone 0"`` or ``"bone 1"`` (the heat map's title): the wrapper's bones have no
+        names."""
         return f"bone {bone}"
 
     def close(self) -> None:
@@ -195,8 +199,10 @@ class CandyWrapperScene:
         self.phase = self.period * math.acos(1.0 - self.twist / 90.0) / (2.0 * math.pi)
 
     def step_animation(self, delta: int) -> bool:
+        """False: the twist is the scene's only motion."""
         return False  # one built-in motion
 
     def label(self) -> str:
+        """One line for the window title: the methods shown, the twist and the bend."""
         bend = f", bend {self.bend:.0f}°" if self.bend else ""
         return f"{methods_label(self.shown_methods)}, twist {self.twist:.0f}°{bend}"

@@ -200,6 +200,8 @@ class CrowdScene:
             crowd.set_models(models)
 
     def frame_camera(self) -> None:
+        """Aim the camera at the grids shown, keeping its direction; R in the viewer returns
+        here."""
         w, h = self.renderer.target.extent
         shown = [self.crowds[m].bounds() for m in self._shown()]
         lo = np.min([b[0] for b in shown], axis=0)
@@ -207,16 +209,22 @@ class CrowdScene:
         self.renderer.camera.frame(lo, hi, aspect=(w / h) if h else 1.0)
 
     def update(self, dt: float) -> None:
+        """Advance every copy by ``dt`` seconds times its own speed, looping over the clip (the
+        hidden grids too, so that every grid plays in step)."""
         for crowd in self.crowds.values():
             crowd.advance(dt)
 
     def scrub(self, direction: int) -> None:
+        """Step back (-1) or forward (+1) by 2% of the clip (at least 1/60 s), each copy times
+        its speed."""
         self.update(direction * max(self.clip.duration / 50.0, 1.0 / 60.0))
 
     def step_animation(self, delta: int) -> bool:
+        """False: the crowds play the one clip they were made with."""
         return False
 
     def label(self) -> str:
+        """One line for the window title: the grids shown, the number of copies and the clip."""
         return f"{methods_label(self._shown())}, a crowd of {self.count} ({self.clip!r})"
 
     # -- what stills.Decorations labels: one label under each grid shown -----------------------
@@ -233,6 +241,7 @@ class CrowdScene:
 
     @property
     def axis(self) -> np.ndarray:
+        """The grids stand side by side along world +x."""
         return np.array([1.0, 0.0, 0.0])
 
     @property
@@ -244,6 +253,8 @@ class CrowdScene:
         return centres.min(axis=0) + lo, centres.max(axis=0) + hi
 
     def pose_points(self) -> np.ndarray:
+        """The corners ``(8, 3)`` of :attr:`bounds`: one grid's points, for
+        :func:`~vkdqs.app.stills.copy_points` and the labels."""
         lo, hi = self.bounds
         return box_corners(lo, hi)[:, :3]
 
@@ -252,6 +263,7 @@ class CrowdScene:
         return f"{self.name}: {self.count} copies out of phase, {self.clip.duration:.2f} s clip"
 
     def bone_name(self, bone: int) -> str:
+        """``"bone <index>"`` (the heat map's title): the crowd keeps no joint names."""
         return f"bone {bone}"
 
 

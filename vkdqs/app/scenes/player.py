@@ -505,6 +505,8 @@ class GltfScenePlayer:
         return lo, hi
 
     def label(self) -> str:
+        """One line for the window title: the methods shown and the animation with its time
+        (or the rest pose)."""
         if self.animation is None:
             where = "rest pose"
         else:
