@@ -172,3 +172,24 @@ def test_computed_normals_are_area_weighted():
     np.testing.assert_allclose(n0, want, atol=1e-6)
     angle = vertex_normals(p, idx)[0]
     assert abs(abs(angle[0]) - angle[2]) < 1e-9  # equal right angles: equal weights
+
+
+def test_scrubbing_the_candy_wrapper_keeps_the_direction_of_play(device):
+    """Stepping with the arrow keys, then playing on, twists on in the direction it was going:
+    untwisting stays untwisting."""
+    from vkdqs.app.scenes import CandyWrapperScene
+    from vkdqs.renderer import Renderer
+    from vkdqs.targets import OffscreenTarget
+
+    with (
+        OffscreenTarget(device, 32, 24, samples=1) as target,
+        Renderer(device, target) as renderer,
+    ):
+        scene = CandyWrapperScene(renderer, methods="dqs", period=4.0)
+        for start, going in ((0.5, "up"), (3.0, "down")):  # rising, then falling half
+            scene.phase = 0.0
+            scene.update(start)
+            scene.scrub(-1)
+            before = scene.twist
+            scene.update(0.05)
+            assert (scene.twist > before) == (going == "up"), (start, before, scene.twist)

@@ -84,6 +84,18 @@ def test_window_lifecycle(xvfb):
         assert (shot[: 2 * px, : w // 2, :3].min(axis=2) > 200).sum() > 20  # white text
         assert changed[h // 2 :].sum() > 500, "no labels or grid in the lower half"
 
+        # A capture requested, then the window grows before the frame is drawn: the copy is
+        # sized for the frame it copies (the validation layer reports a copy past a buffer)
+        viewer.target.request_capture()
+        glfw.set_window_size(viewer.window, w + 96, h + 64)
+        while viewer.renderer.render() is None:
+            glfw.poll_events()
+        viewer.renderer.wait()
+        grown = viewer.target.read_capture()
+        assert grown.shape == (viewer.target.extent[1], viewer.target.extent[0], 4)
+        assert grown.shape[1] > w and len(np.unique(grown[..., 0])) > 10
+        assert device.messages == []
+
         viewer.renderer.close()
         viewer.target.close()
         assert device.live_objects() == 0, device.live_object_labels()

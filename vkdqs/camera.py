@@ -55,7 +55,8 @@ class Camera:
         self._home = self._state()
 
     def reset(self) -> None:
-        """Back to the state of the last :meth:`frame` (or construction)."""
+        """Back to the home view: what the last :meth:`frame`, :meth:`fit` or
+        :meth:`set_home` left (the construction's view before any of them)."""
         target, self.distance, self.yaw, self.pitch = self._home
         self.target = target.copy()
 

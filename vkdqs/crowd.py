@@ -9,7 +9,8 @@ a time, a model matrix and a colour. Per frame the renderer:
    into mapped memory: one ``(N, 2)`` float32 copy (the first frame to blend, an index into all
    the crowd's clips' frames, and the next frame's weight), nothing per bone; models and colours
    only after they change;
-2. dispatches ``crowd_<method>.comp``, which blends the two neighbouring frames of every
+2. dispatches the sampling shader of the method's bone layout (``crowd_dq.comp``,
+   ``crowd_rows.comp`` or ``crowd_dq_rows.comp``), which blends the two neighbouring frames of every
    (copy, joint) into a texel buffer of bones (DQS: shortest arc, normalized; LBS: linear);
 3. after a compute-to-vertex barrier, draws all copies with one instanced ``vkCmdDrawIndexed``
    of ``crowd_<method>.vert`` per material group of the mesh, which reads bone
@@ -315,8 +316,8 @@ class Crowd:
         self._models = np.broadcast_to(np.eye(4), (count, 4, 4)).copy()
         self._colors = np.broadcast_to(default_color(self.mesh), (count, 4)).copy()
         self._mirrored = False
-        self._copies = np.zeros(count, si.CROWD_COPY)
-        self._copies_gen = 0
+        #: (the copies' texels, their generation), replaced together by _update_copies
+        self._copies: tuple[np.ndarray, int] = (np.zeros(count, si.CROWD_COPY), 0)
         self._update_copies()
 
     def _keep(self, obj: Any) -> Any:
@@ -349,7 +350,8 @@ class Crowd:
         fmt = int(si.CROWD_TEXEL_FORMAT)
         positions = keep(Buffer(dev, 8 * self.count, _STORAGE, label=label.format("positions")))
         bones = keep(Buffer(dev, self._bone_bytes, _OUT_TEXELS, label=label.format("bones")))
-        copies = keep(Buffer(dev, self._copies.nbytes, _TEXELS, label=label.format("copies")))
+        nbytes = self._copies[0].nbytes
+        copies = keep(Buffer(dev, nbytes, _TEXELS, label=label.format("copies")))
         bones_view = keep(BufferView(dev, bones, fmt, label=label.format("bones")))
         copies_view = keep(BufferView(dev, copies, fmt, label=label.format("copies")))
         uniform = vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
@@ -462,9 +464,10 @@ class Crowd:
         if (np.abs(det) < SINGULAR_DET).any():
             i = int(np.argmax(np.abs(det) < SINGULAR_DET))
             raise InputError(f"models[{i}] is singular (det {det[i]:.3g})")
-        self._models = m
-        self._mirrored = bool((det < 0).any())
-        self._update_copies()
+        with self._state_lock:  # a concurrent set_colors must not pair its colours with old models
+            self._models = m
+            self._mirrored = bool((det < 0).any())
+            self._update_copies()
 
     @property
     def colors(self) -> np.ndarray:
@@ -482,8 +485,9 @@ class Crowd:
         _check_finite(c, "colors")
         if c.shape[1] == 3:
             c = np.hstack([c, np.ones((self.count, 1))])
-        self._colors = np.ascontiguousarray(c)
-        self._update_copies()
+        with self._state_lock:
+            self._colors = np.ascontiguousarray(c)
+            self._update_copies()
 
     def _update_copies(self) -> None:
         copies = np.zeros(self.count, si.CROWD_COPY)
@@ -491,8 +495,8 @@ class Crowd:
         normal = np.linalg.inv(self._models[:, :3, :3]).transpose(0, 2, 1)  # inverse transpose
         copies["normal_matrix"][:, :, :3] = normal.transpose(0, 2, 1)  # its columns
         copies["color"] = self._colors
-        self._copies = copies
-        self._copies_gen += 1
+        # one attribute, replaced whole: a frame reads the copies with their own generation
+        self._copies = (copies, self._copies[1] + 1)
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """World-space box around every copy's rest mesh."""
@@ -534,7 +538,7 @@ class Crowd:
         s = self._slots[slot]
         s["positions"].write(self._gpu_positions())
         s["block"].write(block)
-        copies, gen = self._copies, self._copies_gen  # read once: another thread may replace
+        copies, gen = self._copies  # one read: the texels and their generation together
         if s["copies_gen"] != gen:
             s["copies"].write(copies)
             s["copies_gen"] = gen

@@ -365,6 +365,8 @@ class SwapchainTarget(_TargetBase):
         self.recreations = 0
         self._capture = False
         self._capture_buffer: Buffer | None = None
+        #: the size of the last captured frame (read_capture reads that many pixels)
+        self._capture_extent: tuple[int, int] | None = None
         self._create_swapchain()
 
     def _wanted_extent(self) -> tuple[int, int] | None:
@@ -487,38 +489,47 @@ class SwapchainTarget(_TargetBase):
     def request_capture(self) -> None:
         """Copy the next rendered swapchain image into a host buffer (see :meth:`read_capture`)."""
         self._check_open()
-        w, h = self.extent
-        if self._capture_buffer is None or self._capture_buffer.size != w * h * 4:
+        self._capture = True
+
+    def _capture_buffer_for(self, w: int, h: int) -> Buffer:
+        """A host buffer for a ``w`` x ``h`` capture: sized when the copy is recorded, so a
+        swapchain rebuilt (the window resized) between the request and the frame is captured
+        whole, never copied past the buffer's end."""
+        if self._capture_buffer is None or self._capture_buffer.size < w * h * 4:
             if self._capture_buffer is not None:
+                self.device.wait_idle()  # an earlier capture's frame may still write it
                 self.release(self._capture_buffer)
             usage = vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
             self._capture_buffer = self.own(
                 Buffer(self.device, w * h * 4, usage, label="window capture", readback=True)
             )
-        self._capture = True
+        return self._capture_buffer
 
     def record_after_pass(self, cmd: Any, index: int) -> None:
         """After :meth:`request_capture`, copy image ``index`` into the capture buffer (out of
         PRESENT_SRC and back), for the next frame only; otherwise nothing."""
         if not self._capture:
             return
-        assert self._swapchain is not None and self._capture_buffer is not None
+        assert self._swapchain is not None
+        w, h = self.extent
+        buffer = self._capture_buffer_for(w, h)
+        self._capture_extent = (w, h)
         image = self._swapchain.images[index]
         present, src = vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
         read = vk.VK_ACCESS_TRANSFER_READ_BIT
         _record_layout_change(
             cmd, image, present, src, vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT, read
         )
-        record_copy_to_host(cmd, image, self._capture_buffer, *self.extent)
+        record_copy_to_host(cmd, image, buffer, w, h)
         _record_layout_change(cmd, image, src, present, read, 0)
         self._capture = False  # one frame only; the renderer re-records the next one
 
     def read_capture(self) -> np.ndarray:
         """The captured frame as ``(H, W, 4)`` uint8 RGBA (after the renderer waited for it)."""
         self._check_open()
-        if self._capture_buffer is None:
-            raise InputError("read_capture() without request_capture()")
-        w, h = self.extent
+        if self._capture_buffer is None or self._capture_extent is None:
+            raise InputError("read_capture() before a frame was captured (request_capture())")
+        w, h = self._capture_extent
         img = self._capture_buffer.read(np.uint8, w * h * 4).reshape(h, w, 4)
         if self.color_format in (vk.VK_FORMAT_B8G8R8A8_SRGB, vk.VK_FORMAT_B8G8R8A8_UNORM):
             img = img[..., [2, 1, 0, 3]]

@@ -11,6 +11,7 @@ from typing import Any
 
 import vulkan as vk
 
+from ..errors import InputError
 from .calls import vk_errors
 from .device import Device
 from .objects import DeviceObject
@@ -120,6 +121,11 @@ class CommandBuffer(DeviceObject):
 
     def submit_and_wait(self) -> None:
         """Submit to the device's queue and block until the GPU has finished it."""
+        if self.fence is None:
+            raise InputError(
+                f"command buffer {self.label!r} was made without a fence (fence=False); its "
+                "owner submits it with the fence of its frame"
+            )
         vk_device = self.device.handle
         submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[self.handle])
         self.device.submit([submit], self.fence, f"submitting {self.label!r}")

@@ -85,7 +85,7 @@ class SwapchainDesc:
 
 
 class Swapchain(DeviceObject):
-    """A swapchain of ``surface`` with a view of each image (``.views``)."""
+    """A swapchain of ``surface`` and its images (:func:`image_views` makes their views)."""
 
     kind = "swapchain"
 

@@ -193,10 +193,14 @@ class CandyWrapperScene:
         self.set_twist(90.0 - 90.0 * math.cos(2.0 * math.pi * self.phase / self.period))
 
     def scrub(self, direction: int) -> None:
-        """Twist by 5 degrees per step, within 0...180."""
+        """Twist by 5 degrees per step, within 0...180; playing goes on from there, in the
+        direction it was going (twisting or untwisting)."""
+        untwisting = (self.phase % self.period) > 0.5 * self.period
         self.set_twist(float(np.clip(self.twist + 5.0 * direction, 0.0, 180.0)))
-        # Continue playing from here: the phase of the cosine that gives this twist.
-        self.phase = self.period * math.acos(1.0 - self.twist / 90.0) / (2.0 * math.pi)
+        # Continue playing from here: the phase of the cosine that gives this twist, on the
+        # rising half of the cycle or the falling one.
+        rising = self.period * math.acos(1.0 - self.twist / 90.0) / (2.0 * math.pi)
+        self.phase = self.period - rising if untwisting else rising
 
     def step_animation(self, delta: int) -> bool:
         """False: the twist is the scene's only motion."""
