@@ -251,3 +251,28 @@ def test_viewer_labels_the_diff_and_the_bone_heat_map(xvfb, tmp_path):
         assert not bar_shown(viewer.screenshot())
     finally:
         viewer.close()
+
+
+def test_a_swapchain_clamped_by_the_surface_is_not_rebuilt_every_frame(xvfb):
+    """When the window's framebuffer size is not what the surface allows (the swapchain's extent
+    is clamped to it), frames keep the swapchain: it is rebuilt when the window changes."""
+    from vkdqs.app.viewer import Viewer
+
+    viewer = Viewer(size=(200, 150), samples=1, validation=validation_available())
+    try:
+        viewer.run(max_frames=2)
+        target = viewer.target
+        real = target._framebuffer_size
+        w, h = real()
+        target._framebuffer_size = lambda: (w + 7, h + 5)  # the surface still says (w, h)
+        before = target.recreations
+        for _ in range(6):
+            viewer.step()
+        assert target.recreations == before + 1
+        assert target.extent == (w, h)
+        target._framebuffer_size = real
+        viewer.step()
+        assert target.recreations == before + 2  # the window "changed" back
+        assert viewer.device.messages == []
+    finally:
+        viewer.close()

@@ -383,6 +383,9 @@ class SwapchainTarget(_TargetBase):
 
     def _create_swapchain(self) -> bool:
         """(Re)create the swapchain for the window's current size; False while minimized."""
+        #: the window's framebuffer size the swapchain was made for (its extent may differ:
+        #: clamped to the surface's limits), so acquire() rebuilds only when the window changed
+        self._made_for = tuple(self._framebuffer_size())
         extent = self._wanted_extent()
         if extent is None:
             return False
@@ -424,7 +427,7 @@ class SwapchainTarget(_TargetBase):
         size = tuple(self._framebuffer_size())
         if 0 in size:
             return None  # minimized: nothing to draw into
-        if size != self.extent and not self._create_swapchain():
+        if size != self._made_for and not self._create_swapchain():
             return None
         assert self._swapchain is not None
         try:
