@@ -1,7 +1,8 @@
 """Compare two revisions' benchmarks in one run: old, new, old, new, ... in separate processes.
 
 Each revision is a repository root with its own ``.venv`` (``make venv``). For each of K pairs it
-runs bench_skinning.py and bench_render.py (same options for both sides), the old root first in
+runs bench_skinning.py, bench_render.py, bench_crowd.py and bench_bake.py (same options for both
+sides; ``--only`` picks one), the old root first in
 even pairs and the new one first in odd pairs, each in a fresh process that does its own
 warm-up and writes its JSON to a temporary file through the benchmark's ``--out`` (nothing
 under benchmarks/results/ of either root is touched). Per metric it reports the median over
@@ -66,6 +67,29 @@ def skinning_metrics(data: dict) -> dict[str, float]:
     return flat
 
 
+def crowd_metrics(data: dict) -> dict[str, float]:
+    """Flatten bench_crowd.py's JSON to {metric name: value}: per mesh, method and copy count,
+    the crowd's and the instances' frame, GPU and CPU milliseconds."""
+    flat = {}
+    for res in data["results"]:
+        label = f"crowd {res['mesh']} {res['method']} x{res['copies']}"
+        for kind in ("crowd", "instances"):
+            row = res.get(kind)
+            if row:
+                for key in ("frame_ms", "gpu_ms", "cpu_ms"):
+                    flat[f"{label} {kind} {key}"] = row[key]
+    return flat
+
+
+def bake_metrics(data: dict) -> dict[str, float]:
+    """Flatten bench_bake.py's JSON to {metric name: value}: seconds per bake of each model."""
+    flat = {}
+    for res in data["results"]:
+        for name, row in res["rows"].items():
+            flat[f"bake {res['model']} {name} s"] = row["median_s"]
+    return flat
+
+
 def render_metrics(data: dict) -> dict[str, float]:
     """Flatten bench_render.py's JSON to {metric name: value}."""
     flat = {}
@@ -90,7 +114,9 @@ def main() -> None:
     parser.add_argument("--render-instances", nargs="+", default=["1", "16", "256"])
     parser.add_argument("--render-rounds", type=int, default=5)
     parser.add_argument("--render-frames", type=int, default=10)
-    parser.add_argument("--only", choices=["skinning", "render"], default=None)
+    parser.add_argument("--crowd-counts", nargs="+", default=["256", "1024"])
+    parser.add_argument("--bake-frames", type=int, default=300)
+    parser.add_argument("--only", choices=["skinning", "render", "crowd", "bake"], default=None)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per process")
     parser.add_argument("--out", type=Path, default=RESULTS / "compare.json")
     args = parser.parse_args()
@@ -108,6 +134,13 @@ def main() -> None:
         render_args = ["--sizes", *args.render_sizes, "--instances", *args.render_instances]
         render_args += ["--rounds", str(args.render_rounds), "--frames", str(args.render_frames)]
         benches.append(("bench_render.py", render_args, render_metrics))
+    if args.only in (None, "crowd"):
+        crowd_args = ["--counts", *args.crowd_counts, "--methods", "dqs", "lbs", "--rounds", "3"]
+        benches.append(("bench_crowd.py", crowd_args, crowd_metrics))
+    if args.only in (None, "bake"):
+        bake_args = ["--frames", str(args.bake_frames), "--rounds", "3", "--no-memory"]
+        bake_args += ["--numpy-frames", "10"]
+        benches.append(("bench_bake.py", bake_args, bake_metrics))
 
     changed = {side: _changed(root) for side, root in roots.items()}
     # values[metric][side] = one value per pair
