@@ -26,6 +26,7 @@ LAYERS = {
     "procedural": 1,
     "camera": 1,
     "images": 1,
+    "files": 1,
     "geometry": 1,
     "clip": 1,
     "shader_interface": 1,

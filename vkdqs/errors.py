@@ -25,6 +25,16 @@ class LimitError(InputError):
     """The input exceeds a limit of the shader or the device (e.g. more bones than fit a UBO)."""
 
 
+class OutputError(VkdqsError, OSError):
+    """A file vkdqs was asked to write cannot be written, or may not be: the output is a folder,
+    a device, or the input being read; the disk is full, a quota or the file-size limit is
+    reached, or permission is denied. The message is one line naming the file, why, and that the
+    old file (if any) is unchanged. Also an ``OSError``, with ``errno`` and ``filename``."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class ObjectDestroyedError(VkdqsError):
     """A vkdqs object was used after ``close()``/``destroy()``."""
 

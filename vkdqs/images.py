@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
+from .files import write_bytes
 
 __all__ = ["PngImage", "decode_png", "encode_png", "read_png", "write_png"]
 
@@ -51,11 +52,14 @@ def read_png(path: str | Path) -> np.ndarray:
     return decode_png(Path(path).read_bytes(), str(path))
 
 
-def write_png(path: str | Path, image: np.ndarray) -> Path:
-    """Write ``image`` to ``path`` as PNG (whatever its extension); returns the path."""
-    path = Path(path)
-    path.write_bytes(encode_png(image))
-    return path
+def write_png(path: str | Path, image: np.ndarray, *, inputs: tuple = ()) -> Path:
+    """Write ``image`` to ``path`` as PNG (whatever its extension); returns the path.
+
+    Written as every vkdqs file is (:mod:`vkdqs.files`): under a temporary name beside ``path``,
+    then renamed over it, never through a link; ``path`` must not be one of ``inputs`` (e.g. the
+    model drawn). Raises :class:`~vkdqs.OutputError` when it cannot be written.
+    """
+    return write_bytes(path, encode_png(image), inputs=inputs)
 
 
 class PngImage:
@@ -85,5 +89,5 @@ class PngImage:
         return encode_png(self.array)
 
     def save(self, path: str | Path) -> Path:
-        """Write the image to ``path`` as PNG; returns the path."""
+        """Write the image to ``path`` as PNG (:func:`write_png`); returns the path."""
         return write_png(path, self.array)
