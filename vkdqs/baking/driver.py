@@ -9,7 +9,7 @@ import math
 import os
 import sys
 import time as _time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from .. import methods, reference
 from ..errors import InputError, LimitError
+from ..files import check_output, output_error
 from ..gltf.parts import ScenePart, scene_parts, skin_matrices, skinning_inputs
 from ..gpu import Device
 from ..material import Material
@@ -95,15 +96,31 @@ class Bake:
     materials: tuple[Material, ...] = ()
     groups: tuple[BakeGroup, ...] = ()
 
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, *, inputs: Sequence[str | Path] = ()) -> Path:
         """Write the bake as ``.npz``, ``.glb``, ``.usd``, ``.usda`` or ``.usdc``; returns the
-        path."""
+        path.
+
+        Written as :func:`bake_to_file` writes (under a temporary name beside ``path``, renamed
+        when complete, never through a link). ``inputs``: files ``path`` must not be (e.g. the
+        model baked). Raises :class:`~vkdqs.OutputError` for an output that is a folder, not a
+        regular file or one of ``inputs``, or that cannot be written (a full disk, no
+        permission; the old file is then unchanged).
+        """
         path = _check_path(path)
+        inputs = tuple(Path(p) for p in inputs)
+        check_output(path, inputs)
         groups = self.groups or (BakeGroup(0, len(self.faces), 0, len(self.rest_positions), None),)
         surface = Surface(self.uvs, self.colors, tuple(self.materials), tuple(groups))
         surface.check(len(self.rest_positions), len(self.faces))
         writer = _open_writer(
-            path, self.times, self.faces, self.rest_positions, self.rest_normals, self.fps, surface
+            path,
+            self.times,
+            self.faces,
+            self.rest_positions,
+            self.rest_normals,
+            self.fps,
+            surface,
+            inputs,
         )
         try:
             step = _batch_frames(self.positions.shape[1], len(self.times))
@@ -472,13 +489,19 @@ def bake_to_file(
     """Bake like :func:`bake`, streaming the frames into ``path`` (``.npz``, ``.glb``,
     ``.usd``, ``.usda``, ``.usdc``) one batch at a time.
 
-    The file appears only when complete (it is written under a temporary name next to it and
-    renamed). Raises what :func:`bake` raises, and :class:`~vkdqs.CapabilityError` for USD
-    without usd-core, :class:`~vkdqs.LimitError` for a ``.glb`` past 4 GiB.
+    The file appears only when complete: it is written under an unpredictable temporary name
+    next to it, created exclusively (never through a link planted there), fsynced and renamed
+    over ``path`` (:mod:`vkdqs.files`); on any error or interrupt the temporary is removed and
+    an old file at ``path`` is left as it was. Raises what :func:`bake` raises,
+    :class:`~vkdqs.CapabilityError` for USD without usd-core, :class:`~vkdqs.LimitError` for a
+    ``.glb`` past 4 GiB, and :class:`~vkdqs.OutputError`, before baking, for an output that is
+    the model read (also through a link), a folder or not a regular file, or in a folder that
+    does not exist, and after, when it cannot be written (a full disk, a quota, the file-size
+    limit, no permission).
     """
     path = _check_path(path)
-    if not path.parent.is_dir():
-        raise InputError(f"{path}: the folder {str(path.parent)!r} does not exist; create it first")
+    inputs = (Path(scene),) if isinstance(scene, (str, Path)) else (scene.path,)
+    check_output(path, inputs)
     if path.suffix.lower() != ".npz" and path.suffix.lower() != ".glb":
         import_pxr()  # fail before baking
     t0 = _time.perf_counter()
@@ -486,7 +509,9 @@ def bake_to_file(
 
     def sink(frames: _Frames, times: NDArray, rest: tuple[NDArray, NDArray]):
         writers.append(
-            _open_writer(path, times, frames.faces, rest[0], rest[1], float(fps), frames.surface)
+            _open_writer(
+                path, times, frames.faces, rest[0], rest[1], float(fps), frames.surface, inputs
+            )
         )
         return writers[0].write
 
@@ -527,8 +552,40 @@ def _open_writer(
     rest_normals: NDArray,
     fps: float,
     surface: Surface,
+    inputs: Sequence[Path],
 ) -> Writer:
-    """The writer of ``path``'s format (its extension, already checked)."""
-    return WRITERS[path.suffix.lower()](
-        path, times, faces, rest_positions, rest_normals, fps, surface
-    )
+    """The writer of ``path``'s format (its extension, already checked), whose errors writing
+    the file (an ``OSError``: a full disk, no permission) are one-line OutputErrors."""
+    existed = os.path.lexists(path)
+    try:
+        writer = WRITERS[path.suffix.lower()](
+            path, times, faces, rest_positions, rest_normals, fps, surface, inputs
+        )
+    except OSError as exc:
+        raise output_error(exc, path, existed=existed) from None
+    return _Reported(writer, path, existed)
+
+
+class _Reported:
+    """A writer whose ``OSError``s are :class:`~vkdqs.OutputError`s naming its file."""
+
+    def __init__(self, writer: Writer, path: Path, existed: bool) -> None:
+        self.writer, self.path, self.existed = writer, path, existed
+
+    def write(self, positions: NDArray, normals: NDArray) -> None:
+        try:
+            self.writer.write(positions, normals)
+        except OSError as exc:
+            raise output_error(exc, self.path, existed=self.existed) from None
+
+    def finish(self) -> None:
+        try:
+            self.writer.finish()
+        except OSError as exc:
+            raise output_error(exc, self.path, existed=self.existed) from None
+
+    def abort(self) -> None:
+        try:
+            self.writer.abort()
+        except OSError:  # cleaning up after an error: that error is the one to report
+            pass

@@ -6,9 +6,8 @@ temporary file; the JSON (which holds each target's min/max) is written once the
 
 from __future__ import annotations
 
-import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -16,11 +15,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InputError, LimitError
+from ..files import AtomicFile, check_output
 from ..gltf.save import GLB_MAX_BYTES, glb_length, json_bytes, write_glb
 from ..images import encode_png
 from ..material import Sampler
 from .surface import Surface
-from .writers import COPY_CHUNK, as_bytes, partial_path
+from .writers import COPY_CHUNK, as_bytes
 
 _GLTF_MAG = {"nearest": 9728, "linear": 9729}
 _GLTF_MIN = {
@@ -121,8 +121,9 @@ class GlbWriter:
         rest_n: NDArray,
         fps: float,
         surface: Surface,
+        inputs: Sequence[Path] = (),
     ) -> None:
-        self.path, self.tmp = path, partial_path(path)
+        self.path, self.inputs = check_output(path, inputs), inputs
         self.times = np.asarray(times, np.float32)
         if len(self.times) > 1 and not np.all(np.diff(self.times) > 0):
             raise InputError(
@@ -370,11 +371,21 @@ class GlbWriter:
         total = glb_length(len(text), self.bin_bytes)
         if total > GLB_MAX_BYTES:
             raise LimitError(f"the .glb would be {total} bytes, past GLB's 4 GiB; write .npz")
-        with open(self.tmp, "wb") as out:
-            write_glb(out, text, self.bin_bytes, self._bin_chunks())
+        out = AtomicFile(self.path, inputs=self.inputs)
+        try:
+            assert out.file is not None
+            write_glb(out.file, text, self.bin_bytes, self._bin_chunks())
+        except OSError as exc:
+            out.discard()
+            raise out.error(exc) from None
+        except BaseException:
+            out.discard()
+            raise
         self.deltas.close()
-        os.replace(self.tmp, self.path)
+        out.commit()
 
     def abort(self) -> None:
-        self.deltas.close()
-        self.tmp.unlink(missing_ok=True)
+        try:
+            self.deltas.close()
+        except OSError:  # its buffer cannot be flushed (a full disk): it is unnamed, so gone
+            pass

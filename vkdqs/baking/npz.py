@@ -5,18 +5,19 @@ so memory stays bounded by one batch."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ..files import AtomicFile
 from .surface import Surface, material_summary
-from .writers import COPY_CHUNK, as_bytes, partial_path
+from .writers import COPY_CHUNK, as_bytes
 
 
 def _npy_header(f: IO[bytes], shape: tuple[int, ...], descr: str = "<f4") -> None:
@@ -37,10 +38,16 @@ class NpzWriter:
         rest_normals: NDArray,
         fps: float,
         surface: Surface,
+        inputs: Sequence[Path] = (),
     ) -> None:
-        self.path, self.tmp = path, partial_path(path)
-        self.zip = zipfile.ZipFile(self.tmp, "w", zipfile.ZIP_STORED, allowZip64=True)
+        self.path = path
+        self.out = AtomicFile(path, inputs=inputs)
         self.normals: IO[bytes] | None = None
+        try:
+            self.zip = zipfile.ZipFile(self.out.file, "w", zipfile.ZIP_STORED, allowZip64=True)
+        except BaseException:
+            self.out.discard()
+            raise
         textures, texture_of = surface.textures()
         arrays: list[tuple[str, NDArray]] = [
             ("times", np.asarray(times, np.float64)),
@@ -94,13 +101,15 @@ class NpzWriter:
             shutil.copyfileobj(self.normals, f, COPY_CHUNK)
         self.normals.close()
         self.zip.close()
-        os.replace(self.tmp, self.path)
+        self.out.commit()
 
     def abort(self) -> None:
-        try:
-            if self.normals is not None:
-                self.normals.close()
-            self.zip.close()
-        except Exception:  # already broken: only clean up
-            pass
-        self.tmp.unlink(missing_ok=True)
+        # each may fail again (a full disk): only clean up. The open entry first, so that the
+        # zip can close (and not try again when it is collected).
+        for close in (getattr(self, "positions", None), self.normals, self.zip):
+            try:
+                if close is not None:
+                    close.close()
+            except Exception:
+                pass
+        self.out.discard()

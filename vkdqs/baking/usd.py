@@ -4,7 +4,9 @@ normals and extent, its primvars and UsdPreviewSurface materials, written with u
 
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +14,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import CapabilityError
+from ..files import AtomicFile, check_output, output_error
 from ..images import encode_png
 from .surface import Surface
-from .writers import partial_path
 
 USD_HINT = "writing USD needs usd-core: pip install 'vkdqs[usd]' (or pip install usd-core)"
 
@@ -40,14 +42,15 @@ class UsdWriter:
         rest_normals: NDArray,
         fps: float,
         surface: Surface,
+        inputs: Sequence[Path] = (),
     ) -> None:
         Usd, UsdGeom, Vt = import_pxr()
         self.Usd, self.Vt = Usd, Vt
-        self.path, self.tmp = path, partial_path(path)
-        self.tmp.unlink(missing_ok=True)
+        self.path, self.inputs = check_output(path, inputs), inputs
         self.codes = (np.asarray(times, np.float64) * fps).tolist()
         self.done = 0
-        stage = self.stage = Usd.Stage.CreateNew(str(self.tmp))
+        # in memory until finish(): nothing is written under a name anyone could predict
+        stage = self.stage = Usd.Stage.CreateInMemory()
         stage.SetTimeCodesPerSecond(fps)
         stage.SetFramesPerSecond(fps)
         stage.SetStartTimeCode(self.codes[0])
@@ -67,6 +70,8 @@ class UsdWriter:
         self.extent = mesh.CreateExtentAttr()
         self.textures: list[tuple[Path, NDArray[np.uint8]]] = []
         _usd_surface(stage, mesh, len(faces), surface, path, self.textures)
+        for file, _ in self.textures:  # refused before baking, not after
+            check_output(file, inputs)
 
     def write(self, positions: NDArray, normals: NDArray) -> None:
         Vt, Usd = self.Vt, self.Usd
@@ -79,15 +84,66 @@ class UsdWriter:
         self.done += len(positions)
 
     def finish(self) -> None:
-        self.stage.GetRootLayer().Save()
-        self.stage = None
-        for file, rgba in self.textures:  # the PNGs the materials read, next to the file
-            file.write_bytes(encode_png(rgba))
-        os.replace(self.tmp, self.path)
+        # every file under its temporary name first, then the textures renamed, the layer last
+        outputs: list[AtomicFile] = []
+        try:
+            for file, rgba in self.textures:  # the PNGs the materials read, next to the file
+                out = AtomicFile(file, inputs=self.inputs)
+                outputs.append(out)
+                assert out.file is not None
+                try:
+                    out.file.write(encode_png(rgba))
+                except OSError as exc:
+                    raise out.error(exc) from None
+            layer = AtomicFile(self.path, inputs=self.inputs, want_path=True)
+            outputs.append(layer)
+            export(self.stage.GetRootLayer(), layer)
+            self.stage = None
+            for out in outputs:
+                out.commit()
+        finally:
+            for out in outputs:
+                out.discard()
 
     def abort(self) -> None:
         self.stage = None
-        self.tmp.unlink(missing_ok=True)
+
+
+#: usd-core's message for each writing error it reports (it gives strerror's text, not errno).
+_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def export(layer: Any, out: AtomicFile) -> None:
+    """``layer.Export`` to ``out``'s temporary path, with usd-core's diagnostics (C++ errors,
+    warnings) captured: a failure is one :class:`~vkdqs.OutputError` line naming the file."""
+    from pxr import Tf
+
+    trap = getattr(Tf, "DiagnosticTrap", None)  # in recent usd-core; older ones raise alike
+    try:
+        if trap is None:
+            ok = layer.Export(str(out.temporary))
+        else:
+            with trap() as diagnostics:
+                try:
+                    ok = layer.Export(str(out.temporary))
+                finally:
+                    diagnostics.Clear()  # not re-posted (printed) on leaving
+    except Tf.ErrorException as exc:
+        text = str(exc)
+        code = next((e for e in _ERRNOS if os.strerror(e) in text), None)
+        if code is None:  # the innermost message is the one that says why
+            lines = [line.strip() for line in text.splitlines() if line.strip()]
+            why = lines[0].rsplit(" : ", 1)[-1].strip("'") if lines else "usd-core failed"
+            raise output_error(
+                OSError(errno.EIO, f"usd-core: {why}"), out.path, existed=out.existed
+            ) from None
+        raise output_error(
+            OSError(code, os.strerror(code)), out.path, existed=out.existed
+        ) from None
+    if not ok:
+        raise output_error(
+            OSError(errno.EIO, "usd-core could not write it"), out.path, existed=out.existed
+        )
 
 
 def _usd_surface(

@@ -1,10 +1,10 @@
-"""What the file formats share: the writer protocol the driver feeds batch by batch, the
-temporary name a file is written under until it is complete, and the raw bytes of an array."""
+"""What the file formats share: the writer protocol the driver feeds batch by batch and the raw
+bytes of an array. Every writer writes its file (and the USD writer its textures) through
+:mod:`vkdqs.files`: under an unpredictable temporary name beside it, renamed when complete."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -19,7 +19,8 @@ COPY_CHUNK = 16 * 2**20
 
 class Writer(Protocol):
     """One output file: ``write`` each batch of frames in order, then ``finish`` (the file
-    appears complete) or, on any error, ``abort`` (nothing is left behind)."""
+    appears complete) or, on any error, ``abort`` (nothing is left behind, the old file is as it
+    was). Errors writing the file are :class:`~vkdqs.OutputError`."""
 
     def write(self, positions: NDArray, normals: NDArray) -> None: ...
 
@@ -28,13 +29,11 @@ class Writer(Protocol):
     def abort(self) -> None: ...
 
 
-#: A writer's constructor: (path, times, faces, rest positions, rest normals, fps, surface).
-Opener = Callable[[Path, NDArray, NDArray, NDArray, NDArray, float, Surface], Writer]
-
-
-def partial_path(path: Path) -> Path:
-    """A temporary name next to ``path`` with the same extension (USD picks its format by it)."""
-    return path.with_name(f".{path.stem}.partial-{os.getpid()}{path.suffix}")
+#: A writer's constructor: (path, times, faces, rest positions, rest normals, fps, surface,
+#: inputs: the files the bake read, which the output must not be).
+Opener = Callable[
+    [Path, NDArray, NDArray, NDArray, NDArray, float, Surface, Sequence[Path]], Writer
+]
 
 
 def as_bytes(a: NDArray, dtype: str = "<f4") -> memoryview:
