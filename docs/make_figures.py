@@ -19,6 +19,7 @@ import numpy as np
 from vkdqs import centers_of_rotation, procedural
 from vkdqs import methods as registry
 from vkdqs.app.compare import bend_bulge, compared_methods, reference, skin_methods
+from vkdqs.files import atomic_output
 
 DOCS = Path(__file__).resolve().parent
 #: Picture and plot size in pixels.
@@ -114,7 +115,8 @@ def plot(path: Path, data: dict[str, object]) -> Path:
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, frameon=False)
     fig.tight_layout()
-    fig.savefig(path)
+    with atomic_output(path) as f:  # as vkdqs writes every file
+        fig.savefig(f, format="png")
     plt.close(fig)
     return path
 
@@ -125,7 +127,8 @@ def shrink(path: Path, colors: int = 256) -> None:
 
     with Image.open(path) as img:
         small = img.convert("RGB").quantize(colors, method=Image.Quantize.MEDIANCUT)
-    small.save(path, optimize=True)
+    with atomic_output(path) as f:
+        small.save(f, format="PNG", optimize=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from vkdqs.files import atomic_output, write_bytes
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 GALLERY = ROOT / "docs" / "gallery"
@@ -86,7 +88,8 @@ def shrink(src: Path, dst: Path) -> None:
             height = round(img.height * MAX_WIDTH / img.width)
             img = img.resize((MAX_WIDTH, height), Image.Resampling.LANCZOS)
         img = img.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-        img.save(dst, optimize=True)
+        with atomic_output(dst) as f:  # as vkdqs writes every file
+            img.save(f, format="PNG", optimize=True)
 
 
 def run(example: Path) -> bool:
@@ -103,7 +106,7 @@ def run(example: Path) -> bool:
         )
         if result.returncode != 0:
             sys.exit(f"examples/{name}.py failed (status {result.returncode}):\n{result.stderr}")
-        (GALLERY / f"{name}.txt").write_text(result.stdout)
+        write_bytes(GALLERY / f"{name}.txt", result.stdout.encode())
         pngs = sorted(Path(tmp).glob("*.png"))
         if len(pngs) > 1:
             sys.exit(f"examples/{name}.py wrote {len(pngs)} PNGs; the gallery shows one")
@@ -130,7 +133,7 @@ def main(argv: list[str]) -> int:
         if stale.stem not in names:
             stale.unlink()
     pictures = {name for name in names if (GALLERY / f"{name}.png").exists()}
-    PAGE.write_text(page(names, pictures))
+    write_bytes(PAGE, page(names, pictures).encode())
     print(f"wrote {PAGE.relative_to(ROOT)}")
     return 0
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import methods as registry
-from ..errors import CapabilityError, InputError, VulkanError
+from ..errors import CapabilityError, InputError, OutputError, VulkanError
 from ..gltf import GltfScene, load_gltf
 from ..gpu import Device
 from ..gpu.calls import vk
@@ -125,6 +125,7 @@ class Viewer:
         crowd: int | None = None,
     ) -> None:
         gltf = model if isinstance(model, GltfScene) or model is None else load_gltf(model)
+        self._inputs = () if gltf is None else (gltf.path,)  # a screenshot must not replace it
         if gltf is not None and title == "vkdqs":
             title = f"vkdqs: {gltf.path.name}"
         title = _utf8(title)
@@ -250,8 +251,12 @@ class Viewer:
                 top = max(scene.bone_count - 1, 0)
                 renderer.debug_bone = int(np.clip(renderer.debug_bone + step, 0, top))
         elif key == glfw.KEY_S:
-            path = self.save_screenshot()
-            print(f"screenshot: {path}")
+            try:
+                path = self.save_screenshot()
+            except OutputError as exc:  # e.g. a read-only folder: say so, keep viewing
+                print(f"screenshot not saved: {exc}")
+            else:
+                print(f"screenshot: {path}")
         elif key == glfw.KEY_R:
             renderer.camera.reset()
         elif key in (glfw.KEY_H, glfw.KEY_F1):
@@ -372,9 +377,12 @@ class Viewer:
         return self.target.read_capture()
 
     def save_screenshot(self, path: str | Path | None = None) -> Path:
+        """Write what the window shows to ``path`` as PNG (default:
+        ``vkdqs-screenshot-<n>.png`` in the current folder), as vkdqs writes every file
+        (:mod:`vkdqs.files`: never through a link, never over the model shown); returns it."""
         self._screenshots += 1
         path = Path(path or f"vkdqs-screenshot-{self._screenshots}.png")
-        return write_png(path, self.screenshot())
+        return write_png(path, self.screenshot(), inputs=self._inputs)
 
     def close(self) -> None:
         """Destroy everything: renderer, swapchain, surface, device, window. Safe to call twice."""
