@@ -12,11 +12,20 @@ and says where it wrote it.
 file holds (meshes, skins, influences, scale, animations).
 
 Errors about the input (a malformed glTF file, an animation that does not exist, a model DQS
-cannot skin) or the system (no Vulkan device, no Vulkan driver, no Vulkan loader library: the
-line says what to install) print one line, ``vkdqs: error: ...``, to stderr and exit with
-status 1. Options are checked when parsed: an unusable value (a size outside 1...16384, a non-finite
-or out-of-range number) is a usage error, exit status 2. ``vkdqs --version`` prints the version;
+cannot skin), the output (a file that is the model read, a folder, a full disk, no permission:
+files are written as :mod:`vkdqs.files` writes them) or the system (no Vulkan device, no Vulkan
+driver, no Vulkan loader library: the line says what to install) print one line,
+``vkdqs: error: ...``, to stderr and exit with status 1. Options are checked when parsed: an
+unusable value (a size outside 1...16384, a non-finite or out-of-range number) is a usage error,
+exit status 2. ``vkdqs --version`` prints the version;
 every option's help shows its default.
+
+Hostile surroundings are survived without a traceback: text the output's encoding cannot hold
+(a model's "Hüfte" under ``LC_ALL=C``) is escaped; a closed standard output or error (``>&-``,
+``2>&-``) drops what would be printed there (``info`` and ``demo``, whose work is printing, then
+exit 1); a reader that goes away (``| head -1``) ends the command quietly with status 141.
+SIGTERM, SIGHUP and SIGINT stop a command after removing the files it was writing (status 128 +
+the signal's number); SIGXFSZ is ignored, so a write past ``ulimit -f`` fails with one line.
 
 Each subcommand calls a plain function (:func:`demo`, :func:`view`, :func:`render`,
 :func:`info`) with the parsed options as keyword arguments; ``demo`` calls ``view`` and
@@ -26,13 +35,17 @@ Each subcommand calls a plain function (:func:`demo`, :func:`view`, :func:`rende
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import os
+import signal
 import sys
+import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +54,7 @@ if TYPE_CHECKING:
 
 from .. import methods as registry
 from ..errors import InputError, VkdqsError
+from ..files import check_output
 
 _ANIMATION_HELP = "model: animation index or name, or 'rest' (default: the first animation)"
 _METHOD_HELP = (
@@ -269,6 +283,8 @@ def render(
     from ..images import write_png
 
     w, h = size
+    inputs = () if model is None else (Path(model),)
+    check_output(out, inputs)  # before rendering: not the model, not a folder
     gltf = None
     if model is not None:
         gltf = _load(Path(model), max_bytes)  # before the device: a bad file fails fast
@@ -299,7 +315,7 @@ def render(
                 image = render_still(scene, labels=labels, grid=grid)
             finally:
                 scene.close()
-    path = write_png(out, image)
+    path = write_png(out, image, inputs=inputs)
     print(f"wrote {path} ({w}x{h}, {scene.label()})")
     _say_left_out(scene.left_out)
     return 0
@@ -415,6 +431,7 @@ def bake(
     from ..gpu import Device
 
     registry.get(method)  # InputError naming the methods
+    check_output(out, (Path(model),))  # before loading: not the model, not a folder
     if out.suffix.lower() in (".usd", ".usda", ".usdc"):
         import_pxr()  # before loading and baking: say what to install
     scene = _load(Path(model), max_bytes)  # before the device: a bad file fails fast
@@ -557,14 +574,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands whose work is what they print: with standard output closed, they exit 1.
+_PRINTING = frozenset({"info", "demo"})
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``vkdqs`` command line; returns the exit status."""
-    args = vars(build_parser().parse_args(argv))
+    with _standard_streams() as dropped, _stop_on_signals():
+        try:
+            args = vars(build_parser().parse_args(argv))
+        except SystemExit as exc:  # --help, --version, a usage error
+            if exc.code == 0 and dropped("stdout"):
+                _say("vkdqs: error: standard output is closed; nothing was printed")
+                raise SystemExit(1) from None
+            raise
+        command = args.pop("command")
+        status = _run(args)
+        if status == 0 and command in _PRINTING and dropped("stdout"):
+            _say("vkdqs: error: standard output is closed; nothing was printed")
+            return 1
+        return status
+
+
+def _run(args: dict[str, Any]) -> int:
+    """Call the subcommand's function; errors become one line on standard error and a status."""
     func = args.pop("func")
-    del args["command"]
     if isinstance(args.get("device"), str) and args["device"].isdigit():
         args["device"] = int(args["device"])
-    _tolerate_unencodable_output()
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
@@ -572,25 +608,35 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, inside the handlers below
         return status
     except BrokenPipeError:  # e.g. `vkdqs info model.glb | head -3`: stop quietly, as cat does
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit does not fail again
+        _drop("stdout")  # so the flush at exit does not fail again
         return 141  # 128 + SIGPIPE, what a shell reports for a process killed by it
     except VkdqsError as exc:
         message = str(exc)
         if isinstance(exc, InputError):  # about the model file: name it
             message = _with_file(message, args.get("model"))
-        print(f"vkdqs: error: {message}", file=sys.stderr)
+        _say(f"vkdqs: error: {message}")
         return 1
     except OSError as exc:  # e.g. the PNG cannot be written
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"vkdqs: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        _say(f"vkdqs: error: {where}{exc.strerror or exc}")
         return 1
     except MemoryError:
-        print("vkdqs: error: out of memory; try a smaller --size or model", file=sys.stderr)
+        _say("vkdqs: error: out of memory; try a smaller --size or model")
         return 1
     except KeyboardInterrupt:
-        print("vkdqs: interrupted", file=sys.stderr)
+        _say("vkdqs: interrupted")
         return 130
+    except _Stopped as exc:
+        _say(f"vkdqs: stopped by {signal.Signals(exc.signum).name}")
+        return 128 + exc.signum
+
+
+def _say(line: str) -> None:
+    """Print ``line`` to standard error; a closed or broken one drops it (never a traceback)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        _drop("stderr")
 
 
 def _show_warning(
@@ -598,15 +644,164 @@ def _show_warning(
 ) -> None:
     """A warning from vkdqs (e.g. a glTF image it cannot use) as one line, without the source
     line Python shows."""
-    print(f"vkdqs: warning: {message}", file=sys.stderr)
+    _say(f"vkdqs: warning: {message}")
 
 
-def _tolerate_unencodable_output() -> None:
-    """Print file names that are not valid in the output encoding (e.g. a model named with the
-    bytes b"model\\xff.glb" under a UTF-8 locale) escaped, instead of failing with a traceback."""
-    for stream in (sys.stdout, sys.stderr):
-        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
+class _Dropped:
+    """Stands for a standard stream that is closed or broken: what is written is dropped, and
+    remembered (:attr:`dropped`), so the exit status can say so."""
+
+    encoding = "utf-8"
+    errors = "backslashreplace"
+    closed = False
+
+    def __init__(self, name: str) -> None:
+        self.name = f"<{name}: closed>"
+        self.dropped = False
+
+    def write(self, text: str) -> int:
+        if text:
+            self.dropped = True
+        return len(text)
+
+    def writelines(self, lines: list[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        raise OSError("closed standard stream")
+
+
+def _drop(name: str) -> None:
+    """Replace the standard stream ``name`` ("stdout" or "stderr"), which failed, by a
+    :class:`_Dropped`, with /dev/null on its descriptor (where C libraries print)."""
+    stream = getattr(sys, name)
+    if isinstance(stream, _Dropped):
+        return
+    fd = 1 if name == "stdout" else 2
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, fd)
+        finally:
+            os.close(null)
+    except OSError:
+        pass
+    dropped = _Dropped(name)
+    dropped.dropped = True
+    setattr(sys, name, dropped)
+
+
+def _escape_text(exc: UnicodeError) -> tuple[str | bytes, int]:
+    """An encoding error handler: the escaped bytes of a file name (``os.fsdecode``'s lone
+    surrogates) as those bytes, like ``surrogateescape``, anything else the encoding cannot
+    hold as a backslash escape (``Hüfte`` as ``H\\xfcfte`` under ``LC_ALL=C``)."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    c = exc.object[exc.start]
+    if "\udc80" <= c <= "\udcff":
+        return bytes([ord(c) - 0xDC00]), exc.start + 1
+    o = ord(c)
+    escape = f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+    return escape, exc.start + 1
+
+
+codecs.register_error("vkdqs.escape", _escape_text)
+
+
+@contextmanager
+def _standard_streams() -> Iterator[Callable[[str], bool]]:
+    """Make standard output and error safe to print to for the command's duration.
+
+    A descriptor 0, 1 or 2 that is closed gets /dev/null, so no file the command opens takes
+    its number (the Vulkan loader or a driver printing to "stdout" would write into it), and the
+    Python stream (None) a :class:`_Dropped`. Text the stream's encoding cannot hold is
+    escaped, not fatal: a file name that is not UTF-8 under a strict UTF-8 locale with
+    backslashes, a node name under ``LC_ALL=C`` too (the bytes of a file name stay as they are
+    where the locale keeps them, ``surrogateescape``). Yields ``dropped(name)``: whether
+    something printed to that stream was lost. The streams are put back afterwards.
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:  # closed when vkdqs started
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            else:
+                os.set_inheritable(fd, True)
+    saved = {name: getattr(sys, name) for name in ("stdout", "stderr")}
+    for name, stream in saved.items():
+        if stream is None:
+            setattr(sys, name, _Dropped(name))
+        elif getattr(stream, "errors", None) in ("strict", "surrogateescape") and hasattr(
+            stream, "reconfigure"
+        ):
+            keep_bytes = stream.errors == "surrogateescape"
+            stream.reconfigure(errors="vkdqs.escape" if keep_bytes else "backslashreplace")
+
+    def dropped(name: str) -> bool:
+        stream = getattr(sys, name)
+        return isinstance(stream, _Dropped) and stream.dropped
+
+    try:
+        yield dropped
+    finally:  # a stream that failed has /dev/null on its descriptor now: flushing it at exit works
+        for name, stream in saved.items():
+            setattr(sys, name, stream)
+
+
+class _Stopped(BaseException):
+    """SIGTERM or SIGHUP arrived: unwinds the command like Ctrl-C, so that every ``finally``
+    (the temporary file of a bake, the Vulkan device) cleans up."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM, SIGHUP and SIGINT into exceptions (:class:`_Stopped`, KeyboardInterrupt)
+    for the command's duration, and ignore SIGXFSZ (a write past ``ulimit -f`` then fails with
+    EFBIG instead of killing the process); the previous handlers are put back afterwards. A
+    signal that whoever started vkdqs ignores (``nohup``) stays ignored; a second signal while
+    the first unwinds is ignored, so the cleanup finishes. Only in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        if stopping:
+            return
+        stopping.append(signum)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise _Stopped(signum)
+
+    previous: dict[int, Any] = {}
+    try:
+        for name in ("SIGTERM", "SIGHUP", "SIGINT"):
+            signum = getattr(signal, name, None)
+            if signum is not None and signal.getsignal(signum) != signal.SIG_IGN:
+                previous[signum] = signal.signal(signum, stop)
+        if hasattr(signal, "SIGXFSZ"):
+            previous[signal.SIGXFSZ] = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 def _with_file(message: str, model: Path | None) -> str:
