@@ -21,11 +21,13 @@ exit status 2. ``vkdqs --version`` prints the version;
 every option's help shows its default.
 
 Hostile surroundings are survived without a traceback: text the output's encoding cannot hold
-(a model's "Hüfte" under ``LC_ALL=C``) is escaped; a closed standard output or error (``>&-``,
-``2>&-``) drops what would be printed there (``info`` and ``demo``, whose work is printing, then
-exit 1); a reader that goes away (``| head -1``) ends the command quietly with status 141.
-SIGTERM, SIGHUP and SIGINT stop a command after removing the files it was writing (status 128 +
-the signal's number); SIGXFSZ is ignored, so a write past ``ulimit -f`` fails with one line.
+(a model's "Hüfte" under ``LC_ALL=C``) is escaped; what would be printed to a standard output or
+error that is closed (``>&-``, ``2>&-``) or fails (a reader gone, ``| head -1``; ``/dev/full``)
+is dropped. Commands whose work is printing (``info``, ``demo``, ``--help``) then say so: status
+141 when the reader went away (quietly, as cat), 1 otherwise; the others exit with their work's
+status (``bake`` and ``render``: 0 once the file is written). SIGTERM, SIGHUP and SIGINT stop a
+command after removing the files it was writing (status 128 + the signal's number); SIGXFSZ is
+ignored, so a write past ``ulimit -f`` fails with one line.
 
 Each subcommand calls a plain function (:func:`demo`, :func:`view`, :func:`render`,
 :func:`info`) with the parsed options as keyword arguments; ``demo`` calls ``view`` and
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import errno
 import json
 import os
 import signal
@@ -574,26 +577,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: Commands whose work is what they print: with standard output closed, they exit 1.
+#: Commands whose work is what they print: when their standard output is closed or fails, they
+#: say so (status 1, or 141 when the reader went away); the others' work is a file or a window.
 _PRINTING = frozenset({"info", "demo"})
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``vkdqs`` command line; returns the exit status."""
-    with _standard_streams() as dropped, _stop_on_signals():
+    with _standard_streams() as stdout, _stop_on_signals():
         try:
             args = vars(build_parser().parse_args(argv))
-        except SystemExit as exc:  # --help, --version, a usage error
-            if exc.code == 0 and dropped("stdout"):
-                _say("vkdqs: error: standard output is closed; nothing was printed")
-                raise SystemExit(1) from None
+        except SystemExit as exc:  # --help, --version (status 0), a usage error (2)
+            if exc.code == 0 and stdout.lost is not None:
+                raise SystemExit(_lost_output(stdout.lost)) from None
             raise
         command = args.pop("command")
         status = _run(args)
-        if status == 0 and command in _PRINTING and dropped("stdout"):
-            _say("vkdqs: error: standard output is closed; nothing was printed")
-            return 1
+        sys.stdout.flush()  # what is still buffered: a failure is recorded, not raised
+        if status == 0 and command in _PRINTING and stdout.lost is not None:
+            return _lost_output(stdout.lost)
         return status
+
+
+def _lost_output(lost: OSError) -> int:
+    """The status (and line) of a printing command whose standard output was lost: 141 when
+    the reader went away (``| head -1``, quietly, as cat), 1 when it is closed or failed."""
+    if lost.errno == errno.EPIPE:
+        return 141  # 128 + SIGPIPE, what a shell reports for a process killed by it
+    if lost.errno == errno.EBADF:
+        _say("vkdqs: error: standard output is closed; nothing was printed")
+    else:
+        _say(f"vkdqs: error: standard output: {lost.strerror or lost}")
+    return 1
 
 
 def _run(args: dict[str, Any]) -> int:
@@ -604,12 +619,7 @@ def _run(args: dict[str, Any]) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
-            status = func(**args)
-        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below
-        return status
-    except BrokenPipeError:  # e.g. `vkdqs info model.glb | head -3`: stop quietly, as cat does
-        _drop("stdout")  # so the flush at exit does not fail again
-        return 141  # 128 + SIGPIPE, what a shell reports for a process killed by it
+            return func(**args)
     except VkdqsError as exc:
         message = str(exc)
         if isinstance(exc, InputError):  # about the model file: name it
@@ -632,11 +642,8 @@ def _run(args: dict[str, Any]) -> int:
 
 
 def _say(line: str) -> None:
-    """Print ``line`` to standard error; a closed or broken one drops it (never a traceback)."""
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        _drop("stderr")
+    """Print ``line`` to standard error (dropped when that is closed or fails)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _show_warning(
@@ -647,58 +654,75 @@ def _show_warning(
     _say(f"vkdqs: warning: {message}")
 
 
-class _Dropped:
-    """Stands for a standard stream that is closed or broken: what is written is dropped, and
-    remembered (:attr:`dropped`), so the exit status can say so."""
+class _Output:
+    """Standard output or error for the command's duration: writes go to the real stream until
+    it fails (a reader gone, a full disk) or when it was closed from the start (None); from then
+    on they are dropped, and :attr:`lost` says why (an OSError: EPIPE, EBADF for closed, ...).
 
-    encoding = "utf-8"
-    errors = "backslashreplace"
-    closed = False
+    A failed stream gets /dev/null on its descriptor, so what it still buffers is flushed there
+    at exit without an error, and C libraries printing to it write nowhere."""
 
-    def __init__(self, name: str) -> None:
-        self.name = f"<{name}: closed>"
-        self.dropped = False
+    def __init__(self, stream: Any, fd: int) -> None:
+        self.stream, self.fd = stream, fd
+        self.lost: OSError | None = None
+
+    def _fail(self, exc: OSError) -> None:
+        if self.lost is None:
+            self.lost = exc
+        self.stream = None
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self.fd)
+            finally:
+                os.close(null)
+        except OSError:
+            pass
 
     def write(self, text: str) -> int:
-        if text:
-            self.dropped = True
-        return len(text)
-
-    def writelines(self, lines: list[str]) -> None:
-        for line in lines:
-            self.write(line)
+        if self.stream is None:
+            if text and self.lost is None:
+                self.lost = OSError(errno.EBADF, "standard stream closed")
+            return len(text)
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError) as exc:  # ValueError: the stream object was closed
+            self._fail(exc if isinstance(exc, OSError) else OSError(errno.EBADF, str(exc)))
+            return len(text)
 
     def flush(self) -> None:
-        pass
+        if self.stream is not None:
+            try:
+                self.stream.flush()
+            except (OSError, ValueError) as exc:
+                self._fail(exc if isinstance(exc, OSError) else OSError(errno.EBADF, str(exc)))
 
     def isatty(self) -> bool:
-        return False
+        try:
+            return self.stream is not None and self.stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+    def fileno(self) -> int:
+        if self.stream is None:
+            raise OSError(errno.EBADF, "standard stream closed")
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str:
+        return getattr(self.stream, "errors", None) or "backslashreplace"
 
     def writable(self) -> bool:
         return True
 
-    def fileno(self) -> int:
-        raise OSError("closed standard stream")
-
-
-def _drop(name: str) -> None:
-    """Replace the standard stream ``name`` ("stdout" or "stderr"), which failed, by a
-    :class:`_Dropped`, with /dev/null on its descriptor (where C libraries print)."""
-    stream = getattr(sys, name)
-    if isinstance(stream, _Dropped):
-        return
-    fd = 1 if name == "stdout" else 2
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(null, fd)
-        finally:
-            os.close(null)
-    except OSError:
-        pass
-    dropped = _Dropped(name)
-    dropped.dropped = True
-    setattr(sys, name, dropped)
+    def __getattr__(self, name: str) -> Any:  # anything else a caller may ask a stream
+        if self.stream is None:
+            raise AttributeError(name)
+        return getattr(self.stream, name)
 
 
 def _escape_text(exc: UnicodeError) -> tuple[str | bytes, int]:
@@ -719,16 +743,17 @@ codecs.register_error("vkdqs.escape", _escape_text)
 
 
 @contextmanager
-def _standard_streams() -> Iterator[Callable[[str], bool]]:
+def _standard_streams() -> Iterator[_Output]:
     """Make standard output and error safe to print to for the command's duration.
 
     A descriptor 0, 1 or 2 that is closed gets /dev/null, so no file the command opens takes
-    its number (the Vulkan loader or a driver printing to "stdout" would write into it), and the
-    Python stream (None) a :class:`_Dropped`. Text the stream's encoding cannot hold is
-    escaped, not fatal: a file name that is not UTF-8 under a strict UTF-8 locale with
-    backslashes, a node name under ``LC_ALL=C`` too (the bytes of a file name stay as they are
-    where the locale keeps them, ``surrogateescape``). Yields ``dropped(name)``: whether
-    something printed to that stream was lost. The streams are put back afterwards.
+    its number (the Vulkan loader or a driver printing to "stdout" would write into it).
+    ``sys.stdout`` and ``sys.stderr`` become :class:`_Output` objects, which drop what cannot be
+    written. Text the stream's encoding cannot hold is escaped, not fatal: a file name that is
+    not UTF-8 under a strict UTF-8 locale with backslashes, a node name under ``LC_ALL=C`` too
+    (the bytes of a file name stay as they are where the locale keeps them, as
+    ``surrogateescape`` does). Yields standard output's :class:`_Output` (its ``lost``); the
+    streams are put back afterwards.
     """
     for fd in (0, 1, 2):
         try:
@@ -740,23 +765,19 @@ def _standard_streams() -> Iterator[Callable[[str], bool]]:
                 os.close(null)
             else:
                 os.set_inheritable(fd, True)
-    saved = {name: getattr(sys, name) for name in ("stdout", "stderr")}
-    for name, stream in saved.items():
-        if stream is None:
-            setattr(sys, name, _Dropped(name))
-        elif getattr(stream, "errors", None) in ("strict", "surrogateescape") and hasattr(
+    saved = {"stdout": sys.stdout, "stderr": sys.stderr}
+    outputs = {}
+    for fd, (name, stream) in enumerate(saved.items(), start=1):
+        if getattr(stream, "errors", None) in ("strict", "surrogateescape") and hasattr(
             stream, "reconfigure"
         ):
             keep_bytes = stream.errors == "surrogateescape"
             stream.reconfigure(errors="vkdqs.escape" if keep_bytes else "backslashreplace")
-
-    def dropped(name: str) -> bool:
-        stream = getattr(sys, name)
-        return isinstance(stream, _Dropped) and stream.dropped
-
+        outputs[name] = _Output(stream, fd)
+        setattr(sys, name, outputs[name])
     try:
-        yield dropped
-    finally:  # a stream that failed has /dev/null on its descriptor now: flushing it at exit works
+        yield outputs["stdout"]
+    finally:
         for name, stream in saved.items():
             setattr(sys, name, stream)
 
