@@ -6,8 +6,10 @@ With VKDQS_REQUIRE_DEVICE=1 (CI) a missing Xvfb fails instead of skipping.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from .conftest import validation_available
+from .gltf_fixtures import make_rig
 
 
 def test_window_lifecycle(xvfb):
@@ -276,3 +278,37 @@ def test_a_swapchain_clamped_by_the_surface_is_not_rebuilt_every_frame(xvfb):
         assert viewer.device.messages == []
     finally:
         viewer.close()
+
+
+def test_screenshots_are_written_safely(xvfb, tmp_path, monkeypatch, capsys):
+    """S writes vkdqs-screenshot-<n>.png as every vkdqs file is written: a link planted at that
+    name is replaced, not followed; the model shown is never overwritten; a screenshot that
+    cannot be written is a message, and the viewer goes on."""
+    from vkdqs import OutputError
+    from vkdqs.app.viewer import Viewer
+    from vkdqs.images import read_png
+
+    model = tmp_path / "rig.glb"
+    make_rig(scaled=False).save(model)
+    target = tmp_path / "precious"
+    target.write_bytes(b"do not touch\n")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "vkdqs-screenshot-1.png").symlink_to(target)
+    (tmp_path / "vkdqs-screenshot-2.png").mkdir()
+    viewer = Viewer(model, size=(96, 64), samples=1, validation=validation_available())
+    try:
+        viewer.step()
+        viewer.handle_key(viewer.glfw.KEY_S)
+        viewer.handle_key(viewer.glfw.KEY_S)
+        out = capsys.readouterr().out
+        assert "screenshot: vkdqs-screenshot-1.png" in out
+        assert "screenshot not saved: vkdqs-screenshot-2.png: is a folder" in out
+        shot = tmp_path / "vkdqs-screenshot-1.png"
+        assert not shot.is_symlink() and read_png(shot).shape == (64, 96, 4)
+        assert target.read_bytes() == b"do not touch\n"
+        with pytest.raises(OutputError, match="same file as the input"):
+            viewer.save_screenshot(model)
+        viewer.step()  # still running
+    finally:
+        viewer.close()
+    assert model.read_bytes()[:4] == b"glTF"
