@@ -270,3 +270,23 @@ def test_the_writer_module_needs_no_numpy():
     standard = {"__future__", "collections", "contextlib", "errno", "os", "pathlib", "shutil"}
     assert externals["files"] <= standard | {"stat", "tempfile", "typing"}
     assert graph["files"] == {"errors"}
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="no posix_fadvise")
+def test_writeback_starts_as_the_file_grows(tmp_path, monkeypatch):
+    """AtomicFile.write hands each WRITEBACK_BYTES written to the disk (posix_fadvise on the new
+    range), so that commit's fsync does not wait for a whole bake at the end."""
+    calls = []
+    monkeypatch.setattr(files, "WRITEBACK_BYTES", 10)
+    monkeypatch.setattr(
+        files.os, "posix_fadvise", lambda fd, start, n, advice: calls.append((start, n, advice))
+    )
+    out = files.AtomicFile(tmp_path / "a.bin")
+    for _ in range(5):
+        out.write(b"0123456")
+    out.written()
+    out.written()  # nothing new: nothing to hand over
+    out.commit()
+    assert (tmp_path / "a.bin").read_bytes() == b"0123456" * 5
+    dontneed = os.POSIX_FADV_DONTNEED
+    assert calls == [(0, 14, dontneed), (14, 14, dontneed), (28, 7, dontneed)]

@@ -374,7 +374,7 @@ class GlbWriter:
         out = AtomicFile(self.path, inputs=self.inputs)
         try:
             assert out.file is not None
-            write_glb(out.file, text, self.bin_bytes, self._bin_chunks())
+            write_glb(out, text, self.bin_bytes, self._bin_chunks())  # type: ignore[arg-type]
         except OSError as exc:
             out.discard()
             raise out.error(exc) from None

@@ -5,7 +5,6 @@ so memory stays bounded by one batch."""
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import zipfile
 from collections.abc import Sequence
@@ -92,13 +91,16 @@ class NpzWriter:
         self.positions.write(as_bytes(positions))
         assert self.normals is not None
         self.normals.write(as_bytes(normals))
+        self.out.written()  # to the disk while the next batch is skinned: commit waits less
 
     def finish(self) -> None:
         self.positions.close()
         assert self.normals is not None
         self.normals.seek(0)
         with self.zip.open("normals.npy", "w", force_zip64=True) as f:
-            shutil.copyfileobj(self.normals, f, COPY_CHUNK)
+            for chunk in iter(lambda: self.normals.read(COPY_CHUNK), b""):
+                f.write(chunk)
+                self.out.written()
         self.normals.close()
         self.zip.close()
         self.out.commit()
