@@ -455,6 +455,12 @@ def bake(
             f"wrote {info.path}: {info.frames} frames ({info.animation!r} at {info.fps:g} fps, "
             f"{info.method}), {info.vertices} vertices, {info.triangles} triangles, "
             f"{info.seconds:.2f} s ({info.frames / max(info.seconds, 1e-9):.0f} frames/s)"
+            + (
+                f"; left out {info.dropped_faces} degenerate triangles (zero area or a "
+                "repeated vertex)"
+                if info.dropped_faces
+                else ""
+            )
         )
     return 0
 

@@ -5,10 +5,12 @@ and hands each batch to the writer of the file's format (or keeps it, for :func:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sys
 import time as _time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +28,7 @@ from ..material import Material
 from ..skinner import Skinner
 from .glb import GlbWriter
 from .npz import NpzWriter
-from .surface import BakeGroup, Surface, scene_surface
+from .surface import BakeGroup, Surface, drop_degenerate, scene_surface
 from .usd import UsdWriter, import_pxr
 from .writers import Opener, Writer
 
@@ -80,6 +82,9 @@ class Bake:
     groups : tuple of BakeGroup
         Consecutive runs of triangles (and of the vertices they use) with one material, covering
         ``faces`` and the vertices in order; one glTF primitive each in a ``.glb``.
+    dropped_faces : int
+        The model's degenerate triangles left out of ``faces`` (zero area at rest, or a
+        repeated vertex: Blender's USD importer loses a mesh's per-face materials over them).
     """
 
     times: NDArray[np.float64]
@@ -95,6 +100,7 @@ class Bake:
     colors: NDArray[np.float32] | None = None
     materials: tuple[Material, ...] = ()
     groups: tuple[BakeGroup, ...] = ()
+    dropped_faces: int = 0
 
     def save(self, path: str | Path, *, inputs: Sequence[str | Path] = ()) -> Path:
         """Write the bake as ``.npz``, ``.glb``, ``.usd``, ``.usda`` or ``.usdc``; returns the
@@ -145,6 +151,8 @@ class BakeInfo:
     method: str
     animation: str
     seconds: float
+    #: degenerate triangles of the model left out (zero area at rest, or a repeated vertex)
+    dropped_faces: int = 0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -232,6 +240,11 @@ class _Frames:
             or sum(g.vertex_count for g in self.surface.groups) != self.vertex_count
         ):  # the parts' primitives are what the geometry merged; a mismatch is a vkdqs bug
             raise AssertionError("bake: material groups do not cover the merged mesh")
+        rest = np.concatenate([p.geometry.positions for p in self.parts])
+        self.faces, groups, self.dropped_faces = drop_degenerate(
+            self.faces, rest, self.surface.groups
+        )
+        self.surface = dataclasses.replace(self.surface, groups=groups)
         self.skins = sorted({p.skin for p in self.parts if p.kind == "skinned"})
         # part index -> its Skinner; the parts of one mesh with skins of one joint count share
         # one (several nodes may draw one mesh, each posed by its own skin)
@@ -471,6 +484,7 @@ def bake(
         frames.surface.colors,
         frames.surface.materials,
         frames.surface.groups,
+        frames.dropped_faces,
     )
 
 
@@ -508,6 +522,7 @@ def bake_to_file(
     writers: list[Writer] = []
 
     def sink(frames: _Frames, times: NDArray, rest: tuple[NDArray, NDArray]):
+        _warn_about_size(path, len(times), frames.vertex_count)
         writers.append(
             _open_writer(
                 path, times, frames.faces, rest[0], rest[1], float(fps), frames.surface, inputs
@@ -532,6 +547,7 @@ def bake_to_file(
         for w in writers:
             w.abort()
         raise
+    _hint_usdc(path)
     return BakeInfo(
         path,
         len(times),
@@ -541,7 +557,39 @@ def bake_to_file(
         method,
         name,
         _time.perf_counter() - t0,
+        frames.dropped_faces,
     )
+
+
+#: Morph targets a WebGL2 glTF viewer may show at most (three.js keeps them in a texture array
+#: whose layers its WebGL2 renderer limits): a baked .glb holds one per frame.
+GLB_VIEWER_TARGETS = 256
+#: A .usda bake larger than this gets a hint toward .usdc.
+USDA_HINT_BYTES = 100 * 2**20
+
+
+def _warn_about_size(path: Path, frames: int, vertices: int) -> None:
+    """Warn, before baking, about a .glb whose frames (one morph target each) WebGL2 viewers
+    may not show."""
+    if path.suffix.lower() == ".glb" and frames > GLB_VIEWER_TARGETS:
+        warnings.warn(
+            f"{path.name}: {frames} frames are {frames} morph targets; WebGL2 viewers (three.js) "
+            f"may not show more than {GLB_VIEWER_TARGETS}: bake fewer (a lower --fps, or "
+            "--start/--end) or to USD (.usdc) for those viewers",
+            stacklevel=3,
+        )
+
+
+def _hint_usdc(path: Path) -> None:
+    """Hint toward .usdc after a large .usda (text) bake."""
+    if path.suffix.lower() == ".usda":
+        size = path.stat().st_size
+        if size > USDA_HINT_BYTES:
+            warnings.warn(
+                f"{path.name}: {size / 2**20:.0f} MiB of USD text; .usdc holds the same frames "
+                "in binary, several times smaller and faster to open",
+                stacklevel=3,
+            )
 
 
 def _open_writer(

@@ -143,3 +143,50 @@ def material_summary(m: Material, texture: int | None) -> dict[str, Any]:
         "alpha_cutoff": m.alpha_cutoff,
         "double_sided": m.double_sided,
     }
+
+
+#: A face whose rest area is at most this times the squared extent of the mesh is degenerate.
+DEGENERATE_AREA = 1e-12
+
+
+def drop_degenerate(
+    faces: NDArray, positions: NDArray, groups: tuple[BakeGroup, ...]
+) -> tuple[NDArray, tuple[BakeGroup, ...], int]:
+    """``faces`` without the degenerate ones (a repeated vertex index, or zero area at rest),
+    the groups recounted, and how many were dropped.
+
+    Exporters copy them from their source meshes, and Blender's USD importer drops the
+    per-face materials of a mesh that has them; nothing is drawn by them. A group left with no
+    face joins its vertices to the one before it (or after it, the first), as primitives
+    without triangles do in :func:`scene_surface`.
+    """
+    f = faces.astype(np.int64)
+    repeated = (f[:, 0] == f[:, 1]) | (f[:, 1] == f[:, 2]) | (f[:, 0] == f[:, 2])
+    p = positions.astype(np.float64)
+    extent = float(np.ptp(p, axis=0).max()) if len(p) else 0.0
+    area2 = np.linalg.norm(np.cross(p[f[:, 1]] - p[f[:, 0]], p[f[:, 2]] - p[f[:, 0]]), axis=1)
+    degenerate = repeated | (area2 <= 2.0 * DEGENERATE_AREA * extent**2)
+    dropped = int(degenerate.sum())
+    if not dropped:
+        return faces, groups, 0
+    starts = np.array([g.first_face for g in groups], np.int64)
+    owner = np.searchsorted(starts, np.arange(len(faces)), side="right") - 1
+    kept = np.bincount(owner[~degenerate], minlength=len(groups))
+    out: list[list] = []  # [face count, vertex count, material] of each group kept
+    spare = 0  # vertices of empty groups before the first kept one
+    for g, count in zip(groups, kept.tolist(), strict=True):  # a few groups
+        if count == 0:
+            if out:
+                out[-1][1] += g.vertex_count
+            else:
+                spare += g.vertex_count
+            continue
+        out.append([count, g.vertex_count + spare, g.material])
+        spare = 0
+    if not out:
+        raise InputError("every face of the mesh is degenerate: nothing to bake")
+    recounted, face, vertex = [], 0, 0
+    for count, vertices, material in out:
+        recounted.append(BakeGroup(face, count, vertex, vertices, material))
+        face, vertex = face + count, vertex + vertices
+    return np.ascontiguousarray(faces[~degenerate]), tuple(recounted), dropped

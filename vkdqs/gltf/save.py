@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import LimitError
+from ..files import atomic_output, write_bytes
 
 __all__ = ["GLB_MAX_BYTES", "GltfBuilder", "glb_length", "json_bytes", "save", "write_glb"]
 
@@ -114,6 +115,9 @@ def save(path: str | Path, document: dict, binary: bytes = b"", *, embed: bool =
         Contents of ``buffers[0]``.
     embed : bool, keyword-only
         For ``.gltf``: embed the buffer as a data URI instead of writing a ``.bin`` file.
+
+    Each file is written through :mod:`vkdqs.files`: a temporary renamed over it when
+    complete, never through a link planted at its name.
     """
     path = Path(path)
     doc = copy.deepcopy(document)
@@ -133,14 +137,14 @@ def save(path: str | Path, document: dict, binary: bytes = b"", *, embed: bool =
                     buf["uri"] = f"data:application/octet-stream;base64,{data}"
                 else:
                     bin_path = path.with_suffix(".bin")
-                    bin_path.write_bytes(binary)
+                    write_bytes(bin_path, binary)
                     buf["uri"] = bin_path.name
             buffers[0] = buf
     text = json_bytes(doc)
     if path.suffix.lower() != ".glb":
-        path.write_bytes(text)
+        write_bytes(path, text)
         return
-    with open(path, "wb") as out:
+    with atomic_output(path) as out:
         write_glb(out, text, len(binary), (binary,))
 
 
