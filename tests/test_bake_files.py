@@ -267,7 +267,8 @@ def test_a_signal_during_a_bake_leaves_no_temporary(model, tmp_path, suffix, nam
     signum = getattr(signal, name)
     assert proc.returncode == 128 + signum, stderr
     message = "vkdqs: interrupted" if name == "SIGINT" else f"vkdqs: stopped by {name}"
-    assert stderr == message + "\n" and stdout == ""
+    # the last line (a .glb of 301 frames warns first that WebGL2 viewers may not show it)
+    assert stderr.endswith(message + "\n") and stdout == "" and "Traceback" not in stderr
     if suffix == ".npz":  # written as it goes: its temporary was there
         assert len(during) == 2 and during[0].startswith(".walk.npz.")
     assert _names(folder) == [out.name] and out.read_bytes() == OLD
