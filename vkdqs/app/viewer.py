@@ -217,6 +217,7 @@ class Viewer:
         self.handle_key(key, mods)
 
     def handle_key(self, key: int, mods: int = 0) -> None:
+        """Act on one key press (:data:`HELP` lists them); ``mods`` the GLFW modifier bits."""
         glfw, scene, renderer = self.glfw, self.scene, self.renderer
         if key == glfw.KEY_ESCAPE:
             self.should_close = True
@@ -328,6 +329,7 @@ class Viewer:
     # -- frames ---------------------------------------------------------------------------
 
     def minimized(self) -> bool:
+        """Whether the window is iconified or has no drawable area (nothing is drawn then)."""
         glfw = self.glfw
         w, h = glfw.get_framebuffer_size(self.window)
         return bool(glfw.get_window_attrib(self.window, glfw.ICONIFIED)) or w == 0 or h == 0
@@ -358,6 +360,7 @@ class Viewer:
         return True
 
     def run(self, max_frames: int | None = None) -> None:
+        """Draw frames until the window closes (or after ``max_frames`` of them)."""
         while self.step():
             if max_frames is not None and self.frames >= max_frames:
                 break

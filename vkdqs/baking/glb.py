@@ -164,6 +164,7 @@ class GlbWriter:
         self.deltas = tempfile.TemporaryFile(dir=path.parent)
 
     def write(self, positions: NDArray, normals: NDArray) -> None:
+        """Append a batch of frames' deltas from the rest mesh (one morph target each)."""
         d_p = positions - self.rest_p
         d_n = normals - self.rest_n
         i = self.done
@@ -367,6 +368,7 @@ class GlbWriter:
             yield b"\0" * (-len(blob) % 4)
 
     def finish(self) -> None:
+        """Write the file: the JSON (with each target's bounds), then the rest mesh and deltas."""
         text = json_bytes(self._document())
         total = glb_length(len(text), self.bin_bytes)
         if total > GLB_MAX_BYTES:
@@ -385,6 +387,7 @@ class GlbWriter:
         out.commit()
 
     def abort(self) -> None:
+        """Drop the deltas written so far; nothing is left behind."""
         try:
             self.deltas.close()
         except OSError:  # its buffer cannot be flushed (a full disk): it is unnamed, so gone

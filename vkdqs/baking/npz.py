@@ -88,12 +88,14 @@ class NpzWriter:
             raise
 
     def write(self, positions: NDArray, normals: NDArray) -> None:
+        """Append a batch of frames: positions into the archive, normals to their scratch file."""
         self.positions.write(as_bytes(positions))
         assert self.normals is not None
         self.normals.write(as_bytes(normals))
         self.out.written()  # to the disk while the next batch is skinned: commit waits less
 
     def finish(self) -> None:
+        """Append the normals and the surface entries, then put the archive in place."""
         self.positions.close()
         assert self.normals is not None
         self.normals.seek(0)
@@ -106,6 +108,7 @@ class NpzWriter:
         self.out.commit()
 
     def abort(self) -> None:
+        """Close what is open and remove the temporary; an old file is left as it was."""
         # each may fail again (a full disk): only clean up. The open entry first, so that the
         # zip can close (and not try again when it is collected).
         for close in (getattr(self, "positions", None), self.normals, self.zip):

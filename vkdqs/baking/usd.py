@@ -74,6 +74,7 @@ class UsdWriter:
             check_output(file, inputs)
 
     def write(self, positions: NDArray, normals: NDArray) -> None:
+        """Add a batch of frames as time samples of points, normals and extent."""
         Vt, Usd = self.Vt, self.Usd
         lo, hi = positions.min(axis=1), positions.max(axis=1)
         for k in range(len(positions)):  # over frames: one time sample each
@@ -84,6 +85,7 @@ class UsdWriter:
         self.done += len(positions)
 
     def finish(self) -> None:
+        """Export the stage and its textures, each under a temporary name, then rename them."""
         # every file under its temporary name first, then the textures renamed, the layer last
         outputs: list[AtomicFile] = []
         try:
@@ -106,6 +108,7 @@ class UsdWriter:
                 out.discard()
 
     def abort(self) -> None:
+        """Drop the stage in memory; nothing was written yet."""
         self.stage = None
 
 

@@ -22,11 +22,14 @@ class Writer(Protocol):
     appears complete) or, on any error, ``abort`` (nothing is left behind, the old file is as it
     was). Errors writing the file are :class:`~vkdqs.OutputError`."""
 
-    def write(self, positions: NDArray, normals: NDArray) -> None: ...
+    def write(self, positions: NDArray, normals: NDArray) -> None:
+        """Take a batch of frames, ``(P, V, 3)`` float32 positions and normals."""
 
-    def finish(self) -> None: ...
+    def finish(self) -> None:
+        """Put the complete file in place."""
 
-    def abort(self) -> None: ...
+    def abort(self) -> None:
+        """Give up: leave no temporary, and an old file where it was."""
 
 
 #: A writer's constructor: (path, times, faces, rest positions, rest normals, fps, surface,
