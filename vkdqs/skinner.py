@@ -22,12 +22,18 @@ uniform-buffer offsets, in chunks whose buffers stay under :attr:`Skinner.max_ba
 
 Threads: calls on one Skinner take turns (a lock); Skinners on one Device run concurrently and
 submit through the Device's queue lock.
+
+Interrupts: Ctrl-C during ``skin_many`` takes effect between chunks
+(:func:`vkdqs.gpu.interrupts.deferred_interrupts`), never between a submission and its wait or
+while the Skinner's buffers, descriptor sets and recorded command buffer change: the
+``KeyboardInterrupt`` leaves the Skinner usable, and its next call correct.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -57,6 +63,7 @@ from .gpu import (
     write_descriptors,
 )
 from .gpu.calls import align, vk
+from .gpu.interrupts import deferred_interrupts
 from .mesh import SkinnedMesh
 
 log = logging.getLogger("vkdqs")
@@ -317,12 +324,18 @@ class Skinner(ResourceOwner):
         return max(1, min(device_max, self.max_batch_bytes // per_pose))
 
     def _ensure_capacity(self, poses: int) -> None:
-        """Make the bone and output buffers hold ``poses`` poses (<= _batch_limit())."""
+        """Make the bone and output buffers hold ``poses`` poses (<= _batch_limit()).
+
+        Should making the new ones fail, the Skinner is left with none (capacity 0, nothing
+        recorded), which the next call makes again."""
         if poses == self._capacity:
             return
         dev, n = self.device, self.vertex_count
         # Every submission is waited for, so the GPU no longer uses the old buffers.
-        for old in (self._out_view, self._out_buffer, self._bone_buffer):
+        old_objects = (self._out_view, self._out_buffer, self._bone_buffer)
+        self._capacity, self._recorded = 0, None
+        self._bone_buffer = self._out_buffer = self._out_view = None
+        for old in old_objects:
             if old is not None:
                 self.release(old)
         label = f"{self._label} x{poses}"
@@ -356,6 +369,7 @@ class Skinner(ResourceOwner):
         """Record the command buffer for a batch of ``poses`` poses (once per batch size)."""
         if self._recorded == (program.key, poses):
             return
+        self._recorded = None  # until end(): a failure half-way leaves it to be recorded again
         cmd = self._cmd.begin()
         if self.path == "compute":
             self._record_dispatches(cmd, program, poses)
@@ -468,12 +482,15 @@ class Skinner(ResourceOwner):
             self._warned_scale = True
         total = packed.bones.shape[0]
         chunk = min(total, self._batch_limit())
-        self._ensure_capacity(chunk)
         active = morphs is not None and bool(morphs["header"][:, 0].any())
-        program = self._program(packed.variant, active)
+        # Ctrl-C waits (deferred_interrupts) while buffers, descriptor sets, the recorded command
+        # buffer and a submission change together, and lands between chunks, where the Skinner
+        # is consistent: a KeyboardInterrupt leaves it usable and correct.
+        with deferred_interrupts():
+            self._ensure_capacity(chunk)
+            program = self._program(packed.variant, active)
         for start in range(0, total, chunk):
             poses = min(chunk, total - start)
-            self._record(program, poses)
             slots = np.zeros((poses, self._slot_bytes // 4), np.float32)
             slots[:, : self._bones_bytes // 4] = packed.bones[start : start + poses].reshape(
                 poses, -1
@@ -486,11 +503,13 @@ class Skinner(ResourceOwner):
                 first = self._morph_offset // 4
                 block = morphs[start : start + poses].view(np.float32).reshape(poses, -1)
                 slots[:, first : first + block.shape[1]] = block
-            assert self._bone_buffer is not None and self._out_buffer is not None
-            self._bone_buffer.write(slots)
-            self._cmd.submit_and_wait()
-            # straight from the mapping into the caller's array: no temporary (2, P, N, 3) copy
-            self._out_buffer.read_into(out[:, start : start + poses])
+            with deferred_interrupts():
+                self._record(program, poses)
+                assert self._bone_buffer is not None and self._out_buffer is not None
+                self._bone_buffer.write(slots)
+                self._cmd.submit_and_wait()
+                # straight from the mapping into the caller's array: no (2, P, N, 3) copy
+                self._out_buffer.read_into(out[:, start : start + poses])
 
     def _pack(self, bones: object, batched: bool) -> bone_packing.PackedPose:
         return self.skinning.pack(
