@@ -72,6 +72,17 @@ PATHS = ("compute", "vertex")
 LOCAL_SIZE = si.LOCAL_SIZE
 #: Default bound on the bone and output buffers of one ``skin_many`` submission.
 MAX_BATCH_BYTES = 64 * 2**20
+#: What validating and packing a pose costs at its peak, per bone (float64 copies, the DQ
+#: conversion's temporaries; measured at most about 1450 for "dqs_blender"), with a margin.
+PACK_BYTES_PER_BONE = 2048
+
+
+def _physical_memory() -> int:
+    """The memory of the machine in bytes (16 GiB where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return 16 * 2**30
 
 
 class _Program:
@@ -156,6 +167,9 @@ class Skinner(ResourceOwner):
     -----
     ``max_batch_bytes`` (default 64 MiB) bounds the buffers of one submission: a larger
     ``skin_many`` batch runs in several, so the Skinner's memory does not grow with P.
+    ``max_call_bytes`` (default half the machine's memory) bounds what one ``skin_many`` call
+    allocates on the host: its result and the packing of its poses, checked before either is
+    allocated.
     """
 
     def __init__(
@@ -195,6 +209,9 @@ class Skinner(ResourceOwner):
         self.vertex_count = mesh.vertex_count
         self.allow_scale = allow_scale
         self.max_batch_bytes = MAX_BATCH_BYTES
+        #: Bound on what one ``skin_many`` call may allocate on the host (its result and the
+        #: packing of its poses), checked before anything is: half this machine's memory.
+        self.max_call_bytes = _physical_memory() // 2
         alignment = device.info.min_uniform_buffer_offset_alignment
         # One slot per pose: the bone block, then the second block (a method with one, or one
         # whose scaled poses run two-phase DQS).
@@ -575,7 +592,13 @@ class Skinner(ResourceOwner):
         one row per pose (None: the rest shape).
 
         Returns (P, N, 3) float32 positions and normals.
+
+        A batch whose result (``2 P N 3`` float32) and packing (about
+        :data:`PACK_BYTES_PER_BONE` per pose and bone) would pass :attr:`max_call_bytes` is
+        refused with a :class:`LimitError` before anything is allocated (a broadcast view of
+        millions of poses costs nothing to pass in, but its result would).
         """
+        bones = self._check_call_size(bones, morph_weights)
         packed = self._pack(bones, batched=True)
         count = packed.bones.shape[0]
         if morph_weights is not None:
@@ -592,6 +615,27 @@ class Skinner(ResourceOwner):
             self._check_open()
             self._run(packed, out, morphs)
         return out[0], out[1]
+
+    def _check_call_size(self, bones: object, morph_weights: object) -> np.ndarray:
+        """``bones`` as an array (a view where it is one), after checking that the batch's
+        host memory fits :attr:`max_call_bytes`."""
+        from .dq import _as_array
+
+        arr = _as_array(bones, "bones")
+        poses = int(arr.shape[0]) if arr.ndim >= 1 else 0
+        result = 2 * poses * self.vertex_count * 3 * 4
+        packing = poses * self.bone_count * PACK_BYTES_PER_BONE
+        if morph_weights is not None:
+            packing += poses * (si.MORPH_BLOCK.itemsize + 24 * self.mesh.morph_target_count)
+        if result + packing > self.max_call_bytes:
+            raise LimitError(
+                f"skin_many of {poses} poses of {self.vertex_count} vertices and "
+                f"{self.bone_count} bones needs {result} bytes for its result (2 x P x N x 3 "
+                f"float32) and about {packing} to pack the poses, more than "
+                f"skinner.max_call_bytes = {self.max_call_bytes} (half this machine's memory "
+                "unless set); skin fewer poses per call"
+            )
+        return arr
 
     def close(self) -> None:
         """Destroy this skinner's Vulkan objects now. Safe to call twice."""
