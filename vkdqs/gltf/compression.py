@@ -345,7 +345,12 @@ def _declared_size(r: _AccessorReader, index: Any) -> int:
     a = r.array("accessors")
     if type(index) is not int or not 0 <= index < len(a):
         return 0
-    count, ct = a[index].get("count"), a[index].get("componentType")
-    width = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4}.get(a[index].get("type"), 16)
-    size = {5120: 1, 5121: 1, 5122: 2, 5123: 2, 5125: 4, 5126: 4}.get(ct, 4)
+    count, ct, type_ = (a[index].get(k) for k in ("count", "componentType", "type"))
+    # any JSON value may be there (an object is unhashable): only ints and strings are looked up
+    width = (
+        {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4}.get(type_, 16) if type(type_) is str else 16
+    )
+    size = (
+        {5120: 1, 5121: 1, 5122: 2, 5123: 2, 5125: 4, 5126: 4}.get(ct, 4) if type(ct) is int else 4
+    )
     return count * width * size if type(count) is int and count > 0 else 0

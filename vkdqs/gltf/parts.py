@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import methods
+from ..errors import InputError
 from ..mesh import SkinnedMesh
+from .errors import GltfError
 from .scene import merged_morphs, surface_arrays
 
 if TYPE_CHECKING:
@@ -102,7 +104,10 @@ def scene_parts(scene: GltfScene) -> list[ScenePart]:
     for node in np.flatnonzero(drawn & (table.skin < 0)).tolist():  # over rigid parts
         mesh = int(table.mesh[node])
         if mesh not in rigid:
-            rigid[mesh] = rigid_geometry(scene.meshes[mesh])
+            try:
+                rigid[mesh] = rigid_geometry(scene.meshes[mesh])
+            except InputError as exc:  # as skinned_mesh says it: naming the mesh
+                raise GltfError(f"{scene.path.name}: meshes[{mesh}]: {exc}") from exc
         parts.append(ScenePart("rigid", mesh, None, node, rigid[mesh]))
     return parts
 
