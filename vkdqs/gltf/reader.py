@@ -48,9 +48,12 @@ Untrusted files
 A model file reads only its own data: buffer (and image) URIs are base64 ``data:`` URIs or files
 inside the model's folder, regular files only, read up to their ``byteLength`` (see
 :mod:`vkdqs.gltf.uris`). It costs time and memory in proportion to its size: each array of the
-document is checked once, hierarchies are walked once, accessors, primitives and animation keys
-that several users share are decoded once, and everything the file makes the loader hold is
-counted against ``max_bytes`` before it is allocated.
+document is checked once (arrays of objects, such as the nodes, column by column:
+:mod:`vkdqs.gltf.columns`), the hierarchy is resolved by pointer jumping
+(:mod:`vkdqs.gltf.hierarchy`), accessors, primitives, animation keys and images that several
+users share are decoded once, and everything the file makes the loader hold is counted against
+``max_bytes`` at its peak before it is allocated; the default ``max_bytes`` grows with the file
+(:func:`vkdqs.gltf.accessors.default_max_bytes`).
 
 Errors
 ------
