@@ -316,10 +316,17 @@ def peak_files(tmp_path_factory) -> list[tuple[str, bool]]:
             "nodes.gltf",
             _doc(
                 nodes=[
-                    {"children": [i + 1], "translation": [0, 1, 0], "rotation": [0, 0, 0, 1]}
-                    for i in range(29_999)
+                    {
+                        "children": [i + 1],
+                        "translation": [0, 1, 0],
+                        "rotation": [0, 0, 0.6, 0.8],
+                        "scale": [2, 2, 2],
+                        "name": f"n{i}",
+                    }
+                    for i in range(19_999)
                 ]
-                + [{"matrix": [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1], "name": "end"}]
+                + [{"children": [20_000 + k]} for k in range(10_000)]
+                + [{"matrix": [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0.5, 0, 0, 1]}] * 10_001
             ),
             False,
         ),

@@ -171,10 +171,15 @@ WEIGHT_SUM_TOL = 1e-3
 #: Most joints of one skin: ``JOINTS_n`` are unsigned bytes or shorts, so no vertex can use a
 #: joint past 65535. A skin with more is refused before its nodes are read.
 MAX_JOINTS = 65536
-#: What each node costs as loaded (its Node object, the arrays of its transform and hierarchy,
-#: the columns it is read through and its share of a pose's matrices), charged to ``max_bytes``
-#: before the nodes are read; measured by tests/test_gltf_bounds.py.
-NODE_BYTES = 1024
+#: What each node costs at the peak of reading it (its Node object, its rows of the transform
+#: and hierarchy arrays, the columns it is read through), charged to ``max_bytes`` before the
+#: nodes are read; measured at 370 by tests/test_gltf_bounds.py, charged with a margin...
+NODE_BYTES = 448
+#: ... and this much more per node that has the key (its children's tuple and flat arrays; a
+#: view of its row of the transform, which nodes without the key share; measured at 230, 180
+#: and 400).
+NODE_KEY_BYTES = {"children": 288, "translation": 224, "rotation": 224, "scale": 224}
+NODE_KEY_BYTES["matrix"] = 512
 # The node keys vkdqs reads, and the defaults of its transform vectors.
 _NODE_KEYS = ("children", "mesh", "skin", "translation", "rotation", "scale", "matrix", "name")
 _NODE_KEYS += ("weights",)
@@ -257,6 +262,12 @@ class _Reader(_AccessorReader):
         self.charge(n * NODE_BYTES, "nodes", f"{n} nodes")
         keys = set(chain.from_iterable(raw))
         cols = {k: columns.column(raw, k) for k in _NODE_KEYS if k in keys}
+        extra = sum(
+            per * int(columns.present(cols[k]).sum())
+            for k, per in NODE_KEY_BYTES.items()
+            if k in cols
+        )
+        self.charge(extra, "nodes", "their children and transforms")
 
         def at(key: str) -> Any:
             return lambda i: f"nodes[{i}].{key}"
