@@ -54,26 +54,43 @@ def ancestors(
         jump = np.where(jump >= 0, jump[np.maximum(jump, 0)], -1)
 
 
-def global_matrices(local: NDArray[np.float64], parent: NDArray[np.int64]) -> NDArray[np.float64]:
-    """``global[i] = global[parent[i]] @ local[i]`` for every node (``local`` is overwritten).
+def global_matrices(
+    local: NDArray[np.float64],
+    parent: NDArray[np.int64],
+    depth: NDArray[np.int64] | None = None,
+) -> NDArray[np.float64]:
+    """``global[i] = global[parent[i]] @ local[i]`` for every node (``local`` may be overwritten).
 
-    Pointer jumping: ``local[i]`` becomes the product of the matrices from node i up to (not
+    Pointer jumping: each node's matrix becomes the product of the matrices from it up to (not
     including) its current ancestor, which doubles its distance each pass, so the products
-    compose in ``ceil(log2(depth + 1))`` passes over the nodes that still have an ancestor.
+    compose in ``ceil(log2(depth + 1))`` passes. After pass ``r`` the nodes still working are
+    those at least ``2^r`` deep: with ``depth`` (:func:`depths`) the nodes are sorted by depth
+    first, so those are a contiguous tail and only their ancestors are gathered.
     """
-    glob = local
-    anc = parent.copy()
-    act = np.flatnonzero(anc >= 0)
-    # three work arrays for all passes (a fresh array per pass costs its page faults)
-    above, below, product = (np.empty_like(glob[: act.size]) for _ in range(3))
-    for _ in range(len(parent).bit_length() + 1):  # the loader checked the hierarchy acyclic
-        if not act.size:
+    if depth is None:
+        depth = depths(parent)[0]
+    n = len(parent)
+    order = np.argsort(depth, kind="stable")
+    where = np.empty(n, dtype=np.int64)
+    where[order] = np.arange(n)
+    deep = depth[order]
+    glob = local[order]
+    anc = np.where(parent[order] >= 0, where[np.maximum(parent[order], 0)], -1)
+    above = product = None
+    reach = 1
+    while True:
+        start = int(np.searchsorted(deep, reach))  # the nodes at least `reach` deep
+        k = n - start
+        if k <= 0:
             break
-        k = act.size
-        up = np.take(anc, act)
+        if above is None:  # two work arrays for all passes (fresh ones cost page faults)
+            above, product = np.empty_like(glob[:k]), np.empty_like(glob[:k])
+        up = anc[start:].copy()
         np.take(glob, up, axis=0, out=above[:k])
-        np.take(glob, act, axis=0, out=below[:k])
-        glob[act] = np.matmul(above[:k], below[:k], out=product[:k])
-        anc[act] = np.take(anc, up)
-        act = act[np.take(anc, act) >= 0]
-    return glob
+        np.matmul(above[:k], glob[start:], out=product[:k])
+        glob[start:] = product[:k]
+        anc[start:] = np.take(anc, up)
+        reach *= 2
+    out = np.empty_like(glob)
+    out[order] = glob
+    return out

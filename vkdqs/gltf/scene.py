@@ -490,7 +490,7 @@ class GltfScene:
         local = _trs_matrices(t, r, s)
         if len(self._matrix_nodes):
             local[self._matrix_nodes] = self._matrices
-        return hierarchy.global_matrices(local, self._parent)
+        return hierarchy.global_matrices(local, self._parent, self._table.depth)
 
     def skinning_matrices(
         self,
