@@ -69,8 +69,10 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections import deque
 from dataclasses import replace
 from itertools import chain
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -297,11 +299,10 @@ class _Reader(_AccessorReader):
                 )
             parent[flat] = owners
             rows = np.flatnonzero(columns.present(cols["children"]))
-            counts = np.bincount(owners, minlength=n)[rows]
-            ends = np.cumsum(counts).tolist()
-            values = flat.tolist()
-            for i, a, b in zip(rows.tolist(), [0, *ends[:-1]], ends, strict=True):
-                children[i] = tuple(values[a:b])  # over nodes with children: their tuples
+            ends = np.cumsum(np.bincount(owners, minlength=n)[rows]).tolist()
+            spans = map(slice, [0, *ends[:-1]], ends)
+            tuples = map(tuple, map(flat.tolist().__getitem__, spans))
+            deque(map(children.__setitem__, rows.tolist(), tuples), maxlen=0)
         mesh = self._node_ints(cols, "mesh", "meshes")
         skin = self._node_ints(cols, "skin", "skins")
         bad = (skin >= 0) & (mesh < 0)
@@ -907,7 +908,7 @@ class _Reader(_AccessorReader):
                         f"joints[{k}] (nodes[{joints[k]}]) is not under the skeleton "
                         f"nodes[{skeleton}]",
                     )
-            names = tuple(nodes[j].name for j in joints.tolist())  # over the skin's joints
+            names = tuple(map(attrgetter("name"), map(nodes.__getitem__, joints.tolist())))
             out.append(Skin(s, self.get_str(sk, "name", path), joints, names, ibm, skeleton))
         return tuple(out)
 

@@ -150,12 +150,10 @@ class _NodeTable:
             moved = np.flatnonzero((table != default).any(axis=1))
             picked = table[moved]
             picked.flags.writeable = False
-            for i, v in zip(moved.tolist(), picked, strict=True):  # the nodes that moved
-                values[i] = v
+            deque(map(values.__setitem__, moved.tolist(), picked), maxlen=0)  # their rows
             rows[key] = values
         matrix: list[NDArray[np.float64] | None] = [None] * n
-        for i, m in zip(self.matrix_nodes.tolist(), self.matrices, strict=True):
-            matrix[i] = m
+        deque(map(matrix.__setitem__, self.matrix_nodes.tolist(), self.matrices), maxlen=0)
 
         def optional(a: NDArray[np.int64]) -> list[int | None]:
             out = a.astype(object)
