@@ -180,11 +180,25 @@ NODE_BYTES = 448
 #: ... and this much more per node that has the key (its children's tuple and flat arrays; a
 #: view of its row of the transform, which nodes without the key share; measured at 230, 180
 #: and 400).
-NODE_KEY_BYTES = {"children": 288, "translation": 224, "rotation": 224, "scale": 224}
-NODE_KEY_BYTES["matrix"] = 512
+NODE_KEY_BYTES = {
+    "children": 288,
+    "translation": 224,
+    "rotation": 224,
+    "scale": 224,
+    "matrix": 512,
+}
 # The node keys vkdqs reads, and the defaults of its transform vectors.
-_NODE_KEYS = ("children", "mesh", "skin", "translation", "rotation", "scale", "matrix", "name")
-_NODE_KEYS += ("weights",)
+_NODE_KEYS = (
+    "children",
+    "mesh",
+    "skin",
+    "translation",
+    "rotation",
+    "scale",
+    "matrix",
+    "name",
+    "weights",
+)
 _NODE_VECTORS = (
     ("translation", 3, (0.0, 0.0, 0.0)),
     ("rotation", 4, (0.0, 0.0, 0.0, 1.0)),
