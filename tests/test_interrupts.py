@@ -13,7 +13,6 @@ positions; the validation layer is on in the child as in the suite.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -65,21 +64,22 @@ with Device(validation=validation) as dev:
     skinner.skin(check[0])  # the pipelines exist before the first interrupt
     for i, delay in enumerate(delays):
         timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
-        outcome = "finished"
+        outcome = "interrupted"
         try:
             if mode == "timer":
                 timer.start()
             else:
                 print(f"go {i}", flush=True)  # the parent sends SIGINT after `delay`
             skinner.skin_many(batch)
-            timer.cancel()
-            timer.join()
-            settle()
-            if mode == "parent":
-                print(f"done {i}", flush=True)
-                time.sleep(delay + 1.0)  # the parent's signal is on its way: take it here
+            outcome = "finished"
+            if mode == "timer":
+                timer.cancel()
+                timer.join()
+                settle()
+            else:
+                time.sleep(30)  # the parent's signal is on its way: it ends this sleep
         except KeyboardInterrupt:
-            outcome = "interrupted"
+            pass
         timer.cancel()
         err = None
         for _ in range(3):  # a late signal during the check: check again
@@ -96,19 +96,9 @@ print(json.dumps({"validation": messages}), flush=True)
 
 
 def _child(method: str, path: str, mode: str, delays: list[float]) -> subprocess.Popen:
+    args = [method, path, mode, str(POSES), str(VERTICES), str(BONES)]
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            _CHILD,
-            method,
-            path,
-            mode,
-            str(POSES),
-            str(VERTICES),
-            str(BONES),
-            ",".join(str(d) for d in delays),
-        ],
+        [sys.executable, "-c", _CHILD, *args, ",".join(str(d) for d in delays)],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -135,33 +125,33 @@ def test_sigint_during_skin_many_leaves_the_skinner_correct(method, path):
     """SIGINT from a timer in the process at 14 delays across the run (a run takes about a
     second), then the same Skinner against the float64 reference."""
     delays = [0.0, 0.01, 0.02, 0.04, 0.07, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.65, 0.8, 1.0]
-    proc = _child(method, path, "timer", delays)
-    out, err = proc.communicate(timeout=300)
+    with _child(method, path, "timer", delays) as proc:
+        out, err = proc.communicate(timeout=300)
     _check(out.splitlines(), proc.returncode, err, len(delays))
 
 
 @pytest.mark.gpu
 def test_ctrl_c_from_outside_during_skin_many():
     """SIGINT sent by another process, as a terminal sends Ctrl-C, each time the child starts a
-    ``skin_many``, after varied delays."""
+    ``skin_many``, after varied delays (a run that finishes first waits for it)."""
     delays = [0.05, 0.13, 0.27, 0.41, 0.6]
-    proc = _child("dqs", "compute", "parent", delays)
-    assert proc.stdout is not None
     lines: list[str] = []
-    deadline = time.monotonic() + 300
-    try:
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            line = line.strip()
-            lines.append(line)
-            if line.startswith("go "):
-                time.sleep(delays[int(line.split()[1])])
-                proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-    _check(lines, proc.returncode, proc.stderr.read() if proc.stderr else "", len(delays))
+    with _child("dqs", "compute", "parent", delays) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                lines.append(line.strip())
+                if lines[-1].startswith("go "):
+                    time.sleep(delays[int(lines[-1].split()[1])])
+                    proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        err = proc.stderr.read()
+    _check(lines, proc.returncode, err, len(delays))
