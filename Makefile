@@ -5,8 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEB_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslc spirv-tools xvfb
 
-.PHONY: demo test soak deps venv lint format shaders check-shaders bench figures pictures docs \
-	docs-check docs-tools clean
+.PHONY: demo test soak fuzz fuzz-short deps venv lint format shaders check-shaders bench figures \
+	pictures docs docs-check docs-tools clean
 
 demo: deps venv
 	$(PY) -m vkdqs demo
@@ -19,6 +19,27 @@ test: deps venv
 # --render-cycles 500.
 soak: deps venv
 	env -u DISPLAY VKDQS_VALIDATION=1 VKDQS_SYNC_VALIDATION=1 $(PY) -m tests.soak $(SOAK_ARGS)
+
+# Coverage-guided fuzzing of the glTF loader (atheris; tests/fuzz/, docs/development.md): the
+# seed corpus is made in code into $(FUZZ_DIR)/corpus, which keeps growing between runs; a crash
+# is written to $(FUZZ_DIR)/crashes/ and fails the target. FUZZ_SECONDS bounds the run,
+# FUZZ_ARGS adds libFuzzer options (e.g. -seed=1 or -jobs=2). `make fuzz-short` is CI's minute.
+FUZZ_SECONDS ?= 300
+FUZZ_DIR ?= .fuzz
+FUZZ_ARGS ?=
+fuzz: venv
+	@$(PY) -c "import atheris" 2>/dev/null || $(PY) -m pip install -q atheris
+	mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/crashes
+	$(PY) -m tests.fuzz.corpus $(FUZZ_DIR)/corpus > /dev/null
+	set -o pipefail; $(PY) -m tests.fuzz.run -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	  -rss_limit_mb=2048 -max_len=262144 -print_final_stats=1 \
+	  -artifact_prefix=$(FUZZ_DIR)/crashes/ $(FUZZ_ARGS) $(FUZZ_DIR)/corpus tests/fuzz/crashes \
+	  2>&1 | sed '/^#/d; /^INFO: Instrumenting/d' \
+	  || { echo "fuzz: the crash is in $(FUZZ_DIR)/crashes/: keep it in tests/fuzz/crashes/" \
+	       "(tests/test_fuzz_regressions.py replays it) and fix it" >&2; exit 1; }
+
+fuzz-short:
+	$(MAKE) fuzz FUZZ_SECONDS=60
 
 # Debian/Ubuntu packages: apt-get as root, sudo otherwise, or a clear message.
 deps:

@@ -209,3 +209,32 @@ def test_largest_accepted_values_give_finite_unit_results(device, method):
         positions, normals = skinner.skin(mats)
     assert np.isfinite(positions).all() and np.isfinite(normals).all()
     np.testing.assert_allclose(np.linalg.norm(normals, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["dqs", "lbs", "dqs_blender"])
+def test_millions_of_broadcast_poses_are_refused_before_anything_is_allocated(
+    device, mesh, bones, method
+):
+    """A broadcast view of 3 million poses costs nothing to pass in, but its result and packing
+    would: skin_many computes those sizes first and raises LimitError at once (it ran 12 s and
+    then failed with numpy's MemoryError)."""
+    import time
+
+    pose = dq.to_matrices(bones)
+    rest = np.tile(np.eye(4), (4, 1, 1)) if method == "dqs_blender" else None
+    with Skinner(device, mesh, bone_count=4, method=method, rest_matrices=rest) as skinner:
+        many = np.broadcast_to(pose, (3_000_000, 4, 4, 4))
+        default = skinner.max_call_bytes
+        skinner.max_call_bytes = 2**30
+        start = time.process_time()
+        with pytest.raises(LimitError, match=r"skin_many of 3000000 poses of 64 vertices .*"):
+            skinner.skin_many(many)
+        # the default (half this machine's memory) refuses what no machine holds
+        skinner.max_call_bytes = default
+        huge = np.broadcast_to(pose, (10**12, 4, 4, 4))
+        with pytest.raises(LimitError, match=r"max_call_bytes = \d+ \(half this machine"):
+            skinner.skin_many(huge)
+        assert time.process_time() - start < 1.0
+        # a batch that fits still skins
+        positions, _ = skinner.skin_many(np.broadcast_to(pose, (5, 4, 4, 4)))
+        assert positions.shape == (5, 64, 3)

@@ -129,6 +129,81 @@ def test_symlinks_resolving_outside_are_refused(folder):
         _assert_no_secret(str(info.value))
 
 
+@pytest.mark.parametrize("uri", ["\ud800.bin", "a\udfff", "%ED%A0%80.bin\ud83d"])
+def test_a_uri_with_a_lone_surrogate_is_a_gltf_error(folder, uri):
+    """JSON may escape half a UTF-16 pair ("\\ud800"): no file has that name, and the loader
+    says so instead of raising UnicodeEncodeError; an image's is a warning."""
+    text = json.dumps(_triangle_reading(uri))  # ensure_ascii: the JSON escape itself
+    assert "\\ud8" in text or "\\udf" in text
+    (folder / "model.gltf").write_text(text)
+    with pytest.raises(GltfError, match=r"^model\.gltf: buffers\[0\]\.uri: .* not valid Unicode"):
+        load_gltf(folder / "model.gltf")
+    doc = _triangle_reading("model.bin")
+    doc["images"] = [{"uri": uri}]
+    doc["textures"] = [{"source": 0}]
+    doc["materials"] = [{"pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}}]
+    (folder / "model.gltf").write_text(json.dumps(doc))
+    with pytest.warns(GltfWarning, match=r"images\[0\]\.uri: .* not valid Unicode"):
+        load_gltf(folder / "model.gltf")
+
+
+_SWAP = """
+import os, sys, threading
+from pathlib import Path
+import numpy as np
+from vkdqs.gltf import GltfError, load_gltf
+folder, rounds = Path(sys.argv[1]), int(sys.argv[2])
+data = np.array([0, 1, 2], "<u4").tobytes()
+stop = False
+
+
+def swap():
+    # model.bin becomes, in turn, a regular file, a symlink outside the folder and one inside
+    i = 0
+    while not stop:
+        tmp = folder / f"swap{i % 3}"
+        if i % 3 == 0:
+            tmp.write_bytes(data)
+        else:
+            os.symlink(folder.parent / "secret.bin" if i % 3 == 1 else folder / "inside.bin", tmp)
+        os.replace(tmp, folder / "model.bin")
+        i += 1
+
+
+(folder / "inside.bin").write_bytes(data)
+threading.Thread(target=swap, daemon=True).start()
+seen = {"ok": 0, "GltfError": 0}
+for _ in range(rounds):
+    try:
+        scene = load_gltf(folder / "model.gltf")
+        assert scene.meshes[0].primitives[0].indices.tolist() == [0, 1, 2]
+        seen["ok"] += 1
+    except GltfError as exc:
+        assert "hunter2" not in str(exc) and "1953460082" not in str(exc), exc
+        seen["GltfError"] += 1
+stop = True
+print(seen)
+"""
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_a_buffer_swapped_for_a_symlink_while_loading(folder, round_):
+    """A thread swaps model.bin between a file and symlinks (outside and inside the folder)
+    while the model loads a thousand times: every load reads its own data or raises a
+    GltfError (realpath's OSError, raised when the file changes between its lstat and
+    readlink, escaped before), and nothing outside the folder is read."""
+    _write(folder, _triangle_reading("model.bin"))
+    proc = subprocess.run(
+        [sys.executable, "-c", _SWAP, str(folder), "1000"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 def test_files_inside_the_folder_load(folder):
     """Percent-decoding, subfolders and symlinks that stay inside keep working."""
     data = (folder / "model.bin").read_bytes()
@@ -272,12 +347,12 @@ def test_zero_filled_accessors_are_capped_per_file(tmp_path):
     with pytest.raises(
         GltfError, match=r"accessors\[1\]\.count: .* for all such accessors of a file"
     ):
-        load_gltf(path)
+        load_gltf(path, max_bytes=2**31)
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5, "1"])
 def test_max_bytes_must_be_a_positive_int(tmp_path, bad):
-    with pytest.raises(InputError, match="max_bytes must be a positive int"):
+    with pytest.raises(InputError, match="max_bytes must be a positive int or None"):
         load_gltf(tmp_path / "x.gltf", max_bytes=bad)
 
 
@@ -552,8 +627,9 @@ scale = 1 if sys.platform != "darwin" else 1024
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start = time.perf_counter()
 cpu_start = time.process_time()
+kwargs = {"max_bytes": int(sys.argv[2])} if len(sys.argv) > 2 else {}
 try:
-    scene = load_gltf(sys.argv[1])
+    scene = load_gltf(sys.argv[1], **kwargs)
     scene.info()
     for a in range(len(scene.animations)):
         scene.node_global_matrices(a, 0.5)
@@ -568,14 +644,15 @@ print(json.dumps({"outcome": outcome, "message": message, "seconds": seconds,
 """
 
 
-def measure(path: Path, timeout: float = 60.0) -> dict:
+def measure(path: Path, timeout: float = 60.0, max_bytes: int | None = None) -> dict:
     """Load ``path`` in a fresh process (its stdin a pipe kept open, so reading it would block)
-    and return its outcome, message, CPU seconds, wall seconds and peak memory above baseline in
-    MB."""
+    with ``max_bytes`` (None: the default) and return its outcome, message, CPU seconds, wall
+    seconds and peak memory above baseline in MB."""
     read_end, write_end = os.pipe()
+    bound = [] if max_bytes is None else [str(max_bytes)]
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", _MEASURE, str(path)],
+            [sys.executable, "-c", _MEASURE, str(path), *bound],
             stdin=read_end,
             capture_output=True,
             text=True,
@@ -592,8 +669,10 @@ def measure(path: Path, timeout: float = 60.0) -> dict:
 
 @pytest.mark.parametrize("case", list(COST_CASES))
 def test_hostile_file_costs_little(tmp_path, case):
+    """Under the former default bound of 2 GiB, which lets these files load: what they cost
+    grows with their size, not faster."""
     path, refused = COST_CASES[case](tmp_path)
-    result = measure(path)
+    result = measure(path, max_bytes=2 * 2**30)
     if refused is None:
         assert result["outcome"] == "ok", result["message"]
     else:

@@ -100,6 +100,48 @@ def test_reference_normalizes_huge_normals_it_is_given_directly():
     np.testing.assert_allclose(axis, [np.sqrt(0.5), 0, 0, np.sqrt(0.5)], atol=1e-15)
 
 
+def _eight_influence_mesh(rng, n=96):
+    """Vertices on up to 8 bones (the 8-influence shaders), some weights on bones 0 and 1."""
+    joints = np.stack([rng.permutation(8) for _ in range(n)])
+    weights = rng.uniform(0.1, 1.0, (n, 8))
+    weights[: n // 2, 5:] = 0.0  # half the vertices on 5 bones: both shader loops used
+    return SkinnedMesh(rng.uniform(-1, 1, (n, 3)), rng.normal(size=(n, 3)), joints, weights)
+
+
+@pytest.mark.parametrize("path", ["compute", "vertex"])
+@pytest.mark.parametrize("influences", [4, 8])
+def test_all_zero_lbs_matrices_give_the_origin_and_the_rest_normal(device, path, influences):
+    """Defined, never NaN: a blend of all-zero matrices is the zero matrix, so the vertex goes
+    to the origin, and its normal (the cofactor normal is 0, not longer than its bound 0) is
+    the normalized rest normal, on the GPU as in the float64 reference."""
+    rng = np.random.default_rng(21)
+    if influences == 8:
+        mesh = _eight_influence_mesh(rng)
+    else:
+        n = 96
+        mesh = SkinnedMesh(
+            rng.uniform(-1, 1, (n, 3)),
+            rng.normal(size=(n, 3)),
+            rng.integers(0, 8, (n, 4)),
+            rng.uniform(0.1, 1.0, (n, 4)),
+        )
+    zero = np.zeros((8, 3, 4))  # (B, 3, 4): the rows of the affine matrices, all zero
+    # and a pose where only some bones are zero: vertices on those alone collapse to the origin
+    mixed = dq.to_matrices(dq.random_rigid(8, rng))[:, :3]
+    mixed[::2] = 0.0
+    with Skinner(device, mesh, bone_count=8, method="lbs", path=path) as skinner:
+        for pose in (zero, mixed):
+            want = reference.skin_lbs(*args(mesh), pose)
+            got = skinner.skin(pose)
+            gpu_matches(mesh, got, want)
+            many = skinner.skin_many(np.stack([pose, mixed, zero]))
+            assert np.isfinite(many[0]).all() and np.isfinite(many[1]).all()
+            gpu_matches(mesh, (many[0][0], many[1][0]), want)
+    positions, normals = reference.skin_lbs(*args(mesh), zero)
+    np.testing.assert_array_equal(positions, 0.0)
+    np.testing.assert_allclose(normals, mesh.normals, atol=1e-7)
+
+
 # -- dual quaternions -----------------------------------------------------------------------
 
 

@@ -241,9 +241,10 @@ def skin_lbs(
     ``M = Σ_k w_k A[joints[:, k]]`` (3x4). Where ``Σ_k w_k < LBS_EPS`` the vertex keeps its rest
     position and normalized rest normal. Otherwise ``p' = M[:, :3] p + M[:, 3]`` and the normal
     is ``cof(M[:, :3]) n`` normalized, where the cofactor matrix (``det * inverse-transpose``) is
-    built from cross products of columns, so singular blends give no NaN. A normal shorter than
-    1e-6 after the transform (relative to the blended matrix's scale: ``|M|_F^2 / 3``, 1 for a
-    rigid one) falls back to the normalized rest normal.
+    built from cross products of columns, so singular blends give no NaN. A normal not longer
+    than 1e-6 after the transform (relative to the blended matrix's scale: ``|M|_F^2 / 3``, 1 for
+    a rigid one) falls back to the normalized rest normal; so all-zero bone matrices put the
+    vertex at the origin with its normalized rest normal (the shaders' ``lbs_collapsed``).
 
     Parameters
     ----------

@@ -70,6 +70,7 @@ from .gpu import (
     write_descriptors,
 )
 from .gpu.calls import align, vk
+from .gpu.interrupts import deferred_interrupts
 from .material import Material
 from .mesh import SkinnedMesh
 from .overlay_pass import OverlayPass, check_overlay
@@ -842,7 +843,9 @@ class Renderer(ResourceOwner):
     def render(self) -> int | None:
         """Draw one frame into the target. Returns the frame slot used, or None when the target
         could not take a frame (a minimized window, or a swapchain being re-created)."""
-        with self._lock, self.target.lock:
+        # Ctrl-C lands before or after a frame, never between its fence reset and its submit
+        # or its acquire and present (deferred_interrupts): the renderer stays usable.
+        with self._lock, self.target.lock, deferred_interrupts():
             self._check_open()
             if self.target.closed:
                 raise ObjectDestroyedError(f"the renderer's {type(self.target).__name__} is closed")

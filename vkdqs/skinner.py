@@ -22,12 +22,18 @@ uniform-buffer offsets, in chunks whose buffers stay under :attr:`Skinner.max_ba
 
 Threads: calls on one Skinner take turns (a lock); Skinners on one Device run concurrently and
 submit through the Device's queue lock.
+
+Interrupts: Ctrl-C during ``skin_many`` takes effect between chunks
+(:func:`vkdqs.gpu.interrupts.deferred_interrupts`), never between a submission and its wait or
+while the Skinner's buffers, descriptor sets and recorded command buffer change: the
+``KeyboardInterrupt`` leaves the Skinner usable, and its next call correct.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -57,6 +63,7 @@ from .gpu import (
     write_descriptors,
 )
 from .gpu.calls import align, vk
+from .gpu.interrupts import deferred_interrupts
 from .mesh import SkinnedMesh
 
 log = logging.getLogger("vkdqs")
@@ -65,6 +72,17 @@ PATHS = ("compute", "vertex")
 LOCAL_SIZE = si.LOCAL_SIZE
 #: Default bound on the bone and output buffers of one ``skin_many`` submission.
 MAX_BATCH_BYTES = 64 * 2**20
+#: What validating and packing a pose costs at its peak, per bone (float64 copies, the DQ
+#: conversion's temporaries; measured at most about 1450 for "dqs_blender"), with a margin.
+PACK_BYTES_PER_BONE = 2048
+
+
+def _physical_memory() -> int:
+    """The memory of the machine in bytes (16 GiB where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return 16 * 2**30
 
 
 class _Program:
@@ -149,6 +167,9 @@ class Skinner(ResourceOwner):
     -----
     ``max_batch_bytes`` (default 64 MiB) bounds the buffers of one submission: a larger
     ``skin_many`` batch runs in several, so the Skinner's memory does not grow with P.
+    ``max_call_bytes`` (default half the machine's memory) bounds what one ``skin_many`` call
+    allocates on the host: its result and the packing of its poses, checked before either is
+    allocated.
     """
 
     def __init__(
@@ -188,6 +209,9 @@ class Skinner(ResourceOwner):
         self.vertex_count = mesh.vertex_count
         self.allow_scale = allow_scale
         self.max_batch_bytes = MAX_BATCH_BYTES
+        #: Bound on what one ``skin_many`` call may allocate on the host (its result and the
+        #: packing of its poses), checked before anything is: half this machine's memory.
+        self.max_call_bytes = _physical_memory() // 2
         alignment = device.info.min_uniform_buffer_offset_alignment
         # One slot per pose: the bone block, then the second block (a method with one, or one
         # whose scaled poses run two-phase DQS).
@@ -317,12 +341,18 @@ class Skinner(ResourceOwner):
         return max(1, min(device_max, self.max_batch_bytes // per_pose))
 
     def _ensure_capacity(self, poses: int) -> None:
-        """Make the bone and output buffers hold ``poses`` poses (<= _batch_limit())."""
+        """Make the bone and output buffers hold ``poses`` poses (<= _batch_limit()).
+
+        Should making the new ones fail, the Skinner is left with none (capacity 0, nothing
+        recorded), which the next call makes again."""
         if poses == self._capacity:
             return
         dev, n = self.device, self.vertex_count
         # Every submission is waited for, so the GPU no longer uses the old buffers.
-        for old in (self._out_view, self._out_buffer, self._bone_buffer):
+        old_objects = (self._out_view, self._out_buffer, self._bone_buffer)
+        self._capacity, self._recorded = 0, None
+        self._bone_buffer = self._out_buffer = self._out_view = None
+        for old in old_objects:
             if old is not None:
                 self.release(old)
         label = f"{self._label} x{poses}"
@@ -356,6 +386,7 @@ class Skinner(ResourceOwner):
         """Record the command buffer for a batch of ``poses`` poses (once per batch size)."""
         if self._recorded == (program.key, poses):
             return
+        self._recorded = None  # until end(): a failure half-way leaves it to be recorded again
         cmd = self._cmd.begin()
         if self.path == "compute":
             self._record_dispatches(cmd, program, poses)
@@ -468,12 +499,15 @@ class Skinner(ResourceOwner):
             self._warned_scale = True
         total = packed.bones.shape[0]
         chunk = min(total, self._batch_limit())
-        self._ensure_capacity(chunk)
         active = morphs is not None and bool(morphs["header"][:, 0].any())
-        program = self._program(packed.variant, active)
+        # Ctrl-C waits (deferred_interrupts) while buffers, descriptor sets, the recorded command
+        # buffer and a submission change together, and lands between chunks, where the Skinner
+        # is consistent: a KeyboardInterrupt leaves it usable and correct.
+        with deferred_interrupts():
+            self._ensure_capacity(chunk)
+            program = self._program(packed.variant, active)
         for start in range(0, total, chunk):
             poses = min(chunk, total - start)
-            self._record(program, poses)
             slots = np.zeros((poses, self._slot_bytes // 4), np.float32)
             slots[:, : self._bones_bytes // 4] = packed.bones[start : start + poses].reshape(
                 poses, -1
@@ -486,11 +520,13 @@ class Skinner(ResourceOwner):
                 first = self._morph_offset // 4
                 block = morphs[start : start + poses].view(np.float32).reshape(poses, -1)
                 slots[:, first : first + block.shape[1]] = block
-            assert self._bone_buffer is not None and self._out_buffer is not None
-            self._bone_buffer.write(slots)
-            self._cmd.submit_and_wait()
-            # straight from the mapping into the caller's array: no temporary (2, P, N, 3) copy
-            self._out_buffer.read_into(out[:, start : start + poses])
+            with deferred_interrupts():
+                self._record(program, poses)
+                assert self._bone_buffer is not None and self._out_buffer is not None
+                self._bone_buffer.write(slots)
+                self._cmd.submit_and_wait()
+                # straight from the mapping into the caller's array: no (2, P, N, 3) copy
+                self._out_buffer.read_into(out[:, start : start + poses])
 
     def _pack(self, bones: object, batched: bool) -> bone_packing.PackedPose:
         return self.skinning.pack(
@@ -556,7 +592,13 @@ class Skinner(ResourceOwner):
         one row per pose (None: the rest shape).
 
         Returns (P, N, 3) float32 positions and normals.
+
+        A batch whose result (``2 P N 3`` float32) and packing (about
+        :data:`PACK_BYTES_PER_BONE` per pose and bone) would pass :attr:`max_call_bytes` is
+        refused with a :class:`LimitError` before anything is allocated (a broadcast view of
+        millions of poses costs nothing to pass in, but its result would).
         """
+        bones = self._check_call_size(bones, morph_weights)
         packed = self._pack(bones, batched=True)
         count = packed.bones.shape[0]
         if morph_weights is not None:
@@ -573,6 +615,27 @@ class Skinner(ResourceOwner):
             self._check_open()
             self._run(packed, out, morphs)
         return out[0], out[1]
+
+    def _check_call_size(self, bones: object, morph_weights: object) -> np.ndarray:
+        """``bones`` as an array (a view where it is one), after checking that the batch's
+        host memory fits :attr:`max_call_bytes`."""
+        from .dq import _as_array
+
+        arr = _as_array(bones, "bones")
+        poses = int(arr.shape[0]) if arr.ndim >= 1 else 0
+        result = 2 * poses * self.vertex_count * 3 * 4
+        packing = poses * self.bone_count * PACK_BYTES_PER_BONE
+        if morph_weights is not None:
+            packing += poses * (si.MORPH_BLOCK.itemsize + 24 * self.mesh.morph_target_count)
+        if result + packing > self.max_call_bytes:
+            raise LimitError(
+                f"skin_many of {poses} poses of {self.vertex_count} vertices and "
+                f"{self.bone_count} bones needs {result} bytes for its result (2 x P x N x 3 "
+                f"float32) and about {packing} to pack the poses, more than "
+                f"skinner.max_call_bytes = {self.max_call_bytes} (half this machine's memory "
+                "unless set); skin fewer poses per call"
+            )
+        return arr
 
     def close(self) -> None:
         """Destroy this skinner's Vulkan objects now. Safe to call twice."""

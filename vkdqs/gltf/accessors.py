@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 from vkdqs.gltf import compression
 from vkdqs.gltf.errors import GltfError, _show
 from vkdqs.gltf.uris import (
+    _realpath,
     data_uri_size,
     decode_data_uri,
     is_data_uri,
@@ -49,12 +50,76 @@ _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
 #: total. Such accessors cost no file bytes, so without a cap a tiny file could ask for terabytes.
 MAX_ZERO_FILL_BYTES = 256 * 2**20
 
-#: Default ``max_bytes`` of :func:`vkdqs.gltf.load_gltf`: 2 GiB. As counted, an indexed skinned
-#: mesh costs about 400 bytes per vertex (file data, decoded accessors, the primitive's arrays and
-#: the temporaries of decoding them), so this holds meshes of about five million vertices with
-#: their animations, well past what vkdqs skins interactively (the benchmarks stop at one
-#: million), while a small hostile file cannot make the loader allocate more than this.
+#: The default ``max_bytes`` of :func:`vkdqs.gltf.load_gltf` (:func:`default_max_bytes`) allows
+#: this many bytes per byte of JSON (a ``.gltf`` file, a GLB's JSON chunk): a document's
+#: objects, parsed, are 10 to 40 times their text, and real models' JSON is small...
+DEFAULT_BYTES_PER_JSON_BYTE = 8
+#: ... and this many per byte of binary data (a GLB's BIN chunk, the buffer and image files a
+#: model reads): as counted, a plain indexed skinned mesh expands to about 7 times its data and
+#: a meshopt- or Draco-compressed one to 19 to 30 times...
+DEFAULT_BYTES_PER_DATA_BYTE = 32
+#: ... but at least this (128 MiB: any model of up to about 250k vertices loads)...
+DEFAULT_MIN_BYTES = 128 * 2**20
+#: ... and at most this (2 GiB), which is also the CLI's ``--max-bytes`` default.
 DEFAULT_MAX_BYTES = 2 * 2**30
+
+
+def default_max_bytes(json_bytes: int, data_bytes: int = 0) -> int:
+    """The ``max_bytes`` :func:`vkdqs.gltf.load_gltf` applies when it is given none, for a model
+    of ``json_bytes`` of JSON and ``data_bytes`` of binary data: 8 bytes per byte of JSON plus 32
+    per byte of data, at least 128 MiB, at most 2 GiB.
+
+    What a hostile file can make the loader hold then grows with what it cost to upload, so a
+    service that bounds the size of uploads bounds what loading them costs. Larger models (over
+    2 GiB as loaded, or compressed ones that expand more) load with an explicit ``max_bytes``.
+    """
+    earned = DEFAULT_BYTES_PER_JSON_BYTE * json_bytes + DEFAULT_BYTES_PER_DATA_BYTE * data_bytes
+    return min(DEFAULT_MAX_BYTES, max(DEFAULT_MIN_BYTES, earned))
+
+
+class Budget:
+    """What a file may still make the loader hold: ``max_bytes``, or the default that grows with
+    the JSON and binary data the model brings (:func:`default_max_bytes`), and what is spent."""
+
+    def __init__(self, name: str, max_bytes: int | None) -> None:
+        self.name = name
+        self.explicit = max_bytes
+        self.spent = 0
+        self.json_bytes = 0
+        self.data_bytes = 0
+
+    @property
+    def limit(self) -> int:
+        if self.explicit is not None:
+            return self.explicit
+        return default_max_bytes(self.json_bytes, self.data_bytes)
+
+    def earn(self, *, json: int = 0, data: int = 0) -> None:
+        """Bytes of JSON or data the model brought (the default bound grows with them)."""
+        self.json_bytes += json
+        self.data_bytes += data
+
+    def message(self, nbytes: int, what: str) -> str:
+        """Why ``nbytes`` more for ``what`` do not fit."""
+        default = ""
+        if self.explicit is None:
+            default = (
+                f"; the default for {self.json_bytes} bytes of JSON and {self.data_bytes} of "
+                f"data: {DEFAULT_BYTES_PER_JSON_BYTE} and {DEFAULT_BYTES_PER_DATA_BYTE} bytes a "
+                f"byte, at least {DEFAULT_MIN_BYTES}, at most {DEFAULT_MAX_BYTES}"
+            )
+        return (
+            f"{what} needs {nbytes} more bytes, past max_bytes = {self.limit} ({self.spent} "
+            f"already used by this file{default}); load_gltf(path, max_bytes=N) with a larger N "
+            "loads it"
+        )
+
+    def charge(self, nbytes: int, path: str, what: str) -> None:
+        """Count ``nbytes`` against the limit, before they are allocated (GltfError past it)."""
+        if self.spent + nbytes > self.limit:
+            where = f"{path}: " if path else ""
+            raise GltfError(f"{self.name}: {where}{self.message(nbytes, what)}")
+        self.spent += nbytes
 
 
 def _at(path: str, key: str) -> str:
@@ -104,16 +169,14 @@ class _AccessorReader:
         doc: dict,
         glb_bin: bytes | memoryview | None,
         *,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        spent: int = 0,
+        budget: Budget | None = None,
     ) -> None:
         self.path = path
         self.name = path.name
-        self.base_dir = os.path.realpath(path.parent)
+        self.base_dir = _realpath(path.parent, self.name, "")
         self.doc = doc
         self.glb_bin = glb_bin
-        self.max_bytes = max_bytes
-        self.spent = spent  # bytes charged so far against max_bytes
+        self.budget = Budget(path.name, DEFAULT_MAX_BYTES) if budget is None else budget
         self.notes: list[str] = []  # GltfWarnings to issue once loading is done
         self._noted: set[str] = set()
         self.zero_filled = 0  # bytes of accessors without a bufferView
@@ -142,9 +205,17 @@ class _AccessorReader:
 
     def charge(self, nbytes: int, path: str, what: str) -> None:
         """Count ``nbytes`` the file makes us hold against ``max_bytes``, before allocating them."""
-        if self.spent + nbytes > self.max_bytes:
-            self.fail(path, over_budget(nbytes, what, self.spent, self.max_bytes))
-        self.spent += nbytes
+        self.budget.charge(nbytes, path, what)
+
+    @property
+    def spent(self) -> int:
+        """Bytes charged so far."""
+        return self.budget.spent
+
+    @property
+    def max_bytes(self) -> int:
+        """The bound now (the default grows with the data the model reads)."""
+        return self.budget.limit
 
     # -- typed JSON access -------------------------------------------------------------------
 
@@ -327,6 +398,7 @@ class _AccessorReader:
             want = min(byte_length, size)
             have = self._files.get(key)
             if have is None or len(have) < want:
+                self.budget.earn(data=want - (0 if have is None else len(have)))
                 self.charge(want, path, f"reading {what}")
                 have = read_at_most(f, want, path, name=self.name)
                 self._files[key] = have
@@ -653,11 +725,3 @@ class _AccessorReader:
             got = ("normalized " if acc.normalized else "") + _COMPONENTS[acc.component_type][0]
             self.fail(user, f"accessors[{i}] has {got} components; need {allowed}")
         return acc
-
-
-def over_budget(nbytes: int, what: str, spent: int, max_bytes: int) -> str:
-    """The message for a file that would need more than ``max_bytes``."""
-    return (
-        f"{what} needs {nbytes} more bytes, past max_bytes = {max_bytes} ({spent} already used "
-        "by this file); load_gltf(path, max_bytes=N) with a larger N loads it"
-    )

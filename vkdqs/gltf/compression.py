@@ -170,9 +170,9 @@ def meshopt_view(
 
 def decode_meshopt(
     r: _AccessorReader, mo: ModuleType, spec: MeshoptView, data: bytes | bytearray | memoryview
-) -> bytes:
-    """The decoded bytes (``count * byteStride``) of one compressed bufferView."""
-    src = bytes(memoryview(data)[spec.byte_offset : spec.byte_offset + spec.byte_length])
+) -> np.ndarray:
+    """The decoded bytes (``count * byteStride``, a uint8 array) of one compressed bufferView."""
+    src = memoryview(data)[spec.byte_offset : spec.byte_offset + spec.byte_length]
     allowed = _HEADERS[spec.extension, spec.mode]
     if src[0] not in allowed:
         r.fail(
@@ -183,34 +183,40 @@ def decode_meshopt(
         )
     n, stride = spec.count, spec.byte_stride
     out_bytes = n * stride
-    # the decoded view, the decoder's own output array, and a filter's copy
-    r.charge(out_bytes + (4 * n if spec.mode != "ATTRIBUTES" else 0), spec.path, "decoding")
+    # the decoder's output array (indices: always 4 bytes each), then a filter's copy of it
+    r.charge(out_bytes if spec.mode == "ATTRIBUTES" else 4 * n, spec.path, "decoding")
     if spec.filter != "NONE":
-        r.charge(2 * out_bytes, spec.path, f"the {spec.filter} filter")
+        per = _COLOR_BYTES * n if spec.filter == "COLOR" else out_bytes
+        r.charge(per, spec.path, f"the {spec.filter} filter")
     try:
         if spec.mode == "ATTRIBUTES":
             raw = mo.decode_vertex_buffer(n, stride, src, dtype=np.dtype((np.void, stride)))
-            flat = np.frombuffer(raw.tobytes(), dtype=np.uint8)
+            flat = raw.view(np.uint8).reshape(-1)
         else:
             if spec.mode == "TRIANGLES":
                 raw = mo.decode_index_buffer(n, stride, src)
             else:
                 raw = mo.decode_index_sequence(n, stride, src)
             # the decoder writes `count` indices of `stride` bytes at the start of its array
-            flat = np.frombuffer(raw.tobytes(), dtype=np.uint8)[:out_bytes]
+            flat = raw.view(np.uint8)[:out_bytes]
     except RuntimeError as exc:  # the decoder's error code
         r.fail(spec.path, f"cannot decode the {spec.mode} stream ({exc}): the data is corrupt")
     except ValueError as exc:  # the package's own limits (1 GiB per view)
         r.fail(spec.path, f"cannot decode the {spec.mode} stream: {exc}")
+    # the package's filters work on a copy of their input
     if spec.filter == "OCTAHEDRAL":
-        flat = mo.decode_filter_oct(flat.copy(), n, stride)
+        flat = mo.decode_filter_oct(flat, n, stride)
     elif spec.filter == "QUATERNION":
-        flat = mo.decode_filter_quat(flat.copy(), n, stride)
+        flat = mo.decode_filter_quat(flat, n, stride)
     elif spec.filter == "EXPONENTIAL":
-        flat = mo.decode_filter_exp(flat.copy(), n, stride)
+        flat = mo.decode_filter_exp(flat, n, stride)
     elif spec.filter == "COLOR":
         flat = decode_filter_color(flat, n, stride)
-    return bytes(memoryview(np.ascontiguousarray(flat)).cast("B"))
+    return np.ascontiguousarray(flat).view(np.uint8).reshape(-1)
+
+
+#: Peak bytes per element of :func:`decode_filter_color` (int64 and float32 temporaries).
+_COLOR_BYTES = 320
 
 
 def decode_filter_color(data: np.ndarray, count: int, stride: int) -> np.ndarray:
@@ -224,7 +230,8 @@ def decode_filter_color(data: np.ndarray, count: int, stride: int) -> np.ndarray
     bits = 8 * stride // 4
     signed = np.dtype(f"<i{stride // 4}")
     unsigned = np.dtype(f"<u{stride // 4}")
-    raw = np.frombuffer(np.ascontiguousarray(data).tobytes(), dtype=unsigned).reshape(count, 4)
+    raw = np.ascontiguousarray(data).view(np.uint8)[: count * stride].view(unsigned)
+    raw = raw.reshape(count, 4)
     s = raw.view(signed).astype(np.int64)
     u = raw.astype(np.int64)
     alpha_in = u[:, 3]
@@ -245,6 +252,10 @@ def decode_filter_color(data: np.ndarray, count: int, stride: int) -> np.ndarray
     rounded = np.sign(rgba) * np.floor(np.abs(rgba) + 0.5)
     out = rounded.astype(np.int64) & (2**bits - 1)
     return out.astype(unsigned)
+
+
+#: What decoding a Draco stream peaks at, in multiples of its attributes' declared sizes.
+_DRACO_FACTOR = 2
 
 
 @dataclass(frozen=True)
@@ -295,13 +306,14 @@ def decode_draco(
     if len(set(wanted.values())) != len(wanted):
         r.fail(f"{epath}.attributes", "lists a Draco attribute id twice")
     v = r.view(view_index)
-    src = bytes(memoryview(v.data)[v.offset : v.offset + v.length])
     # The decoded arrays are charged by their accessors' declared sizes before decoding (see
-    # the caller); this covers Draco's own copy of them.
+    # the caller); this covers the stream's copy (DracoPy takes bytes only) and what the decoder
+    # holds meanwhile (measured by tests/test_gltf_bounds.py).
     sizes = 0
     for key in wanted:
         sizes += _declared_size(r, attrs[key])
-    r.charge(2 * sizes, epath, "decoding the Draco stream")
+    r.charge(v.length + _DRACO_FACTOR * sizes, epath, "decoding the Draco stream")
+    src = bytes(memoryview(v.data)[v.offset : v.offset + v.length])
     try:
         mesh = dracopy.decode(src)
     except Exception as exc:  # DracoPy raises several types; all mean a bad stream
@@ -333,7 +345,12 @@ def _declared_size(r: _AccessorReader, index: Any) -> int:
     a = r.array("accessors")
     if type(index) is not int or not 0 <= index < len(a):
         return 0
-    count, ct = a[index].get("count"), a[index].get("componentType")
-    width = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4}.get(a[index].get("type"), 16)
-    size = {5120: 1, 5121: 1, 5122: 2, 5123: 2, 5125: 4, 5126: 4}.get(ct, 4)
+    count, ct, type_ = (a[index].get(k) for k in ("count", "componentType", "type"))
+    # any JSON value may be there (an object is unhashable): only ints and strings are looked up
+    width = (
+        {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4}.get(type_, 16) if type(type_) is str else 16
+    )
+    size = (
+        {5120: 1, 5121: 1, 5122: 2, 5123: 2, 5125: 4, 5126: 4}.get(ct, 4) if type(ct) is int else 4
+    )
     return count * width * size if type(count) is int and count > 0 else 0

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import struct
-import sys
 from collections.abc import Callable
 from typing import NoReturn
+
+import numpy as np
 
 from vkdqs.gltf.errors import GltfError
 
@@ -16,8 +17,8 @@ _CHUNK_JSON = 0x4E4F534A
 _CHUNK_BIN = 0x004E4942
 
 
-def _parse_glb(raw: bytes | bytearray, name: str) -> tuple[bytes, memoryview | None]:
-    """Split a GLB into its JSON chunk and optional BIN chunk (a view of ``raw``, not a copy),
+def _parse_glb(raw: bytes | bytearray, name: str) -> tuple[memoryview, memoryview | None]:
+    """Split a GLB into its JSON chunk and optional BIN chunk (views of ``raw``, not copies),
     checking the container."""
 
     def fail(msg: str) -> NoReturn:
@@ -63,36 +64,46 @@ def _parse_glb(raw: bytes | bytearray, name: str) -> tuple[bytes, memoryview | N
                 fail(f"GLB chunk {i}: the BIN chunk must be the second chunk (and only one)")
             binary = data
         # Chunks of unknown types are skipped, as the spec requires.
-    return bytes(chunks[0][1]), binary
+    return chunks[0][1], binary
 
 
 def _reject_constant(token: str) -> NoReturn:
     raise ValueError(f"{token} is not valid JSON")
 
 
-def _json_cost(data: bytes | bytearray, text: str) -> int:
-    """Upper bound of the bytes ``json.loads(text)`` allocates.
+def _json_cost(text: str) -> int:
+    """Upper bound of the bytes ``json.loads(text)`` allocates besides ``text``.
 
     Python objects are much bigger than their JSON text (``{},`` is 3 bytes of text and a 64-byte
     dict), so the parse is charged per value: every value but the first follows a ``,``, ``:`` or
     an opening bracket, and none of them costs more than about 100 bytes. Long strings (base64
     data: URIs) have none of these characters and cost what their text costs.
     """
-    tokens = sum(data.count(c) for c in (b",", b":", b"{", b"["))
-    return sys.getsizeof(text) + 128 * (tokens + 1)
+    tokens = sum(text.count(c) for c in (",", ":", "{", "["))
+    return len(text) + 128 * (tokens + 1)
+
+
+def _text_bytes(data: bytes | bytearray | memoryview) -> int:
+    """What ``str(data, "utf-8")`` allocates at most: 1, 2 or 4 bytes a character, as the
+    widest character needs (read from the UTF-8 lead bytes, one vectorized pass)."""
+    top = int(np.frombuffer(data, dtype=np.uint8).max()) if len(data) else 0
+    width = 1 if top < 0xC4 else 2 if top < 0xF0 else 4
+    return width * len(data) + 80
 
 
 def _parse_json(
-    data: bytes | bytearray, name: str, charge: Callable[[int], None] | None = None
+    data: bytes | bytearray | memoryview, name: str, charge: Callable[[int], None] | None = None
 ) -> dict:
     """Parse the JSON text of a glTF document; ``charge(bytes)`` is called before parsing with
     an upper bound of what the parse allocates (it raises to refuse the file)."""
+    if charge is not None:
+        charge(_text_bytes(data))
     try:
         text = str(data, "utf-8")
     except UnicodeDecodeError as exc:
         raise GltfError(f"{name}: JSON is not valid UTF-8 (byte {exc.start})") from None
     if charge is not None:
-        charge(_json_cost(data, text))
+        charge(_json_cost(text))
     if text.startswith("\ufeff"):
         raise GltfError(f"{name}: JSON starts with a byte order mark, which glTF forbids")
     try:

@@ -13,7 +13,8 @@ Malformed JSON is a :class:`GltfError` naming the JSON path. An image that canno
 bytes, a missing file, a URI that leaves the model's folder, which is then not read) is a
 :class:`GltfWarning` naming the image, and its materials draw untextured (factor only); a
 texture on a UV set other than ``TEXCOORD_0`` also warns and draws untextured. Only images used
-as a base-colour texture are read and decoded (once each); the URIs of the others are checked.
+as a base-colour texture are read and decoded, once per source (images that share a bufferView,
+a data: URI or a file share one decode); the URIs of the others are checked.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from vkdqs.gltf.uris import (
     data_uri_size,
     decode_data_uri,
     is_data_uri,
-    read_regular_file,
+    open_regular_file,
+    read_at_most,
     resolve_uri,
 )
 from vkdqs.material import Material, Sampler, uv_transform
@@ -76,6 +78,9 @@ class _Materials:
     def __init__(self, reader: _AccessorReader) -> None:
         self.r = reader
         self._images: dict[int, np.ndarray | None] = {}
+        # per source (kind, bufferView / URI / resolved file, mimeType): the decoded pixels, or
+        # what is wrong with it (whether the message is about the URI, and the message)
+        self._sources: dict[tuple, tuple[np.ndarray | None, tuple[bool, str] | None]] = {}
         self._samplers: dict[int, Sampler] = {}
 
     def sampler(self, i: int) -> Sampler:
@@ -123,30 +128,55 @@ class _Materials:
         return image, path
 
     def image(self, i: int) -> np.ndarray | None:
-        """Decoded RGBA8 pixels of ``images[i]``, or None (with a warning) when unusable."""
+        """Decoded RGBA8 pixels of ``images[i]``, or None (with a warning) when unusable.
+
+        Images with the same source (a bufferView, a data: URI, a file) and ``mimeType`` share
+        one decode, and one outcome: a source that cannot be used warns for each image.
+        """
         if i in self._images:
             return self._images[i]
         r = self.r
         image, path = self.check_image(i)
         mime = image.get("mimeType")
         out = None
+        where, key = path, None
         try:
             if "bufferView" in image:
-                v = r.view(r.get_index(image, "bufferView", path, "bufferViews"))
-                data = memoryview(v.data)[v.offset : v.offset + v.length]
+                key = ("bufferView", r.get_index(image, "bufferView", path, "bufferViews"), mime)
             else:
-                data = self._read_uri(image["uri"], f"{path}.uri")
-            charge = lambda n, what: r.charge(n, path, what)  # noqa: E731
-            if mime == ktx2.MIME_TYPE or bytes(data[: len(ktx2.MAGIC)]) == ktx2.MAGIC:
-                out = ktx2.decode_ktx2(data, charge)
+                uri, where = image["uri"], f"{path}.uri"
+                if is_data_uri(uri):
+                    key = ("data", uri, mime)
+                else:
+                    key = ("file", str(resolve_uri(r.base_dir, uri, where, name=r.name)), mime)
+            if key in self._sources:
+                out, problem = self._sources[key]
+                if problem is not None:
+                    _warn(r, where if problem[0] else path, problem[1])
             else:
-                out = decode_image(data, mime, charge)
+                if key[0] == "bufferView":
+                    v = r.view(key[1])
+                    data = memoryview(v.data)[v.offset : v.offset + v.length]
+                else:
+                    data = self._read_uri(image["uri"], where)
+                charge = lambda n, what: r.charge(n, path, what)  # noqa: E731
+                if mime == ktx2.MIME_TYPE or bytes(data[: len(ktx2.MAGIC)]) == ktx2.MAGIC:
+                    out = ktx2.decode_ktx2(data, charge)
+                else:
+                    out = decode_image(data, mime, charge)
+                self._sources[key] = (out, None)
         except ImageProblem as exc:
-            _warn(r, path, f"{exc}; its materials draw untextured")
+            problem = f"{exc}; its materials draw untextured"
+            _warn(r, path, problem)
+            if key is not None:
+                self._sources[key] = (None, (False, problem))
         except GltfError as exc:
             if "max_bytes" in str(exc):
                 raise  # the file's budget is spent: that is an error, not a broken image
             _warn_error(r, exc, "its materials draw untextured")
+            if key is not None:
+                said = str(exc).removeprefix(f"{r.name}: ").removeprefix(f"{where}: ")
+                self._sources[key] = (None, (True, f"{said}; its materials draw untextured"))
         self._images[i] = out
         return out
 
@@ -156,13 +186,12 @@ class _Materials:
             r.charge(data_uri_size(uri), path, "the decoded data: URI")
             return decode_data_uri(uri, path, name=r.name)
         file = resolve_uri(r.base_dir, uri, path, name=r.name)
-        # what the file may hold: the rest of the budget, charged for what was read
-        room = max(0, r.max_bytes - r.spent)
-        data, size = read_regular_file(
-            file, room + 1, path, name=r.name, inside=r.base_dir, what=_show(uri)
-        )
-        r.charge(len(data), path, f"reading {_show(uri)} ({size} bytes)")
-        return data
+        what = _show(uri)
+        with open_regular_file(file, path, name=r.name, inside=r.base_dir, what=what) as (f, size):
+            # a file the model brings: the default bound grows with it, then it is charged
+            r.budget.earn(data=size)
+            r.charge(size, path, f"reading {what} ({size} bytes)")
+            return read_at_most(f, size, path, name=r.name)
 
     def texture_image(self, t: int, user: str) -> tuple[np.ndarray | None, Sampler]:
         r, path = self.r, f"textures[{t}]"

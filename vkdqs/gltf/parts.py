@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import methods
+from ..errors import InputError
 from ..mesh import SkinnedMesh
+from .errors import GltfError
 from .scene import merged_morphs, surface_arrays
 
 if TYPE_CHECKING:
@@ -86,25 +88,28 @@ def scene_parts(scene: GltfScene) -> list[ScenePart]:
     mesh bound to one bone), so a model with one skinned mesh on one node keeps that mesh's
     vertex order.
     """
-    skinned_parts: list[ScenePart] = []
-    rigid_parts: list[ScenePart] = []
+    table = scene._table
+    # the nodes that draw a mesh with triangles, found for all nodes at once
+    has_triangles = np.array([m.triangle_count > 0 for m in scene.meshes] + [False])
+    drawn = (table.mesh >= 0) & has_triangles[table.mesh]
     skinned: dict[int, SkinnedMesh] = {}
     rigid: dict[int, SkinnedMesh] = {}
-    for nd in scene.nodes:  # over nodes; the geometry of each mesh is built once
-        if nd.mesh is None or scene.meshes[nd.mesh].triangle_count == 0:
-            continue
-        if nd.skin is not None:
-            if nd.mesh not in skinned:
-                skinned[nd.mesh] = scene.skinned_mesh(nd.mesh)
-            bones = scene.skins[nd.skin].joint_count
-            skinned_parts.append(
-                ScenePart("skinned", nd.mesh, nd.skin, nd.index, skinned[nd.mesh], bones)
-            )
-        else:
-            if nd.mesh not in rigid:
-                rigid[nd.mesh] = rigid_geometry(scene.meshes[nd.mesh])
-            rigid_parts.append(ScenePart("rigid", nd.mesh, None, nd.index, rigid[nd.mesh]))
-    return skinned_parts + rigid_parts
+    parts: list[ScenePart] = []
+    for node in np.flatnonzero(drawn & (table.skin >= 0)).tolist():  # over skinned parts
+        mesh, skin = int(table.mesh[node]), int(table.skin[node])
+        if mesh not in skinned:  # the geometry of each mesh is built once
+            skinned[mesh] = scene.skinned_mesh(mesh)
+        bones = scene.skins[skin].joint_count
+        parts.append(ScenePart("skinned", mesh, skin, node, skinned[mesh], bones))
+    for node in np.flatnonzero(drawn & (table.skin < 0)).tolist():  # over rigid parts
+        mesh = int(table.mesh[node])
+        if mesh not in rigid:
+            try:
+                rigid[mesh] = rigid_geometry(scene.meshes[mesh])
+            except InputError as exc:  # as skinned_mesh says it: naming the mesh
+                raise GltfError(f"{scene.path.name}: meshes[{mesh}]: {exc}") from exc
+        parts.append(ScenePart("rigid", mesh, None, node, rigid[mesh]))
+    return parts
 
 
 def skin_matrices(

@@ -48,9 +48,12 @@ Untrusted files
 A model file reads only its own data: buffer (and image) URIs are base64 ``data:`` URIs or files
 inside the model's folder, regular files only, read up to their ``byteLength`` (see
 :mod:`vkdqs.gltf.uris`). It costs time and memory in proportion to its size: each array of the
-document is checked once, hierarchies are walked once, accessors, primitives and animation keys
-that several users share are decoded once, and everything the file makes the loader hold is
-counted against ``max_bytes`` before it is allocated.
+document is checked once (arrays of objects, such as the nodes, column by column:
+:mod:`vkdqs.gltf.columns`), the hierarchy is resolved by pointer jumping
+(:mod:`vkdqs.gltf.hierarchy`), accessors, primitives, animation keys and images that several
+users share are decoded once, and everything the file makes the loader hold is counted against
+``max_bytes`` at its peak before it is allocated; the default ``max_bytes`` grows with the file
+(:func:`vkdqs.gltf.accessors.default_max_bytes`).
 
 Errors
 ------
@@ -66,8 +69,10 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections import Counter
+from collections import deque
 from dataclasses import replace
+from itertools import chain
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +81,7 @@ from numpy.typing import NDArray
 
 from vkdqs import dq
 from vkdqs.errors import InputError
-from vkdqs.gltf import compression
+from vkdqs.gltf import columns, compression, hierarchy
 from vkdqs.gltf.accessors import (
     _COMPONENTS,
     BYTE,
@@ -86,16 +91,16 @@ from vkdqs.gltf.accessors import (
     UNSIGNED_BYTE,
     UNSIGNED_INT,
     UNSIGNED_SHORT,
+    Budget,
     _Accessor,
     _AccessorReader,
-    over_budget,
 )
 from vkdqs.gltf.animation import Animation, Channel, WeightsChannel
 from vkdqs.gltf.container import _parse_glb, _parse_json
 from vkdqs.gltf.errors import GltfError, _show
 from vkdqs.gltf.geometry import _triangulate, vertex_normals
 from vkdqs.gltf.materials import issue_warnings, read_materials
-from vkdqs.gltf.scene import GltfScene, Mesh, Node, Primitive, Skin
+from vkdqs.gltf.scene import GltfScene, Mesh, Node, Primitive, Skin, _NodeTable
 from vkdqs.gltf.uris import open_regular_file, read_at_most
 
 _log = logging.getLogger("vkdqs.gltf")
@@ -165,6 +170,40 @@ _QUANTIZED_TANGENT = ((FLOAT, False), (BYTE, True), (SHORT, True))
 DQS_BLEND_ATTRIBUTE = "_DQS_BLEND"
 #: Weights whose sum differs from 1 by more than this are reported (once per file) and renormalized.
 WEIGHT_SUM_TOL = 1e-3
+#: Most joints of one skin: ``JOINTS_n`` are unsigned bytes or shorts, so no vertex can use a
+#: joint past 65535. A skin with more is refused before its nodes are read.
+MAX_JOINTS = 65536
+#: What each node costs at the peak of reading it (its Node object, its rows of the transform
+#: and hierarchy arrays, the columns it is read through), charged to ``max_bytes`` before the
+#: nodes are read; measured at 370 by tests/test_gltf_bounds.py, charged with a margin...
+NODE_BYTES = 448
+#: ... and this much more per node that has the key (its children's tuple and flat arrays; a
+#: view of its row of the transform, which nodes without the key share; measured at 230, 180
+#: and 400).
+NODE_KEY_BYTES = {
+    "children": 288,
+    "translation": 224,
+    "rotation": 224,
+    "scale": 224,
+    "matrix": 512,
+}
+# The node keys vkdqs reads, and the defaults of its transform vectors.
+_NODE_KEYS = (
+    "children",
+    "mesh",
+    "skin",
+    "translation",
+    "rotation",
+    "scale",
+    "matrix",
+    "name",
+    "weights",
+)
+_NODE_VECTORS = (
+    ("translation", 3, (0.0, 0.0, 0.0)),
+    ("rotation", 4, (0.0, 0.0, 0.0, 1.0)),
+    ("scale", 3, (1.0, 1.0, 1.0)),
+)
 
 
 class _Reader(_AccessorReader):
@@ -176,10 +215,9 @@ class _Reader(_AccessorReader):
         doc: dict,
         glb_bin: bytes | memoryview | None,
         *,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        spent: int = 0,
+        budget: Budget | None = None,
     ) -> None:
-        super().__init__(path, doc, glb_bin, max_bytes=max_bytes, spent=spent)
+        super().__init__(path, doc, glb_bin, budget=budget)
         self.weight_warnings: list[tuple[str, int, int, float]] = []
         # morph targets of each mesh (set by meshes(); weights channels check against it)
         self._morph_counts: list[int] = []
@@ -189,9 +227,10 @@ class _Reader(_AccessorReader):
         self._primitives: dict[str, tuple[Primitive, tuple | None]] = {}
         self._key_times: dict[int, tuple[NDArray[np.float64], float]] = {}
         self._key_values: dict[tuple, tuple] = {}
-        # Preorder position and subtree size of each node, set by nodes().
-        self._first = np.zeros(0, dtype=np.int64)
-        self._size = np.zeros(0, dtype=np.int64)
+        #: The nodes as arrays, and the length of each node's ``weights`` (-1: none), set by
+        #: nodes().
+        self.node_table: _NodeTable | None = None
+        self._node_weight_counts = np.zeros(0, dtype=np.int64)
 
     # -- document ----------------------------------------------------------------------------
 
@@ -219,76 +258,140 @@ class _Reader(_AccessorReader):
                 self.fail(f"extensionsRequired[{k}]", compression.missing_decoder(ext))
         self.quantized = _QUANTIZATION in self.get_list(self.doc, "extensionsUsed", "")
 
+    def check_limits(self) -> None:
+        """Limits a file can break before anything is decoded (its skins' joint counts)."""
+        for s, sk in enumerate(self.array("skins")):
+            joints = sk.get("joints")
+            if isinstance(joints, list) and len(joints) > MAX_JOINTS:
+                self.fail(
+                    f"skins[{s}].joints",
+                    f"{len(joints)} joints; vkdqs reads skins of at most {MAX_JOINTS} joints "
+                    "(JOINTS_n are 8- or 16-bit, so no vertex can use more)",
+                )
+
     def nodes(self) -> tuple[Node, ...]:
+        """Every node, checked column by column (:mod:`vkdqs.gltf.columns`) and its hierarchy
+        resolved by pointer jumping (:mod:`vkdqs.gltf.hierarchy`): no Python step per node
+        but building the :class:`Node` objects."""
         raw = self.array("nodes")
-        parent: list[int | None] = [None] * len(raw)
-        out = []
-        for i, nd in enumerate(raw):  # over nodes, at load
-            path = f"nodes[{i}]"
-            children = []
-            for k, c in enumerate(self.get_list(nd, "children", path)):
-                c = self.as_index(c, f"{path}.children[{k}]", "nodes")
-                if c == i:
-                    self.fail(f"{path}.children[{k}]", "a node cannot be its own child")
-                if parent[c] is not None:
-                    self.fail(
-                        f"{path}.children[{k}]",
-                        f"nodes[{c}] is already a child of nodes[{parent[c]}]",
-                    )
-                parent[c] = i
-                children.append(c)
-            mesh = self.get_index(nd, "mesh", path, "meshes")
-            skin = self.get_index(nd, "skin", path, "skins")
-            if skin is not None and mesh is None:
-                self.fail(f"{path}.skin", "a node with a skin must have a mesh")
-            t = self.get_numbers(nd, "translation", path, 3, [0.0, 0.0, 0.0])
-            r = self.get_numbers(nd, "rotation", path, 4, [0.0, 0.0, 0.0, 1.0])
-            s = self.get_numbers(nd, "scale", path, 3, [1.0, 1.0, 1.0])
-            if "rotation" in nd:  # the default is a unit quaternion already
-                # Divide by the largest component first so that 1e300 does not overflow the norm.
-                big = np.abs(r).max()
-                r = r / (big if big > 0 else 1.0)
-                length = np.linalg.norm(r)
-                if not (big > 1e-12 and length > 1e-6):
-                    self.fail(f"{path}.rotation", f"{(r * big).tolist()} is not a unit quaternion")
-                r = r / length
-            matrix = None
-            if "matrix" in nd:
-                trs = [k for k in ("translation", "rotation", "scale") if k in nd]
-                if trs:
-                    self.fail(path, f"has both matrix and {trs[0]}")
-                flat = self.get_numbers(nd, "matrix", path, 16, [])
-                matrix = flat.reshape(4, 4).T  # glTF stores matrices column-major
-            name = self.get_str(nd, "name", path)
-            weights = self.number_list(nd, "weights", path)
-            if weights is not None and mesh is None:
-                self.fail(f"{path}.weights", "a node with weights must have a mesh")
-            out.append([i, name, children, mesh, skin, t, r, s, matrix, weights])
-        # Every node must be reachable from a root: anything left over sits on a cycle. The walk
-        # (depth first, each node once) also gives each node's preorder position and subtree
-        # size: b is under a iff first[a] <= first[b] < first[a] + size[a].
-        order: list[int] = []
-        stack = [i for i in range(len(raw) - 1, -1, -1) if parent[i] is None]
-        while stack:
-            i = stack.pop()
-            order.append(i)
-            stack.extend(reversed(out[i][2]))
-        if len(order) != len(raw):
-            reached = np.zeros(len(raw), dtype=bool)
-            reached[order] = True
-            i = int(np.argmin(reached))
-            self.fail(f"nodes[{i}]", "the node hierarchy has a cycle through this node")
-        first = np.zeros(len(raw), dtype=np.int64)
-        first[order] = np.arange(len(raw))
-        size = [1] * len(raw)
-        for i in reversed(order):  # over nodes, children before parents
-            if parent[i] is not None:
-                size[parent[i]] += size[i]
-        self._first, self._size = first, np.array(size, dtype=np.int64)
-        return tuple(
-            Node(i, name, parent[i], tuple(ch), mesh, skin, t, r, s, m, w)
-            for i, name, ch, mesh, skin, t, r, s, m, w in out
+        n = len(raw)
+        self.charge(n * NODE_BYTES, "nodes", f"{n} nodes")
+        keys = set(chain.from_iterable(raw))
+        cols = {k: columns.column(raw, k) for k in _NODE_KEYS if k in keys}
+        extra = sum(
+            per * int(columns.present(cols[k]).sum())
+            for k, per in NODE_KEY_BYTES.items()
+            if k in cols
         )
+        self.charge(extra, "nodes", "their children and transforms")
+
+        def at(key: str) -> Any:
+            return lambda i: f"nodes[{i}].{key}"
+
+        parent = np.full(n, -1, dtype=np.int64)
+        children: list[tuple[int, ...]] = [()] * n
+        if "children" in cols:
+            flat, owners, within = columns.int_lists(
+                self, cols["children"], at("children"), "nodes"
+            )
+            own = flat == owners
+            if own.any():
+                k = int(np.argmax(own))
+                self.fail(
+                    f"nodes[{owners[k]}].children[{within[k]}]", "a node cannot be its own child"
+                )
+            _, first = np.unique(flat, return_index=True)
+            again = np.ones(len(flat), dtype=bool)
+            again[first] = False
+            if again.any():
+                k = int(np.argmax(again))
+                c = int(flat[k])
+                earlier = int(owners[np.argmax(flat == c)])
+                self.fail(
+                    f"nodes[{owners[k]}].children[{within[k]}]",
+                    f"nodes[{c}] is already a child of nodes[{earlier}]",
+                )
+            parent[flat] = owners
+            rows = np.flatnonzero(columns.present(cols["children"]))
+            ends = np.cumsum(np.bincount(owners, minlength=n)[rows]).tolist()
+            spans = map(slice, [0, *ends[:-1]], ends)
+            tuples = map(tuple, map(flat.tolist().__getitem__, spans))
+            deque(map(children.__setitem__, rows.tolist(), tuples), maxlen=0)
+        mesh = self._node_ints(cols, "mesh", "meshes")
+        skin = self._node_ints(cols, "skin", "skins")
+        bad = (skin >= 0) & (mesh < 0)
+        if bad.any():
+            self.fail(f"nodes[{int(np.argmax(bad))}].skin", "a node with a skin must have a mesh")
+        trs = {}
+        for key, width, default in _NODE_VECTORS:
+            trs[key] = np.broadcast_to(np.array(default, dtype=np.float64), (n, width)).copy()
+            if key in cols:
+                rows, values = columns.numbers(
+                    self, raw, cols[key], key, lambda i: f"nodes[{i}]", width
+                )
+                trs[key][rows] = values
+        if "rotation" in cols:
+            rows = np.flatnonzero(columns.present(cols["rotation"]))
+            r = trs["rotation"][rows]
+            # Divide by the largest component first so that 1e300 does not overflow the norm.
+            big = np.abs(r).max(axis=1)
+            r = r / np.where(big > 0, big, 1.0)[:, None]
+            length = np.linalg.norm(r, axis=1)
+            bad = ~((big > 1e-12) & (length > 1e-6))
+            if bad.any():
+                k = int(np.argmax(bad))
+                self.fail(
+                    f"nodes[{rows[k]}].rotation",
+                    f"{(r[k] * big[k]).tolist()} is not a unit quaternion",
+                )
+            trs["rotation"][rows] = r / length[:, None]
+        matrix_rows = np.zeros(0, dtype=np.int64)
+        matrices = np.zeros((0, 4, 4))
+        if "matrix" in cols:
+            matrix_rows, flat16 = columns.numbers(
+                self, raw, cols["matrix"], "matrix", lambda i: f"nodes[{i}]", 16
+            )
+            for key in ("translation", "rotation", "scale"):
+                if key in cols:
+                    both = columns.present(cols[key])[matrix_rows]
+                    if both.any():
+                        i = int(matrix_rows[np.argmax(both)])
+                        first = next(k for k in ("translation", "rotation", "scale") if k in raw[i])
+                        self.fail(f"nodes[{i}]", f"has both matrix and {first}")
+            matrices = flat16.reshape(-1, 4, 4).transpose(0, 2, 1).copy()  # column-major
+        names = columns.strings(self, cols["name"], at("name")) if "name" in cols else [""] * n
+        weights: list[NDArray[np.float64] | None] = [None] * n
+        self._node_weight_counts = np.full(n, -1, dtype=np.int64)
+        if "weights" in cols:
+            for i in np.flatnonzero(columns.present(cols["weights"])).tolist():  # weighted nodes
+                if mesh[i] < 0:
+                    self.fail(f"nodes[{i}].weights", "a node with weights must have a mesh")
+                w = self.number_list(raw[i], "weights", f"nodes[{i}]")
+                weights[i] = w
+                self._node_weight_counts[i] = len(w)
+        # Every node must be reachable from a root: anything left over sits on a cycle.
+        depth, unreached = hierarchy.depths(parent)
+        if unreached.size:
+            self.fail(f"nodes[{unreached[0]}]", "the node hierarchy has a cycle through this node")
+        table = _NodeTable(
+            parent=parent,
+            mesh=mesh,
+            skin=skin,
+            depth=depth,
+            translation=trs["translation"],
+            rotation=trs["rotation"],
+            scale=trs["scale"],
+            matrix_nodes=matrix_rows,
+            matrices=matrices,
+        )
+        self.node_table = table
+        return table.node_objects(names, children, weights)
+
+    def _node_ints(self, cols: dict[str, list], key: str, target: str) -> NDArray[np.int64]:
+        """Column ``key`` of the nodes as indices into ``target`` (-1 where absent)."""
+        if key not in cols:
+            return np.full(len(self.array("nodes")), -1, dtype=np.int64)
+        return columns.ints(self, cols[key], lambda i: f"nodes[{i}].{key}", target=target)
 
     def number_list(self, parent: dict, key: str, path: str) -> NDArray[np.float64] | None:
         """An optional array of any number of finite numbers (morph ``weights``)."""
@@ -301,25 +404,27 @@ class _Reader(_AccessorReader):
         return self.get_numbers(parent, key, path, len(value), [])
 
     def scene_roots(self, nodes: tuple[Node, ...]) -> tuple[int, ...]:
+        assert self.node_table is not None
+        parent = self.node_table.parent
         scenes = self.array("scenes")
         roots_of = []
-        for i, sc in enumerate(scenes):
+        for i, sc in enumerate(scenes):  # over scenes; each scene's roots as one array
             path = f"scenes[{i}]"
-            roots = []
-            for k, n in enumerate(self.get_list(sc, "nodes", path)):
-                n = self.as_index(n, f"{path}.nodes[{k}]", "nodes")
-                if nodes[n].parent is not None:
-                    self.fail(f"{path}.nodes[{k}]", f"nodes[{n}] is not a root node")
-                roots.append(n)
-            if len(set(roots)) != len(roots):
+            listed = self.get_list(sc, "nodes", path)
+            roots = columns.ints(self, listed, lambda k, p=path: f"{p}.nodes[{k}]", target="nodes")
+            inner = parent[roots] >= 0
+            if inner.any():
+                k = int(np.argmax(inner))
+                self.fail(f"{path}.nodes[{k}]", f"nodes[{roots[k]}] is not a root node")
+            if len(np.unique(roots)) != len(roots):
                 self.fail(f"{path}.nodes", "lists a node twice")
-            roots_of.append(tuple(roots))
+            roots_of.append(tuple(roots.tolist()))
         scene = self.get_index(self.doc, "scene", "", "scenes")
         if scene is not None:
             return roots_of[scene]
         if roots_of:
             return roots_of[0]
-        return tuple(nd.index for nd in nodes if nd.parent is None)
+        return tuple(np.flatnonzero(parent < 0).tolist())
 
     def primitive(self, m: int, p: int, prim: dict, flat_normals: bool) -> Primitive:
         path = f"meshes[{m}].primitives[{p}]"
@@ -543,12 +648,16 @@ class _Reader(_AccessorReader):
     ) -> NDArray[np.float32]:
         """The file's normals, or the computed ones when it has none; zero-length normals in
         the file get the computed smooth normal."""
+        n = len(positions)
         if normals is None:
+            self.charge(_normals_cost(n, len(tri)) + n * 12, path, f"{n} computed normals")
             return vertex_normals(positions, tri).astype(np.float32)
+        self.charge(n * 64, path, f"checking {n} normals")
         bad = np.linalg.norm(normals.astype(np.float64), axis=1) < 1e-12
         if np.any(bad):
             # Exporters write zero normals on degenerate faces; SkinnedMesh needs unit normals,
             # so such vertices get the computed smooth normal instead.
+            self.charge(_normals_cost(n, len(tri)) + n * 12, path, "recomputing zero normals")
             normals = normals.copy()
             normals[bad] = vertex_normals(positions, tri)[bad]
             _log.info("%s: %s: %d zero-length normals recomputed", self.name, path, bad.sum())
@@ -734,15 +843,17 @@ class _Reader(_AccessorReader):
 
     def check_node_weights(self, nodes: tuple[Node, ...]) -> None:
         """Each node's ``weights`` has one value per morph target of its mesh."""
-        for nd in nodes:  # over nodes, at load
-            if nd.mesh is None or nd.weights is None:
-                continue
-            count = self._morph_counts[nd.mesh]
-            if len(nd.weights) != count:
-                self.fail(
-                    f"nodes[{nd.index}].weights",
-                    f"has {len(nd.weights)} values but meshes[{nd.mesh}] has {count} morph targets",
-                )
+        assert self.node_table is not None
+        mesh = self.node_table.mesh
+        have = self._node_weight_counts
+        counts = np.array([*self._morph_counts, 0], dtype=np.int64)[mesh]
+        bad = (have >= 0) & (have != counts)
+        if bad.any():
+            i = int(np.argmax(bad))
+            self.fail(
+                f"nodes[{i}].weights",
+                f"has {have[i]} values but meshes[{mesh[i]}] has {counts[i]} morph targets",
+            )
 
     def mesh_morph_info(self, m: int) -> tuple[NDArray[np.float64] | None, tuple[str, ...]]:
         """``meshes[m].weights`` and ``extras.targetNames`` (checked against the targets)."""
@@ -761,17 +872,19 @@ class _Reader(_AccessorReader):
         return weights, names
 
     def skins(self, nodes: tuple[Node, ...]) -> tuple[Skin, ...]:
+        assert self.node_table is not None
+        parent, depth = self.node_table.parent, self.node_table.depth
         out = []
-        for s, sk in enumerate(self.array("skins")):
+        for s, sk in enumerate(self.array("skins")):  # over skins; each skin's joints as arrays
             path = f"skins[{s}]"
             raw = self.get_list(sk, "joints", path, required=True)
             if not raw:
                 self.fail(f"{path}.joints", "must not be empty")
-            joints = [self.as_index(j, f"{path}.joints[{k}]", "nodes") for k, j in enumerate(raw)]
-            if len(set(joints)) != len(joints):
-                uses = Counter(joints)
-                dup = next(j for j in joints if uses[j] > 1)
-                self.fail(f"{path}.joints", f"lists nodes[{dup}] twice")
+            joints = columns.ints(self, raw, lambda k, p=path: f"{p}.joints[{k}]", target="nodes")
+            _, inverse, uses = np.unique(joints, return_inverse=True, return_counts=True)
+            twice = uses[inverse] > 1
+            if twice.any():
+                self.fail(f"{path}.joints", f"lists nodes[{joints[np.argmax(twice)]}] twice")
             count = len(joints)
             ibm_i = self.get_index(sk, "inverseBindMatrices", path, "accessors")
             self.charge(count * 128, path, f"{count} joint matrices")
@@ -784,6 +897,7 @@ class _Reader(_AccessorReader):
                     self.fail(
                         user, f"accessors[{ibm_i}] has {acc.count} matrices for {count} joints"
                     )
+                self.charge(count * 128, user, "checking the matrices")
                 ibm = acc.data[:count].astype(np.float64)
                 bad = dq.bottom_row_error(ibm) > dq.AFFINE_ATOL
                 if np.any(bad):
@@ -794,11 +908,15 @@ class _Reader(_AccessorReader):
                 ibm[:, 3, :] = (0.0, 0.0, 0.0, 1.0)
             skeleton = self.get_index(sk, "skeleton", path, "nodes")
             if skeleton is not None:
-                # Under the skeleton: inside its preorder interval (one test per joint). It
-                # changes nothing vkdqs skins (joint matrices are global), and exporters
-                # (FBX2glTF, PlayCanvas) name the mesh node: a warning, as three.js loads it.
-                pos = self._first[np.array(joints, dtype=np.int64)] - self._first[skeleton]
-                outside = (pos < 0) | (pos >= self._size[skeleton])
+                # Under the skeleton: the skeleton is the ancestor as many levels up as the
+                # joint lies deeper (all joints at once, by binary lifting). It changes nothing
+                # vkdqs skins (joint matrices are global), and exporters (FBX2glTF, PlayCanvas)
+                # name the mesh node: a warning, as three.js loads it.
+                up = depth[joints] - depth[skeleton]
+                outside = up < 0
+                inside = np.flatnonzero(~outside)
+                above = hierarchy.ancestors(parent, joints[inside], up[inside])
+                outside[inside] = above != skeleton
                 if np.any(outside):
                     k = int(np.argmax(outside))
                     self.warn(
@@ -806,61 +924,70 @@ class _Reader(_AccessorReader):
                         f"joints[{k}] (nodes[{joints[k]}]) is not under the skeleton "
                         f"nodes[{skeleton}]; the skeleton root is not used",
                     )
-            names = tuple(nodes[j].name for j in joints)
-            out.append(
-                Skin(
-                    s,
-                    self.get_str(sk, "name", path),
-                    np.array(joints, np.int64),
-                    names,
-                    ibm,
-                    skeleton,
-                )
-            )
+            names = tuple(map(attrgetter("name"), map(nodes.__getitem__, joints.tolist())))
+            out.append(Skin(s, self.get_str(sk, "name", path), joints, names, ibm, skeleton))
         return tuple(out)
 
     def check_skinned_nodes(
         self, nodes: tuple[Node, ...], prims: list[list[Primitive]], skins: tuple[Skin, ...]
     ) -> None:
-        # Per mesh once: its first primitive without skin attributes, and the running maximum
-        # over its primitives of the largest joint used with a non-zero weight. Then each skinned
-        # node finds its first bad primitive with one binary search.
-        summary: dict[int, tuple[int, NDArray[np.int64]]] = {}
-        for nd in nodes:  # over nodes, at load
-            if nd.skin is None:
-                continue
-            count = skins[nd.skin].joint_count
-            mesh_prims = prims[nd.mesh]
-            if nd.mesh not in summary:
-                tops = []
-                for prim in mesh_prims:  # over primitives (each mesh once)
-                    used = None if prim.joints is None else prim.joints[prim.weights > 0]
-                    tops.append(int(used.max()) if used is not None and used.size else -1)
-                rigid = [p for p, pr in enumerate(mesh_prims) if pr.joints is None]
-                summary[nd.mesh] = (
-                    rigid[0] if rigid else len(mesh_prims),
-                    np.maximum.accumulate(np.array(tops, dtype=np.int64)),
-                )
-            rigid, top = summary[nd.mesh]
-            p = min(rigid, int(np.searchsorted(top, count)))
-            if p == len(mesh_prims):
-                continue
-            path = f"meshes[{nd.mesh}].primitives[{p}]"
-            prim = mesh_prims[p]
-            if prim.joints is None:
-                self.fail(
-                    path,
-                    f"has no JOINTS_0/WEIGHTS_0 but nodes[{nd.index}] skins it with "
-                    f"skins[{nd.skin}]",
-                )
-            # Only weighted slots matter: exporters fill unused slots with joint 0.
-            bad = (prim.weights > 0) & (prim.joints >= count)
-            v, c = np.argwhere(bad)[0]
+        """Every skinned node's skin has the joints its mesh's weighted joint indices use.
+
+        Per skinned mesh once: its first primitive without skin attributes, and the running
+        maximum over its primitives of the largest joint used with a non-zero weight. Then all
+        skinned nodes find their first bad primitive with one binary search, vectorized.
+        """
+        assert self.node_table is not None
+        skinned = np.flatnonzero(self.node_table.skin >= 0)
+        if not skinned.size:
+            return
+        node_mesh = self.node_table.mesh[skinned]
+        joint_counts = np.array([sk.joint_count for sk in skins], dtype=np.int64)
+        count = joint_counts[self.node_table.skin[skinned]]
+        meshes, rank = np.unique(node_mesh, return_inverse=True)
+        tops: dict[int, int] = {}  # per joints array: primitives may share it
+        keys, starts, rigid_at, lengths = [], [], [], []
+        for r, m in enumerate(meshes.tolist()):  # over the skinned meshes
+            mesh_prims = prims[m]
+            top = []
+            for prim in mesh_prims:  # over primitives (each mesh once)
+                if prim.joints is None:
+                    top.append(-1)
+                    continue
+                if id(prim.joints) not in tops:
+                    used = prim.joints[prim.weights > 0]
+                    tops[id(prim.joints)] = int(used.max()) if used.size else -1
+                top.append(tops[id(prim.joints)])
+            rigid = [p for p, pr in enumerate(mesh_prims) if pr.joints is None]
+            starts.append(sum(lengths))
+            lengths.append(len(mesh_prims))
+            rigid_at.append(rigid[0] if rigid else len(mesh_prims))
+            # segment r of one sorted array: r * 2^18 + (running max + 1), 0 <= that < 2^18
+            keys.append(r * 2**18 + np.maximum.accumulate(np.array(top, dtype=np.int64)) + 1)
+        flat = np.concatenate(keys)
+        first = np.searchsorted(flat, rank * 2**18 + count + 1) - np.array(starts)[rank]
+        p = np.minimum(first, np.array(rigid_at)[rank])
+        bad = p < np.array(lengths)[rank]
+        if not bad.any():
+            return
+        k = int(np.argmax(bad))
+        node, m, pk = int(skinned[k]), int(node_mesh[k]), int(p[k])
+        skin, count_k = int(self.node_table.skin[node]), int(count[k])
+        path = f"meshes[{m}].primitives[{pk}]"
+        prim = prims[m][pk]
+        if prim.joints is None:
             self.fail(
                 path,
-                f"JOINTS_{c // 4} uses joint {prim.joints[v, c]} (vertex {v}) but "
-                f"nodes[{nd.index}] skins it with skins[{nd.skin}], which has {count} joints",
+                f"has no JOINTS_0/WEIGHTS_0 but nodes[{node}] skins it with skins[{skin}]",
             )
+        # Only weighted slots matter: exporters fill unused slots with joint 0.
+        wrong = (prim.weights > 0) & (prim.joints >= count_k)
+        v, c = np.argwhere(wrong)[0]
+        self.fail(
+            path,
+            f"JOINTS_{c // 4} uses joint {prim.joints[v, c]} (vertex {v}) but "
+            f"nodes[{node}] skins it with skins[{skin}], which has {count_k} joints",
+        )
 
     def animations(self, nodes: tuple[Node, ...]) -> tuple[Animation, ...]:
         out = []
@@ -1040,8 +1167,14 @@ class _Reader(_AccessorReader):
         return values, in_t, out_t
 
 
+def _normals_cost(vertices: int, corners: int) -> int:
+    """Peak bytes of :func:`vkdqs.geometry.vertex_normals` (float64 copies and sums per vertex,
+    about 520 bytes a triangle in its passes of at most 65536 triangles), with a margin."""
+    return 96 * vertices + 640 * min(corners // 3, 1 << 16)
+
+
 def load_gltf(
-    path: str | Path, *, flat_normals: bool = False, max_bytes: int = DEFAULT_MAX_BYTES
+    path: str | Path, *, flat_normals: bool = False, max_bytes: int | None = None
 ) -> GltfScene:
     """Load a ``.gltf`` or ``.glb`` file.
 
@@ -1056,18 +1189,21 @@ def load_gltf(
         For primitives without ``NORMAL``: False (default) computes smooth angle-weighted vertex
         normals on the shared vertices; True splits vertices per triangle and gives each its
         face normal, which is what the glTF spec asks viewers to do.
-    max_bytes : int, keyword-only
+    max_bytes : int or None, keyword-only
         Most bytes the file may expand to: the file itself, the JSON objects parsed from it, the
-        buffers it reads, and every array decoded from it (accessors, primitives, animation
-        keys), counted before they are allocated. The default, :data:`DEFAULT_MAX_BYTES`
-        (2 GiB), holds an indexed skinned mesh of about five million vertices (about 400 bytes
-        each as counted) with its animations, so real models do not meet it, while a small
-        hostile file cannot make vkdqs allocate more. Raise it for bigger models; lower it to
-        bound what untrusted uploads may cost.
+        buffers it reads, and every array and object decoded from it (accessors, primitives,
+        nodes, animation keys, images), each counted at its peak before it is allocated, so the
+        load's peak memory stays under ``max_bytes`` plus a fixed overhead. None (default):
+        :func:`vkdqs.gltf.accessors.default_max_bytes` of the file's size, 16 bytes per byte
+        of the file, at least 128 MiB and at most 2 GiB (:data:`DEFAULT_MAX_BYTES`), which
+        is safe for a service that loads uploaded files. A plain model expands to about 6
+        times its file as counted, a compressed one to 20 or more: pass a larger
+        ``max_bytes`` for big compressed models.
 
     Returns
     -------
     GltfScene
+        Its ``charged_bytes`` says what the load counted against ``max_bytes``.
 
     Raises
     ------
@@ -1077,32 +1213,35 @@ def load_gltf(
         decoders of ``vkdqs[compression]`` are not installed; the message names the file, the
         JSON path and the problem.
     """
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
-        raise InputError(f"max_bytes must be a positive int, got {max_bytes!r}")
+    if max_bytes is not None and (
+        isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1
+    ):
+        raise InputError(f"max_bytes must be a positive int or None, got {max_bytes!r}")
     path = Path(path)
     name = path.name
+    budget = Budget(name, max_bytes)
     with open_regular_file(path, name=name, what="the file") as (f, size):
-        if size > max_bytes:
-            raise GltfError(f"{name}: {over_budget(size, 'the file', 0, max_bytes)}")
+        # the default grows with the file, up to DEFAULT_MAX_BYTES: a larger file is not read
+        budget.earn(json=size)
+        if max_bytes is None and size > DEFAULT_MAX_BYTES:
+            budget.explicit = DEFAULT_MAX_BYTES
+        budget.charge(size, "", "the file")
         raw = read_at_most(f, size, name=name)
-    spent = len(raw)
-
-    def charge(nbytes: int) -> None:
-        nonlocal spent
-        if spent + nbytes > max_bytes:
-            raise GltfError(f"{name}: {over_budget(nbytes, 'parsing the JSON', spent, max_bytes)}")
-        spent += nbytes
+    budget.json_bytes = 0  # what the file brings is counted once its chunks are known
 
     glb_bin = None
     if raw[:4] == b"glTF":
         json_bytes, glb_bin = _parse_glb(raw, name)
+        budget.earn(json=len(json_bytes), data=0 if glb_bin is None else len(glb_bin))
     elif path.suffix.lower() == ".glb":
         raise GltfError(f"{name}: GLB header: magic {bytes(raw[:4])!r} is not b'glTF'")
     else:
         json_bytes = raw
-    doc = _parse_json(json_bytes, name, charge)
-    r = _Reader(path, doc, glb_bin, max_bytes=max_bytes, spent=spent)
+        budget.earn(json=len(raw))
+    doc = _parse_json(json_bytes, name, lambda n: budget.charge(n, "", "parsing the JSON"))
+    r = _Reader(path, doc, glb_bin, budget=budget)
     r.check_asset()
+    r.check_limits()
     materials = read_materials(r)
     nodes = r.nodes()
     roots = r.scene_roots(nodes)
@@ -1113,14 +1252,19 @@ def load_gltf(
     animations = r.animations(nodes)
     r.check_unused()
 
-    users: dict[int, list[int]] = {}
-    for nd in nodes:  # over nodes, at load
-        if nd.mesh is not None:
-            users.setdefault(nd.mesh, []).append(nd.index)
+    # The nodes of each mesh (node order) and the skins they use with it, from one sort.
+    table = r.node_table
+    assert table is not None
+    placed = np.flatnonzero(table.mesh >= 0)
+    placed = placed[np.argsort(table.mesh[placed], kind="stable")]
+    bounds = np.searchsorted(table.mesh[placed], np.arange(len(prims) + 1)).tolist()
+    users, user_skins = placed.tolist(), table.skin[placed].tolist()
     meshes = []
     for m, mesh_prims in enumerate(prims):  # over meshes, at load
-        mesh_users = tuple(users.get(m, ()))
-        used = tuple(dict.fromkeys(nodes[u].skin for u in mesh_users if nodes[u].skin is not None))
+        a, b = bounds[m], bounds[m + 1]
+        used = dict.fromkeys(user_skins[a:b])
+        used.pop(-1, None)
+        skins_m = tuple(used)
         name_m = r.get_str(r.array("meshes")[m], "name", f"meshes[{m}]")
         weights, target_names = r.mesh_morph_info(m)
         meshes.append(
@@ -1128,9 +1272,9 @@ def load_gltf(
                 m,
                 name_m,
                 tuple(mesh_prims),
-                mesh_users,
-                used[0] if used else None,
-                used,
+                tuple(users[a:b]),
+                skins_m[0] if skins_m else None,
+                skins_m,
                 weights,
                 target_names,
             )
@@ -1149,4 +1293,8 @@ def load_gltf(
             total,
         )
     issue_warnings(r)
-    return GltfScene(path, nodes, tuple(meshes), skins, animations, roots, materials=materials)
+    scene = GltfScene(
+        path, nodes, tuple(meshes), skins, animations, roots, materials=materials, _table=table
+    )
+    scene.charged_bytes = budget.spent
+    return scene

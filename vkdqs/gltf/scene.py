@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import enum
 import html
+from collections import deque
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from numpy.typing import NDArray
 from vkdqs import dq, methods
 from vkdqs.clip import AnimationClip
 from vkdqs.errors import InputError
+from vkdqs.gltf import hierarchy
 from vkdqs.gltf.animation import Animation
 from vkdqs.gltf.errors import GltfError
 from vkdqs.material import Material
@@ -45,7 +48,7 @@ _DEFAULT_MATERIAL = Material()
 FIRST_ANIMATION = _Default.FIRST_ANIMATION
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class Node:
     """One node of the hierarchy, with its rest (unanimated) local transform.
 
@@ -58,6 +61,7 @@ class Node:
     children : tuple of int
     mesh, skin : int or None
     translation : ndarray, [3]
+        Read-only, as are ``rotation``, ``scale`` and ``matrix`` (views of the scene's arrays).
     rotation : ndarray, [4]
         Unit quaternion ``(x, y, z, w)``.
     scale : ndarray, [3]
@@ -78,6 +82,111 @@ class Node:
     scale: NDArray[np.float64]
     matrix: NDArray[np.float64] | None
     weights: NDArray[np.float64] | None = None
+
+
+_DEFAULT_TRS = {
+    "translation": np.zeros(3),
+    "rotation": np.array([0.0, 0.0, 0.0, 1.0]),
+    "scale": np.ones(3),
+}
+for _a in _DEFAULT_TRS.values():
+    _a.flags.writeable = False
+
+
+@dataclass(frozen=True, eq=False)
+class _NodeTable:
+    """Every node's hierarchy and rest transform as arrays (-1 for no parent, mesh, skin), what
+    the scene's math uses; :class:`Node` objects are views of it."""
+
+    parent: NDArray[np.int64]
+    mesh: NDArray[np.int64]
+    skin: NDArray[np.int64]
+    depth: NDArray[np.int64]
+    translation: NDArray[np.float64]
+    rotation: NDArray[np.float64]
+    scale: NDArray[np.float64]
+    matrix_nodes: NDArray[np.int64]
+    matrices: NDArray[np.float64]
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            getattr(self, name).flags.writeable = False
+
+    @classmethod
+    def of(cls, nodes: tuple[Node, ...]) -> _NodeTable:
+        """The table of Node objects (a scene made without the loader's table)."""
+        n = len(nodes)
+
+        def ints(values: list[int | None]) -> NDArray[np.int64]:
+            return np.array([-1 if v is None else v for v in values], dtype=np.int64)
+
+        parent = ints([nd.parent for nd in nodes])
+        with_matrix = [nd for nd in nodes if nd.matrix is not None]
+        return cls(
+            parent=parent,
+            mesh=ints([nd.mesh for nd in nodes]),
+            skin=ints([nd.skin for nd in nodes]),
+            depth=hierarchy.depths(parent)[0],
+            translation=np.array([nd.translation for nd in nodes], np.float64).reshape(n, 3),
+            rotation=np.array([nd.rotation for nd in nodes], np.float64).reshape(n, 4),
+            scale=np.array([nd.scale for nd in nodes], np.float64).reshape(n, 3),
+            matrix_nodes=np.array([nd.index for nd in with_matrix], dtype=np.int64),
+            matrices=np.array([nd.matrix for nd in with_matrix], np.float64).reshape(-1, 4, 4),
+        )
+
+    def node_objects(
+        self,
+        names: list[str],
+        children: list[tuple[int, ...]],
+        weights: list[NDArray[np.float64] | None],
+    ) -> tuple[Node, ...]:
+        """A :class:`Node` per row; a node with a default translation, rotation or scale shares
+        one read-only default array, the others view the table."""
+        n = len(self.parent)
+        rows = {}
+        for key, default in _DEFAULT_TRS.items():
+            values: list[NDArray[np.float64]] = [default] * n
+            table = getattr(self, key)
+            moved = np.flatnonzero((table != default).any(axis=1))
+            picked = table[moved]
+            picked.flags.writeable = False
+            deque(map(values.__setitem__, moved.tolist(), picked), maxlen=0)  # their rows
+            rows[key] = values
+        matrix: list[NDArray[np.float64] | None] = [None] * n
+        deque(map(matrix.__setitem__, self.matrix_nodes.tolist(), self.matrices), maxlen=0)
+
+        def optional(a: NDArray[np.int64]) -> list[int | None]:
+            out = a.astype(object)
+            out[a < 0] = None
+            return out.tolist()
+
+        return _instances(
+            Node,
+            n,
+            index=range(n),
+            name=names,
+            parent=optional(self.parent),
+            children=children,
+            mesh=optional(self.mesh),
+            skin=optional(self.skin),
+            translation=rows["translation"],
+            rotation=rows["rotation"],
+            scale=rows["scale"],
+            matrix=matrix,
+            weights=weights,
+        )
+
+
+def _instances(cls: type, n: int, **columns: Any) -> tuple:
+    """``n`` objects of the frozen slotted dataclass ``cls``, field ``f`` of object ``i`` set to
+    ``columns[f][i]``: one C-level pass per field through its slot's descriptor, as
+    ``cls.__init__`` would set it (which, frozen, costs about 4 us an object: 11 Python-level
+    ``object.__setattr__`` calls)."""
+    assert set(columns) == set(cls.__dataclass_fields__)
+    objects = list(map(object.__new__, repeat(cls, n)))
+    for name, values in columns.items():
+        deque(map(getattr(cls, name).__set__, objects, values), maxlen=0)
+    return tuple(objects)
 
 
 @dataclass(frozen=True, eq=False)
@@ -263,6 +372,9 @@ class GltfScene:
         Root nodes of the default scene (``scene``, else scene 0, else every parentless node).
     materials : tuple of vkdqs.Material
         ``materials[i]`` of the file, textures decoded (see :mod:`vkdqs.gltf.materials`).
+    charged_bytes : int
+        What loading the file counted against :func:`~vkdqs.gltf.load_gltf`'s ``max_bytes``
+        (0 for a scene not made by it): the least ``max_bytes`` that loads it.
     """
 
     def __init__(
@@ -275,6 +387,7 @@ class GltfScene:
         scene_roots: tuple[int, ...],
         *,
         materials: tuple[Material, ...] = (),
+        _table: _NodeTable | None = None,
     ) -> None:
         self.path = path
         self.materials = materials
@@ -283,29 +396,18 @@ class GltfScene:
         self.skins = skins
         self.animations = animations
         self.scene_roots = scene_roots
-        n = len(nodes)
-        self._rest_t = np.array([nd.translation for nd in nodes]).reshape(n, 3)
-        self._rest_r = np.array([nd.rotation for nd in nodes]).reshape(n, 4)
-        self._rest_s = np.array([nd.scale for nd in nodes]).reshape(n, 3)
-        self._matrix_nodes = np.array(
-            [nd.index for nd in nodes if nd.matrix is not None], dtype=np.int64
-        )
-        self._matrices = np.array([nd.matrix for nd in nodes if nd.matrix is not None]).reshape(
-            -1, 4, 4
-        )
-        # Nodes grouped by depth, so globals compose one level at a time (vectorized per level).
-        depth = np.zeros(n, dtype=np.int64)
-        for nd in _topological(nodes):
-            if nd.parent is not None:
-                depth[nd.index] = depth[nd.parent] + 1
-        parents = np.array([-1 if nd.parent is None else nd.parent for nd in nodes], np.int64)
-        # One stable sort, not one scan of all nodes per level (a deep chain has n levels).
-        by_depth = np.argsort(depth, kind="stable")
-        ends = np.cumsum(np.bincount(depth))
-        self._levels = []
-        for level in range(1, len(ends)):  # over levels
-            members = by_depth[ends[level - 1] : ends[level]]
-            self._levels.append((members, parents[members]))
+        self.charged_bytes = 0
+        # The hierarchy and rest transforms as arrays (the loader's, or made from the nodes):
+        # every pose composes with pointer jumping (vkdqs.gltf.hierarchy), no loop per node.
+        self._table = _NodeTable.of(nodes) if _table is None else _table
+        self._parent = self._table.parent
+        self._rest_t = self._table.translation
+        self._rest_r = self._table.rotation
+        self._rest_s = self._table.scale
+        self._matrix_nodes = self._table.matrix_nodes
+        self._matrices = self._table.matrices
+        # nodes that draw their mesh rigidly (no skin), in node order
+        self._rigid_nodes = np.flatnonzero((self._table.mesh >= 0) & (self._table.skin < 0))
 
     def __repr__(self) -> str:
         return (
@@ -361,6 +463,14 @@ class GltfScene:
         ndarray, [num_nodes, 4, 4]
             ``global[n] = global[parent(n)] @ local[n]``.
         """
+        if animation is None:
+            # the rest pose is asked for often (info, skin traits, framing): composed once
+            rest = self.__dict__.get("_rest_globals")
+            if rest is None:
+                rest = self._compose(self._rest_t, self._rest_r, self._rest_s)
+                rest.flags.writeable = False
+                self.__dict__["_rest_globals"] = rest
+            return rest.copy()
         t, r, s = self._rest_t.copy(), self._rest_r.copy(), self._rest_s.copy()
         if animation is not None:
             anim = self._animation(animation)
@@ -371,13 +481,14 @@ class GltfScene:
             r[nodes] = values[ch]
             ch, nodes = anim._targets["scale"]
             s[nodes] = values[ch, :3]
+        return self._compose(t, r, s)
+
+    def _compose(self, t: NDArray, r: NDArray, s: NDArray) -> NDArray[np.float64]:
+        """Global matrices of every node from local TRS (matrix nodes use their matrix)."""
         local = _trs_matrices(t, r, s)
         if len(self._matrix_nodes):
             local[self._matrix_nodes] = self._matrices
-        glob = local
-        for members, parents in self._levels:
-            glob[members] = glob[parents] @ local[members]
-        return glob
+        return hierarchy.global_matrices(local, self._parent, self._table.depth)
 
     def skinning_matrices(
         self,
@@ -504,11 +615,9 @@ class GltfScene:
             One per (node, mesh), in node order.
         """
         glob = self.node_global_matrices(animation, time)
-        return [
-            RigidInstance(nd.mesh, nd.index, glob[nd.index])
-            for nd in self.nodes
-            if nd.mesh is not None and nd.skin is None
-        ]
+        rigid = self._rigid_nodes
+        meshes = self._table.mesh[rigid].tolist()
+        return list(map(RigidInstance, meshes, rigid.tolist(), glob[rigid]))
 
     # -- meshes ------------------------------------------------------------------------------
 
@@ -884,13 +993,3 @@ def _trs_matrices(t: NDArray, r: NDArray, s: NDArray) -> NDArray[np.float64]:
     out[:, :3, 3] = t
     out[:, 3, 3] = 1.0
     return out
-
-
-def _topological(nodes: tuple[Node, ...]) -> list[Node]:
-    """Nodes with every parent before its children (the hierarchy was checked acyclic)."""
-    order = [nd for nd in nodes if nd.parent is None]
-    i = 0
-    while i < len(order):
-        order.extend(nodes[c] for c in order[i].children)
-        i += 1
-    return order

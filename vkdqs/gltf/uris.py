@@ -81,6 +81,10 @@ def resolve_uri(base_dir: str | Path, uri: str, json_path: str, *, name: str = "
     if not uri:
         _fail(name, json_path, "is empty")
     try:
+        uri.encode("utf-8")
+    except UnicodeEncodeError as exc:  # JSON's "\ud800": a lone surrogate, no file name
+        _fail(name, json_path, f"{_show(uri)} is not valid Unicode ({exc.reason} at {exc.start})")
+    try:
         parts = urllib.parse.urlsplit(uri)
     except ValueError as exc:
         _fail(name, json_path, f"invalid URI {_show(uri)}: {exc}")
@@ -99,11 +103,23 @@ def resolve_uri(base_dir: str | Path, uri: str, json_path: str, *, name: str = "
         _fail(name, json_path, f"{_show(uri)} is an absolute path; only relative URIs are read")
     if ".." in _SEPARATORS.split(rel):
         _fail(name, json_path, f"{_show(uri)} has a '..' segment; a model reads its own folder")
-    base = os.path.realpath(base_dir)
-    target = os.path.realpath(os.path.join(base, rel))
+    base = _realpath(base_dir, name, json_path)
+    target = _realpath(os.path.join(base, rel), name, json_path, _show(uri))
     if not _inside(base, target):
         _fail(name, json_path, f"{_show(uri)} resolves outside the model's folder (a symlink)")
     return Path(target)
+
+
+def _realpath(path: str | Path, name: str, json_path: str, what: str = "") -> str:
+    """``os.path.realpath``, a GltfError naming ``what`` (default: the path) when the path
+    changes under it (a file swapped for a symlink between its ``lstat`` and ``readlink`` makes
+    it raise OSError)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        what = what or _show(str(path))
+        _fail(name, json_path, f"cannot resolve {what}: {reason} (was it changed while read?)")
 
 
 def _opened_path(fd: int) -> str | None:
@@ -145,7 +161,7 @@ def open_regular_file(
             _fail(name, json_path, f"{what} is not a regular file; it is not read")
         if inside is not None:
             opened = _opened_path(fd)
-            if opened is not None and not _inside(os.path.realpath(inside), opened):
+            if opened is not None and not _inside(_realpath(inside, name, json_path), opened):
                 _fail(name, json_path, f"{what} resolves outside the model's folder")
         f = io.FileIO(fd, "rb", closefd=True)
     except BaseException:

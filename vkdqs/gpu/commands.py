@@ -14,6 +14,7 @@ import vulkan as vk
 from ..errors import InputError
 from .calls import vk_errors
 from .device import Device
+from .interrupts import deferred_interrupts
 from .objects import DeviceObject
 
 # Long enough for a 1M-vertex batch on a software rasterizer; a wait that runs out is an error,
@@ -120,7 +121,11 @@ class CommandBuffer(DeviceObject):
             vk.vkEndCommandBuffer(self.handle)
 
     def submit_and_wait(self) -> None:
-        """Submit to the device's queue and block until the GPU has finished it."""
+        """Submit to the device's queue and block until the GPU has finished it.
+
+        Ctrl-C is deferred until the fence is waited for and reset
+        (:func:`~vkdqs.gpu.interrupts.deferred_interrupts`): no submission outlives the call.
+        """
         if self.fence is None:
             raise InputError(
                 f"command buffer {self.label!r} was made without a fence (fence=False); its "
@@ -128,7 +133,9 @@ class CommandBuffer(DeviceObject):
             )
         vk_device = self.device.handle
         submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[self.handle])
-        self.device.submit([submit], self.fence, f"submitting {self.label!r}")
-        with vk_errors(f"waiting for {self.label!r} (timeout {FENCE_TIMEOUT_NS / 1e9:.0f} s)"):
-            vk.vkWaitForFences(vk_device, 1, [self.fence], vk.VK_TRUE, FENCE_TIMEOUT_NS)
-            vk.vkResetFences(vk_device, 1, [self.fence])
+        with deferred_interrupts():
+            self.device.submit([submit], self.fence, f"submitting {self.label!r}")
+            doing = f"waiting for {self.label!r} (timeout {FENCE_TIMEOUT_NS / 1e9:.0f} s)"
+            with vk_errors(doing):
+                vk.vkWaitForFences(vk_device, 1, [self.fence], vk.VK_TRUE, FENCE_TIMEOUT_NS)
+                vk.vkResetFences(vk_device, 1, [self.fence])

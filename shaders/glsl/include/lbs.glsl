@@ -16,10 +16,16 @@ vec3 lbs_transform_point(mat3x4 m, vec3 p) {
 // Normals transform by the inverse transpose of the linear part. Its cofactor matrix
 // (det * inverse transpose) points the same way, needs no division, and its rows are cross products
 // of the rows of A. Falls back to the rest normal where the blended matrix has collapsed:
-// where |cof(A) n| < LBS_EPS relative to A's scale (cofactors scale with its square, so a rig
+// where |cof(A) n| <= LBS_EPS relative to A's scale (cofactors scale with its square, so a rig
 // whose matrices carry a tiny scale, as quantized glTF files do, is not mistaken for collapsed).
 float lbs_cofactor_eps(vec3 a0, vec3 a1, vec3 a2) {
     return LBS_EPS * (dot(a0, a0) + dot(a1, a1) + dot(a2, a2)) / 3.0;  // LBS_EPS when rigid
+}
+
+// "Not longer than the bound", not "shorter": an all-zero blend (all-zero bone matrices) has
+// len = 0 = the bound and takes the rest normal too, never 0 / 0.
+bool lbs_collapsed(float len, vec3 a0, vec3 a1, vec3 a2) {
+    return !(len > lbs_cofactor_eps(a0, a1, a2));
 }
 
 vec3 lbs_transform_normal(mat3x4 m, vec3 n) {
@@ -28,5 +34,5 @@ vec3 lbs_transform_normal(mat3x4 m, vec3 n) {
     vec3 a2 = m[2].xyz;
     vec3 c = vec3(dot(cross(a1, a2), n), dot(cross(a2, a0), n), dot(cross(a0, a1), n));
     float len = length(c);
-    return len < lbs_cofactor_eps(a0, a1, a2) ? normalize(n) : c / len;
+    return lbs_collapsed(len, a0, a1, a2) ? normalize(n) : c / len;
 }

@@ -198,7 +198,7 @@ void skin_vertex(ivec4 j, vec4 w,
     vec3 a2 = st[2];
     vec3 c = vec3(dot(cross(a1, a2), n), dot(cross(a2, a0), n), dot(cross(a0, a1), n));
     float len = length(c);
-    bool collapsed = len < lbs_cofactor_eps(a0, a1, a2);
+    bool collapsed = lbs_collapsed(len, a0, a1, a2);
     skinned_n = collapsed ? normalize(n) : normalize(rotate_vector(q, c / len));
 #elif defined(SKIN_LBS)
     mat3x4 m = lbs_blend(BONE(j.x), BONE(j.y), BONE(j.z), BONE(j.w), w);
