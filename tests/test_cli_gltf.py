@@ -160,3 +160,21 @@ def test_info_names_the_methods_each_skin_suits(tmp_path, capsys):
     skins = json.loads(capsys.readouterr().out)["skins"]
     # blend and cor refuse scaled joint matrices; DQS runs two-phase; dqs_blender takes them
     assert [s["methods"] for s in skins] == [["lbs", "dqs", "dqs_blender"]] * 2
+
+
+def test_the_cli_bounds_a_small_hostile_file_by_its_size(tmp_path):
+    """Without --max-bytes the CLI takes the loader's default, which grows with the file: a
+    202-byte file of zero-filled accessors is refused at once, naming the bound."""
+    import time
+
+    from .test_gltf_bounds import _zero_filled
+
+    model = _zero_filled(tmp_path)
+    t0 = time.monotonic()
+    run = subprocess.run(
+        [sys.executable, "-m", "vkdqs", "info", str(model)], capture_output=True, text=True
+    )
+    assert time.monotonic() - t0 < 30  # a hang guard; it is refused in a fraction of a second
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "max_bytes" in lines[0], run.stderr

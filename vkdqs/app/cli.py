@@ -163,9 +163,9 @@ def _max_bytes(text: str) -> int:
 
 
 def _load(model: Path, max_bytes: int | None) -> GltfScene:
-    from ..gltf import DEFAULT_MAX_BYTES, load_gltf
+    from ..gltf import load_gltf
 
-    return load_gltf(model, max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes)
+    return load_gltf(model, max_bytes=max_bytes)  # None: the default, which grows with the file
 
 
 def _need_vulkan() -> None:
@@ -175,8 +175,6 @@ def _need_vulkan() -> None:
 
 
 def _add_model(p: argparse.ArgumentParser, *, optional: bool) -> None:
-    from ..gltf import DEFAULT_MAX_BYTES
-
     if optional:
         p.add_argument(
             "model",
@@ -189,9 +187,10 @@ def _add_model(p: argparse.ArgumentParser, *, optional: bool) -> None:
     p.add_argument(
         "--max-bytes",
         type=_max_bytes,
-        default=f"{DEFAULT_MAX_BYTES // 2**30}G",
-        help="the most memory a model may expand to when loaded, e.g. 500M or 8G; lower it for "
-        "untrusted files",
+        default=None,
+        help="the most memory a model may expand to when loaded, e.g. 500M or 8G (default: "
+        "grows with the file, 8 bytes per byte of JSON and 32 per byte of binary data, 128M to "
+        "2G; raise it for large compressed models)",
     )
 
 
