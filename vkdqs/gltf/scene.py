@@ -218,7 +218,8 @@ class Primitive:
     colors : ndarray of float32, [N, 4] or None
         ``COLOR_0``, linear RGBA (alpha 1 for a VEC3 colour).
     tangents : ndarray of float32, [N, 4] or None
-        ``TANGENT`` (xyz, handedness w = +-1): read and checked, not drawn.
+        ``TANGENT`` (xyz, handedness w = +-1): read and checked, not drawn; None when the
+        primitive has none or one vkdqs cannot use (a GltfWarning says why).
     material : int or None
         Index into ``GltfScene.materials``; None for glTF's default material.
     """
