@@ -876,11 +876,22 @@ def _glb(tmp_path) -> bytes:
     return write(make_rig(), tmp_path, "ok.glb").read_bytes()
 
 
-def _rechunk(json_bytes: bytes, bin_bytes: bytes | None) -> bytes:
+def _rechunk(json_bytes: bytes, bin_bytes: bytes | None, *more_bin: bytes) -> bytes:
+    """A GLB of a JSON chunk and BIN chunks (none when ``bin_bytes`` is None)."""
     body = struct.pack("<II", len(json_bytes), 0x4E4F534A) + json_bytes
-    if bin_bytes is not None:
-        body += struct.pack("<II", len(bin_bytes), 0x004E4942) + bin_bytes
+    for chunk in (bin_bytes, *more_bin) if bin_bytes is not None else ():
+        body += struct.pack("<II", len(chunk), 0x004E4942) + chunk
     return struct.pack("<III", 0x46546C67, 2, 12 + len(body)) + body
+
+
+def _chunk(chunk_type: int, data: bytes) -> bytes:
+    return struct.pack("<II", len(data), chunk_type) + data
+
+
+def _unpadded(json_bytes: bytes) -> bytes:
+    """The JSON without its padding, one byte short of a multiple of 4."""
+    text = json_bytes.rstrip(b" ")
+    return text + b" " * ((3 - len(text)) % 4)
 
 
 def _split(raw: bytes) -> tuple[bytes, bytes]:
@@ -908,9 +919,9 @@ GLB_CASES = {
         ),
         r"truncated chunk header \(4 bytes left, need 8\)",
     ),
-    "unaligned_chunk": (
-        lambda raw: _rechunk(_split(raw)[0][:-1], None),
-        r"chunkLength \d+ is not a multiple of 4",
+    "two_bin_chunks": (
+        lambda raw: _rechunk(*_split(raw), _split(raw)[1]),
+        r"GLB chunk 2: a second BIN chunk \(chunk 1 is one\)",
     ),
     "bin_first": (
         lambda raw: (
@@ -918,7 +929,7 @@ GLB_CASES = {
             + struct.pack("<II", len(_split(raw)[1]), 0x004E4942)
             + _split(raw)[1]
         ),
-        r"the first chunk must be the JSON chunk",
+        r"GLB: no JSON chunk",
     ),
     "no_bin_chunk": (
         lambda raw: _rechunk(_split(raw)[0], None),
@@ -951,6 +962,57 @@ def test_malformed_glb(tmp_path, case):
     with pytest.raises(GltfError, match=pattern) as info:
         load_gltf(path)
     assert str(info.value).startswith("bad.glb: ")
+
+
+#: GLB layouts that read the same (three.js reads them): loaded, with a GltfWarning.
+GLB_WARN_CASES = {
+    "bytes_after_length": (
+        lambda raw: raw + b"\0" * 8,
+        r"GLB header: length (\d+) but the file has \d+ bytes; the 8 after it are ignored",
+    ),
+    "unpadded_json_chunk": (
+        lambda raw: _rechunk(_unpadded(_split(raw)[0]), _split(raw)[1]),
+        r"GLB chunk 0 at byte 12: chunkLength \d+ is not a multiple of 4 \(not padded\)",
+    ),
+    "bin_after_unknown_chunk": (
+        lambda raw: (
+            _rechunk(_split(raw)[0], None)[:8]
+            + struct.pack("<I", len(raw) + 12)
+            + _chunk(0x4E4F534A, _split(raw)[0])
+            + _chunk(0x12345678, b"abcd")
+            + _chunk(0x004E4942, _split(raw)[1])
+        ),
+        r"GLB chunk 2: the BIN chunk is not the second chunk",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GLB_WARN_CASES))
+def test_glb_layouts_that_read_the_same_warn(tmp_path, case):
+    mutate, pattern = GLB_WARN_CASES[case]
+    plain = load_gltf(write(make_rig(), tmp_path, "plain.glb"))
+    path = tmp_path / "odd.glb"
+    path.write_bytes(mutate(_glb(tmp_path)))
+    with pytest.warns(GltfWarning, match=pattern) as caught:
+        scene = load_gltf(path)
+    assert len(caught) == 1 and str(caught[0].message).startswith("odd.glb: ")
+    _assert_same_data(scene, plain)
+
+
+def test_a_byte_order_mark_is_skipped(tmp_path):
+    plain = load_gltf(write(make_rig(), tmp_path, "plain.gltf"))
+    path = write(make_rig(), tmp_path, "bom.gltf")
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    with pytest.warns(GltfWarning, match=r"^bom\.gltf: JSON starts with a byte order mark"):
+        scene = load_gltf(path)
+    _assert_same_data(scene, plain)
+    raw = _glb(tmp_path)  # in a GLB's JSON chunk too
+    json_bytes, bin_bytes = _split(raw)
+    path = tmp_path / "bom.glb"
+    text = b"\xef\xbb\xbf" + json_bytes.rstrip(b" ")
+    path.write_bytes(_rechunk(text + b" " * (-len(text) % 4), bin_bytes))
+    with pytest.warns(GltfWarning, match=r"byte order mark"):
+        _assert_same_data(load_gltf(path), plain)
 
 
 def test_unknown_chunks_are_skipped(tmp_path):
@@ -990,8 +1052,8 @@ def test_missing_file_and_bom(tmp_path):
     with pytest.raises(GltfError, match=r"nothere\.gltf: cannot read the file"):
         load_gltf(tmp_path / "nothere.gltf")
     path = tmp_path / "bom.gltf"
-    path.write_bytes(b"\xef\xbb\xbf{}")
-    with pytest.raises(GltfError, match="byte order mark"):
+    path.write_bytes(b"\xef\xbb\xbf{}")  # skipped with a warning, which a failed load never gives
+    with pytest.raises(GltfError, match=r"bom\.gltf: required property 'asset' is missing"):
         load_gltf(path)
     path = tmp_path / "notglb.glb"
     path.write_bytes(b"{}")

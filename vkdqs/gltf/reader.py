@@ -1353,16 +1353,18 @@ def load_gltf(
     budget.json_bytes = 0  # what the file brings is counted once its chunks are known
 
     glb_bin = None
+    notes: list[str] = []  # the container's warnings
     if raw[:4] == b"glTF":
-        json_bytes, glb_bin = _parse_glb(raw, name)
+        json_bytes, glb_bin = _parse_glb(raw, name, notes)
         budget.earn(json=len(json_bytes), data=0 if glb_bin is None else len(glb_bin))
     elif path.suffix.lower() == ".glb":
         raise GltfError(f"{name}: GLB header: magic {bytes(raw[:4])!r} is not b'glTF'")
     else:
         json_bytes = raw
         budget.earn(json=len(raw))
-    doc = _parse_json(json_bytes, name, lambda n: budget.charge(n, "", "parsing the JSON"))
+    doc = _parse_json(json_bytes, name, lambda n: budget.charge(n, "", "parsing the JSON"), notes)
     r = _Reader(path, doc, glb_bin, budget=budget)
+    r.notes.extend(notes)
     r.check_asset()
     r.check_limits()
     materials = read_materials(r)
