@@ -90,6 +90,8 @@ class Budget:
 
     @property
     def limit(self) -> int:
+        """The bound now: ``max_bytes`` when given, else :func:`default_max_bytes` of the JSON
+        and data the model has brought so far."""
         if self.explicit is not None:
             return self.explicit
         return default_max_bytes(self.json_bytes, self.data_bytes)

@@ -242,10 +242,12 @@ class Primitive:
 
     @property
     def vertex_count(self) -> int:
+        """Number of vertices (rows of ``positions``)."""
         return int(self.positions.shape[0])
 
     @property
     def triangle_count(self) -> int:
+        """Number of triangles (``indices`` holds three per triangle)."""
         return int(self.indices.shape[0] // 3)
 
     @cached_property
@@ -303,10 +305,12 @@ class Mesh:
 
     @property
     def vertex_count(self) -> int:
+        """Number of vertices of all its primitives."""
         return sum(p.vertex_count for p in self.primitives)
 
     @property
     def triangle_count(self) -> int:
+        """Number of triangles of all its primitives."""
         return sum(p.triangle_count for p in self.primitives)
 
     @property
@@ -339,6 +343,7 @@ class Skin:
 
     @property
     def joint_count(self) -> int:
+        """Number of joints (entries of ``joints``)."""
         return int(self.joints.shape[0])
 
 
