@@ -24,7 +24,7 @@ from tests.gltf_fixtures_compressed import (
     meshopt_file,
 )
 from vkdqs import dq, reference
-from vkdqs.gltf import GltfError, load_gltf
+from vkdqs.gltf import GltfError, GltfWarning, load_gltf
 from vkdqs.gltf.compression import decode_filter_color
 from vkdqs.gltf.save import save
 from vkdqs.skinner import Skinner
@@ -652,11 +652,6 @@ DRACO_CASES = {
         r"KHR_draco_mesh_compression\.attributes\.JOINTS_0: the Draco stream has no attribute "
         r"with unique id 99",
     ),
-    "not_an_attribute": (
-        lambda d: _draco_ext(d)["attributes"].update(TEXCOORD_0=5),
-        r"KHR_draco_mesh_compression\.attributes\.TEXCOORD_0: is not one of the primitive's "
-        r"attributes",
-    ),
     "id_twice": (
         lambda d: _draco_ext(d)["attributes"].update(
             NORMAL=_draco_ext(d)["attributes"]["JOINTS_0"]
@@ -710,6 +705,23 @@ def test_hostile_draco_is_a_gltf_error(tmp_path, source, case):
     save(path, doc, binary)
     with pytest.raises(GltfError, match=pattern):
         load_gltf(path)
+
+
+def test_a_draco_attribute_the_primitive_does_not_have_is_ignored(tmp_path, source):
+    """Not decoded into anything, it changes nothing drawn: a warning naming it."""
+    rig, _ = source
+    path = tmp_path / "draco.glb"
+    doc, binary, _ = draco_file(path, rig.document, bytes(rig.builder.binary), quantization_bits=14)
+    plain = load_gltf(path)
+    _draco_ext(doc)["attributes"]["TEXCOORD_0"] = 5
+    save(path, doc, binary)
+    with pytest.warns(
+        GltfWarning,
+        match=r"KHR_draco_mesh_compression\.attributes\.TEXCOORD_0: is not one of the "
+        r"primitive's attributes; ignored",
+    ):
+        scene = load_gltf(path)
+    _assert_same_scene(scene, plain, rotated_triangles=False)
 
 
 def test_draco_point_cloud_is_refused(tmp_path, source):

@@ -243,70 +243,128 @@ BAD_MATERIALS = {
         r"baseColorFactor: must be an array of 4 numbers",
     ),
     "alpha-mode": ({"alphaMode": "ADD"}, r"alphaMode: 'ADD' is not OPAQUE"),
-    "cutoff": ({"alphaCutoff": -1}, r"alphaCutoff: -1.0 must be >= 0"),
-    "cutoff-type": ({"alphaCutoff": "half"}, r"alphaCutoff: must be a number"),
+    "cutoff": ({"alphaMode": "MASK", "alphaCutoff": -1}, r"alphaCutoff: -1.0 must be >= 0"),
+    "cutoff-type": ({"alphaMode": "MASK", "alphaCutoff": "half"}, r"alphaCutoff: must be a number"),
     "double-sided": ({"doubleSided": 1}, r"doubleSided: must be a boolean"),
-    "texture-index": (
-        {"pbrMetallicRoughness": {"baseColorTexture": {"index": 3}}},
-        r"baseColorTexture\.index: 3 is not an index into textures",
-    ),
-    "transform-offset": (
-        {
-            "pbrMetallicRoughness": {
-                "baseColorTexture": {
-                    "index": 0,
-                    "extensions": {"KHR_texture_transform": {"offset": [0.5]}},
-                }
-            }
-        },
-        r"KHR_texture_transform\.offset",
-    ),
-    "transform-rotation": (
-        {
-            "pbrMetallicRoughness": {
-                "baseColorTexture": {
-                    "index": 0,
-                    "extensions": {"KHR_texture_transform": {"rotation": "quarter"}},
-                }
-            }
-        },
-        r"KHR_texture_transform\.rotation: must be a number",
-    ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(BAD_MATERIALS))
 def test_malformed_materials_name_the_json_path(tmp_path, case):
     material, match = BAD_MATERIALS[case]
-    image = encode(CHECKER) if case.startswith("transform") else None  # a texture to transform
     with pytest.raises(GltfError, match=r"^quad\.gltf: materials\[0\]\.(.*\.)?" + match):
-        load(quad_document(image=image, material=material), tmp_path)
+        load(quad_document(material=material), tmp_path)
 
 
-BAD_SAMPLERS = {
-    "mag": ({"magFilter": 9984}, r"samplers\[0\]\.magFilter: 9984 is not"),
-    "min": ({"minFilter": 1}, r"samplers\[0\]\.minFilter: 1 is not"),
-    "wrap": ({"wrapS": 7}, r"samplers\[0\]\.wrapS: 7 is not"),
+#: A base-colour texture a material cannot follow (a texture that is not there, a texCoord or
+#: transform vkdqs cannot read): the material draws untextured, with its factor, and warns.
+UNTEXTURED = {
+    "texture-index": ({"index": 3}, r"baseColorTexture\.index: 3 is not an index into textures"),
+    "tex-coord": ({"texCoord": -1}, r"baseColorTexture\.texCoord: must be >= 0, got -1"),
+    "transform-offset": (
+        {"extensions": {"KHR_texture_transform": {"offset": [0.5]}}},
+        r"KHR_texture_transform\.offset: must be an array of 2 numbers",
+    ),
+    "transform-rotation": (
+        {"extensions": {"KHR_texture_transform": {"rotation": "quarter"}}},
+        r"KHR_texture_transform\.rotation: must be a number",
+    ),
+    "transform-huge": (
+        {"extensions": {"KHR_texture_transform": {"scale": [1e300, 1.0]}}},
+        r"KHR_texture_transform: the transform is not finite",
+    ),
 }
 
 
-@pytest.mark.parametrize("case", sorted(BAD_SAMPLERS))
-def test_malformed_samplers_name_the_json_path(tmp_path, case):
-    sampler, match = BAD_SAMPLERS[case]
-    with pytest.raises(GltfError, match=match):
-        load(quad_document(image=encode(CHECKER), sampler=sampler), tmp_path)
+@pytest.mark.parametrize("case", sorted(UNTEXTURED))
+def test_a_texture_reference_vkdqs_cannot_follow_draws_untextured(tmp_path, case):
+    info, match = UNTEXTURED[case]
+    factor = {"pbrMetallicRoughness": {"baseColorFactor": [0.5, 0.25, 1.0, 1.0]}}
+    b = quad_document(image=encode(CHECKER), material=factor)
+    b.document["materials"][0]["pbrMetallicRoughness"]["baseColorTexture"] = {"index": 0, **info}
+    scene = _warned_untextured(
+        b,
+        tmp_path,
+        r"^quad\.gltf: materials\[0\]\.pbrMetallicRoughness\.(.*\.)?"
+        + match
+        + r".*; this material draws untextured",
+    )
+    assert scene.materials[0].base_color == (0.5, 0.25, 1.0, 1.0)
+    np.testing.assert_array_equal(scene.materials[0].uv_transform, np.eye(3))
 
 
-def test_malformed_images_name_the_json_path(tmp_path):
+def test_an_alpha_cutoff_only_mask_reads_is_a_warning(tmp_path):
+    for mode, cutoff, match in [
+        ("OPAQUE", -1, r"alphaCutoff: -1\.0 must be >= 0; ignored \(alphaMode OPAQUE\)"),
+        ("BLEND", "half", r"alphaCutoff: must be a number, got 'half'; ignored \(alphaMode BLEND"),
+    ]:
+        b = quad_document(material={"alphaMode": mode, "alphaCutoff": cutoff})
+        with pytest.warns(GltfWarning, match=rf"^{mode}\.gltf: materials\[0\]\." + match):
+            material = load(b, tmp_path, f"{mode}.gltf").materials[0]
+        assert material.alpha_mode == mode and material.alpha_cutoff == 0.5
+
+
+#: Filter and wrap values glTF does not define: the default is used (as three.js does), with a
+#: warning; the sampler's other fields are read.
+ODD_SAMPLERS = {
+    "mag": (
+        {"magFilter": 9984, "wrapS": 33071},
+        r"samplers\[0\]\.magFilter: 9984 is not 9728 \(NEAREST\) or 9729 \(LINEAR\); LINEAR is",
+        Sampler(wrap_s="clamp"),
+    ),
+    "min": (
+        {"minFilter": 1, "magFilter": 9728},
+        r"samplers\[0\]\.minFilter: 1 is not a glTF minification filter; LINEAR_MIPMAP_LINEAR is",
+        Sampler(mag_filter="nearest"),
+    ),
+    "wrap": (
+        {"wrapS": 7, "wrapT": 33648},
+        r"samplers\[0\]\.wrapS: 7 is not 33071, 33648 or 10497; REPEAT is used",
+        Sampler(wrap_t="mirror"),
+    ),
+    "wrap-type": (
+        {"wrapT": "clamp", "minFilter": 9728},
+        r"samplers\[0\]\.wrapT: 'clamp' is not 33071, 33648 or 10497; REPEAT is used",
+        Sampler(min_filter="nearest", mipmap=None),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ODD_SAMPLERS))
+def test_odd_sampler_values_warn_and_use_the_default(tmp_path, case):
+    sampler, match, want = ODD_SAMPLERS[case]
+    with pytest.warns(GltfWarning, match=r"^quad\.gltf: " + match) as caught:
+        material = load(quad_document(image=encode(CHECKER), sampler=sampler), tmp_path).materials[
+            0
+        ]
+    assert len(caught) == 1
+    np.testing.assert_array_equal(material.texture, CHECKER)
+    assert material.sampler == want
+
+
+def test_malformed_images_draw_untextured(tmp_path):
+    # without a mimeType the bytes say what the image is
     b = quad_document(image=encode(CHECKER))
     del b.document["images"][0]["mimeType"]
-    with pytest.raises(GltfError, match=r"images\[0\]: an image in a bufferView needs a mimeType"):
-        load(b, tmp_path)
-    b.document["images"][0] = {"uri": "a.png", "bufferView": 0}
-    with pytest.raises(
-        GltfError, match=r"images\[0\]: must have exactly one of uri and bufferView"
+    with pytest.warns(GltfWarning, match=r"images\[0\]: an image in a bufferView needs a mimeType"):
+        scene = load(b, tmp_path)
+    np.testing.assert_array_equal(scene.materials[0].texture, CHECKER)
+    for i, (image, match) in enumerate(
+        [
+            ({"uri": "a.png", "bufferView": 0}, r"images\[0\]: must have exactly one of uri and "),
+            (
+                {"mimeType": "image/png"},
+                r"images\[0\]: must have exactly one of uri and bufferView",
+            ),
+            ({"uri": 5}, r"images\[0\]\.uri: must be a string, got 5"),
+            (
+                {"bufferView": 99, "mimeType": "image/png"},
+                r"images\[0\]\.bufferView: 99 is not an index",
+            ),
+        ]
     ):
-        load(b, tmp_path)
+        b.document["images"][0] = image
+        _warned_untextured(b, tmp_path, rf"^{i}\.gltf: " + match, name=f"{i}.gltf")
 
 
 # -- surface attributes ----------------------------------------------------------------------
@@ -366,8 +424,22 @@ def test_tangents_are_read_and_checked(tmp_path):
     bad = t.copy()
     bad[2, 3] = 0.0
     prim_json["attributes"]["TANGENT"] = b.add_accessor(bad, target="vertex")
-    with pytest.raises(GltfError, match=r"TANGENT: vertex 2 has tangent w = 0.0"):
-        load(b, tmp_path, "bad.gltf")
+    # vkdqs draws no normal maps: a tangent it cannot use is left out, with a warning
+    with pytest.warns(
+        GltfWarning,
+        match=r"TANGENT: vertex 2 has tangent w = 0.0; glTF needs \+1 or -1; TANGENT is not drawn",
+    ):
+        prim = load(b, tmp_path, "bad.gltf").meshes[0].primitives[0]
+    assert prim.tangents is None
+    np.testing.assert_array_equal(prim.uvs, QUAD_UVS)
+    prim_json["attributes"]["TANGENT"] = prim_json["attributes"]["POSITION"]
+    with pytest.warns(GltfWarning, match=r"TANGENT: accessors\[0\] has type VEC3; need VEC4"):
+        assert load(b, tmp_path, "vec3.gltf").meshes[0].primitives[0].tangents is None
+    # its bytes are still checked, as an unused accessor's are
+    prim_json["attributes"]["TANGENT"] = k = b.add_accessor(t, target="vertex")
+    b.document["accessors"][k]["count"] = 99
+    with pytest.raises(GltfError, match=rf"accessors\[{k}\]\.count: 99 elements of 16 bytes"):
+        load(b, tmp_path, "outside.gltf")
 
 
 BAD_ATTRIBUTES = {
@@ -474,9 +546,13 @@ def test_material_copies_what_it_is_given():
 
 def test_unused_textures_are_checked_too(tmp_path):
     b = quad_document(image=encode(CHECKER))
-    b.add("textures", {"source": 5})
-    with pytest.raises(GltfError, match=r"textures\[1\]\.source: 5 is not an index into images"):
+    b.add("textures", {"source": 5, "sampler": "s"})
+    with pytest.warns(GltfWarning) as caught:
         load(b, tmp_path)
+    assert sorted(str(w.message) for w in caught) == [
+        "quad.gltf: textures[1].sampler: must be an integer, got 's'; the default sampler is used",
+        "quad.gltf: textures[1].source: 5 is not an index into images (1 elements); ignored",
+    ]
 
 
 def test_an_image_used_by_two_materials_is_one_array(tmp_path):

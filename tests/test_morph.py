@@ -4,6 +4,7 @@ channels) against what the fixtures wrote."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import zlib
 
@@ -14,7 +15,7 @@ from vkdqs import InputError, LimitError, SkinnedMesh, dq, reference
 from vkdqs import methods as registry
 from vkdqs import shader_interface as si
 from vkdqs.app.scenes import GltfScenePlayer
-from vkdqs.gltf import GltfError, load_gltf
+from vkdqs.gltf import GltfError, GltfWarning, load_gltf
 from vkdqs.gltf.parts import scene_parts
 from vkdqs.renderer import Renderer
 from vkdqs.skinner import Skinner
@@ -511,21 +512,12 @@ BAD_CASES = {
         lambda d, m: d["nodes"][4].update(weights=[1.0, "x"]),
         r"nodes\[4\]\.weights\[1\]: must be a number",
     ),
-    "node_weights_without_mesh": (
-        lambda d, m: d["nodes"][1].update(weights=[1.0]),
-        r"nodes\[1\]\.weights: a node with weights must have a mesh",
-    ),
     "channel_output_count": (
         lambda d, m: d["animations"][0]["samplers"][0].update(
             output=d["animations"][0]["samplers"][1]["output"]
         ),
         r"animations\[0\]\.samplers\[0\]\.output: accessors\[\d+\] has 6 elements; LINEAR with "
         r"3 keys of 3 morph weights needs 9",
-    ),
-    "channel_on_mesh_without_targets": (
-        lambda d, m: d["animations"][0]["channels"][0]["target"].update(node=0),
-        r"animations\[0\]\.channels\[0\]\.target: animates the weights of nodes\[0\], whose mesh "
-        r"has no morph targets",
     ),
     "target_not_vec3": (
         lambda d, m: _prim(d)["targets"][0].update(POSITION=_prim(d)["attributes"]["JOINTS_0"]),
@@ -534,10 +526,6 @@ BAD_CASES = {
     "target_count_vs_position": (
         lambda d, m: _prim(d)["targets"][0].update(POSITION=_prim(d, 1)["targets"][0]["POSITION"]),
         r"meshes\[0\]\.primitives\[0\]\.targets\[0\]\.POSITION: has 4 elements but POSITION has 30",
-    ),
-    "targets_empty": (
-        lambda d, m: _prim(d, 1, 0).update(targets=[]),
-        r"meshes\[1\]\.primitives\[0\]\.targets: must not be empty",
     ),
     "target_not_object": (
         lambda d, m: _prim(d, 1, 0)["targets"].__setitem__(0, 5),
@@ -551,6 +539,56 @@ def test_gltf_bad_morph_data(tmp_path, case):
     edit, pattern = BAD_CASES[case]
     with pytest.raises(GltfError, match=pattern):
         load_gltf(_bad(tmp_path, edit))
+
+
+#: Morph data that weights nothing (a node without a mesh, a mesh without targets): ignored,
+#: with a warning naming the JSON path; what the file's other morph targets do is unchanged.
+IDLE_CASES = {
+    "node_weights_without_mesh": (
+        lambda d, m: d["nodes"][1].update(weights=[1.0]),
+        [r"nodes\[1\]\.weights: a node without a mesh has no morph targets to weight; ignored"],
+        [(0, 3), (1, 4)],
+    ),
+    "channel_on_mesh_without_targets": (
+        lambda d, m: d["animations"][0]["channels"][0]["target"].update(node=0),
+        [
+            r"animations\[0\]\.channels\[0\]\.target: animates the weights of nodes\[0\], which "
+            r"has no mesh with morph targets; the channel is ignored"
+        ],
+        [(1, 4)],  # the tube's channel is the one moved
+    ),
+    # the quad's only primitive: its node's weights and its channel then weight nothing
+    "targets_empty": (
+        lambda d, m: _prim(d, 1, 0).update(targets=[]),
+        [
+            r"meshes\[1\]\.primitives\[0\]\.targets: is empty: the primitive has no morph targets",
+            r"nodes\[4\]\.weights: meshes\[1\] has no morph targets to weight; ignored",
+            r"animations\[0\]\.channels\[1\]\.target: animates the weights of nodes\[4\]",
+        ],
+        [(0, 3)],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(IDLE_CASES))
+def test_gltf_morph_data_that_weights_nothing_warns(tmp_path, case):
+    edit, patterns, untouched = IDLE_CASES[case]
+    _, plain = _load(tmp_path)
+    with pytest.warns(GltfWarning) as caught:
+        scene = load_gltf(_bad(tmp_path, edit))
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == len(patterns), messages
+    for pattern, message in zip(patterns, messages, strict=True):
+        assert re.search(pattern, message), (pattern, message)
+    for (mesh, node), t in itertools.product(untouched, (0.0, 0.5, 1.5)):
+        np.testing.assert_array_equal(
+            scene.morph_weights(mesh, node=node, animation=0, time=t),
+            plain.morph_weights(mesh, node=node, animation=0, time=t),
+        )
+    if case == "targets_empty":
+        assert scene.meshes[1].primitives[0].target_count == 0
+        assert scene.nodes[4].weights is None
+        assert len(scene.morph_weights(1, node=4, animation=0, time=0.5)) == 0
 
 
 def test_gltf_quantized_deltas_need_the_extension_and_signed_types(tmp_path):

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vkdqs.gltf import compression
-from vkdqs.gltf.errors import GltfError, _show
+from vkdqs.gltf.errors import GltfError, _BudgetSpent, _show
 from vkdqs.gltf.uris import (
     _realpath,
     data_uri_size,
@@ -90,6 +90,8 @@ class Budget:
 
     @property
     def limit(self) -> int:
+        """The bound now: ``max_bytes`` when given, else :func:`default_max_bytes` of the JSON
+        and data the model has brought so far."""
         if self.explicit is not None:
             return self.explicit
         return default_max_bytes(self.json_bytes, self.data_bytes)
@@ -118,7 +120,7 @@ class Budget:
         """Count ``nbytes`` against the limit, before they are allocated (GltfError past it)."""
         if self.spent + nbytes > self.limit:
             where = f"{path}: " if path else ""
-            raise GltfError(f"{self.name}: {where}{self.message(nbytes, what)}")
+            raise _BudgetSpent(f"{self.name}: {where}{self.message(nbytes, what)}")
         self.spent += nbytes
 
 
@@ -199,6 +201,14 @@ class _AccessorReader:
         what is skinned or drawn; :func:`vkdqs.gltf.load_gltf` issues the notes when it
         returns, so they point at its caller."""
         note = f"{self.name}: {path}: {msg}"
+        if note not in self._noted:
+            self._noted.add(note)
+            self.notes.append(note)
+
+    def warn_error(self, exc: GltfError, then: str) -> None:
+        """Note a :class:`GltfError` (which names the file and JSON path) as a warning ending in
+        ``then``, for what vkdqs can draw without."""
+        note = f"{exc}; {then}"
         if note not in self._noted:
             self._noted.add(note)
             self.notes.append(note)
@@ -314,6 +324,15 @@ class _AccessorReader:
             self.fail(_at(path, key), f"must be a string, got {_show(value)}")
         return value
 
+    def get_name(self, parent: dict, path: str) -> str:
+        """``parent["name"]`` (``""`` when absent). A name changes nothing vkdqs skins or draws:
+        one that is not a string is a warning, and the object is unnamed."""
+        value = parent.get("name", "")
+        if isinstance(value, str):
+            return value
+        self.warn(_at(path, "name"), f"must be a string, got {_show(value)}; left unnamed")
+        return ""
+
     def get_bool(self, parent: dict, key: str, path: str, *, default: bool = False) -> bool:
         value = parent.get(key, default)
         if not isinstance(value, bool):
@@ -415,9 +434,12 @@ class _AccessorReader:
         stride = self.get_int(bv, "byteStride", path)
         if stride is not None and not (4 <= stride <= 252 and stride % 4 == 0):
             self.fail(f"{path}.byteStride", f"{stride} must be a multiple of 4 in [4, 252]")
-        target = self.get_int(bv, "target", path)
-        if target not in (None, _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER):
-            self.fail(f"{path}.target", f"{target} is not 34962 or 34963")
+        target = bv.get("target")
+        if target is not None and (
+            isinstance(target, bool) or target not in (_ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER)
+        ):
+            # a hint for GPU uploads: vkdqs reads every view by how its accessors use it
+            self.warn(f"{path}.target", f"{_show(target)} is not 34962 or 34963; ignored")
         meshopt = compression.meshopt_extension(self, bv, path)
         data = self.buffer(b) if meshopt is None else b""
         declared = self.get_int(
@@ -557,7 +579,9 @@ class _AccessorReader:
             self.fail(f"{path}.type", f"{_show(type_)} is not a glTF accessor type")
         normalized = self.get_bool(a, "normalized", path)
         if normalized and ct in (UNSIGNED_INT, FLOAT):
-            self.fail(f"{path}.normalized", f"is true for {_COMPONENTS[ct][0]} components")
+            # only 8- and 16-bit integers are normalized: the values read the same without it
+            self.warn(f"{path}.normalized", f"is true for {_COMPONENTS[ct][0]} components; ignored")
+            normalized = False
         comp = _COMPONENTS[ct][1]
         cols, rows = _TYPES[type_]
         byte_offset = self.get_int(a, "byteOffset", path, default=0, minimum=0)
@@ -568,7 +592,8 @@ class _AccessorReader:
             view_index = None
         elif view_index is None:
             if "byteOffset" in a:
-                self.fail(f"{path}.byteOffset", "must not be defined without a bufferView")
+                # the accessor is zeros (and its sparse values) wherever it would start
+                self.warn(f"{path}.byteOffset", "is defined without a bufferView; ignored")
             nbytes = count * cols * rows * comp.itemsize
             if self.zero_filled + nbytes > MAX_ZERO_FILL_BYTES:
                 self.fail(
@@ -587,10 +612,12 @@ class _AccessorReader:
             if vertex:
                 stride = self.view(view_index).stride
                 if byte_offset % 4 or (stride is None and data[0].nbytes % 4):
-                    self.fail(
+                    # for GPUs that read the buffer as it is; vkdqs reads it element by element
+                    # (each component aligned, as checked above), the same at any offset
+                    self.warn(
                         path,
                         f"vertex attribute elements must be 4-byte aligned (byteOffset "
-                        f"{byte_offset}, element size {data[0].nbytes})",
+                        f"{byte_offset}, element size {data[0].nbytes}); read as they are",
                     )
         sparse = self.get_obj(a, "sparse", path) if decoded is None else None
         if sparse is not None:
@@ -599,7 +626,11 @@ class _AccessorReader:
         from_file = view_index is not None or sparse is not None or decoded is not None
         if ct == FLOAT and from_file and not np.isfinite(data).all():
             e = int(np.argwhere(~np.isfinite(data))[0][0])
-            self.fail(path, f"element {e} is not finite ({data[e].ravel().tolist()})")
+            values = data[e].ravel().tolist()
+            if vertex is None:  # checked only because nothing vkdqs reads uses it
+                self.warn(path, f"element {e} is not finite ({values}); nothing vkdqs reads it")
+            else:
+                self.fail(path, f"element {e} is not finite ({values})")
         # [count, cols, rows] column-major storage -> [count, rows] or [count, rows, cols].
         if cols > 1:
             self.charge(data.nbytes, path, "transposing matrices")
@@ -651,8 +682,8 @@ class _AccessorReader:
     def check_unused(self) -> None:
         """Check buffers, bufferViews and accessors that nothing we load refers to.
 
-        A file is malformed even when the broken part is unused, and a partial check would let
-        the same file load or fail depending on which meshes a caller asks for.
+        Their bytes must be where the file says, so that every load reads the same document;
+        what only their values break (a non-finite element of an unused accessor) warns.
         """
         for i in range(len(self.array("buffers"))):
             if self.skip_buffer(i):

@@ -161,15 +161,16 @@ def numbers(
     return rows, values
 
 
-def strings(
-    r: _AccessorReader, col: list[Any], path_of: Callable[[int], str], default: str = ""
-) -> list[str]:
-    """A column of strings (``default`` where :data:`MISSING`)."""
-    if _types(col) - {str}:
-        for i, v in enumerate(col):  # a column holding something else: name it
-            if v is not MISSING and not isinstance(v, str):
-                r.fail(path_of(i), f"must be a string, got {_show_value(v)}")
-    return [default if v is MISSING else v for v in col]
+def names(r: _AccessorReader, col: list[Any], path_of: Callable[[int], str]) -> list[str]:
+    """A column of ``name`` strings (``""`` where :data:`MISSING`). A name changes nothing vkdqs
+    skins or draws: one that is not a string leaves its object unnamed, with one warning naming
+    the first (and how many there are)."""
+    if not (_types(col) - {str}):
+        return ["" if v is MISSING else v for v in col]
+    bad = [i for i, v in enumerate(col) if v is not MISSING and not isinstance(v, str)]
+    more = f" ({len(bad) - 1} more like it)" if len(bad) > 1 else ""
+    r.warn(path_of(bad[0]), f"must be a string, got {_show_value(col[bad[0]])}; left unnamed{more}")
+    return [v if isinstance(v, str) else "" for v in col]
 
 
 def _show_value(value: Any) -> str:

@@ -301,7 +301,10 @@ def decode_draco(
     for key, uid in ids.items():
         upath = f"{epath}.attributes.{key}"
         if key not in attrs:
-            r.fail(upath, "is not one of the primitive's attributes")
+            # the stream holds an attribute the primitive does not use: not decoded into
+            # anything, so it changes nothing drawn
+            r.warn(upath, "is not one of the primitive's attributes; ignored")
+            continue
         wanted[key] = r.as_int(uid, upath, minimum=0)
     if len(set(wanted.values())) != len(wanted):
         r.fail(f"{epath}.attributes", "lists a Draco attribute id twice")

@@ -17,12 +17,23 @@ _CHUNK_JSON = 0x4E4F534A
 _CHUNK_BIN = 0x004E4942
 
 
-def _parse_glb(raw: bytes | bytearray, name: str) -> tuple[memoryview, memoryview | None]:
+def _parse_glb(
+    raw: bytes | bytearray, name: str, notes: list[str] | None = None
+) -> tuple[memoryview, memoryview | None]:
     """Split a GLB into its JSON chunk and optional BIN chunk (views of ``raw``, not copies),
-    checking the container."""
+    checking the container.
+
+    What a GLB reader reads the same however it is laid out (bytes after the header's
+    ``length``, a chunk length that is not a multiple of 4, the one JSON or BIN chunk in
+    another place) is appended to ``notes`` as a warning, as three.js reads it.
+    """
 
     def fail(msg: str) -> NoReturn:
         raise GltfError(f"{name}: {msg}")
+
+    def warn(msg: str) -> None:
+        if notes is not None:
+            notes.append(f"{name}: {msg}")
 
     if len(raw) < 12:
         fail(f"GLB header: the file has {len(raw)} bytes, a GLB header needs 12")
@@ -33,8 +44,11 @@ def _parse_glb(raw: bytes | bytearray, name: str) -> tuple[memoryview, memoryvie
         fail(f"GLB header: version {version} is not supported (only glTF 2)")
     if length > len(raw):
         fail(f"GLB header: length {length} but the file has only {len(raw)} bytes (truncated)")
-    if length != len(raw):
-        fail(f"GLB header: length {length} but the file has {len(raw)} bytes")
+    if length < len(raw):
+        warn(
+            f"GLB header: length {length} but the file has {len(raw)} bytes; the "
+            f"{len(raw) - length} after it are ignored"
+        )
     chunks: list[tuple[int, memoryview]] = []
     whole = memoryview(raw)
     offset = 12
@@ -44,7 +58,7 @@ def _parse_glb(raw: bytes | bytearray, name: str) -> tuple[memoryview, memoryvie
             fail(f"{where}: truncated chunk header ({length - offset} bytes left, need 8)")
         chunk_length, chunk_type = struct.unpack_from("<II", raw, offset)
         if chunk_length % 4:
-            fail(f"{where}: chunkLength {chunk_length} is not a multiple of 4")
+            warn(f"{where}: chunkLength {chunk_length} is not a multiple of 4 (not padded)")
         start = offset + 8
         if start + chunk_length > length:
             fail(
@@ -53,18 +67,22 @@ def _parse_glb(raw: bytes | bytearray, name: str) -> tuple[memoryview, memoryvie
             )
         chunks.append((chunk_type, whole[start : start + chunk_length]))
         offset = start + chunk_length
-    if not chunks or chunks[0][0] != _CHUNK_JSON:
-        fail("GLB: the first chunk must be the JSON chunk")
-    binary = None
-    for i, (chunk_type, data) in enumerate(chunks[1:], start=1):
-        if chunk_type == _CHUNK_JSON:
-            fail(f"GLB chunk {i}: a second JSON chunk")
-        if chunk_type == _CHUNK_BIN:
-            if i != 1:
-                fail(f"GLB chunk {i}: the BIN chunk must be the second chunk (and only one)")
-            binary = data
+    found: dict[int, int] = {}  # chunk type -> the chunk's index
+    for i, (chunk_type, _) in enumerate(chunks):
+        if chunk_type in (_CHUNK_JSON, _CHUNK_BIN):
+            what = "JSON" if chunk_type == _CHUNK_JSON else "BIN"
+            if chunk_type in found:  # which one would a reader take?
+                fail(f"GLB chunk {i}: a second {what} chunk (chunk {found[chunk_type]} is one)")
+            found[chunk_type] = i
         # Chunks of unknown types are skipped, as the spec requires.
-    return chunks[0][1], binary
+    if _CHUNK_JSON not in found:
+        fail("GLB: no JSON chunk (the first chunk must be the JSON chunk)")
+    if found[_CHUNK_JSON] != 0:
+        warn(f"GLB chunk {found[_CHUNK_JSON]}: the JSON chunk is not the first chunk")
+    if found.get(_CHUNK_BIN, 1) != 1:
+        warn(f"GLB chunk {found[_CHUNK_BIN]}: the BIN chunk is not the second chunk")
+    binary = chunks[found[_CHUNK_BIN]][1] if _CHUNK_BIN in found else None
+    return chunks[found[_CHUNK_JSON]][1], binary
 
 
 def _reject_constant(token: str) -> NoReturn:
@@ -92,20 +110,27 @@ def _text_bytes(data: bytes | bytearray | memoryview) -> int:
 
 
 def _parse_json(
-    data: bytes | bytearray | memoryview, name: str, charge: Callable[[int], None] | None = None
+    data: bytes | bytearray | memoryview,
+    name: str,
+    charge: Callable[[int], None] | None = None,
+    notes: list[str] | None = None,
 ) -> dict:
     """Parse the JSON text of a glTF document; ``charge(bytes)`` is called before parsing with
-    an upper bound of what the parse allocates (it raises to refuse the file)."""
+    an upper bound of what the parse allocates (it raises to refuse the file). A byte order
+    mark, which glTF forbids, is skipped with a warning appended to ``notes``."""
+    bom = bytes(data[:3]) == b"\xef\xbb\xbf"
+    if bom:
+        if notes is not None:
+            notes.append(f"{name}: JSON starts with a byte order mark, which glTF forbids; skipped")
+        data = memoryview(data)[3:]  # a view: the text is not copied
     if charge is not None:
         charge(_text_bytes(data))
     try:
         text = str(data, "utf-8")
     except UnicodeDecodeError as exc:
-        raise GltfError(f"{name}: JSON is not valid UTF-8 (byte {exc.start})") from None
+        raise GltfError(f"{name}: JSON is not valid UTF-8 (byte {exc.start + 3 * bom})") from None
     if charge is not None:
         charge(_json_cost(text))
-    if text.startswith("\ufeff"):
-        raise GltfError(f"{name}: JSON starts with a byte order mark, which glTF forbids")
     try:
         doc = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:

@@ -15,10 +15,17 @@ class GltfError(InputError):
     """
 
 
+class _BudgetSpent(GltfError):
+    """The file needs more than ``max_bytes``: always an error, never turned into a warning for
+    a part vkdqs could draw without."""
+
+
 class GltfWarning(UserWarning):
-    """Something in a glTF file vkdqs skips but can draw without: a broken, missing or refused
-    image (that material draws untextured), a texture on a second UV set. The message names the
-    file and the JSON path."""
+    """Something in a glTF file that does not change what vkdqs skins or draws, which it loads
+    as three.js would: a broken, missing or refused image or a texture reference it cannot follow
+    (that material draws untextured), a name that is not a string, a malformed ``scene``, a
+    ``skin.skeleton`` that is not a root of its joints, a field glTF forbids but that reads the
+    same (see docs/bad-input.md). The message names the file and the JSON path."""
 
 
 def _show(value: Any) -> str:

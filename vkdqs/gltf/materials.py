@@ -9,12 +9,16 @@ PNG, JPEG, WebP, decoded by :mod:`vkdqs.gltf.images`; KTX 2 by :mod:`vkdqs.gltf.
 material properties (metallic-roughness, normal, occlusion and emissive textures, other
 ``KHR_materials_*``) are ignored.
 
-Malformed JSON is a :class:`GltfError` naming the JSON path. An image that cannot be used (bad
-bytes, a missing file, a URI that leaves the model's folder, which is then not read) is a
-:class:`GltfWarning` naming the image, and its materials draw untextured (factor only); a
-texture on a UV set other than ``TEXCOORD_0`` also warns and draws untextured. Only images used
-as a base-colour texture are read and decoded, once per source (images that share a bufferView,
-a data: URI or a file share one decode); the URIs of the others are checked.
+What changes the colour a material draws (its ``baseColorFactor``, ``alphaMode``, a MASK
+``alphaCutoff``, ``doubleSided``) is a :class:`GltfError` naming the JSON path when it is
+malformed. An image or texture that cannot be used (bad bytes, a missing file, a URI that leaves
+the model's folder, which is then not read, an image object without one place for its bytes, a
+texture reference, ``texCoord`` or ``KHR_texture_transform`` vkdqs cannot read, a texture on a
+UV set other than ``TEXCOORD_0``) is a :class:`GltfWarning` naming the JSON path, and its
+materials draw untextured (factor only); a filter or wrap value glTF does not define warns and
+the default is used. Only images used as a base-colour texture are read and decoded, once per
+source (images that share a bufferView, a data: URI or a file share one decode); the URIs of
+the others are checked.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vkdqs.gltf import ktx2
-from vkdqs.gltf.errors import GltfError, GltfWarning, _show
+from vkdqs.gltf.errors import GltfError, GltfWarning, _BudgetSpent, _show
 from vkdqs.gltf.images import ImageProblem, decode_image
 from vkdqs.gltf.uris import (
     data_uri_size,
@@ -84,22 +88,21 @@ class _Materials:
         self._samplers: dict[int, Sampler] = {}
 
     def sampler(self, i: int) -> Sampler:
+        """``samplers[i]`` as a :class:`Sampler`. A filter or wrap value glTF does not define
+        is a warning, and the default is used (as three.js does): it changes only how a
+        texture is filtered."""
         if i in self._samplers:
             return self._samplers[i]
         r, path = self.r, f"samplers[{i}]"
         s = r.array("samplers")[i]
-        mag = r.get_int(s, "magFilter", path)
-        minf = r.get_int(s, "minFilter", path)
-        if mag is not None and mag not in _MAG:
-            r.fail(f"{path}.magFilter", f"{mag} is not 9728 (NEAREST) or 9729 (LINEAR)")
-        if minf is not None and minf not in _MIN:
-            r.fail(f"{path}.minFilter", f"{minf} is not a glTF minification filter")
+        mag = self._code(s, "magFilter", path, _MAG, "9728 (NEAREST) or 9729 (LINEAR)", "LINEAR")
+        minf = self._code(
+            s, "minFilter", path, _MIN, "a glTF minification filter", "LINEAR_MIPMAP_LINEAR"
+        )
         wraps = []
         for key in ("wrapS", "wrapT"):
-            w = r.get_int(s, key, path, default=10497)
-            if w not in _WRAP:
-                r.fail(f"{path}.{key}", f"{w} is not 33071, 33648 or 10497")
-            wraps.append(_WRAP[w])
+            w = self._code(s, key, path, _WRAP, "33071, 33648 or 10497", "REPEAT")
+            wraps.append(_WRAP[10497 if w is None else w])
         min_filter, mipmap = _MIN[minf] if minf is not None else ("linear", "linear")
         out = Sampler(
             mag_filter=_MAG[mag] if mag is not None else "linear",
@@ -111,21 +114,62 @@ class _Materials:
         self._samplers[i] = out
         return out
 
-    def check_image(self, i: int) -> tuple[dict, str]:
-        """The image object and its path; checks its JSON (not its data)."""
+    def _code(
+        self, obj: dict, key: str, path: str, codes: dict, what: str, default: str
+    ) -> int | None:
+        """``obj[key]`` when it is one of ``codes``; None when absent, or (a warning) when it
+        is something else."""
+        value = obj.get(key)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if value is None or (type(value) is int and value in codes):
+            return value
+        _warn(self.r, f"{path}.{key}", f"{_show(value)} is not {what}; {default} is used")
+        return None
+
+    def _index(self, obj: dict, key: str, path: str, target: str, then: str) -> int | None:
+        """``obj[key]`` as an index into ``target``; None when absent, or (a warning ending in
+        ``then``) when it is not such an index."""
+        try:
+            return self.r.get_index(obj, key, path, target)
+        except GltfError as exc:
+            self.r.warn_error(exc, then)
+            return None
+
+    def _obj(self, obj: dict, key: str, path: str, then: str) -> dict:
+        """``obj[key]`` as an object; ``{}`` when absent, or (a warning ending in ``then``)
+        when it is not an object."""
+        try:
+            return self.r.get_obj(obj, key, path) or {}
+        except GltfError as exc:
+            self.r.warn_error(exc, then)
+            return {}
+
+    def check_image(self, i: int) -> tuple[dict, str, str | None] | None:
+        """The image object, its path and its ``mimeType`` (None when absent); checks its JSON
+        (not its data). None, with a warning, for an image whose JSON does not say where its
+        bytes are: its materials draw untextured."""
         r, path = self.r, f"images[{i}]"
         image = r.array("images")[i]
+        untextured = "not read (its materials draw untextured)"
         has_uri, has_view = "uri" in image, "bufferView" in image
         if has_uri == has_view:
-            r.fail(path, "must have exactly one of uri and bufferView")
-        mime = r.get_str(image, "mimeType", path) if "mimeType" in image else None
+            _warn(r, path, f"must have exactly one of uri and bufferView; {untextured}")
+            return None
+        mime = image.get("mimeType")
+        if mime is not None and not isinstance(mime, str):
+            _warn(r, f"{path}.mimeType", f"must be a string, got {_show(mime)}; ignored")
+            mime = None
         if has_view:
-            r.get_index(image, "bufferView", path, "bufferViews")
+            if self._index(image, "bufferView", path, "bufferViews", untextured) is None:
+                return None
             if mime is None:
-                r.fail(path, "an image in a bufferView needs a mimeType")
-        else:
-            r.get_str(image, "uri", path)
-        return image, path
+                # the bytes say what they are (PNG, JPEG, WebP and KTX 2 are told apart by them)
+                _warn(r, path, "an image in a bufferView needs a mimeType; read by its bytes")
+        elif not isinstance(image["uri"], str):
+            _warn(r, f"{path}.uri", f"must be a string, got {_show(image['uri'])}; {untextured}")
+            return None
+        return image, path, mime
 
     def image(self, i: int) -> np.ndarray | None:
         """Decoded RGBA8 pixels of ``images[i]``, or None (with a warning) when unusable.
@@ -136,8 +180,11 @@ class _Materials:
         if i in self._images:
             return self._images[i]
         r = self.r
-        image, path = self.check_image(i)
-        mime = image.get("mimeType")
+        checked = self.check_image(i)
+        if checked is None:
+            self._images[i] = None
+            return None
+        image, path, mime = checked
         out = None
         where, key = path, None
         try:
@@ -170,9 +217,9 @@ class _Materials:
             _warn(r, path, problem)
             if key is not None:
                 self._sources[key] = (None, (False, problem))
+        except _BudgetSpent:
+            raise  # the file's budget is spent: that is an error, not a broken image
         except GltfError as exc:
-            if "max_bytes" in str(exc):
-                raise  # the file's budget is spent: that is an error, not a broken image
             _warn_error(r, exc, "its materials draw untextured")
             if key is not None:
                 said = str(exc).removeprefix(f"{r.name}: ").removeprefix(f"{where}: ")
@@ -193,24 +240,38 @@ class _Materials:
             r.charge(size, path, f"reading {what} ({size} bytes)")
             return read_at_most(f, size, path, name=r.name)
 
+    def texture(self, t: int) -> tuple[int | None, int | None]:
+        """``textures[t]``'s sampler and the image it draws (``EXT_texture_webp``'s source
+        first, then ``KHR_texture_basisu``'s when its transcoder is installed or there is no
+        other), checking its JSON. A reference that is not an index, or an extension object
+        that is not an object, is a warning and ignored: it changes only which image a
+        material draws, and a material draws untextured without one."""
+        path = f"textures[{t}]"
+        tex = self.r.array("textures")[t]
+        sampler = self._index(tex, "sampler", path, "samplers", "the default sampler is used")
+        source = self._index(tex, "source", path, "images", "ignored")
+        ext = self._obj(tex, "extensions", path, "ignored")
+        webp = self._obj(ext, _WEBP, f"{path}.extensions", "ignored")
+        webp_source = self._index(webp, "source", f"{path}.extensions.{_WEBP}", "images", "ignored")
+        source = webp_source if webp_source is not None else source
+        basisu = self._obj(ext, _BASISU, f"{path}.extensions", "ignored")
+        ktx_path = f"{path}.extensions.{_BASISU}"
+        ktx_source = self._index(basisu, "source", ktx_path, "images", "ignored")
+        if ktx_source is not None and (ktx2.available() or source is None):
+            source = ktx_source  # the transcoder, or the HINT as a warning
+        return sampler, source
+
     def texture_image(self, t: int, user: str) -> tuple[np.ndarray | None, Sampler]:
-        r, path = self.r, f"textures[{t}]"
-        tex = r.array("textures")[t]
-        sampler_i = r.get_index(tex, "sampler", path, "samplers")
+        """The decoded image ``textures[t]`` draws (None, with a warning, when it has none or
+        it cannot be used) and its sampler; ``user`` is the JSON path of the texture info."""
+        sampler_i, source = self.texture(t)
         sampler = Sampler() if sampler_i is None else self.sampler(sampler_i)
-        source = r.get_index(tex, "source", path, "images")
-        ext = r.get_obj(tex, "extensions", path) or {}
-        webp = r.get_obj(ext, _WEBP, f"{path}.extensions")
-        if webp is not None:
-            webp_source = r.get_index(webp, "source", f"{path}.extensions.{_WEBP}", "images")
-            source = webp_source if webp_source is not None else source
-        basisu = r.get_obj(ext, _BASISU, f"{path}.extensions")
-        if basisu is not None:
-            ktx_source = r.get_index(basisu, "source", f"{path}.extensions.{_BASISU}", "images")
-            if ktx_source is not None and (ktx2.available() or source is None):
-                source = ktx_source  # the transcoder, or the HINT as a warning
         if source is None:
-            _warn(r, path, f"has no PNG, JPEG or WebP source (used by {user}); drawn untextured")
+            _warn(
+                self.r,
+                f"textures[{t}]",
+                f"has no PNG, JPEG or WebP source (used by {user}); drawn untextured",
+            )
             return None, sampler
         return self.image(source), sampler
 
@@ -230,6 +291,7 @@ class _Materials:
         return x
 
     def material(self, m: int) -> Material:
+        """``materials[m]`` as a :class:`Material`, its texture decoded."""
         r, path = self.r, f"materials[{m}]"
         mat = r.array("materials")[m]
         pbr = r.get_obj(mat, "pbrMetallicRoughness", path) or {}
@@ -240,10 +302,47 @@ class _Materials:
         alpha = r.get_str(mat, "alphaMode", path, default="OPAQUE")
         if alpha not in _ALPHA:
             r.fail(f"{path}.alphaMode", f"{_show(alpha)} is not OPAQUE, MASK or BLEND")
-        cutoff = self.number(mat, "alphaCutoff", path, 0.5)
-        if cutoff < 0.0:
-            r.fail(f"{path}.alphaCutoff", f"{cutoff} must be >= 0")
+        cutoff = self._cutoff(mat, path, alpha)
         double = r.get_bool(mat, "doubleSided", path)
+        try:
+            texture, sampler, transform = self._base_color_texture(pbr, ppath)
+        except _BudgetSpent:
+            raise
+        except GltfError as exc:
+            # a texture reference, texCoord or transform vkdqs cannot read: the texture is
+            # not drawn, the factor is (as for a broken image)
+            r.warn_error(exc, "this material draws untextured")
+            texture, sampler, transform = None, Sampler(), np.eye(3)
+        return Material(
+            base_color=tuple(float(x) for x in factor),
+            texture=texture,
+            sampler=sampler,
+            uv_transform=transform,
+            alpha_mode=alpha,
+            alpha_cutoff=cutoff,
+            double_sided=double,
+            name=r.get_name(mat, path),
+        )
+
+    def _cutoff(self, mat: dict, path: str, alpha: str) -> float:
+        """``alphaCutoff``; only MASK reads it (BLEND is drawn as MASK at 0.5), so for another
+        ``alphaMode`` one that is not a number >= 0 is a warning and 0.5."""
+        try:
+            cutoff = self.number(mat, "alphaCutoff", path, 0.5)
+            if cutoff < 0.0:
+                self.r.fail(f"{path}.alphaCutoff", f"{cutoff} must be >= 0")
+        except GltfError as exc:
+            if alpha == "MASK":
+                raise
+            self.r.warn_error(exc, f"ignored (alphaMode {alpha})")
+            return 0.5
+        return cutoff
+
+    def _base_color_texture(
+        self, pbr: dict, ppath: str
+    ) -> tuple[np.ndarray | None, Sampler, np.ndarray]:
+        """The base-colour texture's pixels (or None), sampler and UV transform."""
+        r = self.r
         texture = None
         sampler = Sampler()
         transform = np.eye(3)
@@ -272,23 +371,19 @@ class _Materials:
                     "draws untextured",
                 )
                 texture = None
-        return Material(
-            base_color=tuple(float(x) for x in factor),
-            texture=texture,
-            sampler=sampler,
-            uv_transform=transform,
-            alpha_mode=alpha,
-            alpha_cutoff=cutoff,
-            double_sided=double,
-            name=r.get_str(mat, "name", path),
-        )
+        return texture, sampler, transform
 
 
 def read_materials(reader: _AccessorReader) -> tuple[Material, ...]:
-    """Every material of the document (textures decoded), and every image's JSON checked."""
+    """Every material of the document (textures decoded), and every image's, texture's and
+    sampler's JSON checked."""
     m = _Materials(reader)
     for i in range(len(reader.array("images"))):  # over images, at load
-        image, path = m.check_image(i)
+        checked = m.check_image(i)
+        if checked is None:
+            m._images[i] = None
+            continue
+        image, path, _ = checked
         uri = image.get("uri")
         if uri is not None and not is_data_uri(uri):
             try:
@@ -297,16 +392,9 @@ def read_materials(reader: _AccessorReader) -> tuple[Material, ...]:
                 _warn_error(reader, exc, "not read (its materials draw untextured)")
                 m._images[i] = None
     for t in range(len(reader.array("textures"))):  # over textures, at load: JSON checks
-        tex, tpath = reader.array("textures")[t], f"textures[{t}]"
-        sampler = reader.get_index(tex, "sampler", tpath, "samplers")
+        sampler, _ = m.texture(t)
         if sampler is not None:
             m.sampler(sampler)
-        reader.get_index(tex, "source", tpath, "images")
-        ext = reader.get_obj(tex, "extensions", tpath) or {}
-        for name in (_WEBP, _BASISU):
-            alternative = reader.get_obj(ext, name, f"{tpath}.extensions")
-            if alternative is not None:
-                reader.get_index(alternative, "source", f"{tpath}.extensions.{name}", "images")
     for s in range(len(reader.array("samplers"))):
         m.sampler(s)
     return tuple(m.material(i) for i in range(len(reader.array("materials"))))

@@ -28,7 +28,8 @@ What is loaded
   mesh; ``mesh.weights``, ``node.weights`` (lengths checked) and ``mesh.extras.targetNames``.
 * ``TEXCOORD_0`` (float, normalized unsigned byte/short), ``COLOR_0`` (VEC3/VEC4 float or
   normalized unsigned byte/short; linear) and ``TANGENT`` (VEC4, ``w`` = +-1; kept on the
-  :class:`Primitive`, not drawn) and each primitive's ``material``.
+  :class:`Primitive`, not drawn: one vkdqs cannot use is left out with a warning) and each
+  primitive's ``material``.
 * Materials, textures, samplers and images (:mod:`vkdqs.gltf.materials`): base colour factor
   and texture (PNG, JPEG, ``EXT_texture_webp``; ``KHR_texture_transform``), alpha mode,
   double-sidedness. A broken, missing or refused image is a :class:`GltfWarning` and an
@@ -57,11 +58,15 @@ users share are decoded once, and everything the file makes the loader hold is c
 
 Errors
 ------
-A malformed or unsupported file raises one :class:`GltfError` whose message names the file, the
-JSON path and the problem, e.g.
+A file that cannot be read safely, or whose malformed or unsupported parts would change what is
+skinned or drawn, raises one :class:`GltfError` whose message names the file, the JSON path and
+the problem, e.g.
 ``model.gltf: accessors[7].count: 40 elements of 12 bytes from offset 0 exceed bufferViews[2]
-(byteLength 400)``. Mistakes of the caller (an animation index that does not exist) raise
-:class:`vkdqs.errors.InputError`.
+(byteLength 400)``. What does not change what vkdqs skins or draws (a name that is not a string,
+a malformed ``scene``, a ``bufferView.target`` glTF does not define, morph weights for a mesh
+without morph targets, a tangent it cannot use, ...) loads as three.js would, with a
+:class:`GltfWarning` naming the JSON path; docs/bad-input.md lists both. Mistakes of the caller
+(an animation index that does not exist) raise :class:`vkdqs.errors.InputError`.
 """
 
 from __future__ import annotations
@@ -97,7 +102,7 @@ from vkdqs.gltf.accessors import (
 )
 from vkdqs.gltf.animation import Animation, Channel, WeightsChannel
 from vkdqs.gltf.container import _parse_glb, _parse_json
-from vkdqs.gltf.errors import GltfError, _show
+from vkdqs.gltf.errors import GltfError, _BudgetSpent, _show
 from vkdqs.gltf.geometry import _triangulate, vertex_normals
 from vkdqs.gltf.materials import issue_warnings, read_materials
 from vkdqs.gltf.scene import GltfScene, Mesh, Node, Primitive, Skin, _NodeTable
@@ -247,16 +252,24 @@ class _Reader(_AccessorReader):
             mm = re.fullmatch(r"(\d+)\.(\d+)", mv)
             if mm is None or (int(mm.group(1)), int(mm.group(2))) > (2, 0):
                 self.fail("asset.minVersion", f"{_show(mv)}: vkdqs reads glTF 2.0")
-        for key in ("extensionsUsed", "extensionsRequired"):
-            for k, ext in enumerate(self.get_list(self.doc, key, "")):
-                if not isinstance(ext, str):
-                    self.fail(f"{key}[{k}]", f"must be a string, got {_show(ext)}")
-        for k, ext in enumerate(self.get_list(self.doc, "extensionsRequired", "")):
+        required = self.get_list(self.doc, "extensionsRequired", "")
+        for k, ext in enumerate(required):
+            if not isinstance(ext, str):
+                self.fail(f"extensionsRequired[{k}]", f"must be a string, got {_show(ext)}")
+        # extensionsUsed only lists names: of them vkdqs reads KHR_mesh_quantization's
+        used = self.doc.get("extensionsUsed", [])
+        if not isinstance(used, list):
+            self.warn("extensionsUsed", f"must be an array, got {_show(used)}; ignored")
+            used = []
+        for k, ext in enumerate(used):
+            if not isinstance(ext, str):
+                self.warn(f"extensionsUsed[{k}]", f"must be a string, got {_show(ext)}; ignored")
+        for k, ext in enumerate(required):
             if not _HARMLESS_REQUIRED.match(ext) and ext not in _SUPPORTED_REQUIRED:
                 self.fail(f"extensionsRequired[{k}]", f"extension {ext!r} is not supported")
             if ext in (*compression.MESHOPT, compression.DRACO) and not compression.decoder(ext):
                 self.fail(f"extensionsRequired[{k}]", compression.missing_decoder(ext))
-        self.quantized = _QUANTIZATION in self.get_list(self.doc, "extensionsUsed", "")
+        self.quantized = _QUANTIZATION in used
 
     def check_limits(self) -> None:
         """Limits a file can break before anything is decoded (its skins' joint counts)."""
@@ -321,7 +334,12 @@ class _Reader(_AccessorReader):
         skin = self._node_ints(cols, "skin", "skins")
         bad = (skin >= 0) & (mesh < 0)
         if bad.any():
-            self.fail(f"nodes[{int(np.argmax(bad))}].skin", "a node with a skin must have a mesh")
+            # three.js ignores it too: without a mesh there is nothing to skin
+            self.warn(
+                f"nodes[{int(np.argmax(bad))}].skin",
+                f"a node without a mesh has nothing to skin; ignored{_more(bad)}",
+            )
+            skin[bad] = -1
         trs = {}
         for key, width, default in _NODE_VECTORS:
             trs[key] = np.broadcast_to(np.array(default, dtype=np.float64), (n, width)).copy()
@@ -359,13 +377,19 @@ class _Reader(_AccessorReader):
                         first = next(k for k in ("translation", "rotation", "scale") if k in raw[i])
                         self.fail(f"nodes[{i}]", f"has both matrix and {first}")
             matrices = flat16.reshape(-1, 4, 4).transpose(0, 2, 1).copy()  # column-major
-        names = columns.strings(self, cols["name"], at("name")) if "name" in cols else [""] * n
+        names = columns.names(self, cols["name"], at("name")) if "name" in cols else [""] * n
         weights: list[NDArray[np.float64] | None] = [None] * n
         self._node_weight_counts = np.full(n, -1, dtype=np.int64)
         if "weights" in cols:
-            for i in np.flatnonzero(columns.present(cols["weights"])).tolist():  # weighted nodes
-                if mesh[i] < 0:
-                    self.fail(f"nodes[{i}].weights", "a node with weights must have a mesh")
+            weighted = columns.present(cols["weights"])
+            meshless = weighted & (mesh < 0)
+            if meshless.any():
+                self.warn(
+                    f"nodes[{int(np.argmax(meshless))}].weights",
+                    f"a node without a mesh has no morph targets to weight; ignored"
+                    f"{_more(meshless)}",
+                )
+            for i in np.flatnonzero(weighted & (mesh >= 0)).tolist():  # weighted nodes
                 w = self.number_list(raw[i], "weights", f"nodes[{i}]")
                 weights[i] = w
                 self._node_weight_counts[i] = len(w)
@@ -404,27 +428,67 @@ class _Reader(_AccessorReader):
         return self.get_numbers(parent, key, path, len(value), [])
 
     def scene_roots(self, nodes: tuple[Node, ...]) -> tuple[int, ...]:
+        """The roots of the default scene (``scene``, else scene 0, else every parentless node).
+
+        vkdqs draws every node that uses a mesh, whichever scene lists it: a malformed
+        ``scene`` or ``scenes`` changes nothing drawn, so it is a warning and what is wrong is
+        left out of the roots.
+        """
         assert self.node_table is not None
         parent = self.node_table.parent
-        scenes = self.array("scenes")
-        roots_of = []
-        for i, sc in enumerate(scenes):  # over scenes; each scene's roots as one array
-            path = f"scenes[{i}]"
-            listed = self.get_list(sc, "nodes", path)
-            roots = columns.ints(self, listed, lambda k, p=path: f"{p}.nodes[{k}]", target="nodes")
-            inner = parent[roots] >= 0
-            if inner.any():
-                k = int(np.argmax(inner))
-                self.fail(f"{path}.nodes[{k}]", f"nodes[{roots[k]}] is not a root node")
-            if len(np.unique(roots)) != len(roots):
-                self.fail(f"{path}.nodes", "lists a node twice")
-            roots_of.append(tuple(roots.tolist()))
-        scene = self.get_index(self.doc, "scene", "", "scenes")
+        scenes = self.doc.get("scenes", [])
+        if not isinstance(scenes, list):
+            self.warn("scenes", f"must be an array, got {_show(scenes)}; ignored")
+            scenes = []
+        roots_of = [self._roots(sc, f"scenes[{i}]", parent) for i, sc in enumerate(scenes)]
+        scene = self.doc.get("scene")
+        if isinstance(scene, float) and scene.is_integer():
+            scene = int(scene)  # JSON integers may be written 0.0, as elsewhere
+        if "scene" in self.doc and not (type(scene) is int and 0 <= scene < len(scenes)):
+            self.warn(
+                "scene",
+                f"{_show(scene)} is not an index into scenes ({len(scenes)} elements); ignored",
+            )
+            scene = None
         if scene is not None:
             return roots_of[scene]
         if roots_of:
             return roots_of[0]
         return tuple(np.flatnonzero(parent < 0).tolist())
+
+    def _roots(self, sc: Any, path: str, parent: NDArray[np.int64]) -> tuple[int, ...]:
+        """The nodes ``scenes[i]`` lists that are root nodes, each once (a warning for the
+        others)."""
+        if not isinstance(sc, dict):
+            self.warn(path, f"must be an object, got {_show(sc)}; ignored")
+            return ()
+        listed = sc.get("nodes", [])
+        if not isinstance(listed, list):
+            self.warn(f"{path}.nodes", f"must be an array, got {_show(listed)}; ignored")
+            return ()
+        try:
+            roots = columns.ints(self, listed, lambda k: f"{path}.nodes[{k}]", target="nodes")
+            at = np.arange(len(roots))
+        except GltfError as exc:  # not integers, or not indices into nodes
+            self.warn_error(exc, "left out of the scene's roots")
+            n = len(parent)
+            ints = [int(x) if isinstance(x, float) and x.is_integer() else x for x in listed]
+            at = np.array([k for k, x in enumerate(ints) if type(x) is int and 0 <= x < n])
+            at = at.astype(np.int64)
+            roots = np.array([ints[k] for k in at.tolist()], np.int64)
+        inner = parent[roots] >= 0
+        if inner.any():
+            k = int(np.argmax(inner))
+            self.warn(
+                f"{path}.nodes[{at[k]}]",
+                f"nodes[{roots[k]}] is not a root node; left out of the roots{_more(inner)}",
+            )
+            roots, at = roots[~inner], at[~inner]
+        _, first = np.unique(roots, return_index=True)
+        if len(first) != len(roots):
+            self.warn(f"{path}.nodes", "lists a node twice; listed once")
+            roots = roots[np.sort(first)]
+        return tuple(roots.tolist())
 
     def primitive(self, m: int, p: int, prim: dict, flat_normals: bool) -> Primitive:
         path = f"meshes[{m}].primitives[{p}]"
@@ -671,7 +735,7 @@ class _Reader(_AccessorReader):
         targets = self.get_list(prim, "targets", path)
         if not targets:
             if "targets" in prim:
-                self.fail(f"{path}.targets", "must not be empty")
+                self.warn(f"{path}.targets", "is empty: the primitive has no morph targets")
             return None, None, 0
         m = len(targets)
         out: dict[str, NDArray[np.float32]] = {}
@@ -734,19 +798,30 @@ class _Reader(_AccessorReader):
                 self.fail(user, f"vertex {v} has colour component {c[v, k]}, not in [0, 1]")
             colors = c.astype(np.float32)
         if "TANGENT" in attrs:
-            user = f"{apath}.TANGENT"
-            i = self.as_index(attrs["TANGENT"], user, "accessors")
-            acc = self.typed_accessor(i, user, ("VEC4",), _QUANTIZED_TANGENT, vertex=True)
-            self._quantized_only(acc, i, user, _TANGENT)
-            same_count(acc, user)
-            self.charge(n * 48, user, f"{n} tangents")
-            t = acc.floats()
-            bad = np.abs(np.abs(t[:, 3]) - 1.0) > 1e-3
-            if np.any(bad):
-                v = int(np.argmax(bad))
-                self.fail(user, f"vertex {v} has tangent w = {t[v, 3]}; glTF needs +1 or -1")
-            tangents = t.astype(np.float32)
+            try:
+                tangents = self._tangents(attrs, apath, n, same_count)
+            except _BudgetSpent:
+                raise
+            except GltfError as exc:
+                # vkdqs draws no normal maps: a tangent it cannot use changes nothing drawn (the
+                # accessor's bytes are still checked, as an unused accessor's)
+                self.warn_error(exc, "TANGENT is not drawn by vkdqs; left out")
         return uvs, colors, tangents
+
+    def _tangents(self, attrs: dict, apath: str, n: int, same_count: Any) -> NDArray[np.float32]:
+        """TANGENT as float32 ``(N, 4)``, ``w`` = +-1 (GltfError otherwise)."""
+        user = f"{apath}.TANGENT"
+        i = self.as_index(attrs["TANGENT"], user, "accessors")
+        acc = self.typed_accessor(i, user, ("VEC4",), _QUANTIZED_TANGENT, vertex=True)
+        self._quantized_only(acc, i, user, _TANGENT)
+        same_count(acc, user)
+        self.charge(n * 48, user, f"{n} tangents")
+        t = acc.floats()
+        bad = np.abs(np.abs(t[:, 3]) - 1.0) > 1e-3
+        if np.any(bad):
+            v = int(np.argmax(bad))
+            self.fail(user, f"vertex {v} has tangent w = {t[v, 3]}; glTF needs +1 or -1")
+        return t.astype(np.float32)
 
     def _vec3_attribute(
         self, attrs: dict, apath: str, key: str, quantized: tuple[tuple[int, bool], ...]
@@ -841,12 +916,26 @@ class _Reader(_AccessorReader):
             self._morph_counts.append(decoded[0].target_count)
         return out
 
-    def check_node_weights(self, nodes: tuple[Node, ...]) -> None:
-        """Each node's ``weights`` has one value per morph target of its mesh."""
+    def check_node_weights(self, nodes: tuple[Node, ...]) -> tuple[Node, ...]:
+        """Each node's ``weights`` has one value per morph target of its mesh; those of a node
+        whose mesh has no morph targets weight nothing: a warning, and they are dropped."""
         assert self.node_table is not None
         mesh = self.node_table.mesh
         have = self._node_weight_counts
         counts = np.array([*self._morph_counts, 0], dtype=np.int64)[mesh]
+        idle = (have >= 0) & (counts == 0)
+        if idle.any():
+            i = int(np.argmax(idle))
+            self.warn(
+                f"nodes[{i}].weights",
+                f"meshes[{mesh[i]}] has no morph targets to weight; ignored{_more(idle)}",
+            )
+            have = np.where(idle, -1, have)
+            self._node_weight_counts = have
+            nodes = tuple(
+                replace(nd, weights=None) if idle[nd.index] else nd
+                for nd in nodes  # over nodes only when some are idle (a malformed file)
+            )
         bad = (have >= 0) & (have != counts)
         if bad.any():
             i = int(np.argmax(bad))
@@ -854,6 +943,7 @@ class _Reader(_AccessorReader):
                 f"nodes[{i}].weights",
                 f"has {have[i]} values but meshes[{mesh[i]}] has {counts[i]} morph targets",
             )
+        return nodes
 
     def mesh_morph_info(self, m: int) -> tuple[NDArray[np.float64] | None, tuple[str, ...]]:
         """``meshes[m].weights`` and ``extras.targetNames`` (checked against the targets)."""
@@ -861,6 +951,9 @@ class _Reader(_AccessorReader):
         mesh = self.array("meshes")[m]
         count = self._morph_counts[m]
         weights = self.number_list(mesh, "weights", path)
+        if weights is not None and count == 0:
+            self.warn(f"{path}.weights", "the mesh has no morph targets to weight; ignored")
+            weights = None
         if weights is not None and len(weights) != count:
             self.fail(f"{path}.weights", f"has {len(weights)} values for {count} morph targets")
         names: tuple[str, ...] = ()
@@ -906,7 +999,7 @@ class _Reader(_AccessorReader):
                         user, f"matrix {k} has bottom row {ibm[k, 3].tolist()}, not (0, 0, 0, 1)"
                     )
                 ibm[:, 3, :] = (0.0, 0.0, 0.0, 1.0)
-            skeleton = self.get_index(sk, "skeleton", path, "nodes")
+            skeleton = self._skeleton(sk, path)
             if skeleton is not None:
                 # Under the skeleton: the skeleton is the ancestor as many levels up as the
                 # joint lies deeper (all joints at once, by binary lifting). It changes nothing
@@ -925,8 +1018,17 @@ class _Reader(_AccessorReader):
                         f"nodes[{skeleton}]; the skeleton root is not used",
                     )
             names = tuple(map(attrgetter("name"), map(nodes.__getitem__, joints.tolist())))
-            out.append(Skin(s, self.get_str(sk, "name", path), joints, names, ibm, skeleton))
+            out.append(Skin(s, self.get_name(sk, path), joints, names, ibm, skeleton))
         return tuple(out)
+
+    def _skeleton(self, sk: dict, path: str) -> int | None:
+        """``skins[s].skeleton``, or None (a warning) when it is not an index into the nodes:
+        joint matrices are global, so the skeleton root changes nothing vkdqs skins."""
+        try:
+            return self.get_index(sk, "skeleton", path, "nodes")
+        except GltfError as exc:
+            self.warn_error(exc, "the skeleton root is not used")
+            return None
 
     def check_skinned_nodes(
         self, nodes: tuple[Node, ...], prims: list[list[Primitive]], skins: tuple[Skin, ...]
@@ -1018,9 +1120,18 @@ class _Reader(_AccessorReader):
                 target = self.get_obj(ch, "target", cpath, required=True)
                 tpath = f"{cpath}.target"
                 node = self.get_index(target, "node", tpath, "nodes")
-                kind = self.get_str(target, "path", tpath, required=True)
+                if "path" not in target:
+                    self.fail(tpath, "required property 'path' is missing")
+                kind = target["path"]
                 if kind not in _PATHS:
-                    self.fail(f"{tpath}.path", f"{_show(kind)} is not {', '.join(_PATHS)}")
+                    # an extension's target (KHR_animation_pointer's "pointer"), or one nobody
+                    # can animate: ignored, as three.js does and as the node-less targets are
+                    self.warn(
+                        f"{tpath}.path",
+                        f"{_show(kind)} is not translation, rotation, scale or weights; the "
+                        "channel is ignored",
+                    )
+                    node = None
                 if node is not None:
                     if (node, kind) in seen:
                         first = seen[node, kind]
@@ -1046,7 +1157,7 @@ class _Reader(_AccessorReader):
             self.charge(rows * 72, path, "packing the animation's keys")
             out.append(
                 Animation(
-                    self.get_str(anim, "name", path),
+                    self.get_name(anim, path),
                     tuple(decoded),
                     duration=duration,
                     ignored_channels=ignored,
@@ -1095,14 +1206,20 @@ class _Reader(_AccessorReader):
 
     def _weights_channel(
         self, tpath: str, node: int, interp: str, times: NDArray, oi: int, out_user: str
-    ) -> WeightsChannel:
-        """A ``weights`` channel of ``node``: M values per key (x3 for CUBICSPLINE)."""
-        mesh = self.array("nodes")[node].get("mesh")
-        count = self._morph_counts[mesh] if isinstance(mesh, int) else 0
+    ) -> WeightsChannel | None:
+        """A ``weights`` channel of ``node``: M values per key (x3 for CUBICSPLINE); None (a
+        warning) for a node whose mesh has no morph targets."""
+        assert self.node_table is not None
+        mesh = int(self.node_table.mesh[node])
+        count = self._morph_counts[mesh] if mesh >= 0 else 0
         if count == 0:
-            self.fail(
-                tpath, f"animates the weights of nodes[{node}], whose mesh has no morph targets"
+            # nothing to weight: three.js makes no track of it either
+            self.warn(
+                tpath,
+                f"animates the weights of nodes[{node}], which has no mesh with morph targets; "
+                "the channel is ignored",
             )
+            return None
         k = len(times)
         key = (oi, "weights", interp, k, count)
         if key not in self._key_values:
@@ -1165,6 +1282,12 @@ class _Reader(_AccessorReader):
                 self.fail(out_user, f"key {j} is a zero quaternion {values[j].tolist()}")
             values = values / length[:, None]
         return values, in_t, out_t
+
+
+def _more(bad: NDArray[np.bool_]) -> str:
+    """`` (N more like it)`` for a warning naming the first of several objects, else ``""``."""
+    n = int(np.count_nonzero(bad)) - 1
+    return f" ({n} more like it)" if n > 0 else ""
 
 
 def _normals_cost(vertices: int, corners: int) -> int:
@@ -1230,16 +1353,18 @@ def load_gltf(
     budget.json_bytes = 0  # what the file brings is counted once its chunks are known
 
     glb_bin = None
+    notes: list[str] = []  # the container's warnings
     if raw[:4] == b"glTF":
-        json_bytes, glb_bin = _parse_glb(raw, name)
+        json_bytes, glb_bin = _parse_glb(raw, name, notes)
         budget.earn(json=len(json_bytes), data=0 if glb_bin is None else len(glb_bin))
     elif path.suffix.lower() == ".glb":
         raise GltfError(f"{name}: GLB header: magic {bytes(raw[:4])!r} is not b'glTF'")
     else:
         json_bytes = raw
         budget.earn(json=len(raw))
-    doc = _parse_json(json_bytes, name, lambda n: budget.charge(n, "", "parsing the JSON"))
+    doc = _parse_json(json_bytes, name, lambda n: budget.charge(n, "", "parsing the JSON"), notes)
     r = _Reader(path, doc, glb_bin, budget=budget)
+    r.notes.extend(notes)
     r.check_asset()
     r.check_limits()
     materials = read_materials(r)
@@ -1248,7 +1373,7 @@ def load_gltf(
     prims = r.meshes(flat_normals)
     skins = r.skins(nodes)
     r.check_skinned_nodes(nodes, prims, skins)
-    r.check_node_weights(nodes)
+    nodes = r.check_node_weights(nodes)
     animations = r.animations(nodes)
     r.check_unused()
 
@@ -1265,7 +1390,7 @@ def load_gltf(
         used = dict.fromkeys(user_skins[a:b])
         used.pop(-1, None)
         skins_m = tuple(used)
-        name_m = r.get_str(r.array("meshes")[m], "name", f"meshes[{m}]")
+        name_m = r.get_name(r.array("meshes")[m], f"meshes[{m}]")
         weights, target_names = r.mesh_morph_info(m)
         meshes.append(
             Mesh(

@@ -218,7 +218,8 @@ class Primitive:
     colors : ndarray of float32, [N, 4] or None
         ``COLOR_0``, linear RGBA (alpha 1 for a VEC3 colour).
     tangents : ndarray of float32, [N, 4] or None
-        ``TANGENT`` (xyz, handedness w = +-1): read and checked, not drawn.
+        ``TANGENT`` (xyz, handedness w = +-1): read and checked, not drawn; None when the
+        primitive has none or one vkdqs cannot use (a GltfWarning says why).
     material : int or None
         Index into ``GltfScene.materials``; None for glTF's default material.
     """
@@ -241,10 +242,12 @@ class Primitive:
 
     @property
     def vertex_count(self) -> int:
+        """Number of vertices (rows of ``positions``)."""
         return int(self.positions.shape[0])
 
     @property
     def triangle_count(self) -> int:
+        """Number of triangles (``indices`` holds three per triangle)."""
         return int(self.indices.shape[0] // 3)
 
     @cached_property
@@ -302,10 +305,12 @@ class Mesh:
 
     @property
     def vertex_count(self) -> int:
+        """Number of vertices of all its primitives."""
         return sum(p.vertex_count for p in self.primitives)
 
     @property
     def triangle_count(self) -> int:
+        """Number of triangles of all its primitives."""
         return sum(p.triangle_count for p in self.primitives)
 
     @property
@@ -338,6 +343,7 @@ class Skin:
 
     @property
     def joint_count(self) -> int:
+        """Number of joints (entries of ``joints``)."""
         return int(self.joints.shape[0])
 
 
