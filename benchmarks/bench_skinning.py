@@ -4,7 +4,10 @@ For a tube of N vertices (64 bones, 4 influences) and for each of: the GPU compu
 vertex (storage-buffer readback) path, and the numpy float32 CPU path, DQS, LBS and CoR (and on
 the GPU the per-vertex LBS/DQS blend): the time of one ``skin(bones)`` call, bones in (a new
 pose every call) and (N, 3) positions + normals out. CoR's centers are computed once per mesh,
-before timing (``--no-cor`` skips CoR and blend).
+before timing (``--no-cor`` skips CoR and blend). For the compute path's DQS and LBS, also the
+exact box of the skinned positions: ``skin(bones, bounds=True)`` (vertices and box, the box
+reduced on the GPU in the same dispatch) and ``bounds(bones)`` (the box alone, no vertex written
+or read back), with their time as a ratio of ``skin(bones)``'s in the same rounds.
 
 Every configuration runs once per round, in the same process, after warm-up; the table reports
 the median over rounds, and the ratios (DQS/LBS, compute vs numpy) are medians of per-round
@@ -74,6 +77,10 @@ def bench_size(
     for (path, method), skinner in skinners.items():
         cycle = dq_cycle if method in ("dqs", "cor") else mat_cycle
         calls[(path, method)] = lambda s=skinner, c=cycle: s.skin(next(c))
+    for method, cycle in (("dqs", dq_cycle), ("lbs", mat_cycle)):
+        s = skinners[("compute", method)]
+        calls[("compute", f"{method}+box")] = lambda s=s, c=cycle: s.skin(next(c), bounds=True)
+        calls[("compute", f"{method} box only")] = lambda s=s, c=cycle: s.bounds(next(c))
     calls[("numpy32", "dqs")] = lambda: reference.skin_dqs(*args, next(dq_cycle), dtype=np.float32)
     calls[("numpy32", "lbs")] = lambda: reference.skin_lbs(*args, next(mat_cycle), dtype=np.float32)
     if cor:
@@ -138,6 +145,18 @@ def bench_size(
         "ratios": {
             **extra,
             "compute dqs/lbs time": ratio(("compute", "dqs"), ("compute", "lbs")),
+            "compute dqs skin(bounds=True)/skin time": ratio(
+                ("compute", "dqs+box"), ("compute", "dqs")
+            ),
+            "compute dqs bounds()/skin time": ratio(
+                ("compute", "dqs box only"), ("compute", "dqs")
+            ),
+            "compute lbs skin(bounds=True)/skin time": ratio(
+                ("compute", "lbs+box"), ("compute", "lbs")
+            ),
+            "compute lbs bounds()/skin time": ratio(
+                ("compute", "lbs box only"), ("compute", "lbs")
+            ),
             "vertex dqs/lbs time": ratio(("vertex", "dqs"), ("vertex", "lbs")),
             "numpy32 dqs/lbs time": ratio(("numpy32", "dqs"), ("numpy32", "lbs")),
             "compute speedup over numpy32 (dqs)": ratio(("numpy32", "dqs"), ("compute", "dqs")),
@@ -172,12 +191,12 @@ def main() -> None:
 
     print(f"device: {machine['device']}, {machine['cpu_count']} CPUs; {BONES} bones, 4 influences")
     print("medians of per-call wall time, bones in and numpy positions + normals out\n")
-    print(f"{'N':>9} | {'path/method':<14} | {'median ms':>10} | {'M vertices/s':>12}")
-    print("-" * 56)
+    print(f"{'N':>9} | {'path/method':<20} | {'median ms':>10} | {'M vertices/s':>12}")
+    print("-" * 62)
     for res in results:
         for name, row in res["rows"].items():
             print(
-                f"{res['n']:>9} | {name:<14} | {row['median_ms']:>10.2f} | "
+                f"{res['n']:>9} | {name:<20} | {row['median_ms']:>10.2f} | "
                 f"{row['mvertices_per_s']:>12.1f}"
             )
         for name, value in res["ratios"].items():
@@ -187,7 +206,7 @@ def main() -> None:
                 f"{'':>9}   compute/{method} parts: pack {part['pack_ms']:.2f} ms, "
                 f"GPU {part['gpu_ms']:.2f} ms, readback {part['readback_ms']:.2f} ms"
             )
-        print("-" * 56)
+        print("-" * 62)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"machine": machine, "results": results}, indent=2) + "\n")
     print(f"wrote {args.out}")

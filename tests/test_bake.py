@@ -126,6 +126,9 @@ def test_nodes_sharing_a_mesh_bake_one_part_each(tmp_path, device):
     b = vkdqs.bake(scene, animation="linear", fps=4, method="dqs", device=device)
     assert b.positions.shape == (5, 3 * 32 + 3 + 8, 3)
     _check_frames(scene, 0, b.times, b.positions, b.normals, "dqs")
+    # four skinned parts' GPU boxes and a rigid part's numpy box: exactly the frame's box
+    p = b.positions
+    np.testing.assert_array_equal(b.boxes, np.stack([p.min(axis=1), p.max(axis=1)], 1))
     tube = b.positions[:, :32], b.positions[:, 35:67], b.positions[:, 67:99]
     for i in range(3):  # three different poses of one mesh
         for j in range(i + 1, 3):
@@ -139,6 +142,10 @@ def test_batches_give_the_same_frames(rig_files, device, monkeypatch, tmp_path):
     parts = vkdqs.bake(scene, animation=2, fps=30, method="lbs", device=device)
     np.testing.assert_array_equal(parts.positions, whole.positions)
     np.testing.assert_array_equal(parts.normals, whole.normals)
+    # skinned parts' GPU boxes and rigid parts' numpy boxes: their union is exactly the frame's
+    for bake in (parts, whole):
+        p = bake.positions
+        np.testing.assert_array_equal(bake.boxes, np.stack([p.min(axis=1), p.max(axis=1)], 1))
     info = vkdqs.bake_to_file(scene, tmp_path / "b.npz", animation=2, fps=30, method="lbs")
     assert info.frames == 61 and info.vertices == 43
     with np.load(tmp_path / "b.npz") as z:
@@ -152,7 +159,18 @@ def test_npz_round_trip(rig_files, device, tmp_path):
     assert (info.frames, info.vertices, info.triangles) == (26, 43, 61)
     with np.load(out) as z:
         # an untextured model without materials: one group of every face, no uvs or colours
-        assert sorted(z.files) == ["faces", "groups", "materials", "normals", "positions", "times"]
+        assert sorted(z.files) == [
+            "boxes",
+            "faces",
+            "groups",
+            "materials",
+            "normals",
+            "positions",
+            "times",
+        ]
+        # each frame's box, reduced on the GPU, is exactly that of its positions
+        p = z["positions"]
+        np.testing.assert_array_equal(z["boxes"], np.stack([p.min(axis=1), p.max(axis=1)], 1))
         np.testing.assert_array_equal(z["groups"], [[0, 61, 0, 43, -1]])
         assert json.loads(str(z["materials"])) == []
         assert z["positions"].dtype == z["normals"].dtype == np.float32
@@ -165,6 +183,7 @@ def test_npz_round_trip(rig_files, device, tmp_path):
     saved.save(tmp_path / "again.npz")
     with np.load(tmp_path / "again.npz") as z:
         np.testing.assert_array_equal(z["positions"], saved.positions)
+        np.testing.assert_array_equal(z["boxes"], saved.boxes)
 
 
 def _read_glb(path):

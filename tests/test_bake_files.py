@@ -212,8 +212,8 @@ _SLOW_BAKE = textwrap.dedent(
         writer = opener(*args)
         write = writer.write
 
-        def slowly(p, n):
-            write(p, n)
+        def slowly(p, n, boxes):
+            write(p, n, boxes)
             mark.touch()
             time.sleep(0.05)
 

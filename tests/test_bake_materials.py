@@ -154,7 +154,17 @@ def test_npz_keeps_the_look(look, device, tmp_path):
     b = vkdqs.bake(scene, animation="linear", fps=10, device=device)
     with np.load(out) as z:
         assert set(z.files) == {
-            *("times", "positions", "normals", "faces", "groups", "materials", "uvs", "colors"),
+            *(
+                "times",
+                "positions",
+                "normals",
+                "boxes",
+                "faces",
+                "groups",
+                "materials",
+                "uvs",
+                "colors",
+            ),
             *("texture_0", "texture_1"),
         }
         np.testing.assert_array_equal(z["uvs"], b.uvs)

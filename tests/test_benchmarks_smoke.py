@@ -28,8 +28,11 @@ def test_skinning_benchmark_smoke(tmp_path, device):
     assert res["n"] == 2000
     assert set(res["rows"]) == {
         f"{p}/{m}" for p in ("compute", "vertex", "numpy32") for m in ("dqs", "lbs", "cor")
-    } | {"compute/blend", "vertex/blend"}
+    } | {"compute/blend", "vertex/blend"} | {
+        f"compute/{m}{box}" for m in ("dqs", "lbs") for box in ("+box", " box only")
+    }
     assert "compute cor/dqs time" in res["ratios"]
+    assert 0 < res["ratios"]["compute dqs bounds()/skin time"] < 10
 
 
 def test_centers_benchmark_smoke(tmp_path, device):

@@ -100,7 +100,7 @@ def test_skin_many_in_chunks_equals_one_batch(device, path):
     poses = np.stack([random_pose(rng, 24, "dqs") for _ in range(5)])
     with Skinner(device, mesh, bone_count=24, method="dqs", path=path) as skinner:
         whole_p, whole_n = skinner.skin_many(poses)
-        skinner.max_batch_bytes = 2 * (skinner._slot_bytes + 24 * mesh.vertex_count)
+        skinner.max_batch_bytes = 2 * skinner.pose_bytes
         assert skinner._batch_limit() == 2
         chunked_p, chunked_n = skinner.skin_many(poses)
     np.testing.assert_array_equal(chunked_p, whole_p)

@@ -49,6 +49,7 @@ from vkdqs.shader_interface import (
     CENTERS_TEXELS,
     COMPUTE_OUT,
     COMPUTE_OUT_FORMAT,
+    COMPUTE_OUTPUT_ID,
     CROWD_BONES,
     CROWD_BONES_OUT,
     CROWD_COLOR_LOCATION,
@@ -251,6 +252,8 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
     if v.kind in ("render", "readback", "compute"):
         want |= {MORPH_TARGETS_ID}
+    if v.kind == "compute":  # skin.comp: vertices, their box, or both
+        want |= {COMPUTE_OUTPUT_ID}
     surface = surface_variant(v)  # with the UV and colour inputs
     if v.kind == "crowd_render" and surface:  # crowd.vert: UV and colour passed on or constant
         want |= {CROWD_UVS_ID, CROWD_COLORS_ID}

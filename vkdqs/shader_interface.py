@@ -83,6 +83,11 @@ ALPHA_MASK_ID = 5
 CROWD_UVS_ID = 6
 #: crowd.vert: pass COLOR_0 on (false for meshes without colours)
 CROWD_COLORS_ID = 7
+#: skin.comp: what a dispatch writes, bit 0 the skinned vertices, bit 1 their box
+#: (:data:`OUTPUT_VERTICES`, :data:`OUTPUT_BOX`); the default, 1, compiles the box code away
+COMPUTE_OUTPUT_ID = 8
+OUTPUT_VERTICES = 1
+OUTPUT_BOX = 2
 
 
 def fragment_spec(
@@ -144,6 +149,10 @@ BONE_SCALES = 6  #: SecondBlock: mat3x4 rows per bone, for the methods with a se
 INSTANCE = 1  #: InstanceBlock (rendering variants and skin.frag)
 READBACK_OUT = 1  #: SkinnedVertices storage buffer (readback variants)
 COMPUTE_OUT = 5  #: the compute shader's r32f output storage texel buffer
+#: skin.comp's Boxes storage buffer: per pose 6 uint keys (:func:`decode_boxes`) at box_base
+COMPUTE_BOXES = 12
+#: bytes a pose's box takes in the Boxes buffer (6 uints, padded to 8)
+BOX_STRIDE = 32
 MORPH_DELTAS = 10  #: rgba32f uniform texel buffer of morph-target deltas (every skin.* variant)
 MORPH_WEIGHTS = 11  #: MorphBlock: every morph target's weight (dense: the active ones listed)
 
@@ -279,6 +288,7 @@ def compute_bindings(method: str, slots: int) -> tuple[Binding, ...]:
         for m in mesh_inputs(slots, method)
     ]
     out.append(Binding(COMPUTE_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, c))
+    out.append(Binding(COMPUTE_BOXES, DescriptorType.STORAGE_BUFFER, c))
     out += [
         Binding(MORPH_DELTAS, DescriptorType.UNIFORM_TEXEL_BUFFER, c),
         Binding(MORPH_WEIGHTS, DescriptorType.UNIFORM_BUFFER_DYNAMIC, c),
@@ -511,7 +521,22 @@ def morph_blocks(weights: np.ndarray, packing: MorphPacking) -> np.ndarray:
 
 # -- push constants ---------------------------------------------------------------------------
 
-COMPUTE_PUSH_BYTES = 12  #: uint vertex_count, position_base, normal_base
+COMPUTE_PUSH_BYTES = 16  #: uint vertex_count, position_base, normal_base, box_base
+
+
+def decode_boxes(keys: np.ndarray) -> np.ndarray:
+    """(P, 2, 3) float32 boxes (min, max) from skin.comp's (P, 8) uint32 Boxes records.
+
+    The shader stores each coordinate as an order-preserving key k(f) (the float's bits with
+    the sign bit set for a positive float, all bits flipped for a negative one) and folds with
+    integer atomicMax: the max in slots 3..5, the min as ~k in slots 0..2.
+    """
+    keys = np.asarray(keys, np.uint32).reshape(-1, 8)[:, :6].copy()
+    keys[:, :3] = ~keys[:, :3]
+    bits = np.where(keys & np.uint32(0x80000000), keys & np.uint32(0x7FFFFFFF), ~keys)
+    return bits.astype(np.uint32).view(np.float32).reshape(-1, 2, 3)
+
+
 RENDER_PUSH_BYTES = 64  #: mat4 view_projection
 READBACK_PUSH_BYTES = 72  #: mat4 view_projection, uint position_base, normal_base
 CENTERS_PUSH_BYTES = 16  #: uint first_vertex, vertex_count; int bone_count; float inv_sigma2

@@ -88,13 +88,17 @@ def _physical_memory() -> int:
 class _Program:
     """One shader variant (e.g. "dqs", "dqs_scale", "lbs"): its pipeline and descriptor set."""
 
-    def __init__(self, skinner: Skinner, method: str, morphs: bool = False) -> None:
+    def __init__(
+        self, skinner: Skinner, method: str, morphs: bool = False, output: int = si.OUTPUT_VERTICES
+    ) -> None:
         dev, s = skinner.device, skinner
         kind = "compute" if s.path == "compute" else "readback"
         self.variant = si.variant(kind, method, s.mesh.slots)
         self.method = method
-        #: the morph code is in (a batch with an active target) or compiled away
-        self.key = (method, morphs)
+        #: the morph code is in (a batch with an active target) or compiled away; what a
+        #: compute dispatch writes (si.OUTPUT_VERTICES and/or si.OUTPUT_BOX)
+        self.output = output if kind == "compute" else si.OUTPUT_VERTICES
+        self.key = (method, morphs, self.output)
         self.name = self.variant.name
         self.bindings = {b.binding: b for b in si.bindings_of(self.variant)}
         stage = si.Stage.COMPUTE if kind == "compute" else si.Stage.VERTEX
@@ -106,6 +110,7 @@ class _Program:
         morph_spec = (si.MORPH_TARGETS_ID, si.morph_spec(s.morph_packing, morphs))
         spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morph_spec)
         if kind == "compute":
+            spec = (*spec, (si.COMPUTE_OUTPUT_ID, self.output))
             desc = ComputePipelineDesc(self.name, spec, dispatch_base=True)
             self.pipeline = s._pipelines.compute(desc, self.layout)
             texels = [
@@ -222,10 +227,10 @@ class Skinner(ResourceOwner):
         # ... then the MorphBlock (morph weights; 0 active without targets)
         self._morph_offset = align(self._scale_offset + scale_bytes, alignment)
         self._slot_bytes = align(self._morph_offset + si.MORPH_BLOCK.itemsize, alignment)
-        self._programs: dict[tuple[str, bool], _Program] = {}
+        self._programs: dict[tuple[str, bool, int], _Program] = {}
         self._pipelines = PipelineCache(self)
         self._capacity = 0
-        self._recorded: tuple[tuple[str, bool], int] | None = None
+        self._recorded: tuple[tuple[str, bool, int], int] | None = None
         self._warned_scale = False
         try:
             self._create()
@@ -284,15 +289,22 @@ class Skinner(ResourceOwner):
         self._bone_buffer: Buffer | None = None
         self._out_buffer: Buffer | None = None
         self._out_view: BufferView | None = None
+        self._box_buffer: Buffer | None = None
         self._label = label
         self._program(self.method)  # build the main pipeline now, so errors surface here
 
-    def _program(self, method: str, morphs: bool = False) -> _Program:
+    def _program(
+        self, method: str, morphs: bool = False, output: int = si.OUTPUT_VERTICES
+    ) -> _Program:
         """The pipeline of ``method``; ``morphs``: with the morph code (a batch with an active
-        target), else the one where it is compiled away (no cost for 0 active targets)."""
-        program = self._programs.get((method, morphs))
+        target), else the one where it is compiled away (no cost for 0 active targets);
+        ``output``: what a compute dispatch writes (vertices, their box, or both)."""
+        if self.path != "compute":
+            output = si.OUTPUT_VERTICES
+        program = self._programs.get((method, morphs, output))
         if program is None:
-            program = self._programs[(method, morphs)] = _Program(self, method, morphs)
+            program = _Program(self, method, morphs, output)
+            self._programs[(method, morphs, output)] = program
         if program.capacity != self._capacity and self._capacity:
             self._write_buffer_descriptors(program)
         return program
@@ -317,8 +329,10 @@ class Skinner(ResourceOwner):
             out = self._out_buffer
             writes.append(BufferWrite(b[si.READBACK_OUT], out, 0, out.size))
         else:
-            assert self._out_view is not None
+            assert self._out_view is not None and self._box_buffer is not None
             writes.append(TexelWrite(b[si.COMPUTE_OUT], self._out_view))
+            box = self._box_buffer
+            writes.append(BufferWrite(b[si.COMPUTE_BOXES], box, 0, box.size))
         write_descriptors(self.device, program.set, writes)
         program.capacity = self._capacity
 
@@ -337,8 +351,14 @@ class Skinner(ResourceOwner):
                 f"one pose of {n} vertices needs {out_bytes} bytes of output, more than this "
                 f"device's {limit} allows"
             )
-        per_pose = self._slot_bytes + out_bytes
-        return max(1, min(device_max, self.max_batch_bytes // per_pose))
+        return max(1, min(device_max, self.max_batch_bytes // self.pose_bytes))
+
+    @property
+    def pose_bytes(self) -> int:
+        """Device memory one pose of a batch takes: its uniform slot, its output vertices and
+        (compute path) its box; :attr:`max_batch_bytes` divided by it is the batch size."""
+        box = si.BOX_STRIDE if self.path == "compute" else 0
+        return self._slot_bytes + 24 * self.vertex_count + box
 
     def _ensure_capacity(self, poses: int) -> None:
         """Make the bone and output buffers hold ``poses`` poses (<= _batch_limit()).
@@ -349,9 +369,9 @@ class Skinner(ResourceOwner):
             return
         dev, n = self.device, self.vertex_count
         # Every submission is waited for, so the GPU no longer uses the old buffers.
-        old_objects = (self._out_view, self._out_buffer, self._bone_buffer)
+        old_objects = (self._out_view, self._out_buffer, self._bone_buffer, self._box_buffer)
         self._capacity, self._recorded = 0, None
-        self._bone_buffer = self._out_buffer = self._out_view = None
+        self._bone_buffer = self._out_buffer = self._out_view = self._box_buffer = None
         for old in old_objects:
             if old is not None:
                 self.release(old)
@@ -377,6 +397,15 @@ class Skinner(ResourceOwner):
         if compute:
             fmt = int(si.COMPUTE_OUT_FORMAT)
             self._out_view = self.own(BufferView(dev, self._out_buffer, fmt, label=label))
+            self._box_buffer = self.own(
+                Buffer(
+                    dev,
+                    poses * si.BOX_STRIDE,
+                    vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                    label=f"{label} boxes",
+                    readback=True,
+                )
+            )
         self._capacity = poses
         self._recorded = None
         for program in self._programs.values():
@@ -425,7 +454,7 @@ class Skinner(ResourceOwner):
         without any still pays a loop iteration), the pipeline without it on the others."""
         parts = [(program, ((0, math.ceil(self.vertex_count / si.LOCAL_SIZE)),))]
         if program.key[1]:
-            plain = self._program(program.method, False)
+            plain = self._program(program.method, False, program.output)
             parts = [(plain, self._plain_runs), (program, self._morph_runs)]
         return [(prog, runs) for prog, runs in parts if runs]
 
@@ -434,7 +463,7 @@ class Skinner(ResourceOwner):
         bind_point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         parts = self._parts(program)
         for p in range(poses):
-            push = np.array([n, p * n * 3, (poses + p) * n * 3], np.uint32)
+            push = np.array([n, p * n * 3, (poses + p) * n * 3, p * si.BOX_STRIDE // 4], np.uint32)
             for prog, runs in parts:
                 if len(parts) > 1 or p == 0:
                     vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
@@ -490,10 +519,19 @@ class Skinner(ResourceOwner):
     # -- public API -------------------------------------------------------------------------
 
     def _run(
-        self, packed: bone_packing.PackedPose, out: np.ndarray, morphs: np.ndarray | None = None
+        self,
+        packed: bone_packing.PackedPose,
+        out: np.ndarray | None,
+        morphs: np.ndarray | None = None,
+        boxes: np.ndarray | None = None,
     ) -> None:
-        """Skin the poses of ``packed`` in chunks, writing (2, P, N, 3) into ``out``;
-        ``morphs``: (P,) MORPH_BLOCK records, or None (no morph targets applied)."""
+        """Skin the poses of ``packed`` in chunks, writing (2, P, N, 3) into ``out`` (None: do
+        not read the vertices back) and each pose's (2, 3) box into ``boxes`` ((P, 2, 3), or
+        None); ``morphs``: (P,) MORPH_BLOCK records, or None (no morph targets applied).
+
+        The compute path reduces the boxes on the GPU in the same dispatch (and, without
+        ``out``, does not write the vertices at all); the vertex path reads the vertices back
+        and takes their min and max (the same exact values)."""
         if packed.variant != self.method and not self._warned_scale:
             log.info("vkdqs: bones have scale/shear; using two-phase DQS")
             self._warned_scale = True
@@ -503,9 +541,18 @@ class Skinner(ResourceOwner):
         # Ctrl-C waits (deferred_interrupts) while buffers, descriptor sets, the recorded command
         # buffer and a submission change together, and lands between chunks, where the Skinner
         # is consistent: a KeyboardInterrupt leaves it usable and correct.
+        gpu_box = boxes is not None and self.path == "compute"
+        output = (si.OUTPUT_VERTICES if out is not None or not gpu_box else 0) | (
+            si.OUTPUT_BOX if gpu_box else 0
+        )
+        host = (
+            out
+            if out is not None or gpu_box
+            else np.empty((2, chunk, self.vertex_count, 3), np.float32)
+        )
         with deferred_interrupts():
             self._ensure_capacity(chunk)
-            program = self._program(packed.variant, active)
+            program = self._program(packed.variant, active, output)
         for start in range(0, total, chunk):
             poses = min(chunk, total - start)
             slots = np.zeros((poses, self._slot_bytes // 4), np.float32)
@@ -524,9 +571,22 @@ class Skinner(ResourceOwner):
                 self._record(program, poses)
                 assert self._bone_buffer is not None and self._out_buffer is not None
                 self._bone_buffer.write(slots)
+                if gpu_box:
+                    assert self._box_buffer is not None
+                    self._box_buffer.write(np.zeros(poses * si.BOX_STRIDE, np.uint8))
                 self._cmd.submit_and_wait()
+                if gpu_box:
+                    assert self._box_buffer is not None and boxes is not None
+                    keys = self._box_buffer.read(np.uint32, poses * si.BOX_STRIDE // 4)
+                    boxes[start : start + poses] = si.decode_boxes(keys)
+                if host is None:
+                    continue
                 # straight from the mapping into the caller's array: no (2, P, N, 3) copy
-                self._out_buffer.read_into(out[:, start : start + poses])
+                part = host[:, start : start + poses] if host is out else host[:, :poses]
+                self._out_buffer.read_into(part)
+                if boxes is not None and not gpu_box:
+                    boxes[start : start + poses, 0] = part[0].min(axis=1)
+                    boxes[start : start + poses, 1] = part[0].max(axis=1)
 
     def _pack(self, bones: object, batched: bool) -> bone_packing.PackedPose:
         return self.skinning.pack(
@@ -544,7 +604,9 @@ class Skinner(ResourceOwner):
         w = self.mesh.check_morph_weights(morph_weights).reshape(-1, self.mesh.morph_target_count)
         return morph_blocks(self.morph_packing, w)
 
-    def skin(self, bones: object, morph_weights: object = None) -> tuple[np.ndarray, np.ndarray]:
+    def skin(
+        self, bones: object, morph_weights: object = None, *, bounds: bool = False
+    ) -> tuple[np.ndarray, ...]:
         """Skin the mesh with one pose.
 
         Parameters
@@ -558,12 +620,44 @@ class Skinner(ResourceOwner):
             Weights of the mesh's morph targets, applied before skinning
             (:func:`vkdqs.reference.morph`); None leaves the rest shape. Any number may be
             non-zero.
+        bounds : bool
+            Also return the exact axis-aligned box of the skinned positions, reduced on the
+            GPU in the same dispatch (compute path; the vertex path takes it from the
+            vertices it reads back).
 
         Returns
         -------
         positions : ndarray, float32, (N, 3)
         normals : ndarray, float32, (N, 3)
+        box : ndarray, float32, (2, 3)
+            With ``bounds=True``: the min and the max corner, exactly ``positions.min(0)``
+            and ``positions.max(0)``.
         """
+        batch, morphs = self._one_pose(bones, morph_weights)
+        out = np.empty((2, 1, self.vertex_count, 3), np.float32)
+        boxes = np.empty((1, 2, 3), np.float32) if bounds else None
+        with self._lock:
+            self._check_open()
+            self._run(batch, out, morphs, boxes)
+        if boxes is not None:
+            return out[0, 0], out[1, 0], boxes[0]
+        return out[0, 0], out[1, 0]
+
+    def bounds(self, bones: object, morph_weights: object = None) -> np.ndarray:
+        """The exact (2, 3) box (min, max) of the mesh skinned with one pose, without reading
+        the vertices back: on the compute path the dispatch reduces the box and writes no
+        vertex at all. Arguments as for :meth:`skin`."""
+        batch, morphs = self._one_pose(bones, morph_weights)
+        boxes = np.empty((1, 2, 3), np.float32)
+        with self._lock:
+            self._check_open()
+            self._run(batch, None, morphs, boxes)
+        return boxes[0]
+
+    def _one_pose(
+        self, bones: object, morph_weights: object
+    ) -> tuple[bone_packing.PackedPose, np.ndarray | None]:
+        """One pose, validated and packed as a batch of one, and its MORPH_BLOCK (or None)."""
         if morph_weights is not None:
             w = self.mesh.check_morph_weights(morph_weights)
             if w.shape != (self.mesh.morph_target_count,):
@@ -578,20 +672,17 @@ class Skinner(ResourceOwner):
             packed.bones[None],
             None if packed.scales is None else packed.scales[None],
         )
-        out = np.empty((2, 1, self.vertex_count, 3), np.float32)
-        with self._lock:
-            self._check_open()
-            self._run(batch, out, morphs)
-        return out[0, 0], out[1, 0]
+        return batch, morphs
 
     def skin_many(
-        self, bones: object, morph_weights: object = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+        self, bones: object, morph_weights: object = None, *, bounds: bool = False
+    ) -> tuple[np.ndarray, ...]:
         """Skin the mesh with P poses ``(P, B, ...)``: one submission per chunk of poses whose
         buffers fit :attr:`max_batch_bytes`. ``morph_weights``: (P, M) morph-target weights,
         one row per pose (None: the rest shape).
 
-        Returns (P, N, 3) float32 positions and normals.
+        Returns (P, N, 3) float32 positions and normals, and with ``bounds=True`` each pose's
+        exact box, (P, 2, 3) (min, max), reduced on the GPU as in :meth:`skin`.
 
         A batch whose result (``2 P N 3`` float32) and packing (about
         :data:`PACK_BYTES_PER_BONE` per pose and bone) would pass :attr:`max_call_bytes` is
@@ -611,9 +702,12 @@ class Skinner(ResourceOwner):
                 )
         morphs = self._morph_blocks(morph_weights, count)
         out = np.empty((2, count, self.vertex_count, 3), np.float32)
+        boxes = np.empty((count, 2, 3), np.float32) if bounds else None
         with self._lock:
             self._check_open()
-            self._run(packed, out, morphs)
+            self._run(packed, out, morphs, boxes)
+        if boxes is not None:
+            return out[0], out[1], boxes
         return out[0], out[1]
 
     def _check_call_size(self, bones: object, morph_weights: object) -> np.ndarray:

@@ -5,6 +5,12 @@
 // on lavapipe texel-buffer access is an order of magnitude faster than storage-buffer access.
 // Output layout: positions at position_base + 3*i, normals at normal_base + 3*i (floats), so the
 // host reads them back as two tightly packed (N, 3) arrays.
+// Bounds (COMPUTE_OUTPUT bit 1): the exact axis-aligned box of the skinned positions, reduced in
+// the same dispatch: each workgroup folds its vertices into shared memory, then one invocation
+// folds that into the pose's box in a storage buffer (6 uints at box_base: min xyz, max xyz, as
+// order-preserving keys, so integer atomicMax is float min/max; the host zero-fills the buffer
+// and decodes the keys). COMPUTE_OUTPUT bit 0 writes the vertices; without it (Skinner.bounds())
+// only the box is written.
 
 #include "include/skin.glsl"
 #include "include/morph.glsl"
@@ -24,18 +30,62 @@ layout(set = 0, binding = 8) uniform samplerBuffer in_weights_1;   // rgba32f, s
 layout(set = 0, binding = 9) uniform samplerBuffer in_aux;  // rgba32f: center xyz, DQS blend w
 #endif
 
+layout(set = 0, binding = 12) buffer Boxes {
+    uint boxes[];
+};
+
+// Bit 0: write the skinned vertices; bit 1: reduce their box. A specialization constant, so the
+// unused code is compiled away (skin() without bounds costs what it did before bounds existed).
+layout(constant_id = 8) const uint COMPUTE_OUTPUT = 1u;
+const bool WRITE_VERTICES = (COMPUTE_OUTPUT & 1u) != 0u;
+const bool REDUCE_BOX = (COMPUTE_OUTPUT & 2u) != 0u;
+
 layout(push_constant) uniform PushConstants {
     uint vertex_count;
     uint position_base;
     uint normal_base;
+    uint box_base;
 } pc;
+
+shared uint box_keys[6];
+
+// An order-preserving key of a float: a < b (not NaN) exactly when key(a) < key(b) as uints.
+uint float_key(float f) {
+    uint u = floatBitsToUint(f);
+    return (u & 0x80000000u) != 0u ? ~u : (u | 0x80000000u);
+}
+
+void reduce_box(bool inside, vec3 p) {
+    if (gl_LocalInvocationIndex == 0u) {
+        for (int k = 0; k < 6; ++k) {
+            box_keys[k] = 0u;
+        }
+    }
+    barrier();
+    if (inside) {
+        uvec3 key = uvec3(float_key(p.x), float_key(p.y), float_key(p.z));
+        atomicMax(box_keys[0], ~key.x);
+        atomicMax(box_keys[1], ~key.y);
+        atomicMax(box_keys[2], ~key.z);
+        atomicMax(box_keys[3], key.x);
+        atomicMax(box_keys[4], key.y);
+        atomicMax(box_keys[5], key.z);
+    }
+    barrier();
+    if (gl_LocalInvocationIndex == 0u) {
+        for (int k = 0; k < 6; ++k) {
+            atomicMax(boxes[pc.box_base + uint(k)], box_keys[k]);
+        }
+    }
+}
 
 void main() {
     uint v = gl_GlobalInvocationID.x;
-    if (v >= pc.vertex_count) {
+    bool inside = v < pc.vertex_count;
+    if (!REDUCE_BOX && !inside) {
         return;
     }
-    int iv = int(v);
+    int iv = int(REDUCE_BOX ? min(v, pc.vertex_count - 1u) : v);  // the last vertex stands in
     vec3 p = texelFetch(in_positions, iv).xyz;
     vec3 n = texelFetch(in_normals, iv).xyz;
     morph_vertex(iv, p, n);
@@ -47,6 +97,12 @@ void main() {
                 texelFetch(in_aux, iv),
 #endif
                 p, n, p, n);
+    if (REDUCE_BOX) {
+        reduce_box(inside, p);  // every invocation of the workgroup reaches its barriers
+    }
+    if (!WRITE_VERTICES || !inside) {
+        return;
+    }
     int i = int(pc.position_base + 3u * v);
     int k = int(pc.normal_base + 3u * v);
     imageStore(out_data, i, vec4(p.x));

@@ -17,6 +17,7 @@ Every format keeps the model's look (:class:`~vkdqs.baking.surface.Surface`): ea
 (:class:`BakeGroup`; each covers a range of the vertices too, as the primitives did).
 
 * ``.npz``: ``times (F,)`` float64, ``positions (F, V, 3)`` and ``normals (F, V, 3)`` float32,
+  ``boxes (F, 2, 3)`` float32 (each frame's exact box, reduced on the GPU),
   ``faces (T, 3)`` uint32, ``groups (G, 5)`` int64 (first face, face count, first vertex, vertex
   count, material or -1), ``materials`` (a JSON string, a list of material summaries whose
   ``texture`` is the ``i`` of ``texture_<i> (H, W, 4)`` uint8), and ``uvs (V, 2)`` /

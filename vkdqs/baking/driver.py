@@ -85,6 +85,10 @@ class Bake:
     dropped_faces : int
         The model's degenerate triangles left out of ``faces`` (zero area at rest, or a
         repeated vertex: Blender's USD importer loses a mesh's per-face materials over them).
+    boxes : ndarray of float32, (F, 2, 3), or None
+        Each frame's exact axis-aligned box (min, max) of ``positions``: skinned parts' boxes
+        reduced on the GPU as they were skinned. None (a Bake made by hand): computed from
+        ``positions`` where needed (:meth:`frame_boxes`).
     """
 
     times: NDArray[np.float64]
@@ -101,6 +105,13 @@ class Bake:
     materials: tuple[Material, ...] = ()
     groups: tuple[BakeGroup, ...] = ()
     dropped_faces: int = 0
+    boxes: NDArray[np.float32] | None = None
+
+    def frame_boxes(self) -> NDArray[np.float32]:
+        """(F, 2, 3) float32: each frame's box (min, max) of its positions."""
+        if self.boxes is not None:
+            return self.boxes
+        return boxes_of(self.positions)
 
     def save(self, path: str | Path, *, inputs: Sequence[str | Path] = ()) -> Path:
         """Write the bake as ``.npz``, ``.glb``, ``.usd``, ``.usda`` or ``.usdc``; returns the
@@ -130,8 +141,10 @@ class Bake:
         )
         try:
             step = _batch_frames(self.positions.shape[1], len(self.times))
+            boxes = self.frame_boxes()
             for i in range(0, len(self.times), step):  # over batches of frames
-                writer.write(self.positions[i : i + step], self.normals[i : i + step])
+                batch = slice(i, i + step)
+                writer.write(self.positions[batch], self.normals[batch], boxes[batch])
             writer.finish()
         except BaseException:
             writer.abort()
@@ -275,8 +288,10 @@ class _Frames:
 
     def pose(
         self, animation: int | None, times: NDArray[np.float64]
-    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-        """(P, V, 3) float32 positions and normals at ``times`` (P of them)."""
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]:
+        """(P, V, 3) float32 positions and normals at ``times`` (P of them), and each frame's
+        (P, 2, 3) box: the union of the skinned parts' boxes, reduced on the GPU in the
+        dispatch that skinned them, and the rigid parts' (numpy, from their vertices)."""
         scene = self.scene
         globs = [scene.node_global_matrices(animation, t) for t in times]  # over frames
         joints = [skin_matrices(scene, self.skins, g) for g in globs]
@@ -284,6 +299,8 @@ class _Frames:
         one = len(self.parts) == 1
         pos = None if one else np.empty(shape, np.float32)
         nrm = None if one else np.empty(shape, np.float32)
+        boxes = np.empty((len(times), 2, 3), np.float32)
+        boxes[:, 0], boxes[:, 1] = np.inf, -np.inf
         for i, part in enumerate(self.parts):  # over parts; whole arrays inside
             g = part.geometry
             # (P, M) morph weights per frame (the animation's, else the node's, else the mesh's)
@@ -295,7 +312,7 @@ class _Frames:
             if part.kind == "skinned":
                 mats = np.stack([j[part.skin] for j in joints])
                 try:
-                    p, n = self.skinners[i].skin_many(mats, morph_weights=weights)
+                    p, n, box = self.skinners[i].skin_many(mats, morph_weights=weights, bounds=True)
                 except InputError as exc:
                     raise InputError(
                         f"{scene.path.name}: skin {part.skin} "
@@ -322,14 +339,26 @@ class _Frames:
                 ]
                 p = np.array([f[0] for f in frames], np.float32)
                 n = np.array([f[1] for f in frames], np.float32)
+                box = boxes_of(p)
+            np.minimum(boxes[:, 0], box[:, 0], out=boxes[:, 0])
+            np.maximum(boxes[:, 1], box[:, 1], out=boxes[:, 1])
             if one:
-                return p, n
+                return p, n, boxes
             assert pos is not None and nrm is not None
             a, b = self.offsets[i], self.offsets[i + 1]
             pos[:, a:b] = p
             nrm[:, a:b] = n
         assert pos is not None and nrm is not None
-        return pos, nrm
+        return pos, nrm, boxes
+
+
+def boxes_of(positions: NDArray) -> NDArray[np.float32]:
+    """(P, 2, 3) float32 boxes (min, max) of (P, V, 3) positions (numpy: for rigid parts and
+    for a Bake made by hand)."""
+    p = np.asarray(positions, np.float32)
+    if p.shape[1] == 0:
+        return np.zeros((len(p), 2, 3), np.float32)
+    return np.stack([p.min(axis=1), p.max(axis=1)], axis=1)
 
 
 def _progress(total: int, enabled: bool, label: str) -> Any:
@@ -358,7 +387,9 @@ def _run(
     end: float | None,
     device: Device | None,
     progress: bool,
-    sink: Callable[[_Frames, NDArray, tuple[NDArray, NDArray]], Callable[[NDArray, NDArray], None]],
+    sink: Callable[
+        [_Frames, NDArray, tuple[NDArray, NDArray]], Callable[[NDArray, NDArray, NDArray], None]
+    ],
 ) -> tuple[_Frames, NDArray[np.float64], str]:
     """Bake, handing each batch of frames to what ``sink(frames, times, rest)`` returns."""
     if not isinstance(scene, (str, Path)):
@@ -451,11 +482,13 @@ def bake(
         shape = (len(times), frames.vertex_count, 3)
         out.update(rest=rest, positions=np.empty(shape, np.float32), done=0)
         out["normals"] = np.empty(shape, np.float32)
+        out["boxes"] = np.empty((len(times), 2, 3), np.float32)
 
-        def put(p: NDArray, n: NDArray) -> None:  # filled in place: no copy of the whole bake
+        def put(p: NDArray, n: NDArray, box: NDArray) -> None:  # in place: no copy of the bake
             i = out["done"]
             out["positions"][i : i + len(p)] = p
             out["normals"][i : i + len(p)] = n
+            out["boxes"][i : i + len(p)] = box
             out["done"] = i + len(p)
 
         return put
@@ -485,6 +518,7 @@ def bake(
         frames.surface.materials,
         frames.surface.groups,
         frames.dropped_faces,
+        out["boxes"],
     )
 
 
@@ -620,9 +654,9 @@ class _Reported:
     def __init__(self, writer: Writer, path: Path, existed: bool) -> None:
         self.writer, self.path, self.existed = writer, path, existed
 
-    def write(self, positions: NDArray, normals: NDArray) -> None:
+    def write(self, positions: NDArray, normals: NDArray, boxes: NDArray) -> None:
         try:
-            self.writer.write(positions, normals)
+            self.writer.write(positions, normals, boxes)
         except OSError as exc:
             raise output_error(exc, self.path, existed=self.existed) from None
 

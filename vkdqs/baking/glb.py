@@ -163,8 +163,10 @@ class GlbWriter:
         self.done = 0
         self.deltas = tempfile.TemporaryFile(dir=path.parent)
 
-    def write(self, positions: NDArray, normals: NDArray) -> None:
-        """Append a batch of frames' deltas from the rest mesh (one morph target each)."""
+    def write(self, positions: NDArray, normals: NDArray, boxes: NDArray) -> None:
+        """Append a batch of frames' deltas from the rest mesh (one morph target each). A morph
+        target's accessor bounds are those of its deltas per material group, not of the
+        positions, so they are taken here from the deltas (``boxes`` is not used)."""
         d_p = positions - self.rest_p
         d_n = normals - self.rest_n
         i = self.done

@@ -42,6 +42,7 @@ class NpzWriter:
         self.path = path
         self.out = AtomicFile(path, inputs=inputs)
         self.normals: IO[bytes] | None = None
+        self.boxes: list[NDArray] = []
         try:
             self.zip = zipfile.ZipFile(self.out.file, "w", zipfile.ZIP_STORED, allowZip64=True)
         except BaseException:
@@ -87,8 +88,10 @@ class NpzWriter:
             self.abort()
             raise
 
-    def write(self, positions: NDArray, normals: NDArray) -> None:
-        """Append a batch of frames: positions into the archive, normals to their scratch file."""
+    def write(self, positions: NDArray, normals: NDArray, boxes: NDArray) -> None:
+        """Append a batch of frames: positions into the archive, normals to their scratch file,
+        boxes kept for the ``boxes`` entry."""
+        self.boxes.append(np.asarray(boxes, np.float32))
         self.positions.write(as_bytes(positions))
         assert self.normals is not None
         self.normals.write(as_bytes(normals))
@@ -104,6 +107,9 @@ class NpzWriter:
                 f.write(chunk)
                 self.out.written()
         self.normals.close()
+        boxes = np.concatenate(self.boxes) if self.boxes else np.zeros((0, 2, 3), np.float32)
+        with self.zip.open("boxes.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array(f, boxes)
         self.zip.close()
         self.out.commit()
 

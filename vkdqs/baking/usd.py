@@ -73,10 +73,11 @@ class UsdWriter:
         for file, _ in self.textures:  # refused before baking, not after
             check_output(file, inputs)
 
-    def write(self, positions: NDArray, normals: NDArray) -> None:
-        """Add a batch of frames as time samples of points, normals and extent."""
+    def write(self, positions: NDArray, normals: NDArray, boxes: NDArray) -> None:
+        """Add a batch of frames as time samples of points, normals and extent (the frames'
+        boxes, as the GPU reduced them)."""
         Vt, Usd = self.Vt, self.Usd
-        lo, hi = positions.min(axis=1), positions.max(axis=1)
+        lo, hi = boxes[:, 0], boxes[:, 1]
         for k in range(len(positions)):  # over frames: one time sample each
             code = Usd.TimeCode(self.codes[self.done + k])
             self.points.Set(Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(positions[k])), code)

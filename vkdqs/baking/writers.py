@@ -22,8 +22,9 @@ class Writer(Protocol):
     appears complete) or, on any error, ``abort`` (nothing is left behind, the old file is as it
     was). Errors writing the file are :class:`~vkdqs.OutputError`."""
 
-    def write(self, positions: NDArray, normals: NDArray) -> None:
-        """Take a batch of frames, ``(P, V, 3)`` float32 positions and normals."""
+    def write(self, positions: NDArray, normals: NDArray, boxes: NDArray) -> None:
+        """Take a batch of frames, ``(P, V, 3)`` float32 positions and normals, and each
+        frame's exact ``(P, 2, 3)`` box (min, max) of its positions."""
 
     def finish(self) -> None:
         """Put the complete file in place."""

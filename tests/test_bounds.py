@@ -1,0 +1,155 @@
+"""Exact bounds of skinned meshes: the compute path reduces each pose's axis-aligned box on the
+GPU in the same dispatch (Skinner.skin/skin_many(bounds=True), Skinner.bounds()); checked against
+the skinned vertices themselves (exactly) and the float64 reference of every method."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from vkdqs import SkinnedMesh, dq
+from vkdqs import methods as registry
+from vkdqs import shader_interface as si
+from vkdqs.skinner import Skinner
+
+from .test_registry import inputs, poses, rig
+
+METHODS = registry.names()
+
+
+def encode(values: np.ndarray) -> np.ndarray:
+    """The shader's float_key(), in numpy: order-preserving uint32 keys of float32 values."""
+    u = np.asarray(values, np.float32).view(np.uint32)
+    return np.where(u & np.uint32(0x80000000), ~u, u | np.uint32(0x80000000)).astype(np.uint32)
+
+
+def reference_box(points: np.ndarray) -> np.ndarray:
+    return np.stack([points.min(axis=0), points.max(axis=0)])
+
+
+def test_decode_boxes_inverts_the_shaders_keys():
+    rng = np.random.default_rng(3)
+    specials = np.array([0.0, -0.0, 1e-38, -1e-38, 1e-45, -1e-45, 3e38, -3e38], np.float32)
+    for values in (rng.normal(scale=1e3, size=(40, 3)).astype(np.float32), specials.reshape(-1, 1)):
+        values = np.broadcast_to(values, (values.shape[0], 3)).astype(np.float32)
+        keys = encode(values)
+        # the shader folds with atomicMax: ~key for the min, key for the max
+        record = np.zeros(8, np.uint32)
+        record[:3] = (~keys).max(axis=0)
+        record[3:6] = keys.max(axis=0)
+        box = si.decode_boxes(record)[0]
+        np.testing.assert_array_equal(box, reference_box(values))
+        # and the keys order like the floats (-0.0 just below 0.0, which compare equal)
+        order = np.argsort(keys[:, 0])
+        assert (np.diff(values[order, 0]) >= 0).all()
+
+
+@pytest.mark.parametrize("path", ("compute", "vertex"))
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_returns_the_exact_box_of_its_vertices(device, method, path):
+    rng = np.random.default_rng(zlib.crc32(f"bounds {method} {path}".encode()))
+    bones = 9
+    skinning = registry.get(method)
+    # 1000 vertices: 15 full workgroups and a partial one, whose idle invocations must not count
+    mesh = rig(rng, 1000, 4, bones, blend="dqs_blend" in skinning.needs)
+    extra = inputs(method, mesh, bones, rng)
+    batch = poses(method, bones, rng, 3)
+    with Skinner(device, mesh, bone_count=bones, method=method, path=path, **extra) as skinner:
+        for pose in batch:
+            p, _, box = skinner.skin(pose, bounds=True)
+            assert box.shape == (2, 3) and box.dtype == np.float32
+            np.testing.assert_array_equal(box, reference_box(p))
+            np.testing.assert_array_equal(skinner.bounds(pose), box)
+            want, _ = skinning.reference(mesh, pose, **extra)
+            scale = max(mesh.extent, np.abs(want).max())
+            np.testing.assert_allclose(box, reference_box(want), rtol=0, atol=1e-5 * scale)
+        many_p, _, boxes = skinner.skin_many(batch, bounds=True)
+    assert boxes.shape == (3, 2, 3)
+    for p, box in zip(many_p, boxes, strict=True):
+        np.testing.assert_array_equal(box, reference_box(p))
+
+
+@pytest.mark.parametrize("n", [1, 2, 63, 64, 65, 4099])
+def test_partial_workgroups_and_single_vertices(device, n):
+    rng = np.random.default_rng(n)
+    mesh = rig(rng, n, 4, 5)
+    pose = dq.random_rigid(5, rng, max_translation=3.0)
+    with Skinner(device, mesh, bone_count=5) as skinner:
+        p, _, box = skinner.skin(pose, bounds=True)
+        np.testing.assert_array_equal(box, reference_box(p))
+        np.testing.assert_array_equal(skinner.bounds(pose), box)
+
+
+@pytest.mark.parametrize("offset", [(-50.0, -60.0, -70.0), (50.0, 60.0, 70.0), (0.0, 0.0, 0.0)])
+def test_boxes_on_either_side_of_zero(device, offset):
+    """All-negative, all-positive and mixed coordinates: the keys order floats of either sign."""
+    rng = np.random.default_rng(7)
+    mesh = rig(rng, 700, 2, 3)
+    pose = dq.to_matrices(dq.random_rigid(3, rng, max_translation=0.1))
+    pose[:, :3, 3] += offset
+    with Skinner(device, mesh, bone_count=3, method="lbs") as skinner:
+        p, _, box = skinner.skin(pose, bounds=True)
+    np.testing.assert_array_equal(box, reference_box(p))
+    assert ((box > 0) == (np.asarray(offset) > 0)).all() or offset == (0.0, 0.0, 0.0)
+
+
+def test_morph_targets_move_the_box(device):
+    rng = np.random.default_rng(11)
+    n, bones = 2000, 6
+    base = rig(rng, n, 4, bones)
+    deltas = np.zeros((2, n, 3))
+    deltas[0, 17] = (0.0, 40.0, 0.0)  # one vertex far above: the box must reach it
+    deltas[1, 1500:] = rng.normal(size=(500, 3))
+    mesh = SkinnedMesh(
+        base.positions, base.normals, base.joints, base.weights, morph_positions=deltas
+    )
+    pose = dq.random_rigid(bones, rng)
+    weights = np.array([1.0, 0.5], np.float32)
+    skinning = registry.get("dqs")
+    with Skinner(device, mesh, bone_count=bones) as skinner:
+        p, _, box = skinner.skin(pose, weights, bounds=True)
+        np.testing.assert_array_equal(box, reference_box(p))
+        np.testing.assert_array_equal(skinner.bounds(pose, weights), box)
+        rest_box = skinner.bounds(pose)
+        many = skinner.skin_many(
+            np.stack([pose, pose]), np.stack([weights, 0 * weights]), bounds=True
+        )
+    want, _ = skinning.reference(mesh, pose, morph_weights=weights)
+    np.testing.assert_allclose(box, reference_box(want), rtol=0, atol=1e-5 * 40)
+    assert box[1].max() > rest_box[1].max() + 30  # the morphed vertex is in, the rest one not
+    np.testing.assert_array_equal(many[2], np.stack([box, rest_box]))
+
+
+def test_skin_many_boxes_across_chunks(device):
+    """A batch larger than one submission: each chunk's boxes land at their poses."""
+    rng = np.random.default_rng(5)
+    mesh = rig(rng, 3000, 4, 8)
+    batch = dq.random_rigid(8 * 20, rng, max_translation=5.0).reshape(20, 8, 2, 4)
+    with Skinner(device, mesh, bone_count=8) as skinner:
+        skinner.max_batch_bytes = 7 * skinner.pose_bytes  # 7 poses a submission
+        p, _, boxes = skinner.skin_many(batch, bounds=True)
+        assert skinner._capacity < 20
+        plain_p, _ = skinner.skin_many(batch)  # and back to the vertices-only pipeline
+    np.testing.assert_array_equal(plain_p, p)
+    want = np.stack([np.stack([q.min(axis=0), q.max(axis=0)]) for q in p])
+    np.testing.assert_array_equal(boxes, want)
+
+
+def test_bounds_between_skins_leaves_the_vertices_right(device):
+    """Switching between the vertices-only, vertices-and-box and box-only pipelines re-records
+    the command buffer each time; results do not leak between them."""
+    rng = np.random.default_rng(9)
+    mesh = rig(rng, 500, 4, 4)
+    a, b = dq.random_rigid(4, rng), dq.random_rigid(4, rng, max_translation=4.0)
+    with Skinner(device, mesh, bone_count=4) as skinner:
+        pa, _ = skinner.skin(a)
+        box_b = skinner.bounds(b)
+        pa2, _, box_a = skinner.skin(a, bounds=True)
+        pb, _ = skinner.skin(b)
+        box_b2 = skinner.bounds(b)
+    np.testing.assert_array_equal(pa, pa2)
+    np.testing.assert_array_equal(box_a, reference_box(pa))
+    np.testing.assert_array_equal(box_b, reference_box(pb))
+    np.testing.assert_array_equal(box_b2, box_b)
