@@ -66,6 +66,7 @@ def test_every_method_returns_the_exact_box_of_its_vertices(device, method, path
             scale = max(mesh.extent, np.abs(want).max())
             np.testing.assert_allclose(box, reference_box(want), rtol=0, atol=1e-5 * scale)
         many_p, _, boxes = skinner.skin_many(batch, bounds=True)
+        np.testing.assert_array_equal(skinner.bounds_many(batch), boxes)
     assert boxes.shape == (3, 2, 3)
     for p, box in zip(many_p, boxes, strict=True):
         np.testing.assert_array_equal(box, reference_box(p))
@@ -153,3 +154,24 @@ def test_bounds_between_skins_leaves_the_vertices_right(device):
     np.testing.assert_array_equal(box_a, reference_box(pa))
     np.testing.assert_array_equal(box_b, reference_box(pb))
     np.testing.assert_array_equal(box_b2, box_b)
+
+
+def test_bounds_many_of_more_poses_than_vertices_fit(device):
+    """bounds_many's result is 24 bytes a pose: its call-size bound counts that, not the
+    vertices it does not return; a batch past max_call_bytes is refused before packing."""
+    from vkdqs import LimitError
+
+    rng = np.random.default_rng(2)
+    mesh = rig(rng, 20000, 4, 4)
+    batch = dq.random_rigid(4 * 12, rng).reshape(12, 4, 2, 4)
+    with Skinner(device, mesh, bone_count=4) as skinner:
+        skinner.max_call_bytes = 12 * (2 * 20000 * 12) - 1  # skin_many's result would not fit
+        with pytest.raises(LimitError, match="skin_many of 12 poses"):
+            skinner.skin_many(batch)
+        boxes = skinner.bounds_many(batch)
+        skinner.max_call_bytes = 100
+        with pytest.raises(LimitError, match=r"bounds_many of 12 poses .* \(P x 6 float32\)"):
+            skinner.bounds_many(batch)
+        skinner.max_call_bytes = 2**30
+        p, _ = skinner.skin_many(batch[:2])
+    np.testing.assert_array_equal(boxes[:2], np.stack([p.min(axis=1), p.max(axis=1)], 1))

@@ -689,7 +689,32 @@ class Skinner(ResourceOwner):
         refused with a :class:`LimitError` before anything is allocated (a broadcast view of
         millions of poses costs nothing to pass in, but its result would).
         """
-        bones = self._check_call_size(bones, morph_weights)
+        packed, morphs = self._many_poses(bones, morph_weights)
+        count = packed.bones.shape[0]
+        out = np.empty((2, count, self.vertex_count, 3), np.float32)
+        boxes = np.empty((count, 2, 3), np.float32) if bounds else None
+        with self._lock:
+            self._check_open()
+            self._run(packed, out, morphs, boxes)
+        if boxes is not None:
+            return out[0], out[1], boxes
+        return out[0], out[1]
+
+    def bounds_many(self, bones: object, morph_weights: object = None) -> np.ndarray:
+        """The exact (P, 2, 3) boxes of the mesh skinned with P poses ``(P, B, ...)``, without
+        reading the vertices back (as :meth:`bounds`); arguments as for :meth:`skin_many`."""
+        packed, morphs = self._many_poses(bones, morph_weights, vertices=False)
+        boxes = np.empty((packed.bones.shape[0], 2, 3), np.float32)
+        with self._lock:
+            self._check_open()
+            self._run(packed, None, morphs, boxes)
+        return boxes
+
+    def _many_poses(
+        self, bones: object, morph_weights: object, *, vertices: bool = True
+    ) -> tuple[bone_packing.PackedPose, np.ndarray | None]:
+        """P poses, validated (their call size too) and packed, and their MORPH_BLOCKs."""
+        bones = self._check_call_size(bones, morph_weights, vertices=vertices)
         packed = self._pack(bones, batched=True)
         count = packed.bones.shape[0]
         if morph_weights is not None:
@@ -700,31 +725,26 @@ class Skinner(ResourceOwner):
                     f"morph_weights must have shape ({count}, {m}) (one row per pose), "
                     f"got {w.shape}"
                 )
-        morphs = self._morph_blocks(morph_weights, count)
-        out = np.empty((2, count, self.vertex_count, 3), np.float32)
-        boxes = np.empty((count, 2, 3), np.float32) if bounds else None
-        with self._lock:
-            self._check_open()
-            self._run(packed, out, morphs, boxes)
-        if boxes is not None:
-            return out[0], out[1], boxes
-        return out[0], out[1]
+        return packed, self._morph_blocks(morph_weights, count)
 
-    def _check_call_size(self, bones: object, morph_weights: object) -> np.ndarray:
+    def _check_call_size(
+        self, bones: object, morph_weights: object, *, vertices: bool = True
+    ) -> np.ndarray:
         """``bones`` as an array (a view where it is one), after checking that the batch's
-        host memory fits :attr:`max_call_bytes`."""
+        host memory fits :attr:`max_call_bytes` (``vertices``: with its skinned vertices)."""
         from .dq import _as_array
 
         arr = _as_array(bones, "bones")
         poses = int(arr.shape[0]) if arr.ndim >= 1 else 0
-        result = 2 * poses * self.vertex_count * 3 * 4
+        result = (2 * self.vertex_count * 3 * 4 if vertices else 24) * poses
         packing = poses * self.bone_count * PACK_BYTES_PER_BONE
         if morph_weights is not None:
             packing += poses * (si.MORPH_BLOCK.itemsize + 24 * self.mesh.morph_target_count)
         if result + packing > self.max_call_bytes:
+            call, shape = ("skin_many", "2 x P x N x 3") if vertices else ("bounds_many", "P x 6")
             raise LimitError(
-                f"skin_many of {poses} poses of {self.vertex_count} vertices and "
-                f"{self.bone_count} bones needs {result} bytes for its result (2 x P x N x 3 "
+                f"{call} of {poses} poses of {self.vertex_count} vertices and "
+                f"{self.bone_count} bones needs {result} bytes for its result ({shape} "
                 f"float32) and about {packing} to pack the poses, more than "
                 f"skinner.max_call_bytes = {self.max_call_bytes} (half this machine's memory "
                 "unless set); skin fewer poses per call"
