@@ -175,3 +175,108 @@ def test_bounds_many_of_more_poses_than_vertices_fit(device):
         skinner.max_call_bytes = 2**30
         p, _ = skinner.skin_many(batch[:2])
     np.testing.assert_array_equal(boxes[:2], np.stack([p.min(axis=1), p.max(axis=1)], 1))
+
+
+# -- the renderer: every instance's box as posed now, and framing that uses it -----------------
+
+
+def _world(points, model):
+    return points @ model[:3, :3].T + model[:3, 3]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_instance_bounds_are_the_posed_mesh_in_world_space(device, method):
+    from vkdqs.renderer import Renderer
+    from vkdqs.targets import OffscreenTarget
+
+    rng = np.random.default_rng(zlib.crc32(f"instance bounds {method}".encode()))
+    bones = 7
+    skinning = registry.get(method)
+    mesh = rig(rng, 900, 4, bones, blend="dqs_blend" in skinning.needs)
+    extra = inputs(method, mesh, bones, rng)
+    pose = poses(method, bones, rng, 1)[0]
+    shifted = np.diag([2.0, 0.5, 3.0, 1.0])
+    shifted[:3, 3] = (5.0, -4.0, 1.0)
+    rotated = dq.to_matrices(dq.random_rigid(1, rng))[0] @ np.diag([1.5, 1.5, 1.5, 1.0])
+    with OffscreenTarget(device, 8, 8) as target, Renderer(device, target) as renderer:
+        render_mesh = renderer.add_mesh(mesh)
+        inst = renderer.add_instance(render_mesh, bone_count=bones, method=method, **extra)
+        rest_box = inst.bounds  # the rest pose
+        inst.set_pose(pose)
+        inst.set_model(shifted)
+        posed = inst.bounds
+        inst.set_model(rotated)
+        turned = inst.bounds
+        inst.set_pose(pose)  # the same pose again: the same box
+        np.testing.assert_array_equal(inst.bounds, turned)
+    want, _ = skinning.reference(mesh, pose, **extra)
+    scale = max(mesh.extent, np.abs(want).max()) * 3
+    # axis-aligned scale and translation: the exact box of the posed vertices
+    np.testing.assert_allclose(posed, reference_box(_world(want, shifted)), atol=1e-5 * scale)
+    # a rotated model: a box that holds every posed vertex
+    w = _world(want, rotated)
+    assert (turned[0] <= w.min(axis=0) + 1e-5 * scale).all()
+    assert (turned[1] >= w.max(axis=0) - 1e-5 * scale).all()
+    np.testing.assert_allclose(rest_box, reference_box(mesh.positions), atol=1e-6 * scale)
+
+
+def test_unskinned_and_morphed_instances_and_refusals(device):
+    from vkdqs import InputError
+    from vkdqs.renderer import Renderer
+    from vkdqs.targets import OffscreenTarget
+
+    rng = np.random.default_rng(4)
+    base = rig(rng, 300, 2, 3)
+    deltas = np.zeros((1, 300, 3))
+    deltas[0, 5] = (0.0, 0.0, 9.0)
+    mesh = SkinnedMesh(
+        base.positions,
+        base.normals,
+        base.joints,
+        base.weights,
+        base.indices,
+        morph_positions=deltas,
+    )
+    with OffscreenTarget(device, 8, 8) as target, Renderer(device, target) as renderer:
+        rm = renderer.add_mesh(mesh)
+        still = renderer.add_instance(rm, bone_count=3, method="none")
+        still.set_pose(np.tile(np.eye(4), (3, 1, 1)), [1.0])
+        skinned = renderer.add_instance(rm, bone_count=3)
+        skinned.set_pose(np.tile(np.eye(4), (3, 1, 1)), [1.0])
+        np.testing.assert_allclose(still.bounds, skinned.bounds, atol=1e-5)
+        assert still.bounds[1, 2] >= 9.0 - 1.0  # the morphed vertex reaches up
+        renderer.remove_instance(still)
+        with pytest.raises(InputError, match="not drawn by this renderer"):
+            _ = still.bounds
+        skinners = list(renderer._box_skinners.values())
+        assert skinners and not any(s.closed for s in skinners)
+    assert all(s.closed for s in skinners)  # closed with the renderer
+
+
+def test_frame_scene_frames_the_posed_instance_not_its_rest_pose(device):
+    """A bent chain walked far from where it rests: framed by its box as posed, every vertex
+    is in view; framed by its rest box (the old behaviour) part of it is not."""
+    from vkdqs import procedural
+    from vkdqs.renderer import Renderer
+    from vkdqs.targets import OffscreenTarget
+
+    bones = 8
+    mesh = procedural.tube(4000, bone_count=bones, influences=4)
+    pose = procedural.bone_chain_pose(bones, 85.0)
+    pose[:, :3, 3] += (3.0 * mesh.extent, 0.0, 0.0)  # the whole skeleton moved aside
+    with OffscreenTarget(device, 64, 48) as target, Renderer(device, target) as renderer:
+        inst = renderer.add_instance(renderer.add_mesh(mesh), bone_count=bones, bones=pose)
+        renderer.frame_scene()
+        posed = renderer.camera.project(inst_points := _posed(mesh, pose), 64, 48)
+        rest_lo, rest_hi = mesh.bounds
+        renderer.camera.frame(rest_lo, rest_hi, aspect=64 / 48)
+        at_rest = renderer.camera.project(inst_points, 64, 48)
+        np.testing.assert_allclose(inst.bounds, reference_box(inst_points), atol=1e-4)
+    inside = (posed[:, :2] >= -0.5).all(axis=1) & (posed[:, 0] <= 64.5) & (posed[:, 1] <= 48.5)
+    assert inside.all()
+    outside = (at_rest[:, :2] < 0).any(axis=1) | (at_rest[:, 0] > 64) | (at_rest[:, 1] > 48)
+    assert outside.any()
+
+
+def _posed(mesh, pose):
+    return registry.get("dqs").reference(mesh, pose)[0]

@@ -186,6 +186,26 @@ class Instance:
     #: ``MORPH_TARGETS`` of its pipeline: the kinds of deltas and layout, 0 without an active
     #: target (the pipeline without the morph code); set by set_pose
     morph_spec: int = field(default=0, repr=False)
+    #: the pose as given to set_pose (a copy) and its morph weights, for :attr:`bounds`
+    _bones: np.ndarray | None = field(default=None, repr=False)
+    _morph_weights: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """The world-space box (2, 3), min and max, of this instance as posed now (what the
+        next frame draws; after ``render()``, the last frame's).
+
+        Exact in mesh space, from the GPU: the renderer skins the current pose with a compute
+        dispatch that reduces the box and writes no vertex (:meth:`vkdqs.Skinner.bounds`).
+        The world box is the smallest box around that box's corners under the model matrix
+        (exact for translations and axis-aligned scales; a rotated model gives a box that
+        contains the mesh, as three.js's ``Box3.applyMatrix4`` does). Unskinned instances:
+        their (morphed) rest vertices.
+        """
+        renderer = self.mesh.renderer
+        if renderer is None:
+            raise InputError("instance.bounds: its renderer is gone")
+        return renderer.instance_bounds(self)
 
     @property
     def variant(self) -> str:
@@ -213,7 +233,10 @@ class Instance:
             morph = morph_blocks(self.mesh.morph_packing, w[None])[0]
             spec = si.morph_spec(self.mesh.morph_packing, bool(morph["header"][0] > 0))
         pose = skinning.pack(bones, self.bone_count, rest_matrices=self.rest_matrices)
+        kept = np.array(bones, dtype=np.float64)  # validated by pack(): numbers, its shape
+        weights = None if morph_weights is None else np.array(morph_weights, np.float32)
         self.pose, self.morph, self.morph_spec = pose, morph, spec
+        self._bones, self._morph_weights = kept, weights
 
     def set_scalar(self, values: ArrayLike | None) -> None:
         """Colour this instance by a per-vertex scalar ``(N,)`` in 0..1 (clipped; NaN shows as

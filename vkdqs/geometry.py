@@ -1,8 +1,8 @@
 """Triangle-mesh geometry in numpy (no Vulkan, no glTF): smooth vertex normals, angle- or
-area-weighted.
+area-weighted, and axis-aligned boxes under affine transforms.
 
-Used by :class:`vkdqs.SkinnedMesh` when normals are omitted and by the glTF loader for primitives
-without ``NORMAL``.
+Normals are used by :class:`vkdqs.SkinnedMesh` when normals are omitted and by the glTF loader
+for primitives without ``NORMAL``; boxes by the renderer's bounds and framing.
 """
 
 from __future__ import annotations
@@ -10,7 +10,19 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["vertex_normals"]
+__all__ = ["transform_box", "vertex_normals"]
+
+
+def transform_box(box: ArrayLike, matrix: ArrayLike) -> NDArray[np.float64]:
+    """The smallest axis-aligned box (2, 3) around ``box`` ((2, 3): min, max) transformed by the
+    (4, 4) affine ``matrix``: the centre moved by the matrix, the half-size by its absolute
+    linear part (Arvo 1990), which is the box of the 8 transformed corners."""
+    b = np.asarray(box, np.float64)
+    m = np.asarray(matrix, np.float64)
+    center, half = 0.5 * (b[0] + b[1]), 0.5 * (b[1] - b[0])
+    c = m[:3, :3] @ center + m[:3, 3]
+    h = np.abs(m[:3, :3]) @ half
+    return np.stack([c - h, c + h])
 
 
 def vertex_normals(

@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import bones as bone_packing
-from . import methods
+from . import methods, reference
 from . import shader_interface as si
 from .camera import Camera
 from .clip import AnimationClip
@@ -49,6 +49,7 @@ from .drawables import (
     _GpuMaterial,
 )
 from .errors import InputError, ObjectDestroyedError, OwnershipError
+from .geometry import transform_box
 from .gpu import (
     Buffer,
     BufferView,
@@ -74,6 +75,7 @@ from .gpu.interrupts import deferred_interrupts
 from .material import Material
 from .mesh import SkinnedMesh
 from .overlay_pass import OverlayPass, check_overlay
+from .skinner import Skinner
 from .targets import RenderTarget
 
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
@@ -248,6 +250,9 @@ class Renderer(ResourceOwner):
         self._samplers: dict[Any, GpuSampler] = {}
         self._constant_row: Buffer | None = None
         self._blend_noted = False
+        # compute Skinners that measure instances' boxes (Instance.bounds), made on first use
+        # per (mesh, method, bones, rest frames); closed with the renderer
+        self._box_skinners: dict[tuple, Skinner] = {}
         try:
             self._set_layout = self.own(
                 DescriptorSetLayout(device, si.RENDER_BINDINGS, label="render")
@@ -276,6 +281,9 @@ class Renderer(ResourceOwner):
     def close(self) -> None:
         """Destroy the renderer's Vulkan objects (not the target's). Safe to call twice."""
         with self._lock:
+            for skinner in self._box_skinners.values():
+                skinner.close()
+            self._box_skinners.clear()
             super().close()
             self._commands.clear()
             self._pipelines.clear()
@@ -531,15 +539,49 @@ class Renderer(ResourceOwner):
                 self.release(obj)
             crowd._objects.clear()
 
+    def instance_bounds(self, inst: Instance) -> np.ndarray:
+        """``inst.bounds``: its world-space (2, 3) box as posed now (see
+        :attr:`Instance.bounds`)."""
+        with self._lock:
+            self._check_open()
+            if not any(i is inst for i in self.instances):
+                raise InputError("instance_bounds(): that instance is not drawn by this renderer")
+            bones, weights = inst._bones, inst._morph_weights
+            mesh = inst.mesh.mesh
+            if inst.method == UNSKINNED or bones is None:
+                p = mesh.positions
+                if weights is not None:
+                    p = reference.morph(p, mesh.normals, mesh.morph_positions, None, weights)[0]
+                box = np.stack([p.min(axis=0), p.max(axis=0)])
+            else:
+                box = self._box_skinner(inst).bounds(bones, weights).astype(np.float64)
+        return transform_box(box, inst.model)
+
+    def _box_skinner(self, inst: Instance) -> Skinner:
+        """The compute Skinner that measures ``inst``'s boxes (one per mesh, method, bone
+        count and rest frames), made on first use."""
+        rest = inst.rest_matrices
+        key = (id(inst.mesh), inst.method, inst.bone_count, None if rest is None else id(rest))
+        skinner = self._box_skinners.get(key)
+        if skinner is None:
+            skinner = Skinner(
+                self.device,
+                inst.mesh.mesh,
+                bone_count=inst.bone_count,
+                method=inst.method,
+                centers=inst.mesh.centers if "centers" in methods.get(inst.method).needs else None,
+                rest_matrices=rest,
+            )
+            self._box_skinners[key] = skinner
+        return skinner
+
     def scene_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """World-space box around every instance's and crowd copy's rest mesh."""
+        """World-space box around every instance as posed now (exact from the GPU, see
+        :attr:`Instance.bounds`) and every crowd copy (:meth:`Crowd.bounds`)."""
         if not self.instances and not self.crowds:
             raise InputError("the scene is empty: add_instance() before framing it")
         corners = [np.array(c.bounds()) for c in self.crowds]
-        for inst in self.instances:
-            lo, hi = inst.mesh.mesh.bounds
-            box = np.array(np.meshgrid(*zip(lo, hi, strict=True), indexing="ij")).reshape(3, -1).T
-            corners.append(box @ inst.model[:3, :3].T + inst.model[:3, 3])
+        corners += [self.instance_bounds(inst) for inst in self.instances]
         pts = np.vstack(corners)
         return pts.min(axis=0), pts.max(axis=0)
 
