@@ -280,3 +280,43 @@ def test_frame_scene_frames_the_posed_instance_not_its_rest_pose(device):
 
 def _posed(mesh, pose):
     return registry.get("dqs").reference(mesh, pose)[0]
+
+
+@pytest.mark.parametrize("method", [m.name for m in registry.METHODS.values() if m.crowds])
+def test_crowd_bounds_hold_every_copy_over_its_clip(device, method):
+    """Each clip's box is the union of its frames' exact boxes, moved by each copy's model."""
+    from vkdqs import AnimationClip
+    from vkdqs.renderer import Renderer
+    from vkdqs.targets import OffscreenTarget
+
+    rng = np.random.default_rng(zlib.crc32(f"crowd bounds {method}".encode()))
+    bones = 5
+    skinning = registry.get(method)
+    mesh = rig(rng, 400, 4, bones, blend="dqs_blend" in skinning.needs)
+    extra = inputs(method, mesh, bones, rng)
+    rigid = [
+        dq.to_matrices(dq.random_rigid(bones * f, rng)).reshape(f, bones, 4, 4) for f in (4, 6)
+    ]
+    clips = [AnimationClip(frames, 10.0) for frames in rigid]  # crowds of DQS take rigid clips
+    models = np.tile(np.eye(4), (3, 1, 1))
+    models[:, :3, 3] = [(0.0, 0.0, 0.0), (10.0, 0.0, 0.0), (0.0, -7.0, 2.0)]
+    with OffscreenTarget(device, 8, 8) as target, Renderer(device, target) as renderer:
+        crowd = renderer.add_crowd(
+            renderer.add_mesh(mesh), clips=clips, count=3, method=method, **extra
+        )
+        crowd.set_models(models)
+        crowd.set_clips([0, 1, 1])
+        lo, hi = renderer.crowd_bounds(crowd)
+        assert crowd.clip_boxes is not None and crowd.clip_boxes.shape == (2, 2, 3)
+        scene = renderer.scene_bounds()
+    np.testing.assert_array_equal(scene[0], lo)
+    np.testing.assert_array_equal(scene[1], hi)
+    # every frame of each copy's clip, skinned by the float64 reference, lies inside
+    pts = []
+    for k, model in zip([0, 1, 1], models, strict=True):
+        for pose in clips[k].frames:
+            pts.append(_world(skinning.reference(mesh, pose, **extra)[0], model))
+    pts = np.concatenate(pts)
+    tol = 1e-5 * max(mesh.extent, np.abs(pts).max())
+    np.testing.assert_allclose(lo, pts.min(axis=0), atol=tol)
+    np.testing.assert_allclose(hi, pts.max(axis=0), atol=tol)

@@ -293,6 +293,10 @@ class Crowd:
         self.centers, rest = skinning.check_inputs(
             mesh.mesh, clip.joint_count, centers=centers, rest_matrices=rest_matrices
         )
+        #: the bones' rest frames, for "dqs_blender" (validated)
+        self.rest_matrices = rest
+        #: (K, 2, 3) box of each clip over its frames (Renderer.crowd_bounds measures it once)
+        self.clip_boxes: np.ndarray | None = None
         packed = np.concatenate([pack_clip(c, method, rest) for c in clips])
         #: The Vulkan objects this crowd made (kept by the owner; dropped by remove_crowd).
         self._objects: list[Any] = []
@@ -499,12 +503,19 @@ class Crowd:
         self._copies = (copies, self._copies[1] + 1)
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """World-space box around every copy's rest mesh."""
-        lo, hi = self.mesh.mesh.bounds
-        box = np.array(np.meshgrid(*zip(lo, hi, strict=True), indexing="ij")).reshape(3, -1).T
-        pts = np.einsum("nij,kj->nki", self._models[:, :3, :3], box) + self._models[:, None, :3, 3]
-        pts = pts.reshape(-1, 3)
-        return pts.min(axis=0), pts.max(axis=0)
+        """World-space box around every copy: its clip's box over the clip's frames
+        (:attr:`clip_boxes`, measured on the GPU by the renderer's ``crowd_bounds``) or, until
+        measured, the rest mesh's, moved by the copy's model matrix."""
+        if self.clip_boxes is None:
+            lo, hi = self.mesh.mesh.bounds
+            boxes = np.broadcast_to(np.stack([lo, hi]), (self.count, 2, 3))
+        else:
+            boxes = self.clip_boxes[self._clip_of]
+        m = self._models
+        center, half = 0.5 * (boxes[:, 0] + boxes[:, 1]), 0.5 * (boxes[:, 1] - boxes[:, 0])
+        c = np.einsum("nij,nj->ni", m[:, :3, :3], center) + m[:, :3, 3]
+        h = np.einsum("nij,nj->ni", np.abs(m[:, :3, :3]), half)
+        return (c - h).min(axis=0), (c + h).max(axis=0)
 
     def frame_positions(self) -> np.ndarray:
         """Each copy's position in its clip, in frames (what the GPU samples), float64."""

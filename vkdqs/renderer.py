@@ -554,22 +554,45 @@ class Renderer(ResourceOwner):
                     p = reference.morph(p, mesh.normals, mesh.morph_positions, None, weights)[0]
                 box = np.stack([p.min(axis=0), p.max(axis=0)])
             else:
-                box = self._box_skinner(inst).bounds(bones, weights).astype(np.float64)
+                skinner = self._box_skinner(
+                    inst.mesh, inst.method, inst.bone_count, inst.rest_matrices
+                )
+                box = skinner.bounds(bones, weights).astype(np.float64)
         return transform_box(box, inst.model)
 
-    def _box_skinner(self, inst: Instance) -> Skinner:
-        """The compute Skinner that measures ``inst``'s boxes (one per mesh, method, bone
-        count and rest frames), made on first use."""
-        rest = inst.rest_matrices
-        key = (id(inst.mesh), inst.method, inst.bone_count, None if rest is None else id(rest))
+    def crowd_bounds(self, crowd: Crowd) -> tuple[np.ndarray, np.ndarray]:
+        """World-space box around every copy of ``crowd`` over its clip: each clip's box is the
+        union of the exact boxes of its frames (measured once on the GPU, bounds only), moved
+        by each copy's model matrix. Copies between two frames blend their bones, which may
+        reach slightly past both frames' boxes (DQS arcs; LBS stays within them)."""
+        with self._lock:
+            self._check_open()
+            if not any(c is crowd for c in self.crowds):
+                raise InputError("crowd_bounds(): that crowd is not drawn by this renderer")
+            if crowd.clip_boxes is None:
+                skinner = self._box_skinner(
+                    crowd.mesh, crowd.method, crowd.joint_count, crowd.rest_matrices
+                )
+                boxes = [skinner.bounds_many(clip.frames) for clip in crowd.clips]
+                crowd.clip_boxes = np.stack(
+                    [np.stack([b[:, 0].min(axis=0), b[:, 1].max(axis=0)]) for b in boxes]
+                ).astype(np.float64)
+        return crowd.bounds()
+
+    def _box_skinner(
+        self, mesh: RenderMesh, method: str, bone_count: int, rest: np.ndarray | None
+    ) -> Skinner:
+        """The compute Skinner that measures boxes of ``mesh`` posed by ``method`` (one per
+        mesh, method, bone count and rest frames), made on first use."""
+        key = (id(mesh), method, bone_count, None if rest is None else id(rest))
         skinner = self._box_skinners.get(key)
         if skinner is None:
             skinner = Skinner(
                 self.device,
-                inst.mesh.mesh,
-                bone_count=inst.bone_count,
-                method=inst.method,
-                centers=inst.mesh.centers if "centers" in methods.get(inst.method).needs else None,
+                mesh.mesh,
+                bone_count=bone_count,
+                method=method,
+                centers=mesh.centers if "centers" in methods.get(method).needs else None,
                 rest_matrices=rest,
             )
             self._box_skinners[key] = skinner
@@ -580,7 +603,7 @@ class Renderer(ResourceOwner):
         :attr:`Instance.bounds`) and every crowd copy (:meth:`Crowd.bounds`)."""
         if not self.instances and not self.crowds:
             raise InputError("the scene is empty: add_instance() before framing it")
-        corners = [np.array(c.bounds()) for c in self.crowds]
+        corners = [np.array(self.crowd_bounds(c)) for c in self.crowds]
         corners += [self.instance_bounds(inst) for inst in self.instances]
         pts = np.vstack(corners)
         return pts.min(axis=0), pts.max(axis=0)

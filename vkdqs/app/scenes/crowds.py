@@ -200,10 +200,10 @@ class CrowdScene:
             crowd.set_models(models)
 
     def frame_camera(self) -> None:
-        """Aim the camera at the grids shown, keeping its direction; R in the viewer returns
-        here."""
+        """Aim the camera at the grids shown over their clip (every copy's box over the clip's
+        frames, measured on the GPU), keeping its direction; R in the viewer returns here."""
         w, h = self.renderer.target.extent
-        shown = [self.crowds[m].bounds() for m in self._shown()]
+        shown = [self.renderer.crowd_bounds(self.crowds[m]) for m in self._shown()]
         lo = np.min([b[0] for b in shown], axis=0)
         hi = np.max([b[1] for b in shown], axis=0)
         self.renderer.camera.frame(lo, hi, aspect=(w / h) if h else 1.0)
