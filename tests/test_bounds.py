@@ -320,3 +320,80 @@ def test_crowd_bounds_hold_every_copy_over_its_clip(device, method):
     tol = 1e-5 * max(mesh.extent, np.abs(pts).max())
     np.testing.assert_allclose(lo, pts.min(axis=0), atol=tol)
     np.testing.assert_allclose(hi, pts.max(axis=0), atol=tol)
+
+
+# -- conservative boxes from per-bone boxes (no skinning pass) ----------------------------------
+
+RULED = [m.name for m in registry.METHODS.values() if m.box_rule]
+
+
+def _bent_poses(rng, bones, count, max_degrees):
+    """Rigid poses whose bones turn up to ``max_degrees`` apart, moved far from the origin."""
+    out = []
+    for _ in range(count):
+        pose = dq.to_matrices(dq.random_rigid(bones, rng, max_angle=np.radians(max_degrees) / 2))
+        turn = dq.to_matrices(dq.random_rigid(1, rng, max_angle=np.pi, max_translation=20.0))
+        out.append(turn[0] @ pose)
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("method", RULED)
+@pytest.mark.parametrize("slots", (4, 8))
+def test_bone_boxes_always_hold_the_skinned_mesh(device, method, slots):
+    from vkdqs.bone_boxes import BoneBoxes
+
+    rng = np.random.default_rng(zlib.crc32(f"bone boxes {method} {slots}".encode()))
+    bones = 12
+    skinning = registry.get(method)
+    base = rig(rng, 1500, slots, bones, blend="dqs_blend" in skinning.needs)
+    weights = base.weights.copy()
+    weights[:40] = 0.0  # vertices that stay at rest
+    deltas = np.zeros((2, 1500, 3))
+    deltas[0, rng.choice(1500, 30)] = rng.normal(scale=3.0, size=(30, 3))
+    mesh = SkinnedMesh(
+        base.positions,
+        base.normals,
+        base.joints,
+        weights,
+        dqs_blend=base.dqs_blend,
+        morph_positions=deltas,
+    )
+    extra = inputs(method, mesh, bones, rng)
+    boxes = BoneBoxes.of(mesh, bones, extra.get("centers"))
+    batch = _bent_poses(rng, bones, 6, 165.0)
+    if skinning.box_rule == "affine":  # LBS takes any affine matrix: scale and shear too
+        batch[:3, :, :3, :3] *= rng.uniform(0.3, 2.0, (3, bones, 3, 3))
+    morph = np.array([1.5, -0.5], np.float32)
+    tight = []
+    with Skinner(device, mesh, bone_count=bones, method=method, **extra) as skinner:
+        gpu = skinner.bounds_many(batch, np.tile(morph, (len(batch), 1)))
+    for pose, exact in zip(batch, gpu, strict=True):
+        box = boxes.box(skinning.box_rule, pose, morph)
+        assert box is not None
+        want, _ = skinning.reference(mesh, pose, morph_weights=morph, **extra)
+        assert (box[0] <= want.min(axis=0)).all() and (box[1] >= want.max(axis=0)).all()
+        assert (box[0] <= exact[0]).all() and (box[1] >= exact[1]).all()
+        tight.append((box[1] - box[0]).max() / (exact[1] - exact[0]).max())
+    assert np.median(tight) < 8  # a bound, and not a vacuous one
+
+
+def test_the_rigid_rule_on_the_candy_wrapper_and_past_its_angle(device):
+    """The twist the bound is hardest on: the candy wrapper's two bones turned up to 169
+    degrees apart about its axis (DQS keeps the radius, LBS collapses); past
+    MAX_RELATIVE_ANGLE the rule gives None."""
+    from vkdqs import procedural
+    from vkdqs.bone_boxes import MAX_RELATIVE_ANGLE, BoneBoxes
+
+    mesh = procedural.candy_wrapper()
+    boxes = BoneBoxes.of(mesh, 2)
+    with Skinner(device, mesh, bone_count=2) as skinner:
+        for degrees in (30.0, 90.0, 150.0, 169.0):
+            pose = procedural.twist_pose(degrees)
+            exact = skinner.bounds(pose)
+            box = boxes.box("rigid", pose)
+            assert box is not None
+            assert (box[0] <= exact[0]).all() and (box[1] >= exact[1]).all()
+    far = procedural.twist_pose(MAX_RELATIVE_ANGLE + 5.0)
+    assert boxes.box("rigid", far) is None
+    assert boxes.box("affine", far) is not None  # LBS needs no angle
+    assert boxes.box(None, far) is None

@@ -28,6 +28,7 @@ LAYERS = {
     "images": 1,
     "files": 1,
     "geometry": 1,
+    "bone_boxes": 1,
     "clip": 1,
     "shader_interface": 1,
     "methods": 1,

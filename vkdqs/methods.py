@@ -163,6 +163,10 @@ class SkinningMethod:
         The viewer's number key for it alone.
     scaled_variant : str or None
         The method whose shaders run a pose with scale or shear ("dqs": "dqs_scale").
+    box_rule : str or None
+        How a conservative box of a pose follows from per-bone boxes
+        (:mod:`vkdqs.bone_boxes`): ``"affine"``, ``"rigid"``, ``"blend"``, ``"centers"``;
+        None where no cheap bound is proved (the exact box from the GPU is used).
     """
 
     name: str
@@ -185,6 +189,7 @@ class SkinningMethod:
     shown: bool = True
     key: str | None = None
     scaled_variant: str | None = None
+    box_rule: str | None = None
 
     # -- the shaders' view ------------------------------------------------------------------
 
@@ -419,6 +424,7 @@ METHODS: Mapping[str, SkinningMethod] = {
             collapse=True,
             crowd_scale=True,
             key="2",
+            box_rule="affine",
         ),
         SkinningMethod(
             "dqs",
@@ -431,6 +437,7 @@ METHODS: Mapping[str, SkinningMethod] = {
             scale=True,
             key="1",
             scaled_variant="dqs_scale",
+            box_rule="rigid",
         ),
         SkinningMethod(
             "blend",
@@ -444,6 +451,7 @@ METHODS: Mapping[str, SkinningMethod] = {
             aux=True,
             needs=frozenset({"dqs_blend"}),
             key="4",
+            box_rule="blend",
         ),
         SkinningMethod(
             "cor",
@@ -456,6 +464,7 @@ METHODS: Mapping[str, SkinningMethod] = {
             aux=True,
             needs=frozenset({"centers"}),
             key="5",
+            box_rule="centers",
         ),
         SkinningMethod(
             "dqs_blender",
