@@ -248,7 +248,7 @@ def test_unskinned_and_morphed_instances_and_refusals(device):
         renderer.remove_instance(still)
         with pytest.raises(InputError, match="not drawn by this renderer"):
             _ = still.bounds
-        skinners = list(renderer._box_skinners.values())
+        skinners = list(renderer._boxes.skinners)
         assert skinners and not any(s.closed for s in skinners)
     assert all(s.closed for s in skinners)  # closed with the renderer
 
@@ -397,3 +397,123 @@ def test_the_rigid_rule_on_the_candy_wrapper_and_past_its_angle(device):
     assert boxes.box("rigid", far) is None
     assert boxes.box("affine", far) is not None  # LBS needs no angle
     assert boxes.box(None, far) is None
+
+
+# -- frustum culling of instances --------------------------------------------------------------
+
+
+def _culling_scene(device, method, culling):
+    """A row of instances of one method: in view, out to the left, right, behind the camera,
+    straddling the right edge, one moved out of view by its pose alone and one whose model
+    stands out of view but whose pose brings it back. Returns (image, stats)."""
+    from vkdqs import procedural
+    from vkdqs.renderer import Renderer
+    from vkdqs.targets import OffscreenTarget
+
+    bones = 6
+    skinning = registry.get(method)
+    tube = procedural.tube(1200, bone_count=bones, influences=4)
+    blend = np.linspace(0.0, 1.0, tube.vertex_count) if "dqs_blend" in skinning.needs else None
+    mesh = SkinnedMesh(
+        tube.positions, tube.normals, tube.joints, tube.weights, tube.indices, dqs_blend=blend
+    )
+    extra = {}
+    if "rest_matrices" in skinning.needs:
+        extra["rest_matrices"] = np.tile(np.eye(4), (bones, 1, 1))
+    bent = procedural.bone_chain_pose(bones, 40.0)
+    if skinning.scale and method != "lbs":  # scale too: dqs runs two-phase DQS (exact boxes)
+        bent[:, :3, :3] *= 1.1
+    away = bent.copy()
+    away[:, :3, 3] += (40.0, 0.0, 0.0)  # the whole skeleton walked out of view
+    back = bent.copy()
+    back[:, :3, 3] += (-40.0, 0.0, 0.0)
+    with (
+        OffscreenTarget(device, 96, 64) as target,
+        Renderer(device, target, frustum_culling=culling) as renderer,
+    ):
+        rm = renderer.add_mesh(mesh)
+        renderer.camera.frame(np.array([-3.0, -2.0, -1.0]), np.array([3.0, 2.0, 1.0]), aspect=1.5)
+        right, _, forward = renderer.camera.basis()
+        eye = renderer.camera.position
+        places = {
+            "in view": np.zeros(3),
+            "left": -30.0 * right,
+            "right": 30.0 * right,
+            "behind": eye - 10.0 * forward,
+            "straddling": 6.5 * right,
+        }
+        for shift in places.values():
+            model = np.eye(4)
+            model[:3, 3] = shift
+            inst = renderer.add_instance(
+                rm, bone_count=bones, method=method, model=model, bones=bent, **extra
+            )
+        # the last of them reaches past the right edge: half in view
+        lo, hi = inst.bounds
+        bits = (np.arange(8)[:, None] >> np.arange(3)) & 1
+        x = renderer.camera.project(np.where(bits, hi, lo), 96, 64)[:, 0]
+        assert x.min() < 90 and x.max() > 100
+        renderer.add_instance(rm, bone_count=bones, method=method, bones=away, **extra)
+        comeback = np.eye(4)
+        comeback[:3, 3] = (40.0, 0.0, 0.0)
+        renderer.add_instance(
+            rm, bone_count=bones, method=method, model=comeback, bones=back, **extra
+        )
+        image = renderer.render_image()
+        return image, renderer.stats
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_culling_leaves_the_image_as_it_was(device, method):
+    culled, stats = _culling_scene(device, method, True)
+    drawn, all_stats = _culling_scene(device, method, False)
+    np.testing.assert_array_equal(culled, drawn)  # pixel for pixel
+    assert (drawn[..., :3] != culled[0, 0, :3]).any()  # and the image is not empty
+    # left, right, behind and walked away: out; in view, straddling, came back: drawn
+    assert (stats.instances_culled, stats.instances_drawn) == (4, 3)
+    assert (all_stats.instances_culled, all_stats.instances_drawn) == (0, 7)
+    rule = registry.get(method).box_rule
+    exact_kind = rule is None or (registry.get(method).scale and method != "lbs")
+    assert stats.boxes == ({"exact": 7} if exact_kind else {"conservative": 7})
+
+
+def test_outside_frustum_planes():
+    from vkdqs.bounds import outside_frustum
+    from vkdqs.camera import Camera
+
+    cam = Camera()
+    cam.frame(np.array([-1.0, -1.0, -1.0]), np.array([1.0, 1.0, 1.0]), aspect=1.0)
+    vp = cam.view_projection(1.0)
+    right, up, forward = cam.basis()
+    unit = np.array([[-0.1] * 3, [0.1] * 3])
+    boxes = [unit + d for d in (0 * right, 50 * right, -50 * up, cam.position - 5 * forward)]
+    boxes.append(unit + cam.position + 1e4 * forward)  # past the far plane
+    spanning = np.array([[-100.0, -0.1, -0.1], [100.0, 0.1, 0.1]])  # crosses the view
+    got = outside_frustum(np.stack([*boxes, spanning]), vp)
+    assert got.tolist() == [False, True, True, True, True, False]
+
+
+def test_culling_follows_each_new_pose(device):
+    """The box is kept until the instance is posed again: a pose that walks it out of view
+    culls it the next frame, one that brings it back draws it."""
+    from vkdqs import procedural
+    from vkdqs.renderer import Renderer
+    from vkdqs.targets import OffscreenTarget
+
+    mesh = procedural.tube(800, bone_count=4, influences=2)
+    here = procedural.bone_chain_pose(4, 30.0)
+    away = here.copy()
+    away[:, :3, 3] += (0.0, 0.0, -500.0)
+    with OffscreenTarget(device, 32, 32) as target, Renderer(device, target) as renderer:
+        inst = renderer.add_instance(renderer.add_mesh(mesh), bone_count=4, bones=here)
+        renderer.frame_scene()
+        seen = []
+        for pose in (here, here, away, away, here):
+            inst.set_pose(pose)
+            renderer.render()
+            seen.append((renderer.stats.instances_drawn, renderer.stats.instances_culled))
+        renderer.remove_instance(inst)
+        renderer.add_instance(renderer.meshes[0], bone_count=4, bones=here)
+        renderer.render()
+        assert renderer.stats.instances_drawn == 1
+    assert seen == [(1, 0), (1, 0), (0, 1), (0, 1), (1, 0)]

@@ -38,6 +38,7 @@ LAYERS = {
     "skinner": 3,
     "centers": 3,
     "renderer": 3,
+    "bounds": 3,
     "drawables": 3,
     "overlay_pass": 3,
     "crowd": 3,

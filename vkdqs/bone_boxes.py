@@ -70,37 +70,56 @@ def _segment_boxes(keys: NDArray, points: NDArray, count: int) -> tuple[NDArray,
     return lo, hi
 
 
+class _Boxes:
+    """Static boxes of some bones: their indices, centres, half sizes and radii (live only)."""
+
+    def __init__(self, lo: NDArray, hi: NDArray) -> None:
+        live = np.isfinite(lo).all(axis=1)
+        self.index = np.flatnonzero(live)
+        self.lo, self.hi = lo[live], hi[live]
+        self.center = 0.5 * (self.lo + self.hi)
+        self.half = 0.5 * (self.hi - self.lo)
+
+    def moved(
+        self, rot: NDArray, move: NDArray, grow: NDArray | None
+    ) -> tuple[NDArray, NDArray, NDArray]:
+        """Under each bone's rotation/linear part ``rot`` (B, 3, 3) and translation ``move``:
+        the moved centres and half sizes (Arvo 1990), and the half sizes before moving, each
+        box widened by ``grow`` (B, 3) first."""
+        half = self.half if grow is None else self.half + grow[self.index]
+        r = rot[self.index]
+        c = np.matmul(r, self.center[:, :, None])[:, :, 0] + move[self.index]
+        h = np.matmul(np.abs(r), half[:, :, None])[:, :, 0]
+        return c, h, half
+
+
 @dataclass(frozen=True, eq=False)
 class BoneBoxes:
-    """What a mesh's conservative boxes need, computed once (:meth:`of`).
+    """What a mesh's conservative boxes need, computed once (:meth:`of`); :meth:`box` per pose.
 
     Attributes
     ----------
-    lo, hi : ndarray, (B, 3)
-        Each bone's box of the rest vertices it moves (empty: +inf / -inf).
-    first_lo, first_hi : ndarray, (B, 3)
-        Each bone's box of the vertices whose first (heaviest) influence it is.
+    moving : per bone, the box of the rest vertices it moves (the affine rule)
+    leading : per bone, the box of the vertices whose first (heaviest) influence it is (the
+        rigid rule)
+    centers : per bone, the box of its vertices' centers of rotation, or None
     morph : ndarray, (B, M, 3)
         Per bone and morph target, the largest |delta| per axis over the bone's vertices.
     pairs : ndarray of int, (K, 2)
-        Bones (first influence, other influence) that share a vertex.
-    still : ndarray, (2, 3) or None
-        The box of the vertices without weight (they stay at rest), or None.
-    center_lo, center_hi : ndarray, (B, 3), or None
-        Per bone the box of its vertices' centers of rotation (``centers`` given).
+        Bones (first influence, other influence) that share a vertex, sorted by the first.
+    still : ndarray, (2 + M, 3) or None
+        The box of the vertices without weight (they stay at rest) and each target's reach on
+        them, or None.
     center_reach : float
-        The largest ``|v - c|`` over the vertices (``centers`` given).
+        The largest ``|v - c|`` over the vertices (with centers).
     """
 
-    lo: NDArray[np.float64]
-    hi: NDArray[np.float64]
-    first_lo: NDArray[np.float64]
-    first_hi: NDArray[np.float64]
+    moving: _Boxes
+    leading: _Boxes
+    centers: _Boxes | None
     morph: NDArray[np.float64]
     pairs: NDArray[np.int64]
     still: NDArray[np.float64] | None
-    center_lo: NDArray[np.float64] | None = None
-    center_hi: NDArray[np.float64] | None = None
     center_reach: float = 0.0
 
     @classmethod
@@ -113,38 +132,34 @@ class BoneBoxes:
         used = w > 0
         vert = np.broadcast_to(np.arange(n)[:, None], (n, slots))[used]
         bone = j[used]
-        lo, hi = _segment_boxes(bone, p[vert], bone_count)
+        moving = _Boxes(*_segment_boxes(bone, p[vert], bone_count))
         weighted = used[:, 0]
-        first_lo, first_hi = _segment_boxes(j[weighted, 0], p[weighted], bone_count)
+        leading = _Boxes(*_segment_boxes(j[weighted, 0], p[weighted], bone_count))
         m = mesh.morph_target_count
         morph = np.zeros((bone_count, m, 3))
-        if m and mesh.morph_positions is not None:
-            reach = np.abs(mesh.morph_positions.astype(np.float64)).transpose(1, 0, 2)  # (N, M, 3)
+        targets = mesh.morph_positions
+        if m and targets is not None:
+            reach = np.abs(targets.astype(np.float64)).transpose(1, 0, 2)  # (N, M, 3)
             _, top = _segment_boxes(bone, reach[vert].reshape(len(vert), -1), bone_count)
             morph = np.where(np.isfinite(top), top, 0.0).reshape(bone_count, m, 3)
         first = np.broadcast_to(j[:, :1], (n, slots))[used]
-        pairs = np.unique(np.stack([first, bone], axis=1), axis=0)
+        pairs = np.unique(np.stack([first, bone], axis=1), axis=0)  # sorted by the first
         pairs = pairs[pairs[:, 0] != pairs[:, 1]]
         still = None
         if (~weighted).any():
             rest = p[~weighted]
-            if m and mesh.morph_positions is not None:  # still vertices morph too
-                grow = np.abs(mesh.morph_positions[:, ~weighted]).max(axis=1)  # (M, 3)
-                morph_still = grow
-            else:
-                morph_still = np.zeros((m, 3))
-            still = np.stack([rest.min(axis=0), rest.max(axis=0)])
-            still = np.concatenate([still, morph_still])  # rows 2..: per target reach
-        extra = {}
+            reach_still = (
+                np.abs(targets[:, ~weighted]).max(axis=1)
+                if m and targets is not None
+                else np.zeros((m, 3))
+            )
+            still = np.concatenate([[rest.min(axis=0), rest.max(axis=0)], reach_still])
+        boxes_of_centers, center_reach = None, 0.0
         if centers is not None:
             c = np.asarray(centers, np.float64)
-            clo, chi = _segment_boxes(bone, c[vert], bone_count)
-            extra = {
-                "center_lo": clo,
-                "center_hi": chi,
-                "center_reach": float(np.linalg.norm(p - c, axis=1).max(initial=0.0)),
-            }
-        return cls(lo, hi, first_lo, first_hi, morph, pairs, still, **extra)
+            boxes_of_centers = _Boxes(*_segment_boxes(bone, c[vert], bone_count))
+            center_reach = float(np.linalg.norm(p - c, axis=1).max(initial=0.0))
+        return cls(moving, leading, boxes_of_centers, morph, pairs, still, center_reach)
 
     def box(
         self, rule: str | None, matrices: ArrayLike, morph_weights: ArrayLike | None = None
@@ -156,74 +171,59 @@ class BoneBoxes:
         if rule is None:
             return None
         mats = np.asarray(matrices, np.float64)
-        grow = np.zeros((len(self.lo), 3))
+        rot, move = mats[:, :3, :3], mats[:, :3, 3]
+        grow = None
         mw = None if morph_weights is None else np.abs(np.asarray(morph_weights, np.float64))
-        if mw is not None and self.morph.shape[1]:
-            grow = np.einsum("bmk,m->bk", self.morph, mw)
+        if mw is not None and self.morph.shape[1] and mw.any():
+            grow = mw @ self.morph  # (B, 3)
         if rule == "centers":
-            if self.center_lo is None or self.center_hi is None:
+            if self.centers is None:
                 return None
-            reach = self.center_reach + (grow.max(initial=0.0) * np.sqrt(3.0))
-            boxes = _moved(self.center_lo, self.center_hi, mats)
-            return self._finish(boxes, reach, mw)
+            reach = self.center_reach + (0.0 if grow is None else float(grow.max()) * 3**0.5)
+            c, h, _ = self.centers.moved(rot, move, None)
+            return self._finish(c - h, c + h, reach, mw)
         if rule == "affine":
-            return self._finish(_moved(self.lo - grow, self.hi + grow, mats), 0.0, mw)
+            c, h, _ = self.moving.moved(rot, move, grow)
+            return self._finish(c - h, c + h, 0.0, mw)
         if rule not in ("rigid", "blend"):
             raise ValueError(f"unknown box rule {rule!r}")
         # rigid: each bone's box of the vertices it leads, widened by its bound
-        lo, hi = self.first_lo - grow, self.first_hi + grow
-        live = np.isfinite(lo).all(axis=1)
-        center = np.where(live[:, None], 0.5 * (lo + hi), 0.0)
-        radius = np.where(live, 0.5 * np.linalg.norm(hi - lo, axis=1), 0.0)
-        widen = np.zeros(len(lo))
+        lead = self.leading
+        c, h, half = lead.moved(rot, move, grow)
+        widen = np.zeros(len(lead.index))
         if len(self.pairs):
             a, b = self.pairs[:, 0], self.pairs[:, 1]
-            rel = np.einsum("kji,kjl->kil", mats[a, :3, :3], mats[b, :3, :3])  # R_a^T R_b
-            cos = np.clip((np.trace(rel, axis1=1, axis2=2) - 1.0) / 2.0, -1.0, 1.0)
-            theta = np.zeros(len(lo))
-            np.maximum.at(theta, a, np.arccos(cos))
+            # pairs are sorted by a, and every a leads a vertex: rows of `lead` in that order
+            rows = np.searchsorted(lead.index, a)
+            starts = np.flatnonzero(np.r_[True, a[1:] != a[:-1]])
+            cos = ((rot[a] * rot[b]).sum(axis=(1, 2)) - 1.0) / 2.0  # tr(R_a^T R_b)
+            theta_pairs = np.arccos(np.clip(cos, -1.0, 1.0))
+            theta = np.zeros(len(lead.index))
+            theta[rows[starts]] = np.maximum.reduceat(theta_pairs, starts)
             if np.degrees(theta.max()) > MAX_RELATIVE_ANGLE:
                 return None
-            c = center[a]
-            moved_a = np.einsum("kij,kj->ki", mats[a, :3, :3], c) + mats[a, :3, 3]
-            moved_b = np.einsum("kij,kj->ki", mats[b, :3, :3], c) + mats[b, :3, 3]
-            delta = np.zeros(len(lo))
-            np.maximum.at(delta, a, np.linalg.norm(moved_b - moved_a, axis=1))
+            center = lead.center[rows]
+            moved_b = np.matmul(rot[b], center[:, :, None])[:, :, 0] + move[b]
+            dist = np.sqrt(((moved_b - c[rows]) ** 2).sum(axis=1))
+            delta = np.zeros(len(lead.index))
+            delta[rows[starts]] = np.maximum.reduceat(dist, starts)
+            radius = np.sqrt((half**2).sum(axis=1))
             widen = 2.0 * np.sin(theta / 2.0) * radius + delta / np.cos(theta / 2.0)
-        boxes = _moved(lo, hi, mats)
-        boxes[0] -= widen[:, None]
-        boxes[1] += widen[:, None]
-        return self._finish(boxes, 0.0, mw)
+        return self._finish(c - h - widen[:, None], c + h + widen[:, None], 0.0, mw)
 
     def _finish(
-        self, boxes: NDArray[np.float64], reach: float, mw: NDArray | None
+        self, lo: NDArray, hi: NDArray, reach: float, mw: NDArray | None
     ) -> NDArray[np.float64] | None:
-        """The union of (2, B, 3) bone boxes (empty ones skipped) and the still vertices' box,
-        widened by ``reach`` and the rounding margin."""
-        live = np.isfinite(boxes[0]).all(axis=1) & np.isfinite(boxes[1]).all(axis=1)
-        parts = [boxes[:, live]]
+        """The union of the bones' boxes (B, 3) and the still vertices' box, widened by
+        ``reach`` and the rounding margin."""
         if self.still is not None:
-            s = self.still[:2]
             g = 0.0 if mw is None or len(self.still) == 2 else mw @ self.still[2:]
-            parts.append(np.stack([s[0] - g, s[1] + g])[:, None])
-        allb = np.concatenate(parts, axis=1)
-        if allb.shape[1] == 0:
+            lo = np.vstack([lo, self.still[0] - g])
+            hi = np.vstack([hi, self.still[1] + g])
+        if len(lo) == 0:
             return None
-        out = np.stack([allb[0].min(axis=0) - reach, allb[1].max(axis=0) + reach])
+        out = np.stack([lo.min(axis=0) - reach, hi.max(axis=0) + reach])
         margin = ROUNDING * max(float(np.abs(out).max()), float((out[1] - out[0]).max()), 1e-30)
         out[0] -= margin
         out[1] += margin
         return out
-
-
-def _moved(lo: NDArray, hi: NDArray, mats: NDArray) -> NDArray[np.float64]:
-    """(2, B, 3): each bone's box [lo, hi] under its affine matrix (empty boxes stay empty)."""
-    live = np.isfinite(lo).all(axis=1)
-    center = np.where(live[:, None], 0.5 * (lo + hi), 0.0)
-    half = np.where(live[:, None], 0.5 * (hi - lo), 0.0)
-    c = np.einsum("bij,bj->bi", mats[:, :3, :3], center) + mats[:, :3, 3]
-    h = np.einsum("bij,bj->bi", np.abs(mats[:, :3, :3]), half)
-    out = np.stack([c - h, c + h])
-    out[0, ~live] = np.inf
-    out[1, ~live] = -np.inf
-    return out

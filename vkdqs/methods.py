@@ -362,7 +362,7 @@ def _pack_blender(bones, bone_count, *, batched, allow_scale, rest_matrices):
 # -- float64 references (the same inputs as the packers) --------------------------------------
 
 
-def _as_matrices(bones: ArrayLike) -> NDArray[np.float64]:
+def as_matrices(bones: ArrayLike) -> NDArray[np.float64]:
     """(B, 4, 4) float64 matrices of (B, 4, 4) / (B, 3, 4) matrices or (B, 2, 4) DQs."""
     b = np.asarray(bones, dtype=np.float64)
     if b.ndim == 3 and b.shape[1:] == (2, 4):
@@ -382,12 +382,12 @@ def _ref_dqs(p, n, j, w, bones, **_):
 
 
 def _ref_dqs_scale(p, n, j, w, bones, **_):
-    split = dq.decompose_skinning_matrices(_as_matrices(bones))
+    split = dq.decompose_skinning_matrices(as_matrices(bones))
     return reference.skin_dqs_scaled(p, n, j, w, *split)
 
 
 def _ref_lbs(p, n, j, w, bones, **_):
-    return reference.skin_lbs(p, n, j, w, _as_matrices(bones))
+    return reference.skin_lbs(p, n, j, w, as_matrices(bones))
 
 
 def _ref_blend(p, n, j, w, bones, *, dqs_blend, **_):
@@ -401,7 +401,7 @@ def _ref_cor(p, n, j, w, bones, *, centers, **_):
 
 
 def _ref_blender(p, n, j, w, bones, *, rest_matrices, **_):
-    return reference.skin_dqs_blender(p, n, j, w, _as_matrices(bones), rest_matrices)
+    return reference.skin_dqs_blender(p, n, j, w, as_matrices(bones), rest_matrices)
 
 
 # -- the registry -----------------------------------------------------------------------------

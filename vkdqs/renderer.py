@@ -36,8 +36,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import bones as bone_packing
-from . import methods, reference
+from . import methods
 from . import shader_interface as si
+from .bounds import FrameStats, SceneBoxes, outside_frustum
 from .camera import Camera
 from .clip import AnimationClip
 from .crowd import Crowd, _Layouts
@@ -75,7 +76,6 @@ from .gpu.interrupts import deferred_interrupts
 from .material import Material
 from .mesh import SkinnedMesh
 from .overlay_pass import OverlayPass, check_overlay
-from .skinner import Skinner
 from .targets import RenderTarget
 
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
@@ -199,6 +199,10 @@ class Renderer(ResourceOwner):
         Write a timestamp at the start and the end of every frame's command buffer and report
         the GPU time of the last finished frame as :attr:`gpu_ms`. Raises
         :class:`~vkdqs.CapabilityError` if the device's queue has no timestamps.
+    frustum_culling : bool
+        Leave out instances whose box lies outside the view (:mod:`vkdqs.bounds`: per-bone
+        boxes where the method has a proved rule, else the exact box from the GPU); images
+        are the same with and without. :attr:`stats` counts what the last frame drew.
     """
 
     def __init__(
@@ -210,6 +214,7 @@ class Renderer(ResourceOwner):
         clear_color: ArrayLike = (0.02, 0.025, 0.035, 1.0),
         cull: bool = True,
         gpu_timing: bool = False,
+        frustum_culling: bool = True,
     ) -> None:
         super().__init__(device)
         device.check_owns(target, "the render target")
@@ -220,6 +225,8 @@ class Renderer(ResourceOwner):
         self.target = target
         self.clear_color = tuple(float(c) for c in clear_color)
         self.cull = cull
+        #: leave out instances outside the view (see ``frustum_culling``)
+        self.frustum_culling = frustum_culling
         self.camera = Camera()
         self.wireframe = False
         self.debug_bone: int | None = None
@@ -250,9 +257,11 @@ class Renderer(ResourceOwner):
         self._samplers: dict[Any, GpuSampler] = {}
         self._constant_row: Buffer | None = None
         self._blend_noted = False
-        # compute Skinners that measure instances' boxes (Instance.bounds), made on first use
-        # per (mesh, method, bones, rest frames); closed with the renderer
-        self._box_skinners: dict[tuple, Skinner] = {}
+        # boxes: per-bone ones per mesh, and the compute Skinners that measure exact ones
+        # (made on first use, closed with the renderer)
+        self._boxes = SceneBoxes(device)
+        self._culled: tuple[bool, ...] = ()
+        self._stats = FrameStats()
         try:
             self._set_layout = self.own(
                 DescriptorSetLayout(device, si.RENDER_BINDINGS, label="render")
@@ -281,9 +290,7 @@ class Renderer(ResourceOwner):
     def close(self) -> None:
         """Destroy the renderer's Vulkan objects (not the target's). Safe to call twice."""
         with self._lock:
-            for skinner in self._box_skinners.values():
-                skinner.close()
-            self._box_skinners.clear()
+            self._boxes.close()
             super().close()
             self._commands.clear()
             self._pipelines.clear()
@@ -451,6 +458,7 @@ class Renderer(ResourceOwner):
                 )
             self.instances = [i for i in self.instances if i is not inst]
             self._layout_stale = True
+            self._boxes.forget(inst)
             if inst._scalar_buffers:
                 self.device.wait_idle()  # frames in flight may read them
                 for buf in inst._scalar_buffers.values():
@@ -540,24 +548,13 @@ class Renderer(ResourceOwner):
             crowd._objects.clear()
 
     def instance_bounds(self, inst: Instance) -> np.ndarray:
-        """``inst.bounds``: its world-space (2, 3) box as posed now (see
-        :attr:`Instance.bounds`)."""
+        """``inst.bounds``: its world-space (2, 3) box as posed now, exact in mesh space from
+        the GPU (see :attr:`Instance.bounds`)."""
         with self._lock:
             self._check_open()
             if not any(i is inst for i in self.instances):
                 raise InputError("instance_bounds(): that instance is not drawn by this renderer")
-            bones, weights = inst._bones, inst._morph_weights
-            mesh = inst.mesh.mesh
-            if inst.method == UNSKINNED or bones is None:
-                p = mesh.positions
-                if weights is not None:
-                    p = reference.morph(p, mesh.normals, mesh.morph_positions, None, weights)[0]
-                box = np.stack([p.min(axis=0), p.max(axis=0)])
-            else:
-                skinner = self._box_skinner(
-                    inst.mesh, inst.method, inst.bone_count, inst.rest_matrices
-                )
-                box = skinner.bounds(bones, weights).astype(np.float64)
+            box = self._boxes.exact(inst)
         return transform_box(box, inst.model)
 
     def crowd_bounds(self, crowd: Crowd) -> tuple[np.ndarray, np.ndarray]:
@@ -569,34 +566,39 @@ class Renderer(ResourceOwner):
             self._check_open()
             if not any(c is crowd for c in self.crowds):
                 raise InputError("crowd_bounds(): that crowd is not drawn by this renderer")
-            if crowd.clip_boxes is None:
-                skinner = self._box_skinner(
-                    crowd.mesh, crowd.method, crowd.joint_count, crowd.rest_matrices
-                )
-                boxes = [skinner.bounds_many(clip.frames) for clip in crowd.clips]
-                crowd.clip_boxes = np.stack(
-                    [np.stack([b[:, 0].min(axis=0), b[:, 1].max(axis=0)]) for b in boxes]
-                ).astype(np.float64)
+            self._boxes.clip_boxes(crowd)
         return crowd.bounds()
 
-    def _box_skinner(
-        self, mesh: RenderMesh, method: str, bone_count: int, rest: np.ndarray | None
-    ) -> Skinner:
-        """The compute Skinner that measures boxes of ``mesh`` posed by ``method`` (one per
-        mesh, method, bone count and rest frames), made on first use."""
-        key = (id(mesh), method, bone_count, None if rest is None else id(rest))
-        skinner = self._box_skinners.get(key)
-        if skinner is None:
-            skinner = Skinner(
-                self.device,
-                mesh.mesh,
-                bone_count=bone_count,
-                method=method,
-                centers=mesh.centers if "centers" in methods.get(method).needs else None,
-                rest_matrices=rest,
-            )
-            self._box_skinners[key] = skinner
-        return skinner
+    @property
+    def stats(self) -> FrameStats:
+        """What the last frame drew: instances and crowd copies drawn and culled, and the kinds
+        of box the culling used (:class:`vkdqs.bounds.FrameStats`)."""
+        return self._stats
+
+    def _cull(self) -> None:
+        """Decide which visible instances this frame leaves out (their box outside the view),
+        and count it in :attr:`stats`."""
+        shown = [inst for inst in self.instances if inst.visible]
+        kinds: dict[str, int] = {}
+        culled = [False] * len(self.instances)
+        if self.frustum_culling and shown:
+            boxes = []
+            for inst in shown:  # over instances: numpy over bones inside
+                box, kind = self._boxes.cheapest(inst)
+                kinds[kind] = kinds.get(kind, 0) + 1
+                boxes.append(transform_box(box, inst.model))
+            w, h = self.target.extent
+            out = iter(outside_frustum(np.stack(boxes), self.camera.view_projection(w / h)))
+            culled = [inst.visible and bool(next(out)) for inst in self.instances]
+        self._culled = tuple(culled)
+        copies = sum(c.count for c in self.crowds if c.visible)
+        self._stats = FrameStats(
+            instances_drawn=len(shown) - sum(culled),
+            instances_culled=sum(culled),
+            copies_drawn=copies,
+            copies_culled=0,
+            boxes=kinds,
+        )
 
     def scene_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """World-space box around every instance as posed now (exact from the GPU, see
@@ -777,6 +779,7 @@ class Renderer(ResourceOwner):
                 (i.visible, i.variant, i.mirrored, i.scalar is not None, i.morph_spec)
                 for i in self.instances
             ),
+            self._culled,
             None if self._overlay is None else (self._overlay.shape, self._overlay_pass.generation),
             self.target.state_key(),
             tuple(c._state_key() for c in self.crowds),
@@ -820,8 +823,9 @@ class Renderer(ResourceOwner):
         self._begin_pass(cmd, image)
         graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
         bound = None
-        for inst, ds in zip(self.instances, frame.sets, strict=True):
-            if not inst.visible:
+        culled = self._culled or (False,) * len(self.instances)
+        for inst, ds, out in zip(self.instances, frame.sets, culled, strict=True):
+            if not inst.visible or out:
                 continue
             rm = inst.mesh
             buffers = [b.handle for b in rm.vertex_buffers]
@@ -926,6 +930,7 @@ class Renderer(ResourceOwner):
             if other is not None:
                 other.fence.wait(f"frame slot {other.index}")  # type: ignore[attr-defined]
             self._write_uniforms(frame)
+            self._cull()
             if self._overlay is not None and self._overlay_pass is not None:
                 self._overlay_pass.write(frame.index, self._overlay, self._overlay_version)
             if self.crowds:
