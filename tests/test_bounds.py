@@ -517,3 +517,106 @@ def test_culling_follows_each_new_pose(device):
         renderer.render()
         assert renderer.stats.instances_drawn == 1
     assert seen == [(1, 0), (1, 0), (0, 1), (0, 1), (1, 0)]
+
+
+# -- crowds: boxes of every pose the sampler makes, and culling on the GPU ---------------------
+
+
+@pytest.mark.parametrize("method", ["dqs", "lbs", "cor"])
+def test_box_between_holds_every_blend_of_two_frames(method):
+    """Between two frames the sampler blends DQs along the shortest arc (LBS: rows linearly);
+    the box of the two frames' blends holds the mesh at every blend weight."""
+    from vkdqs import reference
+    from vkdqs.bone_boxes import BoneBoxes
+    from vkdqs.clip import AnimationClip
+
+    from .test_crowd import blend_reference
+
+    rng = np.random.default_rng(zlib.crc32(f"between {method}".encode()))
+    bones = 8
+    mesh = rig(rng, 1200, 4, bones)
+    centers = mesh.positions + rng.normal(scale=0.2, size=mesh.positions.shape)
+    boxes = BoneBoxes.of(mesh, bones, centers if method == "cor" else None)
+    rule = registry.get(method).box_rule
+    for _ in range(4):
+        base = dq.to_matrices(dq.random_rigid(1, rng, max_angle=np.pi, max_translation=5.0))[0]
+        frames = [
+            base @ dq.to_matrices(dq.random_rigid(bones, rng, max_angle=np.radians(40)))
+            for _ in range(2)
+        ]
+        frames[1] = frames[0] @ dq.to_matrices(dq.random_rigid(bones, rng, max_angle=0.6))
+        clip = AnimationClip(np.stack(frames), 1.0)
+        box = boxes.box_between(rule, clip.frames[0], clip.frames[1])
+        assert box is not None
+        blended = blend_reference(clip, np.linspace(0.0, 0.999, 41), method)
+        for pose in blended:
+            args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
+            if method == "lbs":
+                p = reference.skin_lbs(
+                    *args, np.concatenate([pose, np.tile([[[0, 0, 0, 1.0]]], (bones, 1, 1))], 1)
+                )[0]
+            elif method == "dqs":
+                p = reference.skin_dqs(*args, pose)[0]
+            else:
+                p = reference.skin_cor(*args, pose, centers)[0]
+            assert (box[0] <= p.min(axis=0)).all() and (box[1] >= p.max(axis=0)).all()
+
+
+@pytest.mark.parametrize("method", [m.name for m in registry.METHODS.values() if m.crowds])
+def test_crowd_culling_leaves_the_image_as_it_was(device, method):
+    """A grid of copies, half of it out of view and some straddling the edge: the image is the
+    same with GPU culling as without, and the GPU's count of copies drawn is the number whose
+    box reaches into the view."""
+    from vkdqs import AnimationClip, procedural
+    from vkdqs.bounds import outside_frustum
+    from vkdqs.geometry import transform_box
+    from vkdqs.renderer import Renderer
+    from vkdqs.targets import OffscreenTarget
+
+    bones = 4
+    skinning = registry.get(method)
+    tube = procedural.tube(600, bone_count=bones, influences=2)
+    blend = np.linspace(0, 1, tube.vertex_count) if "dqs_blend" in skinning.needs else None
+    mesh = SkinnedMesh(
+        tube.positions, tube.normals, tube.joints, tube.weights, tube.indices, dqs_blend=blend
+    )
+    extra = {}
+    if "rest_matrices" in skinning.needs:
+        extra["rest_matrices"] = np.tile(np.eye(4), (bones, 1, 1))
+    frames = np.stack([procedural.bone_chain_pose(bones, a) for a in (0.0, 30.0, 60.0, 20.0)])
+    clip = AnimationClip(frames, 4.0)
+    count = 64
+    models = np.tile(np.eye(4), (count, 1, 1))
+    grid = np.stack(np.meshgrid(np.arange(16), np.arange(4), indexing="ij"), -1).reshape(-1, 2)
+    models[:, 0, 3] = 10.0 * grid[:, 0] - 75.0  # 16 columns from x = -75 to 75, 4 rows deep
+    models[:, 2, 3] = -1.5 * grid[:, 1]
+    images, stats = [], []
+    for culling in (True, False):
+        with (
+            OffscreenTarget(device, 96, 64) as target,
+            Renderer(device, target, frustum_culling=culling) as renderer,
+        ):
+            crowd = renderer.add_crowd(
+                renderer.add_mesh(mesh), clip, count=count, method=method, **extra
+            )
+            crowd.set_models(models)
+            crowd.set_times(np.linspace(0.0, 0.7, count))
+            renderer.camera.frame(
+                np.array([-9.0, 0.0, -4.0]), np.array([9.0, 10.0, 0.0]), aspect=1.5
+            )
+            images.append(renderer.render_image())
+            stats.append(renderer.stats)
+            if culling:
+                boxes = crowd.cull_boxes
+                w, h = target.extent
+                vp = renderer.camera.view_projection(w / h)
+    np.testing.assert_array_equal(images[0], images[1])  # pixel for pixel
+    assert (images[1][..., :3] != images[1][0, 0, :3]).any()
+    assert stats[1].copies_drawn == count and stats[1].copies_culled == 0
+    if skinning.box_rule is None:  # no bound: every copy drawn
+        assert boxes is None and stats[0].copies_drawn == count
+        return
+    world = np.stack([transform_box(boxes[0], m) for m in models])
+    out = outside_frustum(world, vp)
+    assert 10 < out.sum() < count - 10  # some of both
+    assert (stats[0].copies_drawn, stats[0].copies_culled) == (count - out.sum(), out.sum())

@@ -102,13 +102,14 @@ STAGE_OF_KIND = {
     "fragment": Stage.FRAGMENT,
     "centers": Stage.COMPUTE,
     "crowd_sample": Stage.COMPUTE,
+    "crowd_cull": Stage.COMPUTE,
     "crowd_render": Stage.VERTEX,
     "crowd_fragment": Stage.FRAGMENT,
     "overlay": Stage.VERTEX,
     "overlay_fragment": Stage.FRAGMENT,
 }
 #: Kinds whose pipeline layout serves that one module, which keeps every binding of it.
-EXACT_KINDS = ("compute", "readback", "centers", "crowd_sample", "overlay_fragment")
+EXACT_KINDS = ("compute", "readback", "centers", "crowd_sample", "crowd_cull", "overlay_fragment")
 #: The descriptor type a shader sees for a host descriptor type.
 SHADER_TYPE = {DescriptorType.UNIFORM_BUFFER_DYNAMIC: DescriptorType.UNIFORM_BUFFER}
 #: Vertex format -> (scalar, components, bits) of the GLSL input reading it.
@@ -247,7 +248,7 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
 def check_specialization(v: Variant, mod: Module) -> list[str]:
     """Exactly the SpecIds the host sets; the compute local_size_x is LOCAL_SIZE_ID; every
     skin.* variant has MORPH_TARGETS_ID."""
-    compute = v.kind in ("compute", "centers", "crowd_sample")
+    compute = v.kind in ("compute", "centers", "crowd_sample", "crowd_cull")
     bones = v.method != "none" and not v.kind.startswith("crowd")  # crowds: runtime arrays
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
     if v.kind in ("render", "readback", "compute"):

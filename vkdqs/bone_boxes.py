@@ -187,12 +187,115 @@ class BoneBoxes:
             return self._finish(c - h, c + h, 0.0, mw)
         if rule not in ("rigid", "blend"):
             raise ValueError(f"unknown box rule {rule!r}")
-        # rigid: each bone's box of the vertices it leads, widened by its bound
+        return self._rigid(rot, move, grow, self.pairs, MAX_RELATIVE_ANGLE, mw)
+
+    def box_between(
+        self, rule: str | None, first: ArrayLike, second: ArrayLike
+    ) -> NDArray[np.float64] | None:
+        """A (2, 3) box that holds the mesh skinned by every blend of two poses (B, 4, 4) that
+        the crowd sampler makes between two frames; None where no rule holds.
+
+        LBS rows are blended linearly, so the skinned vertices move on straight lines: the
+        union of both poses' boxes. Dual quaternions are blended per bone along the shortest arc
+        and normalized, so a vertex's blend is a DQ blend, with weights >= 0, of its bones'
+        transforms in both poses, made relative to its first bone's blend ``B_p`` (the shaders'
+        sign reference), which lies between ``M_p`` in the two poses. With ``Theta`` the largest
+        rotation between ``p`` and a bone sharing its vertices (in either pose, both ways) and
+        ``Delta`` bone p's own turn between the poses, every rotation relative to ``B_p`` is
+        within ``theta = Theta + Delta / 2``; below 180 degrees every sign agrees, and the
+        rigid rule's bound about ``B_p`` plus how far ``B_p`` moves bone p's box from the first
+        pose gives the widening (see :mod:`vkdqs.bone_boxes`).
+        """
+        if rule is None:
+            return None
+        f, g = np.asarray(first, np.float64), np.asarray(second, np.float64)
+        if rule in ("affine", "centers"):
+            a, b = self.box(rule, f), self.box(rule, g)
+            if a is None or b is None:
+                return None
+            return np.stack([np.minimum(a[0], b[0]), np.maximum(a[1], b[1])])
+        if rule not in ("rigid", "blend"):
+            raise ValueError(f"unknown box rule {rule!r}")
+        box = self._rigid_between(f, g)
+        if box is None or rule == "rigid":
+            return box
+        lbs = self.box_between("affine", f, g)  # blend: also its LBS part
+        assert lbs is not None
+        return np.stack([np.minimum(box[0], lbs[0]), np.maximum(box[1], lbs[1])])
+
+    def _rigid_between(self, f: NDArray, g: NDArray) -> NDArray[np.float64] | None:
+        lead = self.leading
+        idx = lead.index
+        rf, rg, tf, tg = f[:, :3, :3], g[:, :3, :3], f[:, :3, 3], g[:, :3, 3]
+        c, h, half = lead.moved(rf, tf, None)  # bone boxes in the first pose
+        radius = np.sqrt((half**2).sum(axis=1))
+        center = lead.center
+
+        def angle(ra: NDArray, rb: NDArray) -> NDArray:
+            cos = ((ra * rb).sum(axis=(1, 2)) - 1.0) / 2.0
+            return np.arccos(np.clip(cos, -1.0, 1.0))
+
+        # bone p's own turn and move between the poses
+        delta = angle(rf[idx], rg[idx])
+        moved_g = np.matmul(rg[idx], center[:, :, None])[:, :, 0] + tg[idx]
+        step = np.sqrt(((moved_g - c) ** 2).sum(axis=1))
+        big_theta = delta.copy()
+        turn = delta.copy()  # the largest own turn of p's partners (k = p too)
+        reach = step.copy()  # |M_k c - M_p,f c| over partners k in both poses (k = p too)
+        if len(self.pairs):
+            a, b = self.pairs[:, 0], self.pairs[:, 1]
+            rows = np.searchsorted(idx, a)
+            starts = np.flatnonzero(np.r_[True, a[1:] != a[:-1]])
+            worst = np.max([angle(ra[a], rb[b]) for ra in (rf, rg) for rb in (rf, rg)], axis=0)
+            big_theta[rows[starts]] = np.maximum(
+                big_theta[rows[starts]], np.maximum.reduceat(worst, starts)
+            )
+            own = angle(rf[b], rg[b])
+            turn[rows[starts]] = np.maximum(turn[rows[starts]], np.maximum.reduceat(own, starts))
+            cp = center[rows]
+            far = np.max(
+                [
+                    np.sqrt(
+                        (((np.matmul(r[b], cp[:, :, None])[:, :, 0] + t[b]) - c[rows]) ** 2).sum(
+                            axis=1
+                        )
+                    )
+                    for r, t in ((rf, tf), (rg, tg))
+                ],
+                axis=0,
+            )
+            reach[rows[starts]] = np.maximum(reach[rows[starts]], np.maximum.reduceat(far, starts))
+        theta = big_theta + delta / 2.0
+        # every partner's blend stays on one side of B_p's hemisphere (its sign never flips)
+        if np.degrees((theta + turn).max(initial=0.0)) > MAX_RELATIVE_ANGLE:
+            return None
+        # |B_p c - M_p,f c| <= step / cos(delta / 2): the pivot's own blend
+        pivot = step / np.cos(delta / 2.0)
+        widen = (
+            2.0 * np.sin(theta / 2.0) * radius
+            + (reach + pivot) / np.cos(theta / 2.0)
+            + 2.0 * np.sin(delta / 2.0) * radius
+            + pivot
+        )
+        return self._finish(c - h - widen[:, None], c + h + widen[:, None], 0.0, None)
+
+    def _rigid(
+        self,
+        rot: NDArray,
+        move: NDArray,
+        grow: NDArray | None,
+        pairs: NDArray,
+        max_angle: float,
+        mw: NDArray | None,
+    ) -> NDArray[np.float64] | None:
+        """The rigid rule: each bone's box of the vertices it leads, widened by its bound over
+        ``pairs`` (sorted by the leading bone; the others may index past the skeleton, into
+        ``rot``'s further bones)."""
         lead = self.leading
         c, h, half = lead.moved(rot, move, grow)
         widen = np.zeros(len(lead.index))
-        if len(self.pairs):
-            a, b = self.pairs[:, 0], self.pairs[:, 1]
+        if len(pairs):
+            a, b = pairs[:, 0], pairs[:, 1]
             # pairs are sorted by a, and every a leads a vertex: rows of `lead` in that order
             rows = np.searchsorted(lead.index, a)
             starts = np.flatnonzero(np.r_[True, a[1:] != a[:-1]])
@@ -200,7 +303,7 @@ class BoneBoxes:
             theta_pairs = np.arccos(np.clip(cos, -1.0, 1.0))
             theta = np.zeros(len(lead.index))
             theta[rows[starts]] = np.maximum.reduceat(theta_pairs, starts)
-            if np.degrees(theta.max()) > MAX_RELATIVE_ANGLE:
+            if np.degrees(theta.max()) > max_angle:
                 return None
             center = lead.center[rows]
             moved_b = np.matmul(rot[b], center[:, :, None])[:, :, 0] + move[b]

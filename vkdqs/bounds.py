@@ -181,6 +181,34 @@ class SceneBoxes:
         grow = np.abs(np.asarray(weights, np.float64)) @ rest[2:]
         return np.stack([rest[0] - grow, rest[1] + grow])
 
+    def cull_boxes(self, crowd: Crowd) -> NDArray[np.float64] | None:
+        """(K, 2, 3): per clip of ``crowd`` a conservative box (mesh space) of every pose its
+        sampler makes, the frames and every blend between neighbours
+        (:meth:`BoneBoxes.box_between`); None when the method's rule does not bound one of
+        them (the crowd is then drawn whole)."""
+        skinning = methods.get(crowd.method)
+        rule = skinning.box_rule
+        if rule is None:
+            return None
+        mesh = crowd.mesh
+        centers = mesh.centers if rule == "centers" else None
+        key = (id(mesh), crowd.joint_count, None if centers is None else id(centers))
+        boxes = self._bone_boxes.get(key)
+        if boxes is None:
+            boxes = self._bone_boxes[key] = BoneBoxes.of(mesh.mesh, crowd.joint_count, centers)
+        out = []
+        for clip in crowd.clips:  # over clips and their frames: numpy over bones inside
+            frames = clip.frames
+            pairs = [(f, f + 1) for f in range(len(frames) - 1)] or [(0, 0)]
+            lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+            for f, g in pairs:
+                box = boxes.box_between(rule, frames[f], frames[g])
+                if box is None:
+                    return None
+                lo, hi = np.minimum(lo, box[0]), np.maximum(hi, box[1])
+            out.append(np.stack([lo, hi]))
+        return np.stack(out)
+
     def clip_boxes(self, crowd: Crowd) -> NDArray[np.float64]:
         """(K, 2, 3): each of ``crowd``'s clips' box over its frames, the union of the frames'
         exact boxes (measured on the GPU once, kept on the crowd)."""

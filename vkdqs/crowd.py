@@ -133,6 +133,14 @@ class _Layouts:
                 label="crowd render",
             )
         )
+        self.cull_set = owner.own(
+            DescriptorSetLayout(dev, si.CROWD_CULL_BINDINGS, label="crowd cull")
+        )
+        self.cull = owner.own(
+            PipelineLayout(
+                dev, [self.cull_set], si.CROWD_CULL_PUSH_BYTES, si.Stage.COMPUTE, label="crowd cull"
+            )
+        )
 
 
 def _float_array(value: object, what: str) -> np.ndarray:
@@ -341,11 +349,18 @@ class Crowd:
         self._pool = self._keep(
             DescriptorPool(
                 dev,
-                si.CROWD_SAMPLE_BINDINGS + si.CROWD_RENDER_BINDINGS,
-                sets=2 * frames_in_flight,
+                si.CROWD_SAMPLE_BINDINGS + si.CROWD_RENDER_BINDINGS + si.CROWD_CULL_BINDINGS,
+                sets=3 * frames_in_flight,
                 label=label,
             )
         )
+        # each clip's box for the cull pass (2 texels: lo, hi), written by set_cull_boxes
+        boxes = self._keep(Buffer(dev, 32 * len(self.clips), _TEXELS, label=f"{label} clip boxes"))
+        self._box_buffer = boxes
+        self._box_view = self._keep(BufferView(dev, boxes, fmt, label=f"{label} clip boxes"))
+        #: per clip the conservative box the cull pass tests ((K, 2, 3)), or None: not culled
+        self.cull_boxes: np.ndarray | None = None
+        self._cull_measured = False  # the renderer measured cull_boxes (maybe None) once
         self._slots = [self._create_slot(f) for f in range(frames_in_flight)]
 
     def _create_slot(self, f: int) -> dict[str, Any]:
@@ -360,6 +375,21 @@ class Crowd:
         copies_view = keep(BufferView(dev, copies, fmt, label=label.format("copies")))
         uniform = vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
         block = keep(Buffer(dev, si.INSTANCE_BLOCK.itemsize, uniform, label=label.format("block")))
+        # the copies in view (r32ui) and one indirect draw command per material group
+        visible = keep(Buffer(dev, 4 * self.count, _OUT_TEXELS, label=label.format("visible")))
+        visible_view = keep(
+            BufferView(dev, visible, int(si.CROWD_VISIBLE_FORMAT), label=label.format("visible"))
+        )
+        groups = max(1, len(self.mesh.groups))
+        commands = keep(
+            Buffer(
+                dev,
+                si.DRAW_INDEXED_INDIRECT.itemsize * groups,
+                _STORAGE | vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
+                label=label.format("draw commands"),
+                readback=True,
+            )
+        )
         sample_set = self._pool.allocate(self._layouts.sample_set)
         b = {x.binding: x for x in si.CROWD_SAMPLE_BINDINGS}
         write_descriptors(
@@ -380,9 +410,25 @@ class Crowd:
                 TexelWrite(b[si.CROWD_BONES], bones_view),
                 BufferWrite(b[si.INSTANCE], block, 0, block.size),
                 TexelWrite(b[si.CROWD_COPIES], copies_view),
+                TexelWrite(b[si.CROWD_VISIBLE], visible_view),
+            ],
+        )
+        cull_set = self._pool.allocate(self._layouts.cull_set)
+        b = {x.binding: x for x in si.CROWD_CULL_BINDINGS}
+        write_descriptors(
+            dev,
+            cull_set,
+            [
+                TexelWrite(b[si.CROWD_CULL_COPIES], copies_view),
+                TexelWrite(b[si.CROWD_CULL_BOXES], self._box_view),
+                TexelWrite(b[si.CROWD_CULL_VISIBLE], visible_view),
+                BufferWrite(b[si.CROWD_CULL_COMMANDS], commands, 0, commands.size),
             ],
         )
         return {
+            "visible": visible,
+            "commands": commands,
+            "cull_set": cull_set,
             "positions": positions,
             "bones": bones,
             "copies": copies,
@@ -456,6 +502,7 @@ class Crowd:
             )
         with self._state_lock:
             self._clip_of = arr.astype(np.int64)
+            self._update_copies()  # the cull pass reads each copy's clip from its texels
 
     def set_models(self, models: ArrayLike) -> None:
         """Place the copies: ``(count, 4, 4)`` affine model matrices (mesh to world space)."""
@@ -498,6 +545,7 @@ class Crowd:
         copies["model"] = self._models.transpose(0, 2, 1)  # column-major
         normal = np.linalg.inv(self._models[:, :3, :3]).transpose(0, 2, 1)  # inverse transpose
         copies["normal_matrix"][:, :, :3] = normal.transpose(0, 2, 1)  # its columns
+        copies["normal_matrix"][:, 0, 3] = self._clip_of  # the clip (crowd_cull.comp)
         copies["color"] = self._colors
         # one attribute, replaced whole: a frame reads the copies with their own generation
         self._copies = (copies, self._copies[1] + 1)
@@ -541,7 +589,7 @@ class Crowd:
     # -- the renderer's hooks ---------------------------------------------------------------
 
     def _state_key(self) -> tuple:
-        return (self._serial, self.visible, self._mirrored)
+        return (self._serial, self.visible, self._mirrored, self.cull_boxes is not None)
 
     def _write(self, slot: int, block: np.ndarray) -> None:
         """Per frame: the copies' frame positions, the lights block, and (once changed) the
@@ -553,7 +601,74 @@ class Crowd:
         if s["copies_gen"] != gen:
             s["copies"].write(copies)
             s["copies_gen"] = gen
+        # the draw commands, each copy count zeroed for the cull pass to count into
+        groups = self.mesh.groups
+        commands = np.zeros(max(1, len(groups)), si.DRAW_INDEXED_INDIRECT)
+        commands["index_count"][: len(groups)] = [count for _, count, _ in groups]
+        commands["first_index"][: len(groups)] = [first for first, _, _ in groups]
+        s["commands"].write(commands)
         self._last_slot = slot
+
+    def set_cull_boxes(self, boxes: np.ndarray | None) -> None:
+        """The conservative box of each clip ((K, 2, 3), mesh space) the cull pass tests copies
+        against, or None (the copies are not culled). Call with no frame in flight."""
+        if boxes is not None:
+            texels = np.zeros((len(self.clips), 2, 4), np.float32)
+            texels[:, :, :3] = boxes
+            self._box_buffer.write(texels)
+        self.cull_boxes = boxes
+
+    def drawn_copies(self, slot: int) -> int:
+        """How many copies frame slot ``slot``'s last frame drew (read after its fence)."""
+        return int(self._slots[slot]["commands"].read(np.uint32, 2)[1])
+
+    def _record_cull(
+        self, cmd: Any, slot: int, pipeline: Any, view_projection: Any, cull: bool
+    ) -> None:
+        """Outside the render pass, after sampling: list the copies whose box may be in view
+        (every copy when :attr:`cull_boxes` is None) and count them into the slot's draw
+        commands, then make both visible to the indirect draw and the vertex shader."""
+        s = self._slots[slot]
+        compute = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+        vk.vkCmdBindPipeline(cmd, compute, pipeline)
+        layout = self._layouts.cull.handle
+        vk.vkCmdBindDescriptorSets(cmd, compute, layout, 0, 1, [s["cull_set"]], 0, None)
+        push = np.zeros(si.CROWD_CULL_PUSH_BYTES // 4, np.float32)
+        push[:16] = np.asarray(view_projection, np.float32).T.reshape(-1)
+        groups = max(1, len(self.mesh.groups))
+        culling = cull and self.cull_boxes is not None
+        push[16:19].view(np.uint32)[:] = (self.count, groups, int(culling))
+        vk.vkCmdPushConstants(
+            cmd, layout, si.Stage.COMPUTE, 0, push.nbytes, vk.ffi.from_buffer(push)
+        )
+        vk.vkCmdDispatch(cmd, (self.count + si.LOCAL_SIZE - 1) // si.LOCAL_SIZE, 1, 1)
+        barrier = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_INDIRECT_COMMAND_READ_BIT
+            | vk.VK_ACCESS_SHADER_READ_BIT
+            | vk.VK_ACCESS_HOST_READ_BIT,  # drawn_copies() reads the counts after the fence
+        )
+        vk.vkCmdPipelineBarrier(
+            cmd,
+            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT
+            | vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT
+            | vk.VK_PIPELINE_STAGE_HOST_BIT,
+            0,
+            1,
+            [barrier],
+            0,
+            None,
+            0,
+            None,
+        )
+
+    def cull_pipeline_desc(self) -> ComputePipelineDesc:
+        """The compute pipeline of the cull pass (``crowd_cull.comp``)."""
+        return ComputePipelineDesc(
+            shader=si.Variant(si.Kind.CROWD_CULL).name,
+            spec=((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),),
+        )
 
     def _record_sample(self, cmd: Any, slot: int, pipeline: Any) -> None:
         """Outside the render pass: sample the clip into the slot's bones, then make them
@@ -636,14 +751,16 @@ class Crowd:
             cmd, layout, si.Stage.VERTEX, 0, push.nbytes, vk.ffi.from_buffer(push)
         )
         bound = None
-        for first, count, material_set, pipeline in draws:
+        stride = si.DRAW_INDEXED_INDIRECT.itemsize
+        for g, (_, _, material_set, pipeline) in enumerate(draws):
             if pipeline != bound:
                 vk.vkCmdBindPipeline(cmd, graphics, pipeline)
                 bound = pipeline
             vk.vkCmdBindDescriptorSets(
                 cmd, graphics, layout, si.MATERIAL_SET, 1, [material_set], 0, None
             )
-            vk.vkCmdDrawIndexed(cmd, count, self.count, first, 0, 0)
+            # the copies in view: the cull pass counted them into this group's command
+            vk.vkCmdDrawIndexedIndirect(cmd, s["commands"].handle, g * stride, 1, stride)
 
     def sample_pipeline_desc(self) -> ComputePipelineDesc:
         """The compute pipeline of the sampling pass: the shader of the method's sampling

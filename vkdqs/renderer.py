@@ -27,6 +27,7 @@ Threads: every public method takes the renderer's lock (and the target's, while 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -98,6 +99,8 @@ class _Frame:
         self.sets: list[Any] = []
         #: a submitted frame whose timestamps (queries 2 * index, 2 * index + 1) are unread
         self.timing_pending = False
+        #: the crowds (and their copy counts) this slot's last frame drew, until counted
+        self.crowds_drawn: list[tuple[Crowd, int]] = []
 
 
 @dataclass(frozen=True)
@@ -262,6 +265,7 @@ class Renderer(ResourceOwner):
         self._boxes = SceneBoxes(device)
         self._culled: tuple[bool, ...] = ()
         self._stats = FrameStats()
+        self._copies_counted = (0, 0)
         try:
             self._set_layout = self.own(
                 DescriptorSetLayout(device, si.RENDER_BINDINGS, label="render")
@@ -569,12 +573,6 @@ class Renderer(ResourceOwner):
             self._boxes.clip_boxes(crowd)
         return crowd.bounds()
 
-    @property
-    def stats(self) -> FrameStats:
-        """What the last frame drew: instances and crowd copies drawn and culled, and the kinds
-        of box the culling used (:class:`vkdqs.bounds.FrameStats`)."""
-        return self._stats
-
     def _cull(self) -> None:
         """Decide which visible instances this frame leaves out (their box outside the view),
         and count it in :attr:`stats`."""
@@ -591,14 +589,41 @@ class Renderer(ResourceOwner):
             out = iter(outside_frustum(np.stack(boxes), self.camera.view_projection(w / h)))
             culled = [inst.visible and bool(next(out)) for inst in self.instances]
         self._culled = tuple(culled)
-        copies = sum(c.count for c in self.crowds if c.visible)
         self._stats = FrameStats(
             instances_drawn=len(shown) - sum(culled),
             instances_culled=sum(culled),
-            copies_drawn=copies,
-            copies_culled=0,
             boxes=kinds,
         )
+
+    def _prepare_crowds(self) -> None:
+        """With culling on, give every crowd its clips' conservative boxes once (None where no
+        box rule bounds its method's blends: those copies are always drawn)."""
+        if not self.frustum_culling:
+            return
+        for crowd in self.crowds:
+            if crowd.visible and not crowd._cull_measured:
+                boxes = self._boxes.cull_boxes(crowd)
+                self.device.wait_idle()  # frames in flight may read the old boxes
+                crowd.set_cull_boxes(boxes)
+                crowd._cull_measured = True
+
+    def _count_copies(self, frame: _Frame) -> None:
+        """Take the crowd copies ``frame`` drew (its fence has signalled) into :attr:`stats`."""
+        if not frame.crowds_drawn:
+            return
+        drawn = sum(crowd.drawn_copies(frame.index) for crowd, _ in frame.crowds_drawn)
+        total = sum(count for _, count in frame.crowds_drawn)
+        frame.crowds_drawn = []
+        self._copies_counted = (drawn, total - drawn)
+
+    @property
+    def stats(self) -> FrameStats:
+        """What the last frame drew: instances drawn and culled and the kinds of box the culling
+        used (:class:`vkdqs.bounds.FrameStats`), and the crowd copies drawn and culled by the
+        last frame the GPU finished (the GPU counts them: after ``wait()`` or
+        ``render_image()``, the last frame's)."""
+        drawn, culled = self._copies_counted
+        return dataclasses.replace(self._stats, copies_drawn=drawn, copies_culled=culled)
 
     def scene_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """World-space box around every instance as posed now (exact from the GPU, see
@@ -783,6 +808,7 @@ class Renderer(ResourceOwner):
             None if self._overlay is None else (self._overlay.shape, self._overlay_pass.generation),
             self.target.state_key(),
             tuple(c._state_key() for c in self.crowds),
+            self.frustum_culling,
         )
 
     def _begin_pass(self, cmd: Any, image: int) -> None:
@@ -817,9 +843,13 @@ class Renderer(ResourceOwner):
                 cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 2 * frame.index
             )
         crowds = [c for c in self.crowds if c.visible]
+        w, h = self.target.extent
+        vp = self.camera.view_projection(w / h)
         for crowd in crowds:
             pipe = self._pipelines.compute(crowd.sample_pipeline_desc(), crowd._layouts.sample)
             crowd._record_sample(cmd, frame.index, pipe.handle)
+            cull = self._pipelines.compute(crowd.cull_pipeline_desc(), crowd._layouts.cull)
+            crowd._record_cull(cmd, frame.index, cull.handle, vp, self.frustum_culling)
         self._begin_pass(cmd, image)
         graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
         bound = None
@@ -923,6 +953,7 @@ class Renderer(ResourceOwner):
             frame = self._frames[self._frame_counter % len(self._frames)]
             frame.fence.wait(f"frame slot {frame.index}")
             self._read_timing(frame)
+            self._count_copies(frame)
             image = self.target.acquire(frame)
             if image is None:
                 return None
@@ -931,6 +962,7 @@ class Renderer(ResourceOwner):
                 other.fence.wait(f"frame slot {other.index}")  # type: ignore[attr-defined]
             self._write_uniforms(frame)
             self._cull()
+            self._prepare_crowds()
             if self._overlay is not None and self._overlay_pass is not None:
                 self._overlay_pass.write(frame.index, self._overlay, self._overlay_version)
             if self.crowds:
@@ -938,6 +970,7 @@ class Renderer(ResourceOwner):
                 for crowd in self.crowds:
                     crowd._write(frame.index, block)
             self._submit(self._commands_for(frame, image), frame, image)
+            frame.crowds_drawn = [(c, c.count) for c in self.crowds if c.visible]
             self.target.present(frame, image)
             self._frame_counter += 1
             self.frames_rendered += 1
@@ -952,6 +985,7 @@ class Renderer(ResourceOwner):
             if self._last is not None:
                 self._last.fence.wait("the last frame")
                 self._read_timing(self._last)
+                self._count_copies(self._last)
                 # the queue finished every earlier frame too; theirs are older than this one
                 for frame in self._frames:
                     frame.timing_pending = False

@@ -45,6 +45,7 @@ class Format(IntEnum):
     R8G8B8A8_UNORM = 37
     R8G8B8A8_SRGB = 43
     B8G8R8A8_SRGB = 50
+    R32_UINT = 98
     R32_SFLOAT = 100
     R32G32_SFLOAT = 103
     R32G32B32_SFLOAT = 106
@@ -589,6 +590,7 @@ class Kind(str, Enum):
     OVERLAY = "overlay"  #: overlay.vert, the label overlay
     OVERLAY_FRAGMENT = "overlay_fragment"  #: overlay.frag
     CROWD_SAMPLE = "crowd_sample"  #: crowd.comp: a crowd's clip sampled into bones
+    CROWD_CULL = "crowd_cull"  #: crowd_cull.comp: the copies in view, for an indirect draw
     CROWD_RENDER = "crowd_render"  #: crowd.vert
     CROWD_FRAGMENT = "crowd_fragment"  #: skin.frag compiled with CROWD
 
@@ -603,6 +605,7 @@ _SOURCES = {
     Kind.OVERLAY: ("overlay.vert", Stage.VERTEX, ()),
     Kind.OVERLAY_FRAGMENT: ("overlay.frag", Stage.FRAGMENT, ()),
     Kind.CROWD_SAMPLE: ("crowd.comp", Stage.COMPUTE, ()),
+    Kind.CROWD_CULL: ("crowd_cull.comp", Stage.COMPUTE, ()),
     Kind.CROWD_RENDER: ("crowd.vert", Stage.VERTEX, ()),
     Kind.CROWD_FRAGMENT: ("skin.frag", Stage.FRAGMENT, ("CROWD",)),
 }
@@ -694,6 +697,7 @@ def _build_variants() -> tuple[Variant, ...]:
     out += [Variant(Kind.OVERLAY), Variant(Kind.OVERLAY_FRAGMENT)]
     crowd = [m for m in methods.METHODS.values() if m.crowds]
     out += [Variant(Kind.CROWD_SAMPLE, layout) for layout in CROWD_LAYOUT_DEFINES]
+    out += [Variant(Kind.CROWD_CULL)]
     for m in crowd:
         for slots in (4, 8):
             out += [Variant(Kind.CROWD_RENDER, m.name, slots, s) for s in (False, True)]
@@ -716,6 +720,7 @@ def bindings_of(v: Variant) -> tuple[Binding, ...]:
         Kind.COMPUTE: lambda: compute_bindings(v.method, v.slots),
         Kind.READBACK: lambda: readback_bindings(v.method),
         Kind.CROWD_SAMPLE: lambda: CROWD_SAMPLE_BINDINGS,
+        Kind.CROWD_CULL: lambda: CROWD_CULL_BINDINGS,
         Kind.CROWD_RENDER: lambda: CROWD_RENDER_BINDINGS,
         Kind.CROWD_FRAGMENT: lambda: CROWD_RENDER_BINDINGS,
         Kind.CENTERS: lambda: CENTERS_BINDINGS,
@@ -733,6 +738,7 @@ def push_bytes_of(v: Variant) -> int:
         Kind.FRAGMENT: RENDER_PUSH_BYTES,
         Kind.CENTERS: CENTERS_PUSH_BYTES,
         Kind.CROWD_SAMPLE: CROWD_SAMPLE_PUSH_BYTES,
+        Kind.CROWD_CULL: CROWD_CULL_PUSH_BYTES,
         Kind.CROWD_RENDER: CROWD_RENDER_PUSH_BYTES,
         Kind.CROWD_FRAGMENT: CROWD_RENDER_PUSH_BYTES,
         Kind.OVERLAY: OVERLAY_PUSH_BYTES,
@@ -758,6 +764,27 @@ CROWD_POSITIONS = 1  #: crowd_*.comp: per copy a vec2: first frame to blend, nex
 CROWD_BONES_OUT = 2  #: crowd_*.comp: (copies * J) bones, storage texel buffer
 CROWD_BONES = 0  #: crowd vertex shader: the bones crowd_*.comp wrote, uniform texel buffer
 CROWD_COPIES = 9  #: crowd vertex shader: one CROWD_COPY per copy, uniform texel buffer
+#: crowd vertex shader: the copies in view (r32ui indices), instance i draws copy visible[i]
+CROWD_VISIBLE = 10
+#: crowd_cull.comp: the copies (as crowd.vert reads them), each clip's box (2 texels: lo, hi),
+#: the visible list it writes (r32ui) and the indirect draw commands it counts into
+CROWD_CULL_COPIES = 0
+CROWD_CULL_BOXES = 1
+CROWD_CULL_VISIBLE = 2
+CROWD_CULL_COMMANDS = 3
+#: Format of the visible-copies texel buffer.
+CROWD_VISIBLE_FORMAT = Format.R32_UINT
+#: One VkDrawIndexedIndirectCommand: indexCount, instanceCount, firstIndex, vertexOffset,
+#: firstInstance.
+DRAW_INDEXED_INDIRECT = np.dtype(
+    [
+        ("index_count", "<u4"),
+        ("instance_count", "<u4"),
+        ("first_index", "<u4"),
+        ("vertex_offset", "<i4"),
+        ("first_instance", "<u4"),
+    ]
+)
 #: crowd.vert -> skin.frag (CROWD): the copy's flat colour; locations 3 and 4 carry the UV and
 #: vertex colour as in the instance path (the fragment shader reads the material, set 1).
 CROWD_COLOR_LOCATION = 5
@@ -768,7 +795,7 @@ CROWD_TEXEL_FORMAT = Format.R32G32B32A32_SFLOAT
 CROWD_COPY = np.dtype(
     [
         ("model", "<f4", (4, 4)),  # column-major (4 texels)
-        ("normal_matrix", "<f4", (3, 4)),  # 3 columns of the 3x3, w unused
+        ("normal_matrix", "<f4", (3, 4)),  # 3 columns of the 3x3; column 0's w: the clip
         ("color", "<f4", 4),
     ]
 )
@@ -776,6 +803,7 @@ assert CROWD_COPY.itemsize == 128
 
 CROWD_SAMPLE_PUSH_BYTES = 12  #: uint copy_count, joint_count, frame_count
 CROWD_RENDER_PUSH_BYTES = 68  #: mat4 view_projection, uint joint_count
+CROWD_CULL_PUSH_BYTES = 76  #: mat4 view_projection, uint copy_count, group_count, cull
 
 CROWD_SAMPLE_BINDINGS = (
     Binding(CROWD_FRAMES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE),
@@ -786,6 +814,13 @@ CROWD_RENDER_BINDINGS = (
     Binding(CROWD_BONES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
     Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
     Binding(CROWD_COPIES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
+    Binding(CROWD_VISIBLE, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
+)
+CROWD_CULL_BINDINGS = (
+    Binding(CROWD_CULL_COPIES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(CROWD_CULL_BOXES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(CROWD_CULL_VISIBLE, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(CROWD_CULL_COMMANDS, DescriptorType.STORAGE_BUFFER, Stage.COMPUTE),
 )
 
 

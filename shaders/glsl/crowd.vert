@@ -1,7 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Crowds: one instanced draw skins every copy of a mesh. Copy gl_InstanceIndex reads its bones
-// at bone gl_InstanceIndex * joint_count + joint (written by crowd.comp this frame) and its
+// Crowds: one instanced draw skins every copy in view of a mesh. Instance gl_InstanceIndex draws
+// copy = visible[gl_InstanceIndex] (the list crowd_cull.comp compacted this frame), which reads
+// its bones at bone copy * joint_count + joint (written by crowd.comp this frame) and its
 // model matrix, normal matrix and colour from a texel buffer. The skinning is skin_vertex() of
 // include/skin.glsl, as in skin.vert, reading the bones through BONE() / BONE_MATRIX() from the
 // texel buffer. The copy's colour goes flat to skin.frag (CROWD) at location 5; with
@@ -15,7 +16,9 @@
 // Texel buffers: on lavapipe texel fetches are much faster than storage-buffer reads.
 layout(set = 0, binding = 0) uniform samplerBuffer bones;   // rgba32f, BONE_TEXELS per bone
 layout(set = 0, binding = 9) uniform samplerBuffer copies;  // rgba32f, 8 texels per copy:
-// model (4 columns), normal matrix (3 columns, w unused), colour
+// model (4 columns), normal matrix (3 columns, w unused here), colour
+// the copies in view, compacted by crowd_cull.comp: instance i draws copy visible[i]
+layout(set = 0, binding = 10) uniform usamplerBuffer visible;  // r32ui
 
 #ifdef SKIN_BONES_ROWS
 mat3x4 crowd_bone(int i) {
@@ -82,7 +85,8 @@ layout(push_constant) uniform PushConstants {
 #include "include/instance.glsl"
 
 void main() {
-    int base = gl_InstanceIndex * int(pc.joint_count);
+    int copy = int(texelFetch(visible, gl_InstanceIndex).x);
+    int base = copy * int(pc.joint_count);
     // zero-weight slots may name any joint: clamp, so no read leaves this copy's bones
     int last = int(pc.joint_count) - 1;
     ivec4 j = clamp(in_bone_ids, 0, last) + base;
@@ -95,7 +99,7 @@ void main() {
     vec3 p;
     vec3 n;
     skin_vertex(SKIN_INFLUENCES, SKIN_AUX_ARG in_position, in_normal, p, n);
-    int c = 8 * gl_InstanceIndex;
+    int c = 8 * copy;
     mat4 model = mat4(texelFetch(copies, c), texelFetch(copies, c + 1), texelFetch(copies, c + 2),
                       texelFetch(copies, c + 3));
     mat3 normal_matrix = mat3(texelFetch(copies, c + 4).xyz, texelFetch(copies, c + 5).xyz,
