@@ -26,6 +26,12 @@ path of a glTF character), against the untextured crowd measured next to it in t
 ms a frame (every thread's CPU time: on lavapipe the GPU work itself, and less disturbed by
 other processes than the timestamps).
 
+**Culling** (``--culling-counts``, 4096 by default; none with no value): the crowd with the camera
+on about half of its grid (the other half out of view), with ``frustum_culling`` on (the GPU
+tests every copy's box and draws the copies in view with an indirect draw) and off (every copy
+drawn), their rounds interleaved: the ratio of GPU ms a frame and each one's main-thread CPU ms
+a frame, and how many copies the GPU drew.
+
 Every frame is read back (``render_image``) at a small resolution. Reported: the median over
 rounds of the frame time (fps) and of the main thread's CPU time a frame (Python + driver calls;
 lavapipe's rasterizer threads are not counted); the median over frames of the GPU time a frame
@@ -113,15 +119,28 @@ def textured(mesh: SkinnedMesh) -> tuple[SkinnedMesh, Material]:
     return textured_mesh, Material(texture=rgba)
 
 
-def crowd_run(device, mesh, clip, count, method, material=None):
+def crowd_run(device, mesh, clip, count, method, material=None, culling=True, half=False):
     target = OffscreenTarget(device, W, H)
-    renderer = Renderer(device, target, gpu_timing=True)
+    renderer = Renderer(device, target, gpu_timing=True, frustum_culling=culling)
     rm = renderer.add_mesh(mesh, material=material)
     crowd = renderer.add_crowd(rm, clip, count=count, method=method)
-    crowd.set_models(grid(count))
+    models = grid(count)
+    crowd.set_models(models)
     crowd.set_times(np.random.default_rng(0).uniform(0.0, clip.duration, count))
     renderer.frame_scene()
+    if half:  # the camera on the grid's nearer half (in x): about half of the copies in view
+        lo, hi = renderer.scene_bounds()
+        mid = 0.5 * (lo + hi)
+        renderer.camera.frame(lo, np.array([mid[0], hi[1], hi[2]]), aspect=W / H)
     return target, renderer, lambda f: crowd.advance(1.0 / 60.0)
+
+
+def half_culled_run(device, mesh, clip, count, method):
+    return crowd_run(device, mesh, clip, count, method, culling=True, half=True)
+
+
+def half_unculled_run(device, mesh, clip, count, method):
+    return crowd_run(device, mesh, clip, count, method, culling=False, half=True)
 
 
 def instance_run(device, mesh, clip, count, method):
@@ -310,6 +329,7 @@ def bench_interleaved(device, runs: dict, mesh, clip, count, method, rounds, fra
                 w, c = timed(step, renderer, frames, gpu[name], process[name])
                 wall[name].append(w)
                 cpu[name].append(c)
+        drawn = {name: renderer.stats.copies_drawn for name, (_, renderer, _) in made.items()}
     finally:
         for target, renderer, _step in made.values():
             renderer.close()
@@ -323,6 +343,7 @@ def bench_interleaved(device, runs: dict, mesh, clip, count, method, rounds, fra
             "cpu_ms": 1e3 * float(np.median(cpu[name])),
             "gpu_ms": float(np.median(gpu[name])),
             "process_cpu_ms": 1e3 * float(np.median(process[name])),
+            "copies_drawn": drawn[name],
         }
     return out
 
@@ -353,6 +374,13 @@ def main() -> None:
         default=[256, 4096],
         help="copies of the textured crowd rows (each also measured untextured)",
     )
+    parser.add_argument(
+        "--culling-counts",
+        type=int,
+        nargs="*",
+        default=[4096],
+        help="copies of the culling rows (half the grid out of view, culled and not)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "crowd.json")
     parser.add_argument("--pygfx", action="store_true", help="add pygfx as an outside reference")
     parser.add_argument("--pygfx-only", action="store_true", help="only pygfx, into --out")
@@ -362,7 +390,7 @@ def main() -> None:
         pygfx_only(args)
         return
 
-    results, singles, textured_rows = [], [], []
+    results, singles, textured_rows, culling_rows = [], [], [], []
     with Device() as device:
         name = device.info.name
         # Process warm-up, discarded: until a large frame's buffers have been freed once,
@@ -427,6 +455,18 @@ def main() -> None:
                         tex["process_cpu_ms"] / untextured["process_cpu_ms"]
                     )
                     textured_rows.append(row)
+                for count in args.culling_counts:
+                    if count < 1:
+                        continue
+                    pair = {"culled": half_culled_run, "unculled": half_unculled_run}
+                    measured = bench_interleaved(
+                        device, pair, mesh, clip, count, method, args.rounds, args.frames
+                    )
+                    row = {"mesh": mesh_name, "method": method, "copies": count} | measured
+                    row["culled/unculled GPU ms"] = (
+                        measured["culled"]["gpu_ms"] / measured["unculled"]["gpu_ms"]
+                    )
+                    culling_rows.append(row)
 
     pygfx, info = {}, pygfx_info() if args.pygfx else None
     if info is not None:
@@ -480,6 +520,18 @@ def main() -> None:
                 f"{u['process_cpu_ms']:12.1f} {t['process_cpu_ms']:10.1f} "
                 f"{r['textured/untextured process CPU ms']:9.2f} | {u['fps']:9.1f} {t['fps']:8.1f}"
             )
+    if culling_rows:
+        print("culling (camera on half of the grid), on and off, interleaved:")
+        head = f"{'mesh':<8} {'method':<6} {'copies':>6} | {'drawn':>6} {'GPU ms':>8} "
+        head += f"{'CPU ms':>7} | {'unculled GPU ms':>15} {'CPU ms':>7} | {'GPU ratio':>9}"
+        print(head)
+        for r in culling_rows:
+            c, u = r["culled"], r["unculled"]
+            print(
+                f"{r['mesh']:<8} {r['method']:<6} {r['copies']:>6} | {c['copies_drawn']:>6} "
+                f"{c['gpu_ms']:8.2f} {c['cpu_ms']:7.2f} | {u['gpu_ms']:15.2f} "
+                f"{u['cpu_ms']:7.2f} | {r['culled/unculled GPU ms']:9.2f}"
+            )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"device": name, "cpus": os.cpu_count(), "width": W, "height": H}
     meta |= {"empty_gpu_ms": empty_ms, "args": sys.argv[1:]}
@@ -487,6 +539,7 @@ def main() -> None:
         meta["pygfx"] = info | {"max_pygfx": args.max_pygfx}
     data = {"meta": meta, "single_instance": singles, "results": results}
     data["textured"] = textured_rows
+    data["culling"] = culling_rows
     args.out.write_text(json.dumps(data, indent=2) + "\n")
     print(f"wrote {args.out}")
 

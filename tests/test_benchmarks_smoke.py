@@ -74,7 +74,9 @@ def test_bake_benchmark_smoke(tmp_path, device):
 def test_crowd_benchmark_smoke(tmp_path, device):
     out = tmp_path / "crowd.json"
     args = ["--counts", "1", "3", "--meshes", "rig1.7k", "--rounds", "1", "--frames", "1"]
+    args += ["--culling-counts", "64"]
     text = _run("bench_crowd.py", *args, "--max-instances", "1", "--out", str(out))
+    assert "culling (camera on half of the grid)" in text
     assert "crowd fps" in text
     results = json.loads(out.read_text())["results"]
     assert [(r["method"], r["copies"]) for r in results] == [
@@ -103,6 +105,12 @@ def test_crowd_benchmark_smoke(tmp_path, device):
         assert r["crowd/single GPU per vertex"] > 0
     assert results[0]["instances"]["gpu_ms"] > 0
     assert results[0]["crowd/instances GPU per vertex"] > 0
+    # the culling rows: half the grid out of view, drawn by the GPU's count, and every copy
+    # drawn with culling off
+    for row in data["culling"]:
+        assert 0 < row["culled"]["copies_drawn"] < 64 and row["unculled"]["copies_drawn"] == 64
+        assert row["culled/unculled GPU ms"] > 0
+    assert [(r["method"], r["copies"]) for r in data["culling"]] == [("dqs", 64), ("lbs", 64)]
 
 
 def test_crowd_benchmark_without_pygfx(tmp_path, device):
@@ -115,6 +123,7 @@ def test_crowd_benchmark_without_pygfx(tmp_path, device):
     out = tmp_path / "crowd.json"
     args = ["--counts", "1", "--meshes", "rig1.7k", "--methods", "lbs", "--rounds", "1"]
     args += ["--frames", "1", "--max-instances", "1", "--max-pygfx", "1", "--pygfx"]
+    args += ["--culling-counts"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(stub), *sys.path])}
     result = subprocess.run(
         [sys.executable, str(BENCH / "bench_crowd.py"), *args, "--out", str(out)],

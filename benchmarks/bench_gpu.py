@@ -1,0 +1,237 @@
+"""Skinning and crowds on a real GPU, each as a fraction of the memory-traffic floor.
+
+On a discrete GPU skinning is bound by memory traffic: the bytes each vertex costs decide the
+speed. This measures, in one run:
+
+* the device's **copy bandwidth**: ``vkCmdCopyBuffer`` of a large buffer into another, timed with
+  GPU timestamps (read + write bytes over the time), between buffers of the memory vkdqs's own
+  buffers use (host-visible, device-local where the driver offers it);
+* **skinning** at each ``--sizes`` (1M, 10M and 50M vertices by default; a 64-bone tube, 4
+  influences, DQS and LBS, compute path): ``skin(bones)`` with the vertices read back, and
+  ``bounds(bones)``, which writes no vertex (the box alone: the GPU work without the output);
+* **crowds** of ``--crowd-counts`` copies (4096 and 16384) of a 5k-vertex, 64-joint tube, GPU time
+  a frame from timestamps.
+
+Each result is printed as a fraction of the floor: (bytes a vertex x vertices a second) /
+measured bandwidth, where a skinned vertex reads its four mesh rows (``MESH_ROW_BYTES`` each:
+position, normal, joints, weights) and writes 24 bytes (none for ``bounds``), and a crowd vertex
+reads its four rows. Medians over ``--rounds`` after a warm-up; JSON in
+``benchmarks/results/gpu.json``.
+
+    benchmarks/gpu_run.sh            # the prepared run (under 5 minutes on a discrete GPU)
+    python benchmarks/bench_gpu.py --sizes 1000000 --crowd-counts 256 --allow-any-device
+
+Without a discrete GPU it exits with status 2 and says which device it found, unless
+``--allow-any-device`` (the tests' smoke run on lavapipe).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from vkdqs import AnimationClip, LimitError, procedural
+from vkdqs import shader_interface as si
+from vkdqs.gpu import Buffer, CommandBuffer, Device
+from vkdqs.gpu.calls import vk
+from vkdqs.gpu.queries import QueryPool
+from vkdqs.renderer import Renderer
+from vkdqs.skinner import Skinner
+from vkdqs.targets import OffscreenTarget
+
+RESULTS = Path(__file__).resolve().parent / "results"
+BONES = 64
+#: bytes a skinned vertex reads (its four mesh rows) and writes (position and normal, float32)
+READ_BYTES = 4 * si.MESH_ROW_BYTES
+WRITE_BYTES = 24
+
+
+def copy_bandwidth(device: Device, nbytes: int, rounds: int) -> float:
+    """Bytes a second the GPU moves copying ``nbytes`` from one buffer to another (read plus
+    write), the median over ``rounds`` timed copies."""
+    usage_src = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+    usage_dst = vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+    with (
+        Buffer(device, nbytes, usage_src, label="bandwidth src") as src,
+        Buffer(device, nbytes, usage_dst, label="bandwidth dst") as dst,
+        QueryPool(device, 2, label="bandwidth") as pool,
+        CommandBuffer(device, label="bandwidth") as cmd_buffer,
+    ):
+        cmd = cmd_buffer.begin()
+        pool.record_reset(cmd, 0, 2)
+        pool.record_timestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0)
+        vk.vkCmdCopyBuffer(cmd, src.handle, dst.handle, 1, [vk.VkBufferCopy(0, 0, nbytes)])
+        pool.record_timestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 1)
+        cmd_buffer.end()
+        cmd_buffer.submit_and_wait()  # warm-up
+        times = []
+        for _ in range(rounds):
+            cmd_buffer.submit_and_wait()
+            times.append(pool.elapsed_ms(0, 1) / 1e3)
+    return 2.0 * nbytes / float(np.median(times))
+
+
+def _median_s(fn, rounds: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def skinning_rows(device: Device, sizes: list[int], rounds: int, bandwidth: float) -> list[dict]:
+    rows = []
+    for n in sizes:  # over sizes: each a separate mesh
+        t0 = time.perf_counter()
+        mesh = procedural.tube(n, bone_count=BONES, influences=4)
+        made_s = time.perf_counter() - t0
+        pose = procedural.bone_chain_pose(BONES, 40.0)
+        for method in ("dqs", "lbs"):
+            skinner = None
+            try:
+                skinner = Skinner(device, mesh, bone_count=BONES, method=method)
+                skinner._batch_limit()  # one pose's output must fit the device's texel limit
+            except LimitError as exc:  # e.g. 6 N output texels past maxTexelBufferElements
+                if skinner is not None:
+                    skinner.close()
+                rows.append({"vertices": n, "method": method, "skipped": str(exc)})
+                continue
+            with skinner:
+                skinner.max_batch_bytes = max(skinner.max_batch_bytes, skinner.pose_bytes)
+                cases = {
+                    "skin (readback)": (
+                        lambda s=skinner, p=pose: s.skin(p),
+                        READ_BYTES + WRITE_BYTES,
+                    ),
+                    "bounds (no vertex out)": (lambda s=skinner, p=pose: s.bounds(p), READ_BYTES),
+                }
+                for case, (fn, per_vertex) in cases.items():
+                    seconds = _median_s(fn, rounds)
+                    rate = n / seconds
+                    rows.append(
+                        {
+                            "vertices": n,
+                            "method": method,
+                            "case": case,
+                            "ms": 1e3 * seconds,
+                            "mvertices_per_s": rate / 1e6,
+                            "bytes_per_vertex": per_vertex,
+                            "fraction_of_floor": per_vertex * rate / bandwidth,
+                            "mesh_made_s": made_s,
+                        }
+                    )
+        del mesh
+    return rows
+
+
+def crowd_rows(device: Device, counts: list[int], rounds: int, bandwidth: float) -> list[dict]:
+    rows = []
+    n, joints = 5000, 64
+    mesh = procedural.tube(n, bone_count=joints, influences=4)
+    angles = 50.0 * np.sin(np.linspace(0.0, 2.0 * np.pi, 31))
+    clip = AnimationClip(np.stack([procedural.bone_chain_pose(joints, a) for a in angles]), 30.0)
+    for count in counts:
+        for method in ("dqs", "lbs"):
+            with (
+                OffscreenTarget(device, 320, 240) as target,
+                Renderer(device, target, gpu_timing=True) as renderer,
+            ):
+                crowd = renderer.add_crowd(
+                    renderer.add_mesh(mesh), clip, count=count, method=method
+                )
+                side = int(np.ceil(np.sqrt(count)))
+                models = np.tile(np.eye(4), (count, 1, 1))
+                models[:, 0, 3] = 3.0 * (np.arange(count) % side)
+                models[:, 2, 3] = 3.0 * (np.arange(count) // side)
+                crowd.set_models(models)
+                crowd.set_times(np.random.default_rng(0).uniform(0.0, clip.duration, count))
+                renderer.frame_scene()  # every copy in view: none culled
+                gpu = []
+                for f in range(rounds + 2):
+                    crowd.advance(1.0 / 60.0)
+                    renderer.render_image()
+                    if f >= 2:
+                        assert renderer.gpu_ms is not None
+                        gpu.append(renderer.gpu_ms)
+                ms = float(np.median(gpu))
+                rate = count * n / (ms / 1e3)
+                rows.append(
+                    {
+                        "copies": count,
+                        "vertices": count * n,
+                        "method": method,
+                        "gpu_ms": ms,
+                        "mvertices_per_s": rate / 1e6,
+                        "bytes_per_vertex": READ_BYTES,
+                        "fraction_of_floor": READ_BYTES * rate / bandwidth,
+                        "copies_drawn": renderer.stats.copies_drawn,
+                    }
+                )
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000, 50_000_000])
+    parser.add_argument("--crowd-counts", type=int, nargs="*", default=[4096, 16384])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--copy-mib", type=int, default=512, help="bytes the bandwidth copy moves")
+    parser.add_argument("--allow-any-device", action="store_true", help="run on a CPU device too")
+    parser.add_argument("--out", type=Path, default=RESULTS / "gpu.json")
+    args = parser.parse_args()
+    with Device() as device:
+        info = device.info
+        if info.device_type != "discrete GPU" and not args.allow_any_device:
+            print(
+                f"bench_gpu: no discrete GPU: Vulkan chose {info.name!r} ({info.device_type}); "
+                "this benchmark is for a machine with a discrete GPU "
+                "(--allow-any-device runs it anyway)",
+                file=sys.stderr,
+            )
+            return 2
+        t0 = time.perf_counter()
+        bandwidth = copy_bandwidth(device, args.copy_mib * 2**20, args.rounds)
+        skinning = skinning_rows(device, args.sizes, args.rounds, bandwidth)
+        crowds = crowd_rows(device, args.crowd_counts, args.rounds, bandwidth)
+        seconds = time.perf_counter() - t0
+    print(f"device: {info.name} ({info.device_type}), {os.cpu_count()} CPUs")
+    print(f"copy bandwidth (read + write): {bandwidth / 1e9:.1f} GB/s")
+    print(f"{'N':>10} {'method':<6} {'case':<24} | {'ms':>9} {'M vtx/s':>9} {'B/vtx':>6} | floor")
+    for r in skinning:
+        if "skipped" in r:
+            print(f"{r['vertices']:>10} {r['method']:<6} skipped: {r['skipped']}")
+            continue
+        print(
+            f"{r['vertices']:>10} {r['method']:<6} {r['case']:<24} | {r['ms']:9.2f} "
+            f"{r['mvertices_per_s']:9.1f} {r['bytes_per_vertex']:6d} | "
+            f"{r['fraction_of_floor']:.3f}"
+        )
+    for r in crowds:
+        print(
+            f"crowd x{r['copies']:<6} {r['method']:<6} {r['vertices']:>10} vertices | "
+            f"{r['gpu_ms']:8.2f} GPU ms {r['mvertices_per_s']:9.1f} M vtx/s "
+            f"{r['bytes_per_vertex']:3d} B/vtx | floor {r['fraction_of_floor']:.3f}"
+        )
+    print(f"took {seconds:.0f} s")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    data = {
+        "meta": {"device": info.name, "device_type": info.device_type, "seconds": seconds},
+        "copy_bandwidth_bytes_per_s": bandwidth,
+        "skinning": skinning,
+        "crowds": crowds,
+    }
+    args.out.write_text(json.dumps(data, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
