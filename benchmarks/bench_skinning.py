@@ -7,7 +7,9 @@ pose every call) and (N, 3) positions + normals out. CoR's centers are computed 
 before timing (``--no-cor`` skips CoR and blend). For the compute path's DQS and LBS, also the
 exact box of the skinned positions: ``skin(bones, bounds=True)`` (vertices and box, the box
 reduced on the GPU in the same dispatch) and ``bounds(bones)`` (the box alone, no vertex written
-or read back), with their time as a ratio of ``skin(bones)``'s in the same rounds.
+or read back), with their time as a ratio of ``skin(bones)``'s in the same rounds. And the lean
+vertex layout (``Skinner(layout="lean")``: 16-bit normals, joints and weights) beside the exact
+one, with the bytes a vertex each reads.
 
 Every configuration runs once per round, in the same process, after warm-up; the table reports
 the median over rounds, and the ratios (DQS/LBS, compute vs numpy) are medians of per-round
@@ -32,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from vkdqs import SkinnedMesh, dq, procedural, reference
+from vkdqs import shader_interface as si
 from vkdqs.centers import centers_of_rotation
 from vkdqs.gpu.device import Device
 from vkdqs.skinner import Skinner
@@ -77,6 +80,12 @@ def bench_size(
     for (path, method), skinner in skinners.items():
         cycle = dq_cycle if method in ("dqs", "cor") else mat_cycle
         calls[(path, method)] = lambda s=skinner, c=cycle: s.skin(next(c))
+    lean = {
+        method: Skinner(device, mesh, bone_count=BONES, method=method, layout="lean")
+        for method in ("dqs", "lbs")
+    }
+    for method, cycle in (("dqs", dq_cycle), ("lbs", mat_cycle)):
+        calls[("compute", f"{method} lean")] = lambda s=lean[method], c=cycle: s.skin(next(c))
     for method, cycle in (("dqs", dq_cycle), ("lbs", mat_cycle)):
         s = skinners[("compute", method)]
         calls[("compute", f"{method}+box")] = lambda s=s, c=cycle: s.skin(next(c), bounds=True)
@@ -113,7 +122,7 @@ def bench_size(
             "gpu_ms": 1e3 * float(np.median(gpu)),
             "readback_ms": 1e3 * float(np.median(read)),
         }
-    for s in skinners.values():
+    for s in (*skinners.values(), *lean.values()):
         s.close()
 
     def med(key):
@@ -140,6 +149,7 @@ def bench_size(
         }
     return {
         "n": n,
+        "bytes_per_vertex": {layout: si.layout_bytes(4, "dqs", layout) for layout in si.LAYOUTS},
         "centers_s": centers_s,
         "rows": rows,
         "ratios": {
@@ -157,6 +167,8 @@ def bench_size(
             "compute lbs bounds()/skin time": ratio(
                 ("compute", "lbs box only"), ("compute", "lbs")
             ),
+            "compute dqs lean/exact time": ratio(("compute", "dqs lean"), ("compute", "dqs")),
+            "compute lbs lean/exact time": ratio(("compute", "lbs lean"), ("compute", "lbs")),
             "vertex dqs/lbs time": ratio(("vertex", "dqs"), ("vertex", "lbs")),
             "numpy32 dqs/lbs time": ratio(("numpy32", "dqs"), ("numpy32", "lbs")),
             "compute speedup over numpy32 (dqs)": ratio(("numpy32", "dqs"), ("compute", "dqs")),
@@ -201,6 +213,8 @@ def main() -> None:
             )
         for name, value in res["ratios"].items():
             print(f"{'':>9}   {name}: {value:.2f}")
+        layouts = ", ".join(f"{k} {v} B" for k, v in res["bytes_per_vertex"].items())
+        print(f"{'':>9}   bytes a vertex reads (mesh rows): {layouts}")
         for method, part in res["compute_parts"].items():
             print(
                 f"{'':>9}   compute/{method} parts: pack {part['pack_ms']:.2f} ms, "

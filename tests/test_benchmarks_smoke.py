@@ -29,8 +29,9 @@ def test_skinning_benchmark_smoke(tmp_path, device):
     assert set(res["rows"]) == {
         f"{p}/{m}" for p in ("compute", "vertex", "numpy32") for m in ("dqs", "lbs", "cor")
     } | {"compute/blend", "vertex/blend"} | {
-        f"compute/{m}{box}" for m in ("dqs", "lbs") for box in ("+box", " box only")
+        f"compute/{m}{box}" for m in ("dqs", "lbs") for box in ("+box", " box only", " lean")
     }
+    assert res["bytes_per_vertex"] == {"exact": 64, "lean": 40}
     assert "compute cor/dqs time" in res["ratios"]
     assert 0 < res["ratios"]["compute dqs bounds()/skin time"] < 10
 

@@ -15,6 +15,7 @@ the numpy-only layers can import this module without a Vulkan loader.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import Enum, IntEnum, IntFlag
 from typing import TYPE_CHECKING
@@ -43,6 +44,9 @@ class Format(IntEnum):
     """``VkFormat`` values of vertex attributes, texel buffers and colour targets."""
 
     R8G8B8A8_UNORM = 37
+    R16G16B16A16_UNORM = 91
+    R16G16B16A16_SNORM = 92
+    R16G16B16A16_SINT = 96
     R8G8B8A8_SRGB = 43
     B8G8R8A8_SRGB = 50
     R32_UINT = 98
@@ -174,16 +178,50 @@ class MeshInput:
     location: int
     eight_only: bool = False  #: only in the 8-influence variants
     aux_only: bool = False  #: only in the variants of methods with an ``aux`` input
+    #: its format in the ``"lean"`` layout (texel and vertex alike), or None: as exact
+    lean_format: Format | None = None
 
 
 MESH_ROW_BYTES = 16
+_SNORM16, _SINT16, _UNORM16 = (
+    Format.R16G16B16A16_SNORM,
+    Format.R16G16B16A16_SINT,
+    Format.R16G16B16A16_UNORM,
+)
 MESH_INPUTS = (
     MeshInput("positions", Format.R32G32B32A32_SFLOAT, Format.R32G32B32_SFLOAT, 1, 0),
-    MeshInput("normals", Format.R32G32B32A32_SFLOAT, Format.R32G32B32_SFLOAT, 2, 1),
-    MeshInput("joints", Format.R32G32B32A32_SINT, Format.R32G32B32A32_SINT, 3, 2),
-    MeshInput("weights", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 4, 3),
-    MeshInput("joints_1", Format.R32G32B32A32_SINT, Format.R32G32B32A32_SINT, 7, 4, True),
-    MeshInput("weights_1", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 8, 5, True),
+    MeshInput(
+        "normals", Format.R32G32B32A32_SFLOAT, Format.R32G32B32_SFLOAT, 2, 1, lean_format=_SNORM16
+    ),
+    MeshInput(
+        "joints", Format.R32G32B32A32_SINT, Format.R32G32B32A32_SINT, 3, 2, lean_format=_SINT16
+    ),
+    MeshInput(
+        "weights",
+        Format.R32G32B32A32_SFLOAT,
+        Format.R32G32B32A32_SFLOAT,
+        4,
+        3,
+        lean_format=_UNORM16,
+    ),
+    MeshInput(
+        "joints_1",
+        Format.R32G32B32A32_SINT,
+        Format.R32G32B32A32_SINT,
+        7,
+        4,
+        True,
+        lean_format=_SINT16,
+    ),
+    MeshInput(
+        "weights_1",
+        Format.R32G32B32A32_SFLOAT,
+        Format.R32G32B32A32_SFLOAT,
+        8,
+        5,
+        True,
+        lean_format=_UNORM16,
+    ),
     # xyz: the vertex's center of rotation ("cor"), w: its DQS blend weight ("blend")
     MeshInput("aux", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 9, 6, aux_only=True),
 )
@@ -196,13 +234,42 @@ SCALAR_INPUT = MeshInput("scalar", Format.R32_SFLOAT, Format.R32_SFLOAT, -1, 9)
 COMPUTE_OUT_FORMAT = Format.R32_SFLOAT
 
 
-def mesh_inputs(slots: int, method: str = "dqs") -> tuple[MeshInput, ...]:
+#: The vertex layouts of a mesh on the GPU: ``"exact"`` (every row 32-bit: float positions,
+#: normals and weights, int joints; bit for bit the mesh's float32 values) and ``"lean"`` (float
+#: positions; normals snorm16, joints int16, weights unorm16 summing to exactly 1: 40 bytes a
+#: vertex instead of 64, 56 instead of 96 with 8 influences). The shaders are the same: the
+#: formats convert on fetch.
+LAYOUTS = ("exact", "lean")
+#: The most joints the lean layout's int16 indices hold.
+LEAN_MAX_JOINTS = 2**15
+
+
+def row_bytes(fmt: int) -> int:
+    """Bytes of one vertex's row in a mesh buffer of format ``fmt`` (its vertex stride)."""
+    return 8 if fmt in (_SNORM16, _SINT16, _UNORM16) else MESH_ROW_BYTES
+
+
+def layout_bytes(slots: int, method: str = "dqs", layout: str = "exact") -> int:
+    """Bytes a vertex's mesh rows take in ``layout`` (the rows a variant reads)."""
+    return sum(row_bytes(m.texel_format) for m in mesh_inputs(slots, method, layout))
+
+
+def mesh_inputs(slots: int, method: str = "dqs", layout: str = "exact") -> tuple[MeshInput, ...]:
     """The inputs a variant for ``slots`` (4 or 8) influence slots and ``method`` reads, in
-    location order (the per-vertex ``aux`` row only for methods with one)."""
+    location order (the per-vertex ``aux`` row only for methods with one), with their formats
+    in ``layout`` (:data:`LAYOUTS`)."""
     aux = has_aux(method)
-    return tuple(
+    out = tuple(
         m for m in MESH_INPUTS if (slots == 8 or not m.eight_only) and (aux or not m.aux_only)
     )
+    if layout == "lean":
+        out = tuple(
+            m
+            if m.lean_format is None
+            else dataclasses.replace(m, texel_format=m.lean_format, vertex_format=m.lean_format)
+            for m in out
+        )
+    return out
 
 
 def scalar_array(values: np.ndarray) -> np.ndarray:
@@ -235,12 +302,14 @@ SURFACE_INPUTS = (
 )
 
 
-def render_inputs(slots: int, method: str = "dqs", surface: bool = False) -> tuple[MeshInput, ...]:
+def render_inputs(
+    slots: int, method: str = "dqs", surface: bool = False, layout: str = "exact"
+) -> tuple[MeshInput, ...]:
     """The vertex inputs of a rendering variant (``skin.vert``, not readback), in location
     order: :func:`mesh_inputs`, then for the ``surface`` variants :data:`SURFACE_INPUTS` (7, 8)
     and :data:`SCALAR_INPUT` (9)."""
     extra = (*SURFACE_INPUTS, SCALAR_INPUT) if surface else ()
-    return (*mesh_inputs(slots, method), *extra)
+    return (*mesh_inputs(slots, method, layout), *extra)
 
 
 def surface_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
@@ -253,10 +322,25 @@ def surface_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
     return out
 
 
-def mesh_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
-    """The mesh as the shaders read it: one (N, 4) 32-bit array per :func:`mesh_inputs` entry."""
+def mesh_arrays(mesh: SkinnedMesh, layout: str = "exact") -> dict[str, np.ndarray]:
+    """The mesh as the shaders read it: one (N, 4) array per :func:`mesh_inputs` entry, 32-bit
+    (``"exact"``) or, ``"lean"``, 16-bit normals, joints and weights (:func:`lean_weights`)."""
     n = mesh.vertex_count
     pad = np.zeros((n, 1), np.float32)
+    if layout == "lean":
+        normals = np.rint(np.clip(np.hstack([mesh.normals, pad]), -1.0, 1.0) * 32767.0)
+        weights = lean_weights(mesh.weights)
+        joints = mesh.joints.astype(np.int16)  # the caller checked < LEAN_MAX_JOINTS
+        arrays = {
+            "positions": np.hstack([mesh.positions, pad]),
+            "normals": normals.astype(np.int16),
+            "joints": np.ascontiguousarray(joints[:, :4]),
+            "weights": np.ascontiguousarray(weights[:, :4]),
+        }
+        if mesh.slots == 8:
+            arrays["joints_1"] = np.ascontiguousarray(joints[:, 4:])
+            arrays["weights_1"] = np.ascontiguousarray(weights[:, 4:])
+        return arrays
     arrays = {
         "positions": np.hstack([mesh.positions, pad]),
         "normals": np.hstack([mesh.normals, pad]),
@@ -267,6 +351,20 @@ def mesh_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
         arrays["joints_1"] = np.ascontiguousarray(mesh.joints[:, 4:], dtype=np.int32)
         arrays["weights_1"] = np.ascontiguousarray(mesh.weights[:, 4:])
     return arrays
+
+
+def lean_weights(weights: np.ndarray) -> np.ndarray:
+    """(N, S) uint16 weights in 1/65535 steps that sum to exactly 65535 on every vertex with
+    weight (largest remainders round up), each within 1/65535 of the float weight; all-zero rows
+    stay zero."""
+    w = np.asarray(weights, np.float64) * 65535.0
+    floor = np.floor(w)
+    short = np.rint(65535.0 * (w.sum(axis=1) > 0) - floor.sum(axis=1)).astype(np.int64)
+    order = np.argsort(-(w - floor), axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(w.shape[1])[None], axis=1)
+    out = floor + (rank < short[:, None])
+    return out.astype(np.uint16)
 
 
 @dataclass(frozen=True)

@@ -115,7 +115,7 @@ class _Program:
             self.pipeline = s._pipelines.compute(desc, self.layout)
             texels = [
                 TexelWrite(self.bindings[m.binding], s._views[m.name])
-                for m in si.mesh_inputs(s.mesh.slots, method)
+                for m in si.mesh_inputs(s.mesh.slots, method, s.layout)
             ]
             texels.append(TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view))
             write_descriptors(dev, self.set, texels)
@@ -124,7 +124,8 @@ class _Program:
                 vertex_shader=self.name,
                 fragment_shader=None,
                 vertex_inputs=tuple(
-                    (m.location, int(m.vertex_format)) for m in si.mesh_inputs(s.mesh.slots, method)
+                    (m.location, int(m.vertex_format))
+                    for m in si.mesh_inputs(s.mesh.slots, method, s.layout)
                 ),
                 spec=(spec[0], morph_spec),
                 topology=vk.VK_PRIMITIVE_TOPOLOGY_POINT_LIST,
@@ -167,6 +168,14 @@ class Skinner(ResourceOwner):
     centers : array_like, [N, 3], optional
         For ``"cor"``: each vertex's center of rotation; computed on this device with
         :func:`vkdqs.centers_of_rotation` (the mesh needs triangles) when not given.
+    layout : {"exact", "lean"}
+        How the mesh's vertices are stored on the GPU. ``"exact"``: 32-bit rows, the mesh's
+        float32 values bit for bit (64 bytes a vertex, 96 with 8 influences). ``"lean"``: float
+        positions, snorm16 normals, int16 joints and unorm16 weights summing to exactly 1 (40
+        bytes, 56 with 8 influences): weights move by at most 1/65535 each, so positions move
+        by at most ``4 / 65535`` (8 influences: ``8 / 65535``) of the largest distance between
+        a vertex's bones' images of it; normals by 1e-5 to 1e-4 rad (more where a vertex's
+        bones turn its normal nearly opposite ways, as in LBS's collapse).
 
     Notes
     -----
@@ -188,10 +197,13 @@ class Skinner(ResourceOwner):
         allow_scale: bool = True,
         centers: object = None,
         rest_matrices: object = None,
+        layout: str = "exact",
     ) -> None:
         super().__init__(device)
         skinning = self._check_args(mesh, bone_count, method, path)
         bone_count = int(bone_count)
+        #: the mesh's vertex layout on the GPU (:data:`vkdqs.shader_interface.LAYOUTS`)
+        self.layout = check_layout(device, layout, mesh, bone_count, method, path)
         self.centers, self.rest_matrices = skinning.check_inputs(
             mesh, bone_count, centers=centers, rest_matrices=rest_matrices
         )
@@ -260,8 +272,8 @@ class Skinner(ResourceOwner):
         dev = self.device
         label = f"skinner {self.method}/{self.path}"
         usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-        self.inputs = si.mesh_inputs(self.mesh.slots, self.method)
-        self.arrays = si.mesh_arrays(self.mesh)
+        self.inputs = si.mesh_inputs(self.mesh.slots, self.method, self.layout)
+        self.arrays = si.mesh_arrays(self.mesh, self.layout)
         if self.skinning.aux:
             self.arrays["aux"] = si.aux_array(
                 self.vertex_count, centers=self.centers, dqs_blend=self.mesh.dqs_blend
@@ -869,3 +881,31 @@ def _check_limits(
             f"mesh has {n} vertices: {groups} workgroups exceed "
             f"maxComputeWorkGroupCount[0] = {info.max_compute_work_group_count[0]}"
         )
+
+
+def check_layout(
+    device: Device, layout: str, mesh: SkinnedMesh, bone_count: int, method: str, path: str
+) -> str:
+    """``layout`` checked against what the mesh, the skeleton and the device can do."""
+    if layout not in si.LAYOUTS:
+        raise InputError(f"layout must be one of {si.LAYOUTS}, got {layout!r}")
+    if layout == "exact":
+        return layout
+    if bone_count > si.LEAN_MAX_JOINTS:
+        raise InputError(
+            f"layout='lean' stores joint indices as int16: at most {si.LEAN_MAX_JOINTS} bones, "
+            f"got {bone_count} (use layout='exact')"
+        )
+    need = (
+        vk.VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT
+        if path == "compute"
+        else vk.VK_FORMAT_FEATURE_VERTEX_BUFFER_BIT
+    )
+    for m in si.mesh_inputs(mesh.slots, method, layout):
+        if not device.buffer_format_features(m.texel_format) & need:
+            raise CapabilityError(
+                f"{device.info.name!r} cannot read {m.texel_format.name} {m.name} "
+                f"{'texel' if path == 'compute' else 'vertex'} buffers, which layout='lean' "
+                "uses; use layout='exact'"
+            )
+    return layout

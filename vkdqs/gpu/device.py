@@ -403,6 +403,13 @@ class Device:
         self._check_open()
         return self._physical
 
+    def buffer_format_features(self, fmt: int) -> int:
+        """The ``VkFormatFeatureFlags`` buffers of format ``fmt`` support on this device
+        (``bufferFeatures``: vertex buffer, uniform or storage texel buffer)."""
+        self._check_open()
+        props = vk.vkGetPhysicalDeviceFormatProperties(self._physical, int(fmt))
+        return int(props.bufferFeatures)
+
     @property
     def queue_family(self) -> int:
         """Index of the queue family of the one queue: graphics and compute both."""

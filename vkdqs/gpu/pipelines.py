@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import vulkan as vk
 
-from ..shader_interface import MESH_ROW_BYTES, Stage, sample_bit
+from ..shader_interface import Stage, row_bytes, sample_bit
 from .calls import vk_errors
 from .descriptors import DescriptorSetLayout
 from .device import Device
@@ -234,8 +234,9 @@ class ComputePipelineDesc:
 @dataclass(frozen=True)
 class GraphicsPipelineDesc:
     """Everything a vkdqs graphics pipeline varies by. ``vertex_inputs`` are (location,
-    VkFormat) pairs, one vertex buffer each with stride ``MESH_ROW_BYTES``; viewport and scissor
-    are dynamic. ``fragment_shader=None`` with ``rasterizer_discard`` draws vertex-only."""
+    VkFormat) pairs, one vertex buffer each with the stride of its format's rows
+    (``shader_interface.row_bytes``); viewport and scissor are dynamic.
+    ``fragment_shader=None`` with ``rasterizer_discard`` draws vertex-only."""
 
     vertex_shader: str
     fragment_shader: str | None
@@ -268,9 +269,9 @@ def _vertex_input_state(inputs: tuple[tuple[int, int], ...], constant: tuple[int
     rate = vk.VK_VERTEX_INPUT_RATE_VERTEX
     bindings = [
         vk.VkVertexInputBindingDescription(
-            binding=i, stride=0 if loc in constant else MESH_ROW_BYTES, inputRate=rate
+            binding=i, stride=0 if loc in constant else row_bytes(fmt), inputRate=rate
         )
-        for i, (loc, _) in enumerate(inputs)
+        for i, (loc, fmt) in enumerate(inputs)
     ]
     attrs = [
         vk.VkVertexInputAttributeDescription(location=loc, binding=i, format=int(fmt), offset=0)

@@ -1,0 +1,120 @@
+"""The lean vertex layout (Skinner(layout="lean")): float positions, snorm16 normals, int16
+joints and unorm16 weights, 40 bytes a vertex instead of 64. Its error budget against the
+float64 reference and the exact layout, for every method, path and slot count."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from vkdqs import InputError
+from vkdqs import methods as registry
+from vkdqs import shader_interface as si
+from vkdqs.skinner import Skinner
+
+from .test_registry import inputs, poses, rig
+
+METHODS = registry.names()
+
+
+def test_lean_weights_sum_to_one_within_a_step():
+    rng = np.random.default_rng(1)
+    w = rng.dirichlet(np.ones(8), 50000)
+    w[:10] = 0.0  # vertices without weight stay without
+    w[10] = [1.0] + [0.0] * 7
+    w[11] = [1 / 3] * 3 + [0.0] * 5
+    q = si.lean_weights(w)
+    assert q.dtype == np.uint16
+    sums = q.astype(np.int64).sum(axis=1)
+    assert (sums[:10] == 0).all() and (sums[10:] == 65535).all()
+    assert np.abs(q / 65535.0 - w).max() < 1.0 / 65535.0
+    assert (q[w == 0] == 0).all()  # no weight appears where there was none
+
+
+def test_bytes_a_vertex():
+    assert si.layout_bytes(4) == 64 and si.layout_bytes(4, layout="lean") == 40
+    assert si.layout_bytes(8) == 96 and si.layout_bytes(8, layout="lean") == 56
+    assert si.layout_bytes(4, "cor", "lean") == 56  # the aux row stays float
+
+
+def _spread(mesh, pose, method):
+    """Per vertex, the largest distance between its influences' images of it (float64): what
+    a weight error of one step moves it by, at most, per step."""
+    mats = registry.as_matrices(pose)
+    p = mesh.positions.astype(np.float64)
+    images = (
+        np.einsum("nsij,nj->nsi", mats[mesh.joints][..., :3, :3], p) + mats[mesh.joints][..., :3, 3]
+    )
+    center = images.mean(axis=1, keepdims=True)
+    return 2.0 * np.linalg.norm(images - center, axis=2).max(axis=1)
+
+
+@pytest.mark.parametrize("path", ("compute", "vertex"))
+@pytest.mark.parametrize("slots", (4, 8))
+@pytest.mark.parametrize("method", METHODS)
+def test_lean_layout_error_budget(device, method, slots, path):
+    rng = np.random.default_rng(zlib.crc32(f"lean {method} {slots} {path}".encode()))
+    bones = 10
+    skinning = registry.get(method)
+    mesh = rig(rng, 800, slots, bones, blend="dqs_blend" in skinning.needs)
+    extra = inputs(method, mesh, bones, rng)
+    batch = poses(method, bones, rng, 3)
+    args = dict(bone_count=bones, method=method, path=path, **extra)
+    with (
+        Skinner(device, mesh, layout="lean", **args) as lean,
+        Skinner(device, mesh, **args) as exact,
+    ):
+        lean_p, lean_n, boxes = lean.skin_many(batch, bounds=True)
+        exact_p, exact_n = exact.skin_many(batch)
+        nbytes = sum(b.size for b in lean._mesh_buffers.values())
+    assert nbytes == si.layout_bytes(slots, method, "lean") * mesh.vertex_count
+    for pose, p, n, ep, en, box in zip(batch, lean_p, lean_n, exact_p, exact_n, boxes, strict=True):
+        want, _ = skinning.reference(mesh, pose, **extra)
+        scale = max(mesh.extent, np.abs(want).max())
+        # weights: at most one 1/65535 step each, moving a vertex by at most that times the
+        # spread of its bones' images; plus float32 rounding
+        budget = slots / 65535.0 * _spread(mesh, pose, method) + 1e-5 * scale
+        assert (np.linalg.norm(p - want, axis=1) <= budget).all()
+        assert np.linalg.norm(p - ep, axis=1).max() > 0  # it is a different layout
+        # normals: snorm16 components (a 1/32767 step) and the weights: typically 1e-5 to 1e-4 rad;
+        # where a vertex's bones turn its normal nearly opposite ways (random rigs, LBS's
+        # collapse) the blended normal is short and the weights' step weighs more
+        a, b = n.astype(np.float64), en.astype(np.float64)
+        angle = np.arctan2(np.linalg.norm(np.cross(a, b), axis=1), (a * b).sum(axis=1))
+        assert np.median(angle) < 1e-4 and np.quantile(angle, 0.99) < 1e-3
+        assert angle.max() < 1e-2
+        np.testing.assert_allclose(np.linalg.norm(n, axis=1), 1.0, atol=1e-5)
+        if path == "compute":
+            np.testing.assert_array_equal(box, np.stack([p.min(axis=0), p.max(axis=0)]))
+
+
+def test_lean_layout_refusals(device):
+    rng = np.random.default_rng(0)
+    mesh = rig(rng, 30, 4, 4)
+    with pytest.raises(InputError, match="layout must be one of"):
+        Skinner(device, mesh, bone_count=4, layout="tiny")
+    with pytest.raises(InputError, match="at most 32768 bones"):
+        Skinner(device, mesh, bone_count=40000, layout="lean")
+
+
+@pytest.mark.parametrize("method", ["lbs", "dqs"])
+def test_lean_layout_on_a_bent_chain(device, method):
+    """A 16-bone tube bent 90 degrees (a rig as characters are made): every normal within
+    1e-4 rad of the exact layout's, every position within the weights' step."""
+    from vkdqs import procedural
+
+    mesh = procedural.tube(20000, bone_count=16, influences=4)
+    pose = procedural.bone_chain_pose(16, 90.0)
+    with (
+        Skinner(device, mesh, bone_count=16, method=method, layout="lean") as lean,
+        Skinner(device, mesh, bone_count=16, method=method) as exact,
+    ):
+        p, n = lean.skin(pose)
+        ep, en = exact.skin(pose)
+    a, b = n.astype(np.float64), en.astype(np.float64)
+    angle = np.arctan2(np.linalg.norm(np.cross(a, b), axis=1), (a * b).sum(axis=1))
+    assert angle.max() < 1e-4
+    budget = 4 / 65535.0 * _spread(mesh, pose, method) + 1e-6 * mesh.extent
+    assert (np.linalg.norm(p - ep, axis=1) <= budget).all()
