@@ -118,3 +118,38 @@ def test_lean_layout_on_a_bent_chain(device, method):
     assert angle.max() < 1e-4
     budget = 4 / 65535.0 * _spread(mesh, pose, method) + 1e-6 * mesh.extent
     assert (np.linalg.norm(p - ep, axis=1) <= budget).all()
+
+
+COLOR = (0.62, 0.34, 0.16, 1.0)
+
+
+def test_lean_meshes_draw_like_exact_ones_and_crowds_like_instances(device):
+    """The renderer draws a lean mesh where the exact one is (the weights' step is far below a
+    pixel), and a lean crowd's copies exactly like lean instances posed with the same frame."""
+    from vkdqs import AnimationClip, procedural
+    from vkdqs.renderer import Renderer
+    from vkdqs.targets import OffscreenTarget
+
+    mesh = procedural.tube(3000, bone_count=8, influences=4)
+    frames = np.stack([procedural.bone_chain_pose(8, a) for a in (0.0, 45.0, 90.0)])
+    images = {}
+    with OffscreenTarget(device, 96, 96) as target:
+        for layout in ("exact", "lean"):
+            with Renderer(device, target) as renderer:
+                rm = renderer.add_mesh(mesh, layout=layout)
+                inst = renderer.add_instance(rm, bone_count=8, bones=frames[1], color=COLOR)
+                renderer.frame_scene()
+                camera = renderer.camera
+                images[layout] = renderer.render_image()
+                renderer.remove_instance(inst)
+                crowd = renderer.add_crowd(rm, AnimationClip(frames, 1.0), count=1)
+                crowd.set_times([1.0])  # frame 1, whole: sampled unchanged
+                crowd.set_colors(COLOR)
+                renderer.camera = camera
+                images[f"{layout} crowd"] = renderer.render_image()
+                assert renderer.stats.copies_drawn == 1
+    covered = (images["exact"][..., :3] != images["exact"][0, 0, :3]).any(axis=2)
+    assert covered.sum() > 500
+    differ = (images["exact"] != images["lean"]).any(axis=2)
+    assert differ.sum() <= 0.01 * covered.sum()  # edge pixels at most
+    np.testing.assert_array_equal(images["lean crowd"], images["lean"])

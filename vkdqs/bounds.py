@@ -119,6 +119,7 @@ class SceneBoxes:
                 method=method,
                 centers=mesh.centers if "centers" in methods.get(method).needs else None,
                 rest_matrices=rest,
+                layout=mesh.layout,  # the vertices it measures are those drawn
             )
             self._skinners[key] = skinner
         return skinner

@@ -782,7 +782,7 @@ class Crowd:
         surface = self.mesh.surface_buffers
         textured, colored = material.texture is not None, "colors" in surface
         uses = textured or colored  # else: the factor only, no UV or colour input
-        inputs = si.crowd_render_inputs(slots, self.method, uses)
+        inputs = si.crowd_render_inputs(slots, self.method, uses, self.mesh.layout)
         spec: tuple[tuple[int, int], ...] = ()
         if uses:
             spec = (

@@ -47,7 +47,9 @@ def _bone_bucket(bone_count: int) -> int:
 class RenderMesh:
     """A :class:`SkinnedMesh` uploaded for drawing (vertex and index buffers) by one renderer."""
 
-    def __init__(self, renderer: Renderer, mesh: SkinnedMesh, label: str) -> None:
+    def __init__(
+        self, renderer: Renderer, mesh: SkinnedMesh, label: str, layout: str = "exact"
+    ) -> None:
         if not isinstance(mesh, SkinnedMesh):
             raise InputError(f"mesh must be a vkdqs.SkinnedMesh, got {type(mesh).__name__}")
         if mesh.indices is None:
@@ -57,8 +59,10 @@ class RenderMesh:
         dev = renderer.device
         usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
         self.vertex_buffers: list[Buffer] = []
+        #: the vertex layout of its buffers (:data:`vkdqs.shader_interface.LAYOUTS`)
+        self.layout = layout
         # The same (N, 4) rows the Skinner uploads: 4 buffers, or 6 with 8 influences.
-        for name, arr in si.mesh_arrays(mesh).items():
+        for name, arr in si.mesh_arrays(mesh, layout).items():
             buf = renderer.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {name}"))
             buf.write(arr)
             self.vertex_buffers.append(buf)

@@ -77,6 +77,7 @@ from .gpu.interrupts import deferred_interrupts
 from .material import Material
 from .mesh import SkinnedMesh
 from .overlay_pass import OverlayPass, check_overlay
+from .skinner import check_layout
 from .targets import RenderTarget
 
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
@@ -308,8 +309,12 @@ class Renderer(ResourceOwner):
         label: str | None = None,
         material: Material | Sequence[Material] | None = None,
         groups: Sequence[tuple[int, int, int]] | None = None,
+        layout: str = "exact",
     ) -> RenderMesh:
         """Upload ``mesh`` once; draw it with any number of instances.
+
+        ``layout="lean"`` stores its normals, joints and weights in 16 bits (40 bytes a vertex
+        instead of 64; see :class:`vkdqs.Skinner`'s ``layout``), for instances and crowds alike.
 
         ``material`` colours it (a :class:`vkdqs.Material`; None: white, untextured, opaque,
         so the instance's colour shows). Several materials, three.js-style: ``material`` a list
@@ -322,7 +327,9 @@ class Renderer(ResourceOwner):
             self._check_open()
             label = label or f"mesh {len(self.meshes)}"
             materials, ranges = _check_groups(mesh, material, groups)
-            rm = RenderMesh(self, mesh, label)
+            if isinstance(mesh, SkinnedMesh):  # else RenderMesh refuses it, naming the type
+                check_layout(self.device, layout, mesh, mesh.max_joint + 1, "dqs", "vertex")
+            rm = RenderMesh(self, mesh, label, layout)
             gpu = [self._material(m, f"{label} material {k}") for k, m in enumerate(materials)]
             rm.groups = [(first, count, gpu[k]) for first, count, k in ranges]
             self.meshes.append(rm)
@@ -701,7 +708,7 @@ class Renderer(ResourceOwner):
         # interpolates every declared fragment input); the vertex buffers bound for them are
         # past the plain variants' inputs, so one binding serves both
         uses = textured or colored or inst.scalar is not None
-        inputs = si.render_inputs(slots, variant, uses)
+        inputs = si.render_inputs(slots, variant, uses, inst.mesh.layout)
         desc = GraphicsPipelineDesc(
             vertex_shader=si.variant_name("render", variant, slots, uses),
             fragment_shader=si.variant_name("fragment", UNSKINNED, surface=uses),

@@ -923,13 +923,13 @@ CROWD_CULL_BINDINGS = (
 
 
 def crowd_render_inputs(
-    slots: int, method: str = "dqs", surface: bool = True
+    slots: int, method: str = "dqs", surface: bool = True, layout: str = "exact"
 ) -> tuple[MeshInput, ...]:
     """The vertex inputs of ``crowd_<method>[_8][_surface].vert``: :func:`mesh_inputs`, then
     for the ``surface`` variant :data:`SURFACE_INPUTS` (7, 8: the material's UV and colour; a
     constant row without them). Untextured materials on meshes without colours draw with the
     variant without them: what crowds cost before materials."""
-    return (*mesh_inputs(slots, method), *(SURFACE_INPUTS if surface else ()))
+    return (*mesh_inputs(slots, method, layout), *(SURFACE_INPUTS if surface else ()))
 
 
 def crowd_variant_name(kind: str, method: str, slots: int = 4, surface: bool = False) -> str:
