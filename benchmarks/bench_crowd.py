@@ -27,7 +27,7 @@ ms a frame (every thread's CPU time: on lavapipe the GPU work itself, and less d
 other processes than the timestamps).
 
 **Culling** (``--culling-counts``, 4096 by default; none with no value): the crowd with the camera
-on about half of its grid (the other half out of view), with ``frustum_culling`` on (the GPU
+on about half of its grid (the other half out of view), with ``cull_copies`` on (the GPU
 tests every copy's box and draws the copies in view with an indirect draw) and off (every copy
 drawn), their rounds interleaved: the ratio of GPU ms a frame and each one's main-thread CPU ms
 a frame, and how many copies the GPU drew.
@@ -121,17 +121,25 @@ def textured(mesh: SkinnedMesh) -> tuple[SkinnedMesh, Material]:
 
 def crowd_run(device, mesh, clip, count, method, material=None, culling=True, half=False):
     target = OffscreenTarget(device, W, H)
-    renderer = Renderer(device, target, gpu_timing=True, frustum_culling=culling)
+    renderer = Renderer(device, target, gpu_timing=True, cull_copies=culling)
     rm = renderer.add_mesh(mesh, material=material)
     crowd = renderer.add_crowd(rm, clip, count=count, method=method)
     models = grid(count)
     crowd.set_models(models)
     crowd.set_times(np.random.default_rng(0).uniform(0.0, clip.duration, count))
     renderer.frame_scene()
-    if half:  # the camera on the grid's nearer half (in x): about half of the copies in view
+    if half:  # looking down on the grid's left half: about half of the copies in view
         lo, hi = renderer.scene_bounds()
         mid = 0.5 * (lo + hi)
+        renderer.camera.pitch = 1.5  # from above (radians; the poles are at +-pi/2)
         renderer.camera.frame(lo, np.array([mid[0], hi[1], hi[2]]), aspect=W / H)
+        # closer, until about half of the copies' centres project into the image
+        for _ in range(40):
+            x = renderer.camera.project(models[:, :3, 3], W, H)
+            inside = ((x >= 0) & (x <= [W, H])).all(axis=1).mean()
+            if inside <= 0.45:
+                break
+            renderer.camera.zoom(0.9)
     return target, renderer, lambda f: crowd.advance(1.0 / 60.0)
 
 

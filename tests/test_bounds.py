@@ -429,7 +429,7 @@ def _culling_scene(device, method, culling):
     back[:, :3, 3] += (-40.0, 0.0, 0.0)
     with (
         OffscreenTarget(device, 96, 64) as target,
-        Renderer(device, target, frustum_culling=culling) as renderer,
+        Renderer(device, target, cull_instances=culling) as renderer,
     ):
         rm = renderer.add_mesh(mesh)
         renderer.camera.frame(np.array([-3.0, -2.0, -1.0]), np.array([3.0, 2.0, 1.0]), aspect=1.5)
@@ -504,7 +504,10 @@ def test_culling_follows_each_new_pose(device):
     here = procedural.bone_chain_pose(4, 30.0)
     away = here.copy()
     away[:, :3, 3] += (0.0, 0.0, -500.0)
-    with OffscreenTarget(device, 32, 32) as target, Renderer(device, target) as renderer:
+    with (
+        OffscreenTarget(device, 32, 32) as target,
+        Renderer(device, target, cull_instances=True) as renderer,
+    ):
         inst = renderer.add_instance(renderer.add_mesh(mesh), bone_count=4, bones=here)
         renderer.frame_scene()
         seen = []
@@ -594,7 +597,7 @@ def test_crowd_culling_leaves_the_image_as_it_was(device, method):
     for culling in (True, False):
         with (
             OffscreenTarget(device, 96, 64) as target,
-            Renderer(device, target, frustum_culling=culling) as renderer,
+            Renderer(device, target, cull_copies=culling) as renderer,
         ):
             crowd = renderer.add_crowd(
                 renderer.add_mesh(mesh), clip, count=count, method=method, **extra

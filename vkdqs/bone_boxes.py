@@ -83,13 +83,14 @@ class _Boxes:
     def moved(
         self, rot: NDArray, move: NDArray, grow: NDArray | None
     ) -> tuple[NDArray, NDArray, NDArray]:
-        """Under each bone's rotation/linear part ``rot`` (B, 3, 3) and translation ``move``:
-        the moved centres and half sizes (Arvo 1990), and the half sizes before moving, each
-        box widened by ``grow`` (B, 3) first."""
-        half = self.half if grow is None else self.half + grow[self.index]
-        r = rot[self.index]
-        c = np.matmul(r, self.center[:, :, None])[:, :, 0] + move[self.index]
-        h = np.matmul(np.abs(r), half[:, :, None])[:, :, 0]
+        """Under each bone's rotation/linear part ``rot`` ([G,] B, 3, 3) and translation
+        ``move`` ([G,] B, 3): the moved centres and half sizes (Arvo 1990), and the half sizes
+        before moving, each box widened by ``grow`` ([G,] B, 3) first."""
+        half = self.half if grow is None else self.half + grow[..., self.index, :]
+        r = rot[..., self.index, :, :]
+        # elementwise products and sums: numpy's matmul is slow on stacks of 3x3 matrices
+        c = (r * self.center[:, None, :]).sum(axis=-1) + move[..., self.index, :]
+        h = (np.abs(r) * half[..., None, :]).sum(axis=-1)
         return c, h, half
 
 
@@ -170,21 +171,32 @@ class BoneBoxes:
         :data:`MAX_RELATIVE_ANGLE` relative to each other)."""
         if rule is None:
             return None
+        mw = None if morph_weights is None else np.asarray(morph_weights, np.float64)[None]
+        out = self.boxes(rule, np.asarray(matrices, np.float64)[None], mw)[0]
+        return None if np.isnan(out).any() else out
+
+    def boxes(
+        self, rule: str, matrices: ArrayLike, morph_weights: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
+        """:meth:`box` of G poses at once: ``matrices`` (G, B, 4, 4), ``morph_weights`` (G, M)
+        or None; (G, 2, 3), NaN for a pose the rule does not bound."""
         mats = np.asarray(matrices, np.float64)
-        rot, move = mats[:, :3, :3], mats[:, :3, 3]
+        rot, move = mats[..., :3, :3], mats[..., :3, 3]
         grow = None
         mw = None if morph_weights is None else np.abs(np.asarray(morph_weights, np.float64))
         if mw is not None and self.morph.shape[1] and mw.any():
-            grow = mw @ self.morph  # (B, 3)
+            grow = np.einsum("gm,bmk->gbk", mw, self.morph)  # (G, B, 3)
+        count = len(mats)
         if rule == "centers":
             if self.centers is None:
-                return None
-            reach = self.center_reach + (0.0 if grow is None else float(grow.max()) * 3**0.5)
+                return np.full((count, 2, 3), np.nan)
+            spread = 0.0 if grow is None else grow.max(axis=(1, 2)) * 3**0.5
+            reach = self.center_reach + np.broadcast_to(spread, (count,))
             c, h, _ = self.centers.moved(rot, move, None)
             return self._finish(c - h, c + h, reach, mw)
         if rule == "affine":
             c, h, _ = self.moving.moved(rot, move, grow)
-            return self._finish(c - h, c + h, 0.0, mw)
+            return self._finish(c - h, c + h, np.zeros(count), mw)
         if rule not in ("rigid", "blend"):
             raise ValueError(f"unknown box rule {rule!r}")
         return self._rigid(rot, move, grow, self.pairs, MAX_RELATIVE_ANGLE, mw)
@@ -277,7 +289,10 @@ class BoneBoxes:
             + 2.0 * np.sin(delta / 2.0) * radius
             + pivot
         )
-        return self._finish(c - h - widen[:, None], c + h + widen[:, None], 0.0, None)
+        out = self._finish(
+            (c - h - widen[:, None])[None], (c + h + widen[:, None])[None], np.zeros(1), None
+        )[0]
+        return None if np.isnan(out).any() else out
 
     def _rigid(
         self,
@@ -287,46 +302,54 @@ class BoneBoxes:
         pairs: NDArray,
         max_angle: float,
         mw: NDArray | None,
-    ) -> NDArray[np.float64] | None:
-        """The rigid rule: each bone's box of the vertices it leads, widened by its bound over
-        ``pairs`` (sorted by the leading bone; the others may index past the skeleton, into
-        ``rot``'s further bones)."""
+    ) -> NDArray[np.float64]:
+        """The rigid rule for G poses (``rot`` (G, B', 3, 3), ``move`` (G, B', 3)): each bone's
+        box of the vertices it leads, widened by its bound over ``pairs`` (sorted by the leading
+        bone; the others may index past the skeleton, into further bones); (G, 2, 3), NaN where
+        a relative turn passes ``max_angle``."""
         lead = self.leading
         c, h, half = lead.moved(rot, move, grow)
-        widen = np.zeros(len(lead.index))
+        count, leads = len(rot), len(lead.index)
+        widen = np.zeros((count, leads))
+        bad = np.zeros(count, bool)
         if len(pairs):
             a, b = pairs[:, 0], pairs[:, 1]
             # pairs are sorted by a, and every a leads a vertex: rows of `lead` in that order
             rows = np.searchsorted(lead.index, a)
             starts = np.flatnonzero(np.r_[True, a[1:] != a[:-1]])
-            cos = ((rot[a] * rot[b]).sum(axis=(1, 2)) - 1.0) / 2.0  # tr(R_a^T R_b)
+            flat = rot.reshape(count, -1, 9)
+            cos = (np.einsum("gpk,gpk->gp", flat[:, a], flat[:, b]) - 1.0) / 2.0  # tr(R_a^T R_b)
             theta_pairs = np.arccos(np.clip(cos, -1.0, 1.0))
-            theta = np.zeros(len(lead.index))
-            theta[rows[starts]] = np.maximum.reduceat(theta_pairs, starts)
-            if np.degrees(theta.max()) > max_angle:
-                return None
+            theta = np.zeros((count, leads))
+            theta[:, rows[starts]] = np.maximum.reduceat(theta_pairs, starts, axis=1)
+            bad = np.degrees(theta.max(axis=1)) > max_angle
             center = lead.center[rows]
-            moved_b = np.matmul(rot[b], center[:, :, None])[:, :, 0] + move[b]
-            dist = np.sqrt(((moved_b - c[rows]) ** 2).sum(axis=1))
-            delta = np.zeros(len(lead.index))
-            delta[rows[starts]] = np.maximum.reduceat(dist, starts)
-            radius = np.sqrt((half**2).sum(axis=1))
+            moved_b = (rot[:, b] * center[:, None, :]).sum(axis=-1) + move[:, b]
+            dist = np.sqrt(((moved_b - c[:, rows]) ** 2).sum(axis=2))
+            delta = np.zeros((count, leads))
+            delta[:, rows[starts]] = np.maximum.reduceat(dist, starts, axis=1)
+            radius = np.sqrt((half**2).sum(axis=-1))
             widen = 2.0 * np.sin(theta / 2.0) * radius + delta / np.cos(theta / 2.0)
-        return self._finish(c - h - widen[:, None], c + h + widen[:, None], 0.0, mw)
+        out = self._finish(c - h - widen[..., None], c + h + widen[..., None], np.zeros(count), mw)
+        out[bad] = np.nan
+        return out
 
     def _finish(
-        self, lo: NDArray, hi: NDArray, reach: float, mw: NDArray | None
-    ) -> NDArray[np.float64] | None:
-        """The union of the bones' boxes (B, 3) and the still vertices' box, widened by
-        ``reach`` and the rounding margin."""
+        self, lo: NDArray, hi: NDArray, reach: NDArray, mw: NDArray | None
+    ) -> NDArray[np.float64]:
+        """(G, 2, 3): the union of each pose's bone boxes (G, L, 3) and the still vertices'
+        box, widened by ``reach`` (G,) and the rounding margin; NaN when there is no box."""
+        count = len(lo)
         if self.still is not None:
-            g = 0.0 if mw is None or len(self.still) == 2 else mw @ self.still[2:]
-            lo = np.vstack([lo, self.still[0] - g])
-            hi = np.vstack([hi, self.still[1] + g])
-        if len(lo) == 0:
-            return None
-        out = np.stack([lo.min(axis=0) - reach, hi.max(axis=0) + reach])
-        margin = ROUNDING * max(float(np.abs(out).max()), float((out[1] - out[0]).max()), 1e-30)
-        out[0] -= margin
-        out[1] += margin
+            g = np.zeros((count, 3)) if mw is None or len(self.still) == 2 else mw @ self.still[2:]
+            lo = np.concatenate([lo, (self.still[0] - g)[:, None]], axis=1)
+            hi = np.concatenate([hi, (self.still[1] + g)[:, None]], axis=1)
+        if lo.shape[1] == 0:
+            return np.full((count, 2, 3), np.nan)
+        r = np.asarray(reach, np.float64)[:, None]
+        out = np.stack([lo.min(axis=1) - r, hi.max(axis=1) + r], axis=1)
+        size = np.maximum(np.abs(out).max(axis=(1, 2)), (out[:, 1] - out[:, 0]).max(axis=1))
+        margin = ROUNDING * np.maximum(size, 1e-30)
+        out[:, 0] -= margin[:, None]
+        out[:, 1] += margin[:, None]
         return out

@@ -135,34 +135,64 @@ class SceneBoxes:
     def cheapest(self, inst: Instance) -> tuple[NDArray[np.float64], str]:
         """A (2, 3) box in mesh space that holds ``inst`` as posed now, and its kind: per-bone
         boxes where the method's rule covers the pose, else the GPU's exact box."""
-        weights, pose = inst._morph_weights, inst.pose
-        cached = self._last.get(id(inst))
-        if cached is not None and cached[0] is pose and cached[1] is weights:
-            return cached[2], cached[3]  # not posed since: the same box
-        box, kind = self._cheapest(inst)
-        self._last[id(inst)] = (pose, weights, box, kind)
-        return box, kind
+        boxes, kinds = self.boxes_of([inst])
+        return boxes[0], kinds[0]
+
+    def boxes_of(self, insts: list[Instance]) -> tuple[NDArray[np.float64], list[str]]:
+        """:meth:`cheapest` of many instances: (K, 2, 3) boxes in mesh space and their kinds.
+        An instance not posed since its last box keeps it; the others are grouped by mesh,
+        skeleton and rule, and each group's per-bone boxes are computed for all its poses in
+        one vectorized pass."""
+        out = np.empty((len(insts), 2, 3))
+        kinds: list[str] = [REST] * len(insts)
+        groups: dict[tuple, list[int]] = {}
+        for k, inst in enumerate(insts):  # over instances: only grouping and the cache here
+            weights, pose = inst._morph_weights, inst.pose
+            cached = self._last.get(id(inst))
+            if cached is not None and cached[0] is pose and cached[1] is weights:
+                out[k], kinds[k] = cached[2], cached[3]  # not posed since: the same box
+                continue
+            bones = inst._bones
+            rule = None if inst.method == UNSKINNED else methods.get(inst.variant).box_rule
+            if inst.method == UNSKINNED or bones is None:
+                self._keep(inst, out, kinds, k, self._rest_box(inst, exact=False), REST)
+            elif rule is None:
+                self._keep(inst, out, kinds, k, self.exact(inst), EXACT)
+            else:
+                key = (id(inst.mesh), inst.bone_count, rule, bones.shape, weights is not None)
+                groups.setdefault(key, []).append(k)
+        for (_, bone_count, rule, _, morphed), members in groups.items():
+            first = insts[members[0]]
+            boxes = self._bone_boxes_of(first.mesh, bone_count, rule)
+            mats = methods.as_matrices(np.stack([insts[k]._bones for k in members]))
+            weights = np.stack([insts[k]._morph_weights for k in members]) if morphed else None
+            found = boxes.boxes(rule, mats, weights)
+            for k, box in zip(members, found, strict=True):  # over the group's instances
+                if np.isnan(box).any():  # past the rule: the exact box
+                    self._keep(insts[k], out, kinds, k, self.exact(insts[k]), EXACT)
+                else:
+                    self._keep(insts[k], out, kinds, k, box, CONSERVATIVE)
+        return out, kinds
+
+    def _keep(
+        self, inst: Instance, out: NDArray, kinds: list[str], k: int, box: NDArray, kind: str
+    ) -> None:
+        out[k], kinds[k] = box, kind
+        self._last[id(inst)] = (inst.pose, inst._morph_weights, box, kind)
+
+    def _bone_boxes_of(self, mesh: RenderMesh, bone_count: int, rule: str) -> BoneBoxes:
+        """The per-bone boxes of ``mesh`` for ``bone_count`` bones (with its centers of
+        rotation for the "centers" rule), computed once."""
+        centers = mesh.centers if rule == "centers" else None
+        key = (id(mesh), bone_count, None if centers is None else id(centers))
+        boxes = self._bone_boxes.get(key)
+        if boxes is None:
+            boxes = self._bone_boxes[key] = BoneBoxes.of(mesh.mesh, bone_count, centers)
+        return boxes
 
     def forget(self, inst: Instance) -> None:
         """Drop what is kept for ``inst`` (removed from its renderer)."""
         self._last.pop(id(inst), None)
-
-    def _cheapest(self, inst: Instance) -> tuple[NDArray[np.float64], str]:
-        bones = inst._bones
-        if inst.method == UNSKINNED or bones is None:
-            return self._rest_box(inst, exact=False), REST
-        rule = methods.get(inst.variant).box_rule
-        if rule is not None:
-            mesh = inst.mesh
-            key = (id(mesh), inst.bone_count, id(mesh.centers) if rule == "centers" else None)
-            boxes = self._bone_boxes.get(key)
-            if boxes is None:
-                centers = mesh.centers if rule == "centers" else None
-                boxes = self._bone_boxes[key] = BoneBoxes.of(mesh.mesh, inst.bone_count, centers)
-            box = boxes.box(rule, methods.as_matrices(bones), inst._morph_weights)
-            if box is not None:
-                return box, CONSERVATIVE
-        return self.exact(inst), EXACT
 
     def _rest_box(self, inst: Instance, *, exact: bool) -> NDArray[np.float64]:
         """An unskinned instance's box: its rest vertices, morphed (``exact``: the morphed
@@ -191,12 +221,7 @@ class SceneBoxes:
         rule = skinning.box_rule
         if rule is None:
             return None
-        mesh = crowd.mesh
-        centers = mesh.centers if rule == "centers" else None
-        key = (id(mesh), crowd.joint_count, None if centers is None else id(centers))
-        boxes = self._bone_boxes.get(key)
-        if boxes is None:
-            boxes = self._bone_boxes[key] = BoneBoxes.of(mesh.mesh, crowd.joint_count, centers)
+        boxes = self._bone_boxes_of(crowd.mesh, crowd.joint_count, rule)
         out = []
         for clip in crowd.clips:  # over clips and their frames: numpy over bones inside
             frames = clip.frames

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["transform_box", "vertex_normals"]
+__all__ = ["transform_box", "transform_boxes", "vertex_normals"]
 
 
 def transform_box(box: ArrayLike, matrix: ArrayLike) -> NDArray[np.float64]:
@@ -23,6 +23,16 @@ def transform_box(box: ArrayLike, matrix: ArrayLike) -> NDArray[np.float64]:
     c = m[:3, :3] @ center + m[:3, 3]
     h = np.abs(m[:3, :3]) @ half
     return np.stack([c - h, c + h])
+
+
+def transform_boxes(boxes: ArrayLike, matrices: ArrayLike) -> NDArray[np.float64]:
+    """:func:`transform_box` of K boxes (K, 2, 3) by K matrices (K, 4, 4) at once."""
+    b = np.asarray(boxes, np.float64)
+    m = np.asarray(matrices, np.float64)
+    center, half = 0.5 * (b[:, 0] + b[:, 1]), 0.5 * (b[:, 1] - b[:, 0])
+    c = np.matmul(m[:, :3, :3], center[:, :, None])[:, :, 0] + m[:, :3, 3]
+    h = np.matmul(np.abs(m[:, :3, :3]), half[:, :, None])[:, :, 0]
+    return np.stack([c - h, c + h], axis=1)
 
 
 def vertex_normals(

@@ -363,12 +363,13 @@ def _pack_blender(bones, bone_count, *, batched, allow_scale, rest_matrices):
 
 
 def as_matrices(bones: ArrayLike) -> NDArray[np.float64]:
-    """(B, 4, 4) float64 matrices of (B, 4, 4) / (B, 3, 4) matrices or (B, 2, 4) DQs."""
+    """([P,] B, 4, 4) float64 matrices of ([P,] B, 4, 4) / (3, 4) matrices or (2, 4) DQs."""
     b = np.asarray(bones, dtype=np.float64)
-    if b.ndim == 3 and b.shape[1:] == (2, 4):
+    if b.ndim >= 3 and b.shape[-2:] == (2, 4):
         return dq.to_matrices(dq.normalize(b))
-    if b.ndim == 3 and b.shape[1:] == (3, 4):
-        return np.concatenate([b, np.tile([[[0.0, 0.0, 0.0, 1.0]]], (len(b), 1, 1))], axis=1)
+    if b.ndim >= 3 and b.shape[-2:] == (3, 4):
+        bottom = np.broadcast_to([0.0, 0.0, 0.0, 1.0], (*b.shape[:-2], 1, 4))
+        return np.concatenate([b, bottom], axis=-2)
     return b
 
 
