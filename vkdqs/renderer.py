@@ -212,8 +212,11 @@ class Renderer(ResourceOwner):
         boxes where the method has a proved rule, else the exact box from the GPU). Off by
         default: the boxes are computed on the CPU every frame an instance is posed, about 0.1
         ms an instance of 64 bones (numpy), more than most scenes of a few instances save.
-    Images are the same with and without either; :attr:`stats` counts what the last frame
-    drew.
+
+    Notes
+    -----
+    Images are the same with and without either culling; :attr:`stats` counts what the last
+    frame drew.
     """
 
     def __init__(
