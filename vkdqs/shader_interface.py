@@ -158,6 +158,9 @@ COMPUTE_OUT = 5  #: the compute shader's r32f output storage texel buffer
 COMPUTE_BOXES = 12
 #: bytes a pose's box takes in the Boxes buffer (6 uints, padded to 8)
 BOX_STRIDE = 32
+#: vertices each skin.comp invocation skins when it reduces a box: a workgroup then covers
+#: LOCAL_SIZE * BOX_STEPS vertices (skin.comp's BOX_STEPS)
+BOX_STEPS = 16
 MORPH_DELTAS = 10  #: rgba32f uniform texel buffer of morph-target deltas (every skin.* variant)
 MORPH_WEIGHTS = 11  #: MorphBlock: every morph target's weight (dense: the active ones listed)
 

@@ -217,6 +217,8 @@ class Skinner(ResourceOwner):
         #: the (first workgroup, count) runs a morphing pose skins with the morph code, and
         #: those without (their vertices have no non-zero delta); the vertex path draws the same
         self._morph_runs, self._plain_runs = morph_workgroup_runs(self.morph_packing, si.LOCAL_SIZE)
+        #: the same for a dispatch that reduces a box: a workgroup covers BOX_STEPS times more
+        self._box_runs = morph_workgroup_runs(self.morph_packing, si.LOCAL_SIZE * si.BOX_STEPS)
         self.mesh = mesh
         self.method = method
         #: the method's registry entry
@@ -464,10 +466,13 @@ class Skinner(ResourceOwner):
         """The programs a batch runs and their (first workgroup, count) runs: a morphing pose
         runs the morph code only on the runs whose vertices have deltas (on lavapipe a vertex
         without any still pays a loop iteration), the pipeline without it on the others."""
-        parts = [(program, ((0, math.ceil(self.vertex_count / si.LOCAL_SIZE)),))]
+        box = bool(program.output & si.OUTPUT_BOX)
+        group = si.LOCAL_SIZE * (si.BOX_STEPS if box else 1)
+        parts = [(program, ((0, math.ceil(self.vertex_count / group)),))]
         if program.key[1]:
             plain = self._program(program.method, False, program.output)
-            parts = [(plain, self._plain_runs), (program, self._morph_runs)]
+            morph_runs, plain_runs = self._box_runs if box else (self._morph_runs, self._plain_runs)
+            parts = [(plain, plain_runs), (program, morph_runs)]
         return [(prog, runs) for prog, runs in parts if runs]
 
     def _record_dispatches(self, cmd: Any, program: _Program, poses: int) -> None:

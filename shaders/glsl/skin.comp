@@ -6,11 +6,14 @@
 // Output layout: positions at position_base + 3*i, normals at normal_base + 3*i (floats), so the
 // host reads them back as two tightly packed (N, 3) arrays.
 // Bounds (COMPUTE_OUTPUT bit 1): the exact axis-aligned box of the skinned positions, reduced in
-// the same dispatch: each workgroup folds its vertices into shared memory, then one invocation
-// folds that into the pose's box in a storage buffer (6 uints at box_base: min xyz, max xyz, as
-// order-preserving keys, so integer atomicMax is float min/max; the host zero-fills the buffer
-// and decodes the keys). COMPUTE_OUTPUT bit 0 writes the vertices; without it (Skinner.bounds())
-// only the box is written.
+// the same dispatch. Each invocation skins BOX_STEPS vertices (a workgroup covers LOCAL_SIZE *
+// BOX_STEPS consecutive ones, its invocations reading neighbours at each step), keeps their
+// min and max in registers, then folds them into the pose's box in a storage buffer (6 uints at
+// box_base: min xyz, max xyz, as order-preserving keys, so integer atomicMax is float min/max;
+// the host zero-fills the buffer and decodes the keys). No shared memory and no barrier: on
+// lavapipe a workgroup barrier cost more than the skinning. COMPUTE_OUTPUT bit 0 writes the
+// vertices; without it (Skinner.bounds()) only the box is written, and the normals are not
+// computed at all.
 
 #include "include/skin.glsl"
 #include "include/morph.glsl"
@@ -47,7 +50,8 @@ layout(push_constant) uniform PushConstants {
     uint box_base;
 } pc;
 
-shared uint box_keys[6];
+// vertices an invocation skins when it reduces a box (shader_interface.BOX_STEPS)
+const uint BOX_STEPS = 16u;
 
 // An order-preserving key of a float: a < b (not NaN) exactly when key(a) < key(b) as uints.
 uint float_key(float f) {
@@ -55,37 +59,9 @@ uint float_key(float f) {
     return (u & 0x80000000u) != 0u ? ~u : (u | 0x80000000u);
 }
 
-void reduce_box(bool inside, vec3 p) {
-    if (gl_LocalInvocationIndex == 0u) {
-        for (int k = 0; k < 6; ++k) {
-            box_keys[k] = 0u;
-        }
-    }
-    barrier();
-    if (inside) {
-        uvec3 key = uvec3(float_key(p.x), float_key(p.y), float_key(p.z));
-        atomicMax(box_keys[0], ~key.x);
-        atomicMax(box_keys[1], ~key.y);
-        atomicMax(box_keys[2], ~key.z);
-        atomicMax(box_keys[3], key.x);
-        atomicMax(box_keys[4], key.y);
-        atomicMax(box_keys[5], key.z);
-    }
-    barrier();
-    if (gl_LocalInvocationIndex == 0u) {
-        for (int k = 0; k < 6; ++k) {
-            atomicMax(boxes[pc.box_base + uint(k)], box_keys[k]);
-        }
-    }
-}
-
-void main() {
-    uint v = gl_GlobalInvocationID.x;
-    bool inside = v < pc.vertex_count;
-    if (!REDUCE_BOX && !inside) {
-        return;
-    }
-    int iv = int(REDUCE_BOX ? min(v, pc.vertex_count - 1u) : v);  // the last vertex stands in
+// Skin vertex v, write it (WRITE_VERTICES) and return its position.
+vec3 skin_one(uint v) {
+    int iv = int(v);
     vec3 p = texelFetch(in_positions, iv).xyz;
     vec3 n = texelFetch(in_normals, iv).xyz;
     morph_vertex(iv, p, n);
@@ -97,18 +73,44 @@ void main() {
                 texelFetch(in_aux, iv),
 #endif
                 p, n, p, n);
-    if (REDUCE_BOX) {
-        reduce_box(inside, p);  // every invocation of the workgroup reaches its barriers
+    if (WRITE_VERTICES) {
+        int i = int(pc.position_base + 3u * v);
+        int k = int(pc.normal_base + 3u * v);
+        imageStore(out_data, i, vec4(p.x));
+        imageStore(out_data, i + 1, vec4(p.y));
+        imageStore(out_data, i + 2, vec4(p.z));
+        imageStore(out_data, k, vec4(n.x));
+        imageStore(out_data, k + 1, vec4(n.y));
+        imageStore(out_data, k + 2, vec4(n.z));
     }
-    if (!WRITE_VERTICES || !inside) {
+    return p;
+}
+
+void main() {
+    if (!REDUCE_BOX) {
+        uint v = gl_GlobalInvocationID.x;
+        if (v < pc.vertex_count) {
+            skin_one(v);
+        }
         return;
     }
-    int i = int(pc.position_base + 3u * v);
-    int k = int(pc.normal_base + 3u * v);
-    imageStore(out_data, i, vec4(p.x));
-    imageStore(out_data, i + 1, vec4(p.y));
-    imageStore(out_data, i + 2, vec4(p.z));
-    imageStore(out_data, k, vec4(n.x));
-    imageStore(out_data, k + 1, vec4(n.y));
-    imageStore(out_data, k + 2, vec4(n.z));
+    uint first = gl_WorkGroupID.x * gl_WorkGroupSize.x * BOX_STEPS + gl_LocalInvocationID.x;
+    vec3 lo = vec3(uintBitsToFloat(0x7f800000u));  // +inf
+    vec3 hi = -lo;
+    for (uint step = 0u; step < BOX_STEPS; ++step) {
+        uint v = first + step * gl_WorkGroupSize.x;
+        if (v < pc.vertex_count) {
+            vec3 p = skin_one(v);
+            lo = min(lo, p);
+            hi = max(hi, p);
+        }
+    }
+    if (lo.x <= hi.x) {  // skinned a vertex
+        atomicMax(boxes[pc.box_base], ~float_key(lo.x));
+        atomicMax(boxes[pc.box_base + 1u], ~float_key(lo.y));
+        atomicMax(boxes[pc.box_base + 2u], ~float_key(lo.z));
+        atomicMax(boxes[pc.box_base + 3u], float_key(hi.x));
+        atomicMax(boxes[pc.box_base + 4u], float_key(hi.y));
+        atomicMax(boxes[pc.box_base + 5u], float_key(hi.z));
+    }
 }
