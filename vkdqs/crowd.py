@@ -423,6 +423,7 @@ class Crowd:
                 TexelWrite(b[si.CROWD_CULL_BOXES], self._box_view),
                 TexelWrite(b[si.CROWD_CULL_VISIBLE], visible_view),
                 BufferWrite(b[si.CROWD_CULL_COMMANDS], commands, 0, commands.size),
+                BufferWrite(b[si.CROWD_CULL_POSITIONS], positions, 0, positions.size),
             ],
         )
         return {
@@ -625,11 +626,25 @@ class Crowd:
     def _record_cull(
         self, cmd: Any, slot: int, pipeline: Any, view_projection: Any, cull: bool
     ) -> None:
-        """Outside the render pass, after sampling: list the copies whose box may be in view
+        """Outside the render pass, before sampling: list the copies whose box may be in view
         (every copy when :attr:`cull_boxes` is None) and count them into the slot's draw
-        commands, then make both visible to the indirect draw and the vertex shader."""
+        commands, mark the others' frame positions so the sampling pass skips them, then make
+        all of it visible to the sampling pass, the indirect draw and the vertex shader."""
         s = self._slots[slot]
         compute = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+        # the list and commands were last read by this slot's previous frame (WAR)
+        vk.vkCmdPipelineBarrier(
+            cmd,
+            vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT | vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            0,
+            0,
+            None,
+            0,
+            None,
+            0,
+            None,
+        )
         vk.vkCmdBindPipeline(cmd, compute, pipeline)
         layout = self._layouts.cull.handle
         vk.vkCmdBindDescriptorSets(cmd, compute, layout, 0, 1, [s["cull_set"]], 0, None)
@@ -653,6 +668,7 @@ class Crowd:
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT
             | vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT
+            | vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT  # the sampling pass reads the positions
             | vk.VK_PIPELINE_STAGE_HOST_BIT,
             0,
             1,
@@ -809,7 +825,8 @@ class Crowd:
         """The bones the GPU sampled for the last rendered frame, float32: ``(count, J, 2, 4)``
         dual quaternions ("dqs", "cor"), ``(count, J, 3, 4)`` affine rows ("lbs") or
         ``(count, J, 5, 4)``, the dual quaternion then the rows ("blend", "dqs_blender"). Call after
-        ``renderer.wait()`` (or ``render_image()``); for tests and debugging."""
+        ``renderer.wait()`` (or ``render_image()``); for tests and debugging. Copies culled that
+        frame (out of view) were not sampled: their rows hold older bones."""
         if self._last_slot is None:
             raise InputError("read_bones(): the crowd has not been rendered yet")
         rows = self.skinning.crowd_texels

@@ -864,11 +864,11 @@ class Renderer(ResourceOwner):
         crowds = [c for c in self.crowds if c.visible]
         w, h = self.target.extent
         vp = self.camera.view_projection(w / h)
-        for crowd in crowds:
-            pipe = self._pipelines.compute(crowd.sample_pipeline_desc(), crowd._layouts.sample)
-            crowd._record_sample(cmd, frame.index, pipe.handle)
+        for crowd in crowds:  # culled first: the sampling pass skips the culled copies
             cull = self._pipelines.compute(crowd.cull_pipeline_desc(), crowd._layouts.cull)
             crowd._record_cull(cmd, frame.index, cull.handle, vp, self.cull_copies)
+            pipe = self._pipelines.compute(crowd.sample_pipeline_desc(), crowd._layouts.sample)
+            crowd._record_sample(cmd, frame.index, pipe.handle)
         self._begin_pass(cmd, image)
         graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
         bound = None

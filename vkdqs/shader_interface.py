@@ -873,6 +873,8 @@ CROWD_CULL_COPIES = 0
 CROWD_CULL_BOXES = 1
 CROWD_CULL_VISIBLE = 2
 CROWD_CULL_COMMANDS = 3
+#: crowd_cull.comp: the copies' frame positions (CROWD_POSITIONS), x = -1 for a culled copy
+CROWD_CULL_POSITIONS = 4
 #: Format of the visible-copies texel buffer.
 CROWD_VISIBLE_FORMAT = Format.R32_UINT
 #: One VkDrawIndexedIndirectCommand: indexCount, instanceCount, firstIndex, vertexOffset,
@@ -922,6 +924,7 @@ CROWD_CULL_BINDINGS = (
     Binding(CROWD_CULL_BOXES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE),
     Binding(CROWD_CULL_VISIBLE, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
     Binding(CROWD_CULL_COMMANDS, DescriptorType.STORAGE_BUFFER, Stage.COMPUTE),
+    Binding(CROWD_CULL_POSITIONS, DescriptorType.STORAGE_BUFFER, Stage.COMPUTE),
 )
 
 

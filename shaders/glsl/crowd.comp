@@ -82,6 +82,9 @@ void main() {
     uint c = i / pc.joint_count;
     uint j = i - c * pc.joint_count;
     vec2 position = positions[c];
+    if (position.x < 0.0) {
+        return;  // culled by crowd_cull.comp this frame: not drawn, not sampled
+    }
     uint f0 = min(uint(max(position.x, 0.0)), pc.frame_count - 1u);
     uint f1 = min(f0 + 1u, pc.frame_count - 1u);
     float a = clamp(position.y, 0.0, 1.0);

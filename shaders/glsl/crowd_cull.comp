@@ -4,7 +4,8 @@
 // when any part of it may be in view, appends the copy's index to the visible list and counts it
 // in every material group's indirect draw command (vkCmdDrawIndexedIndirect reads the counts;
 // crowd.vert draws copy visible[gl_InstanceIndex]). The host zeroes the counts each frame.
-// With CULL 0 (frustum culling off) every copy is appended.
+// A culled copy's frame position gets x = -1, so that crowd.comp, which runs after this pass,
+// does not sample its bones. With cull 0 (culling off) every copy is appended.
 
 layout(local_size_x_id = 1) in;
 
@@ -16,6 +17,10 @@ layout(set = 0, binding = 2, r32ui) uniform writeonly uimageBuffer visible;
 // vertexOffset, firstInstance (5 uints)
 layout(std430, set = 0, binding = 3) buffer Commands {
     uint commands[];
+};
+// per copy: the first frame to blend and the next one's weight (crowd.comp's positions)
+layout(std430, set = 0, binding = 4) buffer CopyPositions {
+    vec2 positions[];
 };
 
 layout(push_constant) uniform PushConstants {
@@ -57,6 +62,7 @@ void main() {
         vec3 half_size = mat3(abs(model[0].xyz), abs(model[1].xyz), abs(model[2].xyz)) *
                          (0.5 * (hi - lo));
         if (outside(center - half_size, center + half_size)) {
+            positions[copy].x = -1.0;  // crowd.comp skips its bones
             return;
         }
     }
