@@ -230,6 +230,8 @@ class _Frames:
     """Poses the scene's parts at given times: skinned parts on the GPU, rigid ones in numpy."""
 
     def __init__(self, scene: GltfScene, method: str, device: Device) -> None:
+        #: reduce each frame's box on the GPU (False: the output has no use for it)
+        self.boxes = True
         methods.get(method)  # InputError naming the methods
         self.scene = scene
         self.method = method
@@ -291,7 +293,9 @@ class _Frames:
     ) -> tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]:
         """(P, V, 3) float32 positions and normals at ``times`` (P of them), and each frame's
         (P, 2, 3) box: the union of the skinned parts' boxes, reduced on the GPU in the
-        dispatch that skinned them, and the rigid parts' (numpy, from their vertices)."""
+        dispatch that skinned them, and the rigid parts' (numpy, from their vertices); NaN
+        when :attr:`boxes` is False (an output that has no use for them: the dispatch is
+        cheaper without)."""
         scene = self.scene
         globs = [scene.node_global_matrices(animation, t) for t in times]  # over frames
         joints = [skin_matrices(scene, self.skins, g) for g in globs]
@@ -312,7 +316,13 @@ class _Frames:
             if part.kind == "skinned":
                 mats = np.stack([j[part.skin] for j in joints])
                 try:
-                    p, n, box = self.skinners[i].skin_many(mats, morph_weights=weights, bounds=True)
+                    if self.boxes:
+                        p, n, box = self.skinners[i].skin_many(
+                            mats, morph_weights=weights, bounds=True
+                        )
+                    else:
+                        p, n = self.skinners[i].skin_many(mats, morph_weights=weights)
+                        box = np.full((len(p), 2, 3), np.nan, np.float32)
                 except InputError as exc:
                     raise InputError(
                         f"{scene.path.name}: skin {part.skin} "
@@ -390,6 +400,7 @@ def _run(
     sink: Callable[
         [_Frames, NDArray, tuple[NDArray, NDArray]], Callable[[NDArray, NDArray, NDArray], None]
     ],
+    boxes: bool = True,
 ) -> tuple[_Frames, NDArray[np.float64], str]:
     """Bake, handing each batch of frames to what ``sink(frames, times, rest)`` returns."""
     if not isinstance(scene, (str, Path)):
@@ -412,6 +423,7 @@ def _run(
     dev = Device() if device is None else device
     try:
         frames = _Frames(gltf, method, dev)
+        frames.boxes = boxes
         try:
             rest = frames.pose(None, np.zeros(1))
             put = sink(frames, times, (rest[0][0], rest[1][0]))
@@ -575,6 +587,7 @@ def bake_to_file(
             device=device,
             progress=progress,
             sink=sink,
+            boxes=path.suffix.lower() != ".glb",  # a .glb bounds its deltas, not positions
         )
         writers[0].finish()
     except BaseException:
