@@ -402,6 +402,23 @@ def test_the_rigid_rule_on_the_candy_wrapper_and_past_its_angle(device):
 # -- frustum culling of instances --------------------------------------------------------------
 
 
+def _tube_for(method, n, bones, influences):
+    """A procedural tube ``method`` can skin (a DQS fraction ramp where it needs one) and the
+    inputs it needs besides (identity rest frames)."""
+    from vkdqs import procedural
+
+    skinning = registry.get(method)
+    tube = procedural.tube(n, bone_count=bones, influences=influences)
+    blend = np.linspace(0.0, 1.0, n) if "dqs_blend" in skinning.needs else None
+    mesh = SkinnedMesh(
+        tube.positions, tube.normals, tube.joints, tube.weights, tube.indices, dqs_blend=blend
+    )
+    extra = {}
+    if "rest_matrices" in skinning.needs:
+        extra["rest_matrices"] = np.tile(np.eye(4), (bones, 1, 1))
+    return mesh, extra
+
+
 def _culling_scene(device, method, culling):
     """A row of instances of one method: in view, out to the left, right, behind the camera,
     straddling the right edge, one moved out of view by its pose alone and one whose model
@@ -412,14 +429,7 @@ def _culling_scene(device, method, culling):
 
     bones = 6
     skinning = registry.get(method)
-    tube = procedural.tube(1200, bone_count=bones, influences=4)
-    blend = np.linspace(0.0, 1.0, tube.vertex_count) if "dqs_blend" in skinning.needs else None
-    mesh = SkinnedMesh(
-        tube.positions, tube.normals, tube.joints, tube.weights, tube.indices, dqs_blend=blend
-    )
-    extra = {}
-    if "rest_matrices" in skinning.needs:
-        extra["rest_matrices"] = np.tile(np.eye(4), (bones, 1, 1))
+    mesh, extra = _tube_for(method, 1200, bones, 4)
     bent = procedural.bone_chain_pose(bones, 40.0)
     if skinning.scale and method != "lbs":  # scale too: dqs runs two-phase DQS (exact boxes)
         bent[:, :3, :3] *= 1.1
@@ -578,14 +588,7 @@ def test_crowd_culling_leaves_the_image_as_it_was(device, method):
 
     bones = 4
     skinning = registry.get(method)
-    tube = procedural.tube(600, bone_count=bones, influences=2)
-    blend = np.linspace(0, 1, tube.vertex_count) if "dqs_blend" in skinning.needs else None
-    mesh = SkinnedMesh(
-        tube.positions, tube.normals, tube.joints, tube.weights, tube.indices, dqs_blend=blend
-    )
-    extra = {}
-    if "rest_matrices" in skinning.needs:
-        extra["rest_matrices"] = np.tile(np.eye(4), (bones, 1, 1))
+    mesh, extra = _tube_for(method, 600, bones, 2)
     frames = np.stack([procedural.bone_chain_pose(bones, a) for a in (0.0, 30.0, 60.0, 20.0)])
     clip = AnimationClip(frames, 4.0)
     count = 64

@@ -26,7 +26,6 @@ from numpy.typing import NDArray
 
 from . import methods, reference
 from .bone_boxes import BoneBoxes
-from .geometry import transform_box
 from .shader_interface import UNSKINNED
 from .skinner import Skinner
 
@@ -245,8 +244,3 @@ class SceneBoxes:
                 [np.stack([b[:, 0].min(axis=0), b[:, 1].max(axis=0)]) for b in boxes]
             ).astype(np.float64)
         return crowd.clip_boxes
-
-
-def world_box(box: NDArray, model: NDArray) -> NDArray[np.float64]:
-    """A mesh-space box moved by a model matrix (the box around its corners)."""
-    return transform_box(box, model)

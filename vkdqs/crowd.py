@@ -61,6 +61,7 @@ from . import methods
 from . import shader_interface as si
 from .clip import AnimationClip
 from .errors import MAX_MAGNITUDE, InputError, LimitError
+from .geometry import transform_boxes
 from .gpu import (
     Buffer,
     BufferView,
@@ -361,6 +362,11 @@ class Crowd:
         #: per clip the conservative box the cull pass tests ((K, 2, 3)), or None: not culled
         self.cull_boxes: np.ndarray | None = None
         self._cull_measured = False  # the renderer measured cull_boxes (maybe None) once
+        # one indirect draw command per material group, its copy count 0 (the cull pass counts)
+        groups = self.mesh.groups
+        self._commands = np.zeros(max(1, len(groups)), si.DRAW_INDEXED_INDIRECT)
+        self._commands["index_count"][: len(groups)] = [count for _, count, _ in groups]
+        self._commands["first_index"][: len(groups)] = [first for first, _, _ in groups]
         self._slots = [self._create_slot(f) for f in range(frames_in_flight)]
 
     def _create_slot(self, f: int) -> dict[str, Any]:
@@ -380,11 +386,10 @@ class Crowd:
         visible_view = keep(
             BufferView(dev, visible, int(si.CROWD_VISIBLE_FORMAT), label=label.format("visible"))
         )
-        groups = max(1, len(self.mesh.groups))
         commands = keep(
             Buffer(
                 dev,
-                si.DRAW_INDEXED_INDIRECT.itemsize * groups,
+                self._commands.nbytes,
                 _STORAGE | vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
                 label=label.format("draw commands"),
                 readback=True,
@@ -560,11 +565,8 @@ class Crowd:
             boxes = np.broadcast_to(np.stack([lo, hi]), (self.count, 2, 3))
         else:
             boxes = self.clip_boxes[self._clip_of]
-        m = self._models
-        center, half = 0.5 * (boxes[:, 0] + boxes[:, 1]), 0.5 * (boxes[:, 1] - boxes[:, 0])
-        c = np.einsum("nij,nj->ni", m[:, :3, :3], center) + m[:, :3, 3]
-        h = np.einsum("nij,nj->ni", np.abs(m[:, :3, :3]), half)
-        return (c - h).min(axis=0), (c + h).max(axis=0)
+        world = transform_boxes(boxes, self._models)
+        return world[:, 0].min(axis=0), world[:, 1].max(axis=0)
 
     def frame_positions(self) -> np.ndarray:
         """Each copy's position in its clip, in frames (what the GPU samples), float64."""
@@ -602,12 +604,7 @@ class Crowd:
         if s["copies_gen"] != gen:
             s["copies"].write(copies)
             s["copies_gen"] = gen
-        # the draw commands, each copy count zeroed for the cull pass to count into
-        groups = self.mesh.groups
-        commands = np.zeros(max(1, len(groups)), si.DRAW_INDEXED_INDIRECT)
-        commands["index_count"][: len(groups)] = [count for _, count, _ in groups]
-        commands["first_index"][: len(groups)] = [first for first, _, _ in groups]
-        s["commands"].write(commands)
+        s["commands"].write(self._commands)  # copy counts zeroed for the cull pass
         self._last_slot = slot
 
     def set_cull_boxes(self, boxes: np.ndarray | None) -> None:
@@ -650,9 +647,8 @@ class Crowd:
         vk.vkCmdBindDescriptorSets(cmd, compute, layout, 0, 1, [s["cull_set"]], 0, None)
         push = np.zeros(si.CROWD_CULL_PUSH_BYTES // 4, np.float32)
         push[:16] = np.asarray(view_projection, np.float32).T.reshape(-1)
-        groups = max(1, len(self.mesh.groups))
         culling = cull and self.cull_boxes is not None
-        push[16:19].view(np.uint32)[:] = (self.count, groups, int(culling))
+        push[16:19].view(np.uint32)[:] = (self.count, len(self._commands), int(culling))
         vk.vkCmdPushConstants(
             cmd, layout, si.Stage.COMPUTE, 0, push.nbytes, vk.ffi.from_buffer(push)
         )

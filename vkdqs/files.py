@@ -336,15 +336,8 @@ def atomic_output(path: PathLike, *, inputs: Iterable[PathLike | None] = ()) -> 
     """
     out = AtomicFile(path, inputs=inputs)
     assert out.file is not None
-    try:
+    with _committed(out):
         yield out.file
-    except OSError as exc:
-        out.discard()
-        raise out.error(exc) from None
-    except BaseException:
-        out.discard()
-        raise
-    out.commit()
 
 
 @contextmanager
@@ -362,8 +355,16 @@ def atomic_path(path: PathLike, *, inputs: Iterable[PathLike | None] = ()) -> It
     :class:`~vkdqs.OutputError`).
     """
     out = AtomicFile(path, inputs=inputs, want_path=True)
-    try:
+    with _committed(out):
         yield out.temporary
+
+
+@contextmanager
+def _committed(out: AtomicFile) -> Iterator[None]:
+    """Commit ``out`` when the block ends; discard it on any exception (an ``OSError``, a
+    failed write, as an :class:`~vkdqs.OutputError` naming the output)."""
+    try:
+        yield
     except OSError as exc:
         out.discard()
         raise out.error(exc) from None

@@ -17,12 +17,7 @@ def transform_box(box: ArrayLike, matrix: ArrayLike) -> NDArray[np.float64]:
     """The smallest axis-aligned box (2, 3) around ``box`` ((2, 3): min, max) transformed by the
     (4, 4) affine ``matrix``: the centre moved by the matrix, the half-size by its absolute
     linear part (Arvo 1990), which is the box of the 8 transformed corners."""
-    b = np.asarray(box, np.float64)
-    m = np.asarray(matrix, np.float64)
-    center, half = 0.5 * (b[0] + b[1]), 0.5 * (b[1] - b[0])
-    c = m[:3, :3] @ center + m[:3, 3]
-    h = np.abs(m[:3, :3]) @ half
-    return np.stack([c - h, c + h])
+    return transform_boxes(np.asarray(box)[None], np.asarray(matrix)[None])[0]
 
 
 def transform_boxes(boxes: ArrayLike, matrices: ArrayLike) -> NDArray[np.float64]:
