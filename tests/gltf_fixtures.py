@@ -108,13 +108,15 @@ def make_rig(
     morph_channel: bool = False,
     bind_scale: float = 1.0,
     joint_scale: float = 1.0,
+    scale_keys: tuple = ((1.5, 1.5, 1.5), (1.5, 0.5, 1.2)),
     seed: int = 7,
 ) -> Rig:
     """Build the test rig (see the module docstring); returns it with the data it wrote.
 
     ``bind_scale``: the root node scales the skeleton by it, so the bind matrices carry it and
     the inverse bind matrices its inverse (a rig built in inches: the Khronos Fox's 0.0254);
-    the joint matrices stay rigid. ``joint_scale``: mesh 0's positions are stored divided by it
+    the joint matrices stay rigid. ``scale_keys``: the LINEAR clip's two scale keys of j2.
+    ``joint_scale``: mesh 0's positions are stored divided by it
     and the inverse bind matrices scale them back (gltfpack's quantized output: joint matrices
     that are a uniform ``joint_scale``, 9.2e-5 for CesiumMan).
     """
@@ -306,7 +308,7 @@ def make_rig(
         [[0, 0, 0], [0.2, 0.1, 0], [0.4, -0.3, 0.1]],
     )
     if scaled:
-        add_channel(anim, ch, sm, 3, "scale", "LINEAR", [0, 1], [[1.5, 1.5, 1.5], [1.5, 0.5, 1.2]])
+        add_channel(anim, ch, sm, 3, "scale", "LINEAR", [0, 1], [list(k) for k in scale_keys])
     if morph_channel:
         sm.append({"input": sm[0]["input"], "output": sm[0]["input"]})
         ch.append({"sampler": len(sm) - 1, "target": {"node": 9, "path": "weights"}})

@@ -28,6 +28,7 @@ from .mesh import SkinnedMesh
 if TYPE_CHECKING:
     from .app.viewer import Viewer
     from .baking import Bake, bake, bake_to_file
+    from .baking.usdskel import UsdSkelInfo, export_usdskel
     from .camera import Camera
     from .centers import centers_of_rotation
     from .clip import AnimationClip
@@ -68,6 +69,7 @@ __all__ = [
     "SkinnedMesh",
     "Skinner",
     "SwapchainTarget",
+    "UsdSkelInfo",
     "ValidationLayerError",
     "Viewer",
     "VkdqsError",
@@ -77,6 +79,7 @@ __all__ = [
     "bake_to_file",
     "centers_of_rotation",
     "dq",
+    "export_usdskel",
     "load_gltf",
     "methods",
     "procedural",
@@ -88,6 +91,8 @@ _LAZY = {
     "Bake": ".baking",
     "bake": ".baking",
     "bake_to_file": ".baking",
+    "export_usdskel": ".baking.usdskel",
+    "UsdSkelInfo": ".baking.usdskel",
     "Camera": ".camera",
     "centers_of_rotation": ".centers",
     "Crowd": ".crowd",

@@ -167,6 +167,12 @@ class SkinningMethod:
         How a conservative box of a pose follows from per-bone boxes
         (:mod:`vkdqs.bone_boxes`): ``"affine"``, ``"rigid"``, ``"blend"``, ``"centers"``;
         None where no cheap bound is proved (the exact box from the GPU is used).
+    usdskel : str or None
+        Its ``primvars:skel:skinningMethod`` in a UsdSkel rig (``vkdqs export``):
+        ``"classicLinear"`` or ``"dualQuaternion"``; None where OpenUSD has no equivalent (the
+        rig is refused; ``vkdqs bake`` writes its frames instead). A method that also needs
+        per-vertex blend weights writes ``primvars:skel:skinningBlendWeights`` where usd-core
+        has them.
     """
 
     name: str
@@ -190,6 +196,7 @@ class SkinningMethod:
     key: str | None = None
     scaled_variant: str | None = None
     box_rule: str | None = None
+    usdskel: str | None = None
 
     # -- the shaders' view ------------------------------------------------------------------
 
@@ -426,6 +433,7 @@ METHODS: Mapping[str, SkinningMethod] = {
             crowd_scale=True,
             key="2",
             box_rule="affine",
+            usdskel="classicLinear",
         ),
         SkinningMethod(
             "dqs",
@@ -439,6 +447,7 @@ METHODS: Mapping[str, SkinningMethod] = {
             key="1",
             scaled_variant="dqs_scale",
             box_rule="rigid",
+            usdskel="dualQuaternion",
         ),
         SkinningMethod(
             "blend",
@@ -453,6 +462,7 @@ METHODS: Mapping[str, SkinningMethod] = {
             needs=frozenset({"dqs_blend"}),
             key="4",
             box_rule="blend",
+            usdskel="dualQuaternion",
         ),
         SkinningMethod(
             "cor",
@@ -494,6 +504,7 @@ METHODS: Mapping[str, SkinningMethod] = {
             scale=True,
             crowds=False,
             shown=False,
+            usdskel="dualQuaternion",
         ),
     )
 }

@@ -69,7 +69,7 @@ class UsdWriter:
         self.normals = mesh.CreateNormalsAttr()
         self.extent = mesh.CreateExtentAttr()
         self.textures: list[tuple[Path, NDArray[np.uint8]]] = []
-        _usd_surface(stage, mesh, len(faces), surface, path, self.textures)
+        usd_surface(stage, mesh, surface, path, self.textures)
         for file, _ in self.textures:  # refused before baking, not after
             check_output(file, inputs)
 
@@ -87,30 +87,41 @@ class UsdWriter:
 
     def finish(self) -> None:
         """Export the stage and its textures, each under a temporary name, then rename them."""
-        # every file under its temporary name first, then the textures renamed, the layer last
-        outputs: list[AtomicFile] = []
-        try:
-            for file, rgba in self.textures:  # the PNGs the materials read, next to the file
-                out = AtomicFile(file, inputs=self.inputs)
-                outputs.append(out)
-                assert out.file is not None
-                try:
-                    out.file.write(encode_png(rgba))
-                except OSError as exc:
-                    raise out.error(exc) from None
-            layer = AtomicFile(self.path, inputs=self.inputs, want_path=True)
-            outputs.append(layer)
-            export(self.stage.GetRootLayer(), layer)
-            self.stage = None
-            for out in outputs:
-                out.commit()
-        finally:
-            for out in outputs:
-                out.discard()
+        stage, self.stage = self.stage, None
+        save_stage(stage, self.path, self.textures, self.inputs)
 
     def abort(self) -> None:
         """Drop the stage in memory; nothing was written yet."""
         self.stage = None
+
+
+def save_stage(
+    stage: Any,
+    path: Path,
+    textures: Sequence[tuple[Path, NDArray[np.uint8]]],
+    inputs: Sequence[Path] = (),
+) -> None:
+    """Write ``stage``'s root layer to ``path`` and each texture to its PNG file: every file
+    under a temporary name first (:class:`~vkdqs.files.AtomicFile`), then the textures renamed
+    and the layer last, so a reader never finds the layer without its textures."""
+    outputs: list[AtomicFile] = []
+    try:
+        for file, rgba in textures:  # the PNGs the materials read, next to the file
+            out = AtomicFile(file, inputs=inputs)
+            outputs.append(out)
+            assert out.file is not None
+            try:
+                out.file.write(encode_png(rgba))
+            except OSError as exc:
+                raise out.error(exc) from None
+        layer = AtomicFile(path, inputs=inputs, want_path=True)
+        outputs.append(layer)
+        export(stage.GetRootLayer(), layer)
+        for out in outputs:
+            out.commit()
+    finally:
+        for out in outputs:
+            out.discard()
 
 
 #: usd-core's message for each writing error it reports (it gives strerror's text, not errno).
@@ -150,18 +161,24 @@ def export(layer: Any, out: AtomicFile) -> None:
         )
 
 
-def _usd_surface(
+def usd_surface(
     stage: Any,
     mesh: Any,
-    face_count: int,
     surface: Surface,
     path: Path,
     textures: list[tuple[Path, NDArray[np.uint8]]],
+    *,
+    scope: str = "/Bake/Materials",
+    defined: dict[int, Any] | None = None,
 ) -> None:
     """``primvars:st`` and ``primvars:displayColor`` of ``mesh``, and a UsdPreviewSurface
     material per source material (a UsdUVTexture reading ``<stem>_texture<i>.png`` next to
     ``path``, appended to ``textures`` for the writer to save), bound to the mesh or, with
-    several, to one ``materialBind`` GeomSubset of faces each."""
+    several, to one ``materialBind`` GeomSubset of faces each.
+
+    Several meshes of one stage share their materials and textures: pass the same ``textures``
+    and ``defined`` (``id(material)`` -> its ``UsdShade.Material``, filled here) to each call;
+    materials are defined under ``scope``."""
     from pxr import Gf, Sdf, UsdGeom, UsdShade, Vt
 
     groups, materials = surface.groups, surface.materials
@@ -205,12 +222,21 @@ def _usd_surface(
     if not materials:
         return
     images, texture_of = surface.textures()
-    for i, rgba in enumerate(images):  # over distinct textures
-        textures.append((path.with_name(f"{path.stem}_texture{i}.png"), rgba))
-    UsdGeom.Scope.Define(stage, "/Bake/Materials")
+    known = {id(rgba): i for i, (_, rgba) in enumerate(textures)}
+    file_of: list[int] = []  # each of this surface's textures -> its entry of ``textures``
+    for rgba in images:  # over distinct textures
+        if id(rgba) not in known:
+            known[id(rgba)] = len(textures)
+            textures.append((path.with_name(f"{path.stem}_texture{len(textures)}.png"), rgba))
+        file_of.append(known[id(rgba)])
+    defined = {} if defined is None else defined
+    UsdGeom.Scope.Define(stage, scope)
     shaded = []
-    for i, (m, t) in enumerate(zip(materials, texture_of, strict=True)):  # a few materials
-        where = f"/Bake/Materials/Material{i}"
+    for m, t in zip(materials, texture_of, strict=True):  # a few materials
+        if id(m) in defined:
+            shaded.append(defined[id(m)])
+            continue
+        where = f"{scope}/Material{len(defined)}"
         mat = UsdShade.Material.Define(stage, where)
         if m.name:  # prim names are identifiers; the glTF name is kept as the display name
             mat.GetPrim().SetDisplayName(m.name)
@@ -231,7 +257,7 @@ def _usd_surface(
             tex = UsdShade.Shader.Define(stage, f"{where}/BaseColorTexture")
             tex.CreateIdAttr("UsdUVTexture")
             tex.CreateInput("file", Sdf.ValueTypeNames.Asset).Set(
-                Sdf.AssetPath(f"./{textures[t][0].name}")
+                Sdf.AssetPath(f"./{textures[file_of[t]][0].name}")
             )
             tex.CreateInput("st", Sdf.ValueTypeNames.Float2).ConnectToSource(
                 reader.ConnectableAPI(), "result"
@@ -258,6 +284,7 @@ def _usd_surface(
         if m.alpha_mode == "MASK":
             pbr.CreateInput("opacityThreshold", Sdf.ValueTypeNames.Float).Set(m.alpha_cutoff)
         shaded.append(mat)
+        defined[id(m)] = mat
     used = sorted({g.material for g in groups if g.material is not None})
     binding = UsdShade.MaterialBindingAPI.Apply(mesh.GetPrim())
     if len(groups) == 1 and used:

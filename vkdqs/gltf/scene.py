@@ -477,6 +477,14 @@ class GltfScene:
                 rest.flags.writeable = False
                 self.__dict__["_rest_globals"] = rest
             return rest.copy()
+        return self._compose(*self.node_local_trs(animation, time))
+
+    def node_local_trs(
+        self, animation: int | str | None = None, time: float = 0.0
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Every node's local translation ``[N, 3]``, rotation ``[N, 4]`` (unit quaternions
+        ``x, y, z, w``) and scale ``[N, 3]``, at rest or at ``time`` of an animation (copies).
+        Nodes given by a ``matrix`` keep identity TRS here (:attr:`Node.matrix` is theirs)."""
         t, r, s = self._rest_t.copy(), self._rest_r.copy(), self._rest_s.copy()
         if animation is not None:
             anim = self._animation(animation)
@@ -487,14 +495,34 @@ class GltfScene:
             r[nodes] = values[ch]
             ch, nodes = anim._targets["scale"]
             s[nodes] = values[ch, :3]
-        return self._compose(t, r, s)
+        return t, r, s
 
-    def _compose(self, t: NDArray, r: NDArray, s: NDArray) -> NDArray[np.float64]:
-        """Global matrices of every node from local TRS (matrix nodes use their matrix)."""
+    @property
+    def node_parents(self) -> NDArray[np.int64]:
+        """Every node's parent index, -1 for a root (read-only)."""
+        return self._parent
+
+    @property
+    def node_depths(self) -> NDArray[np.int64]:
+        """Every node's depth in the hierarchy, 0 for a root (read-only)."""
+        return self._table.depth
+
+    def node_local_matrices(
+        self, animation: int | str | None = None, time: float = 0.0
+    ) -> NDArray[np.float64]:
+        """Every node's local matrix ``[N, 4, 4]`` (its TRS, or its ``matrix``), at rest or at
+        ``time`` of an animation."""
+        return self._locals(*self.node_local_trs(animation, time))
+
+    def _locals(self, t: NDArray, r: NDArray, s: NDArray) -> NDArray[np.float64]:
         local = _trs_matrices(t, r, s)
         if len(self._matrix_nodes):
             local[self._matrix_nodes] = self._matrices
-        return hierarchy.global_matrices(local, self._parent, self._table.depth)
+        return local
+
+    def _compose(self, t: NDArray, r: NDArray, s: NDArray) -> NDArray[np.float64]:
+        """Global matrices of every node from local TRS (matrix nodes use their matrix)."""
+        return hierarchy.global_matrices(self._locals(t, r, s), self._parent, self._table.depth)
 
     def skinning_matrices(
         self,
