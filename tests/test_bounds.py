@@ -626,3 +626,70 @@ def test_crowd_culling_leaves_the_image_as_it_was(device, method):
     out = outside_frustum(world, vp)
     assert 10 < out.sum() < count - 10  # some of both
     assert (stats[0].copies_drawn, stats[0].copies_culled) == (count - out.sum(), out.sum())
+
+
+@pytest.mark.parametrize("method", ("lbs", "dqs"))
+def test_posed_boxes_are_each_poses_exact_box(device, method):
+    """Renderer.posed_boxes: a batch of poses' boxes from one bounds-only dispatch, each the
+    min/max of the vertices the Skinner writes for that pose, and refusals."""
+    from vkdqs.errors import InputError
+    from vkdqs.renderer import Renderer
+    from vkdqs.targets import OffscreenTarget
+
+    rng = np.random.default_rng(11)
+    mesh = rig(rng, 700, 4, 5)
+    batch = poses(method, 5, rng, 6)
+    with OffscreenTarget(device, 8, 8) as target, Renderer(device, target) as renderer:
+        rm = renderer.add_mesh(mesh)
+        inst = renderer.add_instance(rm, bone_count=5, method=method)
+        boxes = renderer.posed_boxes(inst, batch)
+        assert boxes.shape == (6, 2, 3)
+        with Skinner(device, mesh, bone_count=5, method=method) as skinner:
+            positions, _ = skinner.skin_many(batch)
+        for box, p in zip(boxes, positions, strict=True):
+            np.testing.assert_array_equal(box, reference_box(p))
+        rigid = renderer.add_instance(rm, bone_count=5, method="none")
+        with pytest.raises(InputError, match="not skinned"):
+            renderer.posed_boxes(rigid, batch)
+        renderer.remove_instance(inst)
+        with pytest.raises(InputError, match="not drawn by this renderer"):
+            renderer.posed_boxes(inst, batch)
+
+
+def test_the_glTF_players_bounds_are_the_clips_exact_boxes(device, tmp_path):
+    """GltfScenePlayer frames by the exact GPU boxes of every copy's method over the clip:
+    they hold the float64 reference of every skinned vertex at the times measured, and equal
+    its extremes there (not the 9 LBS samples of before)."""
+    from vkdqs import load_gltf
+    from vkdqs.app.scenes import GltfScenePlayer
+    from vkdqs.gltf.parts import scene_parts
+    from vkdqs.renderer import Renderer
+    from vkdqs.targets import OffscreenTarget
+
+    from .gltf_fixtures import make_rig
+
+    make_rig(scaled=False).save(tmp_path / "rig.glb")
+    scene = load_gltf(tmp_path / "rig.glb")
+    with OffscreenTarget(device, 16, 16) as target, Renderer(device, target) as renderer:
+        player = GltfScenePlayer(renderer, scene, methods="both", animation="linear")
+        times = player._bound_times()
+        assert len(times) == 31  # a one-second clip at 30 poses a second
+        lo, hi = player.bounds
+        points = []
+        for part in scene_parts(scene):
+            for t in times:
+                glob = scene.node_global_matrices(player.animation, t)
+                g = part.geometry
+                if part.kind == "skinned":
+                    mats = scene.skinning_matrices(part.skin, player.animation, t)
+                    for method in registry.BOTH:
+                        p, _ = registry.get(method).reference(g, mats)
+                        points.append(p)
+                else:
+                    m = glob[part.node]
+                    points.append(g.positions @ m[:3, :3].T + m[:3, 3])
+        points = np.concatenate(points)
+        tol = 1e-5 * np.ptp(points, axis=0).max()
+        assert (points >= lo - tol).all() and (points <= hi + tol).all()
+        np.testing.assert_allclose(lo, points.min(axis=0), atol=tol)
+        np.testing.assert_allclose(hi, points.max(axis=0), atol=tol)

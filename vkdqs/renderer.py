@@ -581,6 +581,24 @@ class Renderer(ResourceOwner):
             box = self._boxes.exact(inst)
         return transform_box(box, inst.model)
 
+    def posed_boxes(
+        self, inst: Instance, bones: ArrayLike, morph_weights: ArrayLike | None = None
+    ) -> np.ndarray:
+        """``(P, 2, 3)`` exact boxes (min, max) of ``inst``'s mesh in mesh space, posed by each
+        of ``P`` poses ``bones`` (with ``morph_weights``, ``(P, M)``) by the instance's method:
+        one bounds-only compute dispatch (:meth:`Skinner.bounds_many`), nothing drawn or
+        changed. E.g. the box of a clip: the union over its frames."""
+        with self._lock:
+            self._check_open()
+            if not any(i is inst for i in self.instances):
+                raise InputError("posed_boxes(): that instance is not drawn by this renderer")
+            if inst.method == UNSKINNED:
+                raise InputError("posed_boxes(): the instance is not skinned (method 'none')")
+            skinner = self._boxes.skinner(
+                inst.mesh, inst.method, inst.bone_count, inst.rest_matrices
+            )
+            return skinner.bounds_many(bones, morph_weights).astype(np.float64)
+
     def crowd_bounds(self, crowd: Crowd) -> tuple[np.ndarray, np.ndarray]:
         """World-space box around every copy of ``crowd`` over its clip: each clip's box is the
         union of the exact boxes of its frames (measured once on the GPU, bounds only), moved

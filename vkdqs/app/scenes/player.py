@@ -59,6 +59,14 @@ class GltfDraw:
     bone_count = property(lambda self: self.part.bone_count)
 
 
+#: Poses a second over the clip the player's bounds are measured at (exact GPU boxes), the
+#: most poses measured, and the most vertices skinned for them per method (a large model gets
+#: fewer times, at least 9).
+BOUND_FPS = 30.0
+BOUND_SAMPLES = 240
+BOUND_VERTICES = 4_000_000
+
+
 def _singular(model: np.ndarray) -> bool:
     """A model matrix Instance.set_model rejects as singular, e.g. a node scaled to 0 (which is
     how exporters hide parts): the player hides that instance instead."""
@@ -87,8 +95,10 @@ class GltfScenePlayer:
     ``methods="both"`` the LBS copy is shifted along -x and the DQS copy along +x, half the model's
     width plus a gap each; one method alone is drawn where the file puts it.
 
-    The model's bounds over the current animation (9 times, LBS-skinned on the CPU) set that
-    offset and frame the camera, here and in :meth:`set_animation`.
+    The model's bounds over the current animation set that offset and frame the camera, here
+    and in :meth:`set_animation`: exact boxes from the GPU (:meth:`Renderer.posed_boxes`) of each
+    copy's method at the clip's times (:data:`BOUND_FPS` a second, at most
+    :data:`BOUND_SAMPLES`).
 
     Parameters
     ----------
@@ -478,31 +488,59 @@ class GltfScenePlayer:
         self.spacing = (1.0 + self.gap) * max(float(hi[0] - lo[0]), 1e-6)
 
     def _model_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Box around the model over 9 times of the current animation (or at rest), LBS-skinned.
+        """Box around the model over the current animation (or at rest): each skinned part's
+        exact boxes from the GPU, posed by every method it is drawn with, at
+        :meth:`_bound_times`; rigid parts' boxes placed by their node.
 
-        Over the whole animation, so the two copies never overlap and stay in the framed view.
+        Over the whole animation, so the copies never overlap and stay in the framed view.
         """
         scene = self.scene
-        times = [0.0] if self.animation is None else np.linspace(0.0, self.duration, 9)
-        lo = np.full(3, np.inf)
-        hi = np.full(3, -np.inf)
-        for t in times:  # set-up only: 9 poses
-            glob = scene.node_global_matrices(self.animation, t)
-            for draw in self.draws:
-                g = draw.geometry
-                if draw.kind == "skinned":
-                    mats = skin_matrices(scene, (draw.skin,), glob)[draw.skin]
-                    rest = self._morphed_rest(draw, t)
-                    pts, _ = reference.skin_lbs(*rest, g.joints, g.weights, mats)
-                elif _singular(glob[draw.node]):
-                    continue  # hidden at this time
-                else:
-                    pts = (box_corners(*self._morphed_bounds(draw, t)) @ glob[draw.node].T)[:, :3]
-                lo = np.minimum(lo, pts.min(axis=0))
-                hi = np.maximum(hi, pts.max(axis=0))
-        if not np.isfinite(lo).all():  # every part hidden all the time
-            lo = hi = np.zeros(3)
-        return lo, hi
+        times = self._bound_times()
+        globs = [scene.node_global_matrices(self.animation, t) for t in times]  # over times
+        boxes = []
+        for draw in self.draws:  # over parts; the poses of each are one batch
+            if draw.kind == "skinned":
+                mats = np.stack([skin_matrices(scene, (draw.skin,), g)[draw.skin] for g in globs])
+                weights = (
+                    np.stack([self._morph_weights(draw, t) for t in times])
+                    if draw.geometry.morph_target_count
+                    else None
+                )
+                for method, inst in draw.instances.items():  # the copies' methods
+                    if method not in registry.METHODS:
+                        continue  # "diff": posed as its first method
+                    try:
+                        box = self.renderer.posed_boxes(inst, mats, weights)
+                    except InputError:
+                        continue  # a pose the method cannot take: that copy is not shown
+                    boxes.append(box.reshape(-1, 3))
+            else:
+                for t, glob in zip(times, globs, strict=True):  # over times
+                    if _singular(glob[draw.node]):
+                        continue  # hidden at this time
+                    corners = box_corners(*self._morphed_bounds(draw, t)) @ glob[draw.node].T
+                    boxes.append(corners[:, :3])
+        if not boxes:  # every part hidden all the time
+            return np.zeros(3), np.zeros(3)
+        pts = np.concatenate(boxes)
+        pts = pts[np.isfinite(pts).all(axis=1)]
+        if not len(pts):
+            return np.zeros(3), np.zeros(3)
+        return pts.min(axis=0), pts.max(axis=0)
+
+    def _bound_times(self) -> np.ndarray:
+        """The times the bounds are measured at: the clip at :data:`BOUND_FPS` (both ends
+        included), at most :data:`BOUND_SAMPLES` of them and :data:`BOUND_VERTICES` skinned
+        vertices in all (at least 9 times); 0 at rest."""
+        if self.animation is None:
+            return np.zeros(1)
+        vertices = sum(d.geometry.vertex_count for d in self.draws if d.kind == "skinned")
+        count = min(
+            BOUND_SAMPLES,
+            math.ceil(self.duration * BOUND_FPS) + 1,
+            max(9, BOUND_VERTICES // max(vertices, 1)),
+        )
+        return np.linspace(0.0, self.duration, max(count, 2))
 
     def label(self) -> str:
         """One line for the window title: the methods shown and the animation with its time
