@@ -43,6 +43,7 @@ The package: :mod:`~vkdqs.baking.driver` poses the frames and batches them (:fun
 
 from __future__ import annotations
 
+from .batch import BatchRecord, BatchReport, bake_batch
 from .driver import FORMATS, MAX_FPS, MAX_FRAMES, Bake, BakeInfo, bake, bake_to_file
 from .surface import BakeGroup
 
@@ -53,6 +54,9 @@ __all__ = [
     "Bake",
     "BakeGroup",
     "BakeInfo",
+    "BatchRecord",
+    "BatchReport",
     "bake",
+    "bake_batch",
     "bake_to_file",
 ]
