@@ -557,6 +557,7 @@ def _run(
         if jobs:
             from .batch_worker import PLUGIN, DevicePlugin, bake_model
 
+            workers = workers or min(default_jobs(), len(jobs))
             client, cluster = _client(distributed, workers, scheduler)
             try:
                 client.register_plugin(DevicePlugin(device), name=PLUGIN)
