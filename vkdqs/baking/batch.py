@@ -89,6 +89,10 @@ class BatchRecord:
     warnings: tuple[str, ...] = ()
     #: True: done by an earlier run (this record is that run's)
     skipped: bool = False
+    #: the worker process that baked it, and the Devices that worker had opened by then (1:
+    #: its one Device, reused); not in the manifest
+    worker: int | None = None
+    device_opens: int | None = None
 
     @classmethod
     def of(cls, data: dict[str, Any], *, skipped: bool = False) -> BatchRecord:
@@ -97,7 +101,12 @@ class BatchRecord:
         values["validation"] = tuple(values["validation"] or ())
         values["warnings"] = tuple(values["warnings"] or ())
         values["seconds"] = float(values["seconds"] or 0.0)
-        return cls(**values, skipped=skipped)
+        return cls(
+            **values,
+            skipped=skipped,
+            worker=data.get("worker"),
+            device_opens=data.get("device_opens"),
+        )
 
     def line(self) -> bytes:
         """The manifest line (JSON, ASCII, no line break)."""

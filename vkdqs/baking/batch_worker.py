@@ -125,7 +125,7 @@ def bake_model(job: dict[str, Any]) -> list[dict[str, Any]]:
     said = [str(w.message) for w in caught]
     for r in records:
         r["validation"], r["warnings"] = list(captured.messages), said
-        r["worker"] = os.getpid()
+        r["worker"], r["device_opens"] = os.getpid(), plugin.opened
     return records
 
 
@@ -216,14 +216,3 @@ def _size(path: Path) -> int | None:
         return os.stat(path).st_size
     except OSError:
         return None
-
-
-def device_state() -> dict[str, Any]:
-    """The worker's Device, for tests and diagnostics (run with ``Client.run``): the process
-    id, Devices opened so far, and whether one is open."""
-    plugin = _plugin()
-    return {
-        "pid": os.getpid(),
-        "opened": plugin.opened,
-        "open": plugin.device is not None and not plugin.device.closed,
-    }
