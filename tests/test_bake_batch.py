@@ -147,6 +147,59 @@ def test_validation_is_on_in_the_workers(cluster):
 
 
 @pytest.mark.gpu
+def test_a_workers_validation_messages_come_back(models, cluster, tmp_path):
+    """A message logged to vkdqs.validation in a worker during a model's task (made here by
+    wrapping the workers' bake_to_file) is in the record, the report and the manifest, and
+    logged again here (where conftest would fail the test on it: cleared after checking)."""
+    from .conftest import _VALIDATION_RECORDS
+
+    def noisy():
+        import logging
+
+        from vkdqs.baking import driver
+
+        original = driver.bake_to_file
+
+        def bake_to_file(*args, **kwargs):
+            logging.getLogger("vkdqs.validation").error("a made-up validation error")
+            return original(*args, **kwargs)
+
+        bake_to_file.original = original
+        driver.bake_to_file = bake_to_file
+
+    def quiet():
+        from vkdqs.baking import driver
+
+        driver.bake_to_file = getattr(driver.bake_to_file, "original", driver.bake_to_file)
+
+    with distributed.Client(cluster) as client:
+        client.run(noisy)
+        try:
+            report = bake_batch(
+                models / "c.glb",
+                tmp_path,
+                fps=FPS,
+                scheduler=cluster.scheduler_address,
+                timeout=LIMIT,
+            )
+        finally:
+            client.run(quiet)
+    assert report.ok and report.records[0].validation == ("a made-up validation error",)
+    assert report.validation == ["a made-up validation error"]
+    assert _manifest(tmp_path)[0]["validation"] == ["a made-up validation error"]
+    relogged = list(_VALIDATION_RECORDS.records)
+    _VALIDATION_RECORDS.records.clear()
+    assert relogged == [f"worker bake of {models / 'c.glb'}: a made-up validation error"]
+
+
+@pytest.mark.gpu
+def test_the_time_limit_records_what_is_not_done(models, cluster, tmp_path):
+    report = bake_batch(models, tmp_path, fps=FPS, scheduler=cluster.scheduler_address, timeout=0.0)
+    late = [r for r in report.records if r.error and "time limit (0 s)" in r.error]
+    assert late and len(late) == report.failed and report.failed + report.baked == 6
+
+
+@pytest.mark.gpu
 def test_corrupt_inputs_are_recorded_and_the_rest_baked(models, cluster, tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()

@@ -21,6 +21,7 @@ failed pairs are tried again.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import logging
@@ -29,6 +30,7 @@ import os
 import shutil
 import sys
 import time
+import uuid
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -365,14 +367,12 @@ def bake_batch(
     return BatchReport(tuple(results[0]), manifest, time.perf_counter() - t0, results[1])
 
 
-def _done(records: list[BatchRecord]) -> dict[str, tuple[str, int]]:
-    """The (output, bytes) of the latest successful record of each key."""
-    done: dict[str, tuple[str, int]] = {}
+def _done(records: list[BatchRecord]) -> dict[str, BatchRecord]:
+    """The latest successful record of each key."""
+    done: dict[str, BatchRecord] = {}
     for r in records:  # over the manifest's records, oldest first
-        if r.key is None:
-            continue
-        if r.error is None and r.output is not None and r.bytes is not None:
-            done[r.key] = (r.output, r.bytes)
+        if r.key is not None and r.error is None and r.output is not None and r.bytes is not None:
+            done[r.key] = r
     return done
 
 
@@ -388,7 +388,7 @@ def _plan(
     out: Path,
     selection: str | list[str],
     options: dict,
-    done: dict[str, tuple[str, int]],
+    done: dict[str, BatchRecord],
     max_bytes: int | None,
 ) -> tuple[list[dict], dict[int, list[BatchRecord]]]:
     """The workers' jobs (one per model with a pair to do) and, per model index, the records of
@@ -424,28 +424,18 @@ def _plan(
                 key = pair_key(digest, p.clip, options)
                 target = str(out / p.output)
                 hit = done.get(key) if key is not None and p.error is None else None
-                if hit is None or hit[0] != target or _size(target) != hit[1]:
+                if hit is None or hit.output != target or _size(target) != hit.bytes:
                     break
-                ready.append(
-                    BatchRecord(
-                        str(path),
-                        p.clip,
-                        options["method"],
-                        None,
-                        target,
-                        hit[1],
-                        0.0,
-                        None,
-                        key,
-                        digest,
-                        skipped=True,
-                    )
-                )
+                ready.append(dataclasses.replace(hit, input=str(path), skipped=True))
             else:  # every pair done: no job
                 skipped[i] = ready
                 continue
             keys = [pair_key(digest, p.clip, options) for p in pairs]
-            job["done"] = {k: done[k] for k in keys if k is not None and k in done}
+            job["done"] = {
+                k: (done[k].output, done[k].bytes, done[k].frames)
+                for k in keys
+                if k is not None and k in done
+            }
         else:
             job["done"] = {}
         jobs.append(job)
@@ -569,7 +559,10 @@ def _run(
             workers = workers or min(default_jobs(), len(jobs))
             client, cluster = _client(distributed, workers, scheduler)
             try:
-                client.register_plugin(DevicePlugin(device), name=PLUGIN)
+                plugin = f"{PLUGIN}-{uuid.uuid4().hex}"  # this batch's: others keep theirs
+                client.register_plugin(DevicePlugin(device), name=plugin)
+                for job in jobs:  # over models
+                    job["plugin"] = plugin
                 futures = {
                     client.submit(
                         bake_model, job, key=f"vkdqs-bake-{i}-{os.getpid()}-{t0}", pure=False
@@ -607,7 +600,7 @@ def _run(
                         )
                 if scheduler is not None:
                     try:
-                        client.unregister_worker_plugin(PLUGIN)  # the workers close their Devices
+                        client.unregister_worker_plugin(plugin)  # the workers close their Devices
                     except Exception:
                         pass
             finally:

@@ -26,7 +26,8 @@ from distributed import WorkerPlugin, get_worker
 
 from .batch_plan import model_pairs, pair_key
 
-#: The plugin's name on the workers (registering it again replaces it: the old Device closes).
+#: The plugin's name on the workers (registering it again replaces it: the old Device closes);
+#: :func:`vkdqs.bake_batch` registers one per batch, named ``<PLUGIN>-<random hex>``.
 PLUGIN = "vkdqs-device"
 
 
@@ -58,10 +59,12 @@ class DevicePlugin(WorkerPlugin):
         return self.device
 
     def teardown(self, worker: Any = None) -> None:
-        """On the worker, closing or removing the plugin: close the Device."""
-        if self.device is not None:
-            self.device.close()
-            self.device = None
+        """On the worker, closing or removing the plugin: close the Device (after the task
+        using it)."""
+        with self.lock:
+            if self.device is not None:
+                self.device.close()
+                self.device = None
 
     def __getstate__(self) -> dict:  # only the selector travels to the workers
         return {"selector": self.selector}
@@ -81,13 +84,13 @@ class _Captured(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def _plugin() -> DevicePlugin:
+def _plugin(name: str = PLUGIN) -> DevicePlugin:
     try:
-        plugin = get_worker().plugins.get(PLUGIN)
+        plugin = get_worker().plugins.get(name)
     except ValueError:  # not on a worker (called directly): a plugin of its own
         plugin = None
     if plugin is None:
-        raise RuntimeError(f"the {PLUGIN} worker plugin is not registered on this worker")
+        raise RuntimeError(f"the {name} worker plugin is not registered on this worker")
     return plugin
 
 
@@ -108,7 +111,7 @@ def bake_model(job: dict[str, Any]) -> list[dict[str, Any]]:
     """Bake one model's requested clips (``job``, made by :mod:`vkdqs.baking.batch`); returns one
     record per (model, clip) pair: the manifest's fields plus ``skipped``, ``validation`` and
     ``warnings`` lists and ``worker`` (the process id)."""
-    plugin = _plugin()
+    plugin = _plugin(job.get("plugin", PLUGIN))
     log = logging.getLogger("vkdqs.validation")
     captured = _Captured()
     log.addHandler(captured)
@@ -178,7 +181,11 @@ def _bake(job: dict[str, Any], plugin: DevicePlugin) -> list[dict[str, Any]]:
         target = Path(job["out_dir"]) / pair.output
         done = job["done"].get(key) if key else None
         if done is not None and done[0] == str(target) and _size(target) == done[1]:
-            out.append(record(pair.clip, key, output=str(target), bytes=done[1], skipped=True))
+            out.append(
+                record(
+                    pair.clip, key, output=str(target), bytes=done[1], frames=done[2], skipped=True
+                )
+            )
             continue
         if os.path.realpath(target) in forbidden:
             error = f"{target}: is one of the batch's models; it is not overwritten"
