@@ -9,7 +9,9 @@ and says where it wrote it.
 
 ``vkdqs view [MODEL]``: the windowed viewer, on the candy wrapper or a glTF model.
 ``vkdqs render [MODEL] --out frame.png``: a PNG with no display. ``vkdqs info MODEL``: what a glTF
-file holds (meshes, skins, influences, scale, animations).
+file holds (meshes, skins, influences, scale, animations). ``vkdqs bake MODEL --out FILE`` bakes
+one animation; ``vkdqs bake MODEL... --out-dir DIR`` every clip of many models on a Dask cluster
+(:func:`bake_many`, :func:`vkdqs.bake_batch`), status 1 when any pair failed.
 
 Errors about the input (a malformed glTF file, an animation that does not exist, a model DQS
 cannot skin), the output (a file that is the model read, a folder, a full disk, no permission:
@@ -684,7 +686,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="a batch (one model or many): the folder to write <model>__<clip>.<format> files "
         "and manifest.jsonl into (created if missing; a later run skips what is done)",
     )
-    p.add_argument("--animation", default=None, help="--out: " + _ANIMATION_HELP)
+    p.add_argument(
+        "--animation", default=None, help="--out: " + _ANIMATION_HELP.removeprefix("model: ")
+    )
     p.add_argument("--fps", type=_fps, default=30.0, help="frames per second, 0.001...1000")
     p.add_argument("--method", default=registry.DEFAULT, help=_BAKE_METHOD_HELP)
     p.add_argument("--start", type=_time, default=None, help="first frame's time (default: 0 s)")
