@@ -39,7 +39,7 @@ from typing import Any
 
 from .. import methods
 from ..errors import CapabilityError, InputError
-from ..files import AppendLog, read_lines
+from ..files import _NAME_CHARS, AppendLog, read_lines
 from .batch_plan import describe, model_pairs, output_stems, pair_key
 from .driver import FORMATS, MAX_FPS
 
@@ -359,12 +359,12 @@ def bake_batch(
     manifest = out / MANIFEST
     with AppendLog(manifest) as log:
         done = _done(read_manifest(manifest))
-        jobs_, records = _plan(paths, out, selection, options, done, max_bytes)
-        _clean_temporaries(out, jobs_)
-        results = _run(
-            distributed, jobs_, records, log, jobs, scheduler, device, progress, timeout, t0
+        work, skipped = _plan(paths, out, selection, options, done, max_bytes)
+        _clean_temporaries(out, work)
+        records, workers = _run(
+            distributed, work, skipped, log, jobs, scheduler, device, progress, timeout, t0
         )
-    return BatchReport(tuple(results[0]), manifest, time.perf_counter() - t0, results[1])
+    return BatchReport(tuple(records), manifest, time.perf_counter() - t0, workers)
 
 
 def _done(records: list[BatchRecord]) -> dict[str, BatchRecord]:
@@ -446,7 +446,7 @@ def _clean_temporaries(out: Path, jobs: list[dict]) -> None:
     """Remove what a killed run left of the outputs about to be baked: the temporaries
     (``.<name>.*.tmp``, files or private folders) :mod:`vkdqs.files` writes them under. The
     manifest's lock says no other run is writing here."""
-    prefixes = {f".{name[:48]}." for job in jobs for name in job["outputs"]}
+    prefixes = {f".{name[:_NAME_CHARS]}." for job in jobs for name in job["outputs"]}
     if not prefixes:
         return
     for entry in os.scandir(out):  # over the folder's entries
