@@ -193,6 +193,52 @@ def test_a_workers_validation_messages_come_back(models, cluster, tmp_path):
 
 
 @pytest.mark.gpu
+def test_a_worker_that_dies_is_recorded_and_the_batch_goes_on(models, cluster, tmp_path):
+    """A worker process that exits while baking one model (made here by a worker plugin, which
+    the restarted workers get too) costs that model's pairs, recorded as failed once its task
+    killed a worker twice (allowed-failures 1, as a local cluster of bake_batch has it)."""
+
+    class Crash(distributed.WorkerPlugin):
+        def setup(self, worker):
+            from vkdqs.baking import driver
+
+            original = driver.bake_to_file
+
+            def bake_to_file(scene, path, **kwargs):
+                if Path(path).name.startswith("crash"):
+                    os._exit(3)
+                return original(scene, path, **kwargs)
+
+            driver.bake_to_file = bake_to_file
+
+    shutil.copy(models / "c.glb", tmp_path / "crash.glb")
+    scheduler = cluster.scheduler
+    allowed, scheduler.allowed_failures = scheduler.allowed_failures, batch.ALLOWED_FAILURES
+    with distributed.Client(cluster) as client:
+        client.register_plugin(Crash(), name="crash")
+        try:
+            report = bake_batch(
+                [tmp_path / "crash.glb", models / "c.glb"],
+                tmp_path / "out",
+                fps=FPS,
+                scheduler=cluster.scheduler_address,
+                timeout=LIMIT,
+            )
+        finally:
+            client.unregister_worker_plugin("crash")
+            scheduler.allowed_failures = allowed
+            client.restart()  # workers without the wrapped bake_to_file
+    crashed, fine = report.records
+    assert crashed.clip == "rest" and "KilledWorker" in crashed.error
+    assert fine.error is None and fine.output == str(tmp_path / "out" / "c__rest.npz")
+    lines = _manifest(tmp_path / "out")
+    assert sorted((line["clip"], line["error"] is None) for line in lines) == [
+        ("rest", False),
+        ("rest", True),
+    ]
+
+
+@pytest.mark.gpu
 def test_the_time_limit_records_what_is_not_done(models, cluster, tmp_path):
     report = bake_batch(models, tmp_path, fps=FPS, scheduler=cluster.scheduler_address, timeout=0.0)
     late = [r for r in report.records if r.error and "time limit (0 s)" in r.error]

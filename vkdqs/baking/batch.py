@@ -572,19 +572,21 @@ def _run(
                 left = None if timeout is None else max(0.0, timeout - (time.perf_counter() - t0))
                 pending = set(futures)
                 try:
-                    for future in distributed.as_completed(futures, timeout=left):
+                    # results fetched as each task finishes (a worker that dies later loses
+                    # nothing); a task's error (KilledWorker: its workers died) is its result
+                    done = distributed.as_completed(
+                        futures, timeout=left, with_results=True, raise_errors=False
+                    )
+                    for future, data in done:
                         pending.discard(future)
                         job = futures[future]
-                        try:
-                            data = future.result()
-                        except Exception as exc:  # the worker died (KilledWorker), ...
-                            finish(
-                                job,
-                                failed(
-                                    job, f"the worker baking it failed: {type(exc).__name__}: {exc}"
-                                ),
-                            )
+                        if future.status != "finished":
+                            exc = future.exception()
+                            error = f"the worker baking it failed: {type(exc).__name__}: {exc}"
+                            future.release()
+                            finish(job, failed(job, error))
                             continue
+                        future.release()
                         records = [BatchRecord.of(d, skipped=d.get("skipped", False)) for d in data]
                         pids.update(d["worker"] for d in data if "worker" in d)
                         finish(job, records)
