@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import distributed  # the test extra installs it (vkdqs[batch])
 import numpy as np
 import pytest
 
@@ -29,8 +30,6 @@ from vkdqs.baking import batch
 from vkdqs.baking.batch_plan import clip_labels, describe, model_pairs, output_stems
 
 from .gltf_fixtures import make_rig
-
-distributed = pytest.importorskip("distributed")  # the test extra installs it
 
 ROOT = Path(__file__).resolve().parents[1]
 FPS = 5.0
