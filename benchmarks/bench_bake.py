@@ -14,7 +14,15 @@ With ``--memory`` (the default), a child process per format streams the tube's b
 (``vkdqs.bake_to_file``) and reports its peak RSS (VmHWM, reset after warm-up) against its RSS just
 before baking, next to the size of the file and, for comparison, the in-memory ``bake()``.
 
+With ``--batch-models`` (default 200; 0 skips it), batch baking on Dask (``vkdqs.bake_batch``):
+that many small models (copies of one 1000-vertex, 8-joint tube animated for 1 s, 31 frames at
+30 fps, to ``.npz``), baked by a local cluster of 1 worker process and then of 2, in each round;
+each row is the whole call (cluster start-up, one Device per worker, the manifest, the files),
+as a user waits for it: median seconds and files per second, and the scaling ratio (2 workers'
+files/s over 1 worker's, the median of per-round ratios).
+
     python benchmarks/bench_bake.py [--frames 1000] [--rounds 3] [--no-memory]
+        [--batch-models 200] [--batch-rounds 3]
 
 Prints a table and writes benchmarks/results/bake.json.
 """
@@ -25,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -206,6 +215,51 @@ def bench_memory(model: Path, frames: int, tmp: Path) -> dict:
     return rows
 
 
+BATCH_MODEL = (1000, 8)  # vertices, joints of each batch model
+BATCH_WORKERS = (1, 2)
+
+
+def bench_batch(tmp: Path, count: int, rounds: int, warmup: int) -> dict:
+    """``vkdqs.bake_batch`` of ``count`` small models on a local cluster of 1, then 2, worker
+    processes, per round; the whole call is timed."""
+    folder = tmp / "batch-models"
+    folder.mkdir()
+    first = make_model(folder / "m0000.glb", *BATCH_MODEL, seconds=1.0)
+    for i in range(1, count):  # over models: copies of one
+        (folder / f"m{i:04d}.glb").write_bytes(first.read_bytes())
+    times: dict[int, list[float]] = {w: [] for w in BATCH_WORKERS}
+    for r in range(warmup + rounds):  # over rounds
+        for w in BATCH_WORKERS:
+            out = tmp / f"batch-out-{r}-{w}"
+            t0 = time.perf_counter()
+            report = vkdqs.bake_batch(folder, out, fps=FPS, end=1.0, jobs=w, timeout=3600)
+            seconds = time.perf_counter() - t0
+            if report.baked != count or report.validation:
+                raise SystemExit(f"batch bake failed: {report.summary()} {report.validation}")
+            if r >= warmup:
+                times[w].append(seconds)
+            shutil.rmtree(out)
+    rows = {
+        f"{w} worker{'s' if w > 1 else ''}": {
+            "workers": w,
+            "median_s": float(np.median(times[w])),
+            "files_per_s": count / float(np.median(times[w])),
+            "runs": len(times[w]),
+        }
+        for w in BATCH_WORKERS
+    }
+    ratio = float(np.median([a / b for a, b in zip(times[1], times[2], strict=True)]))
+    return {
+        "models": count,
+        "vertices": BATCH_MODEL[0],
+        "joints": BATCH_MODEL[1],
+        "frames": int(FPS) + 1,
+        "format": ".npz",
+        "rows": rows,
+        "scaling 2 workers / 1 (files/s)": ratio,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=1000)
@@ -214,6 +268,9 @@ def main() -> None:
     parser.add_argument("--numpy-frames", type=int, default=100)
     parser.add_argument("--tube-vertices", type=int, default=MODELS["tube"][0])
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
+    parser.add_argument("--batch-models", type=int, default=200, help="0: no batch rows")
+    parser.add_argument("--batch-rounds", type=int, default=3)
+    parser.add_argument("--batch-warmup", type=int, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS / "bake.json")
     parser.add_argument("--memory-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -243,6 +300,11 @@ def main() -> None:
             for name, path in paths.items()
         ]
         memory = None if args.no_memory else bench_memory(paths["tube"], args.frames, Path(tmp))
+        batch = (
+            bench_batch(Path(tmp), args.batch_models, args.batch_rounds, args.batch_warmup)
+            if args.batch_models
+            else None
+        )
 
     print(f"device: {machine['device']}, {machine['cpu_count']} CPUs; {FPS:g} fps, 4 influences")
     print(
@@ -271,8 +333,20 @@ def main() -> None:
                 f"  {key:<20} peak {row['peak_rss_mib']:8.0f} MiB (+{row['growth_mib']:.0f} MiB "
                 f"while baking), {row['bytes'] / 2**20:.0f} MiB of output, {row['seconds']:.1f} s"
             )
+    if batch:
+        print(
+            f"\nbatch bake (vkdqs.bake_batch on a local Dask cluster), {batch['models']} models "
+            f"of {batch['vertices']} vertices, {batch['frames']} frames each, to .npz; the whole "
+            "call (cluster start-up included), medians:"
+        )
+        for key, row in batch["rows"].items():
+            print(
+                f"  {key:<10} {row['median_s']:8.2f} s  {row['files_per_s']:8.1f} files/s  "
+                f"({row['runs']} runs)"
+            )
+        print(f"  scaling, 2 workers / 1: {batch['scaling 2 workers / 1 (files/s)']:.2f}x")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    data = {"machine": machine, "fps": FPS, "results": results, "memory": memory}
+    data = {"machine": machine, "fps": FPS, "results": results, "memory": memory, "batch": batch}
     args.out.write_text(json.dumps(data, indent=2) + "\n")
     print(f"wrote {args.out}")
 

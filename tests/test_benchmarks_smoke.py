@@ -58,8 +58,10 @@ def test_render_benchmark_smoke(tmp_path, device):
 def test_bake_benchmark_smoke(tmp_path, device):
     out = tmp_path / "bake.json"
     args = ["--frames", "6", "--rounds", "1", "--warmup", "0", "--numpy-frames", "2"]
+    args += ["--batch-models", "4", "--batch-rounds", "1", "--batch-warmup", "0"]
     text = _run("bench_bake.py", *args, "--tube-vertices", "2000", "--out", str(out))
     assert "GPU speedup over numpy32" in text and "peak memory" in text
+    assert "scaling, 2 workers / 1" in text
     data = json.loads(out.read_text())
     assert [(r["model"], r["vertices"], r["joints"]) for r in data["results"]] == [
         ("rig", 1728, 24),
@@ -70,6 +72,11 @@ def test_bake_benchmark_smoke(tmp_path, device):
         assert res["rows"]["gpu/dqs"]["frames"] == 6
         assert res["max |gpu - numpy32| (dqs positions)"] < 1e-4
     assert set(data["memory"]) == {"bake_to_file .npz", "bake_to_file .glb", "bake() in memory"}
+    batch = data["batch"]
+    assert batch["models"] == 4 and set(batch["rows"]) == {"1 worker", "2 workers"}
+    for row in batch["rows"].values():
+        assert row["runs"] == 1 and row["files_per_s"] == 4 / row["median_s"] > 0
+    assert batch["scaling 2 workers / 1 (files/s)"] > 0
 
 
 def test_crowd_benchmark_smoke(tmp_path, device):

@@ -27,7 +27,7 @@ from .mesh import SkinnedMesh
 
 if TYPE_CHECKING:
     from .app.viewer import Viewer
-    from .baking import Bake, bake, bake_to_file
+    from .baking import Bake, BatchReport, bake, bake_batch, bake_to_file
     from .baking.usdskel import UsdSkelInfo, export_usdskel
     from .camera import Camera
     from .centers import centers_of_rotation
@@ -45,6 +45,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AnimationClip",
     "Bake",
+    "BatchReport",
     "Camera",
     "CapabilityError",
     "Crowd",
@@ -76,6 +77,7 @@ __all__ = [
     "VulkanError",
     "__version__",
     "bake",
+    "bake_batch",
     "bake_to_file",
     "centers_of_rotation",
     "dq",
@@ -89,6 +91,8 @@ __all__ = [
 _LAZY = {
     "AnimationClip": ".clip",
     "Bake": ".baking",
+    "BatchReport": ".baking",
+    "bake_batch": ".baking",
     "bake": ".baking",
     "bake_to_file": ".baking",
     "export_usdskel": ".baking.usdskel",

@@ -4,4 +4,5 @@ import sys
 
 from .app.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # not when a worker process of a batch bake re-imports it (spawn)
+    sys.exit(main())

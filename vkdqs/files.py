@@ -22,11 +22,17 @@ command line ignores ``SIGXFSZ`` so that such a write fails instead of killing i
 path, for writers that open the file themselves (usd-core), inside a private folder
 (mode 0700) made exclusively next to the output; :func:`write_bytes` writes bytes;
 :class:`AtomicFile` is what they are made of, for writers that keep a file open across calls.
+
+A log that grows a line at a time (a batch bake's manifest) is :class:`AppendLog`: opened with
+``O_APPEND | O_NOFOLLOW`` (never through a link), each line written whole by one ``os.write`` and
+fsynced, so a process killed at any moment leaves complete lines and at most one torn last line,
+which :func:`read_lines` leaves out and the next :class:`AppendLog` ends with a line break first.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import shutil
 import stat
@@ -39,6 +45,7 @@ from typing import IO
 from .errors import OutputError
 
 __all__ = [
+    "AppendLog",
     "AtomicFile",
     "atomic_output",
     "atomic_path",
@@ -379,3 +386,100 @@ def write_bytes(path: PathLike, data: bytes, *, inputs: Iterable[PathLike | None
     with atomic_output(path, inputs=inputs) as f:
         f.write(data)
     return Path(path)
+
+
+def _open_regular(path: Path, flags: int, mode: int = 0o666) -> int:
+    """``os.open`` that never follows a link at ``path`` and refuses what is not a regular
+    file (an OutputError); returns the descriptor."""
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _refuse(
+                path, "is a symbolic link; vkdqs does not write through one", exc.errno
+            ) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _refuse(path, "is not a regular file; name a file", errno.EINVAL)
+    return fd
+
+
+def read_lines(path: PathLike) -> list[bytes]:
+    """The complete lines of a log :class:`AppendLog` writes (without their line breaks); a
+    last line without one (torn by a process killed while writing it) is left out. A missing
+    file has none. Raises :class:`~vkdqs.OutputError` for a link or a file that is not regular."""
+    path = Path(path)
+    try:
+        fd = _open_regular(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return []
+    with os.fdopen(fd, "rb") as f:
+        data = f.read()
+    return data.split(b"\n")[:-1]
+
+
+class AppendLog:
+    """A file that grows a line at a time, each line durable once :meth:`append` returns.
+
+    Opened (created when missing, with ``0o666`` less the umask) with ``O_APPEND | O_NOFOLLOW``:
+    a link planted at ``path`` is refused, not followed; so is a file that is not regular. An
+    exclusive ``flock`` is taken on it: a second writer (another run on the same folder) gets
+    an :class:`~vkdqs.OutputError` saying so. A torn last line (no line break: the writer was
+    killed mid-write) is ended with a line break first, so it stays one unreadable line that
+    :func:`read_lines` ignores instead of spoiling the next.
+    """
+
+    def __init__(self, path: PathLike) -> None:
+        self.path = Path(path)
+        try:
+            self.fd: int | None = _open_regular(
+                self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666
+            )
+        except OutputError:
+            raise
+        except OSError as exc:
+            raise output_error(exc, self.path, existed=os.path.lexists(self.path)) from None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            self.close()
+            raise _refuse(
+                self.path, "is in use by another vkdqs run; wait for it to finish", exc.errno or 0
+            ) from None
+        try:
+            size = os.fstat(self.fd).st_size
+            if size and os.pread(self.fd, 1, size - 1) != b"\n":
+                self._write(b"\n")
+        except BaseException:
+            self.close()
+            raise
+
+    def _write(self, data: bytes) -> None:
+        assert self.fd is not None
+        try:
+            n = os.write(self.fd, data)
+            if n != len(data):  # a full disk: what got there is a torn line
+                raise OSError(errno.ENOSPC, "short write")
+            os.fsync(self.fd)
+        except OSError as exc:
+            raise output_error(exc, self.path, existed=True) from None
+
+    def append(self, line: bytes) -> None:
+        """Write ``line`` (without a line break, which is added; it must not hold one) with one
+        ``os.write`` and fsync it."""
+        if b"\n" in line:
+            raise ValueError("a line of an AppendLog cannot hold a line break")
+        self._write(line + b"\n")
+
+    def close(self) -> None:
+        """Close the file (releasing the lock); safe to call more than once."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> AppendLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

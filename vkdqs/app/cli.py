@@ -9,7 +9,9 @@ and says where it wrote it.
 
 ``vkdqs view [MODEL]``: the windowed viewer, on the candy wrapper or a glTF model.
 ``vkdqs render [MODEL] --out frame.png``: a PNG with no display. ``vkdqs info MODEL``: what a glTF
-file holds (meshes, skins, influences, scale, animations).
+file holds (meshes, skins, influences, scale, animations). ``vkdqs bake MODEL --out FILE`` bakes
+one animation; ``vkdqs bake MODEL... --out-dir DIR`` every clip of many models on a Dask cluster
+(:func:`bake_many`, :func:`vkdqs.bake_batch`), status 1 when any pair failed.
 
 Errors about the input (a malformed glTF file, an animation that does not exist, a model DQS
 cannot skin), the output (a file that is the model read, a folder, a full disk, no permission:
@@ -174,8 +176,16 @@ def _need_vulkan() -> None:
     from .. import gpu  # noqa: F401
 
 
-def _add_model(p: argparse.ArgumentParser, *, optional: bool) -> None:
-    if optional:
+def _add_model(p: argparse.ArgumentParser, *, optional: bool, many: bool = False) -> None:
+    if many:
+        p.add_argument(
+            "model",
+            nargs="+",
+            type=Path,
+            help="glTF models (.gltf or .glb); with --out-dir also folders (their *.gltf and "
+            "*.glb, not recursive) and quoted globs ('models/**/*.glb')",
+        )
+    elif optional:
         p.add_argument(
             "model",
             nargs="?",
@@ -402,6 +412,17 @@ def _methods(text: str) -> str:
     return text
 
 
+def _jobs(text: str) -> int:
+    """``bake --jobs``: worker processes, 1...256."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--jobs must be a whole number, got {text!r}") from None
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"--jobs must be within 1...256, got {text!r}")
+    return value
+
+
 def _bake_out(text: str) -> Path:
     """``bake --out``: a file name ending in one of the formats vkdqs bakes to."""
     path = Path(text)
@@ -413,9 +434,10 @@ def _bake_out(text: str) -> Path:
 
 
 def bake(
-    model: str | Path,
+    model: str | Path | list[Path],
     *,
-    out: str | Path,
+    out: str | Path | None = None,
+    out_dir: str | Path | None = None,
     animation: str | None = None,
     fps: float = 30.0,
     method: str = "dqs",
@@ -424,8 +446,45 @@ def bake(
     device: str | int | None = None,
     quiet: bool = False,
     max_bytes: int | None = None,
+    format: str | None = None,
+    clips: str | None = None,
+    jobs: int | None = None,
+    scheduler: str | None = None,
 ) -> int:
-    """Bake a glTF animation to one world-space mesh per frame (.npz, .glb or USD)."""
+    """Bake a glTF animation to one world-space mesh per frame (.npz, .glb or USD); with
+    ``out_dir``, every clip of many models (:func:`bake_many`)."""
+    models = model if isinstance(model, list) else [Path(model)]
+    if out_dir is not None:
+        if animation is not None:
+            raise InputError(
+                "--animation names one model's clip; a batch (--out-dir) takes --clips"
+            )
+        return bake_many(
+            models,
+            out_dir=out_dir,
+            format=format or "npz",
+            clips=clips or "all",
+            fps=fps,
+            method=method,
+            start=start,
+            end=end,
+            device=device,
+            quiet=quiet,
+            max_bytes=max_bytes,
+            jobs=jobs,
+            scheduler=scheduler,
+        )
+    if out is None:
+        raise InputError("name the output: --out FILE (one model) or --out-dir DIR (a batch)")
+    if len(models) != 1:
+        raise InputError(
+            f"--out names one file for one model, got {len(models)} models; use --out-dir"
+        )
+    batch_only = {"--format": format, "--clips": clips, "--jobs": jobs, "--scheduler": scheduler}
+    given = [name for name, value in batch_only.items() if value is not None]
+    if given:
+        raise InputError(f"{', '.join(given)}: batch options; they need --out-dir, not --out")
+    model = models[0]
     out = Path(out)
     _need_vulkan()
     from ..baking import bake_to_file
@@ -505,6 +564,51 @@ def export(
             + (" (CUBICSPLINE sampled at the fps)" if info.resampled else "")
         )
     return 0
+
+
+def bake_many(
+    models: list[Path],
+    *,
+    out_dir: str | Path,
+    format: str = "npz",
+    clips: str = "all",
+    fps: float = 30.0,
+    method: str = "dqs",
+    start: float | None = None,
+    end: float | None = None,
+    device: str | int | None = None,
+    quiet: bool = False,
+    max_bytes: int | None = None,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+) -> int:
+    """``vkdqs bake MODEL... --out-dir DIR``: :func:`vkdqs.bake_batch` on a local Dask cluster
+    (or ``scheduler``'s); one line on standard error per failed pair, the summary on standard
+    output; status 1 when any pair failed."""
+    from ..baking.batch import bake_batch
+
+    report = bake_batch(
+        models,
+        out_dir,
+        clips=clips,
+        format=format,
+        method=method,
+        fps=fps,
+        start=start,
+        end=end,
+        jobs=jobs,
+        scheduler=scheduler,
+        device=device,
+        max_bytes=max_bytes,
+        progress=not quiet and sys.stderr.isatty(),
+    )
+    for r in report.records:  # over the pairs
+        if r.error is not None:
+            clip = "" if r.clip is None else f" (clip {r.clip!r})"
+            _say(f"vkdqs: error: {_with_file(r.error, Path(r.input))}{clip}")
+    if not quiet:
+        print(report.summary())
+    return 0 if report.ok else 1
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -608,18 +712,57 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model(p, optional=False)
     p.add_argument("--json", dest="as_json", action="store_true", help="print the details as JSON")
 
-    p = command("bake", bake, "bake a glTF animation to a mesh per frame (.npz/.glb/.usd)")
-    _add_model(p, optional=False)
-    p.add_argument(
-        "--out", type=_bake_out, required=True, help=f"the file to write: {'|'.join(_BAKE_FORMATS)}"
+    p = command(
+        "bake",
+        bake,
+        "bake a glTF animation to a mesh per frame (.npz/.glb/.usd); with --out-dir, every "
+        "clip of many models, on a Dask cluster",
     )
-    p.add_argument("--animation", default=None, help=_ANIMATION_HELP)
+    _add_model(p, optional=False, many=True)
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--out", type=_bake_out, help=f"one model: the file to write: {'|'.join(_BAKE_FORMATS)}"
+    )
+    where.add_argument(
+        "--out-dir",
+        type=Path,
+        help="a batch (one model or many): the folder to write <model>__<clip>.<format> files "
+        "and manifest.jsonl into (created if missing; a later run skips what is done)",
+    )
+    p.add_argument(
+        "--animation", default=None, help="--out: " + _ANIMATION_HELP.removeprefix("model: ")
+    )
     p.add_argument("--fps", type=_fps, default=30.0, help="frames per second, 0.001...1000")
     p.add_argument("--method", default=registry.DEFAULT, help=_BAKE_METHOD_HELP)
     p.add_argument("--start", type=_time, default=None, help="first frame's time (default: 0 s)")
     p.add_argument("--end", type=_time, default=None, help="last time (default: the end)")
     p.add_argument(
         "--device", default=None, help="device name substring or index (default: $VKDQS_DEVICE)"
+    )
+    p.add_argument(
+        "--format",
+        choices=tuple(f.lstrip(".") for f in _BAKE_FORMATS),
+        default=None,
+        help="--out-dir: the files' format (default: npz)",
+    )
+    p.add_argument(
+        "--clips",
+        default=None,
+        help="--out-dir: 'all' or clip names joined by commas; 'rest' is the rest pose "
+        "(default: all; a model without animations bakes its rest pose)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=None,
+        help="--out-dir: worker processes of the local Dask cluster, one Vulkan device each "
+        "(default: the CPUs, at most 4, at most one per model)",
+    )
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        help="--out-dir: a running Dask scheduler's address (tcp://HOST:PORT) to send the work "
+        "to instead of a local cluster (default: none)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
 
@@ -891,8 +1034,10 @@ def _stop_on_signals() -> Iterator[None]:
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
-def _with_file(message: str, model: Path | None) -> str:
-    """The message, naming the model file when it does not already."""
+def _with_file(message: str, model: Path | list[Path] | None) -> str:
+    """The message, naming the model file (the one of a bake's list) when it does not already."""
+    if isinstance(model, list):
+        model = model[0] if len(model) == 1 else None
     if model is None or model.name in message:
         return message
     return f"{model}: {message}"

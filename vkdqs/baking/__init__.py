@@ -35,6 +35,11 @@ Every format keeps the model's look (:class:`~vkdqs.baking.surface.Surface`): ea
   Needs ``usd-core`` (``pip install 'vkdqs[usd]'``); USD keeps the samples in memory until it
   saves.
 
+:func:`bake_batch` bakes every clip of many models into one folder on a Dask cluster (the
+``batch`` extra), one task per model and one Device per worker process, with a manifest a later
+run reads to skip what is done (:mod:`~vkdqs.baking.batch`, :mod:`~vkdqs.baking.batch_plan`,
+:mod:`~vkdqs.baking.batch_worker`).
+
 The package: :mod:`~vkdqs.baking.driver` poses the frames and batches them (:func:`bake`,
 :func:`bake_to_file`, :class:`Bake`); :mod:`~vkdqs.baking.surface` summarizes the look;
 :mod:`~vkdqs.baking.writers` is what the format modules (:mod:`~vkdqs.baking.npz`,
@@ -43,6 +48,7 @@ The package: :mod:`~vkdqs.baking.driver` poses the frames and batches them (:fun
 
 from __future__ import annotations
 
+from .batch import BatchRecord, BatchReport, bake_batch
 from .driver import FORMATS, MAX_FPS, MAX_FRAMES, Bake, BakeInfo, bake, bake_to_file
 from .surface import BakeGroup
 
@@ -53,6 +59,9 @@ __all__ = [
     "Bake",
     "BakeGroup",
     "BakeInfo",
+    "BatchRecord",
+    "BatchReport",
     "bake",
+    "bake_batch",
     "bake_to_file",
 ]
