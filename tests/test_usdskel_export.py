@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pxr import Usd, UsdGeom, UsdSkel  # usd-core: in the test extra
+from pxr import Sdf, Usd, UsdGeom, UsdSkel  # usd-core: in the test extra
 
 import vkdqs
 from vkdqs import methods, reference
@@ -278,3 +278,30 @@ def test_cli_export(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["export", str(path), "--out", str(tmp_path / "x.npz")])
     assert exc.value.code == 2
+
+
+def test_too_many_samples_are_refused_before_anything_is_written(tmp_path, monkeypatch):
+    from vkdqs.baking import usdskel
+
+    path = _rig_file(tmp_path)
+    monkeypatch.setattr(usdskel, "MAX_SAMPLED", 5)
+    with pytest.raises(vkdqs.LimitError, match="vkdqs bake"):
+        vkdqs.export_usdskel(path, tmp_path / "x.usda", method="lbs")
+    assert not (tmp_path / "x.usda").exists()
+
+
+def test_any_node_name_becomes_a_valid_unique_joint_path(tmp_path):
+    """Names USD cannot take as they are (slashes, spaces, non-ASCII, digits first, empty,
+    repeated) become distinct identifiers; the names as they were are in jointNames."""
+    rig = make_rig(scale_keys=HALF_SCALES)
+    weird = ["a/b", "", "1st", "bone bone", "Kn\u00f6chel", "same", "same", "x:y"]
+    for k, name in enumerate(weird):
+        rig.document["nodes"][1 + k]["name"] = name
+    rig.save(tmp_path / "weird.glb")
+    _, stage = _check_rig(tmp_path / "weird.glb", tmp_path / "weird.usda", "dqs", 0)
+    chain = UsdSkel.Skeleton(stage.GetPrimAtPath("/Root/chain"))
+    tokens = list(chain.GetJointsAttr().Get())
+    leaves = [t.rsplit("/", 1)[-1] for t in tokens]
+    assert len(set(leaves)) == len(leaves)
+    assert all(Sdf.Path.IsValidIdentifier(leaf) for leaf in leaves)
+    assert list(chain.GetJointNamesAttr().Get())[1:] == weird

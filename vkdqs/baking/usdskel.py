@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import methods, reference
-from ..errors import InputError
+from ..errors import InputError, LimitError
 from ..files import check_output
 from ..gltf.errors import GltfWarning
 from ..gltf.parts import ScenePart, scene_parts
@@ -58,6 +58,9 @@ __all__ = ["STEP_FRAMES", "UsdSkelInfo", "export_usdskel"]
 
 #: Extensions a UsdSkel rig is written to.
 FORMATS = (".usd", ".usda", ".usdc")
+#: The most channel values (key times x channels) an export samples: a SkelAnimation holds
+#: every animated joint at every key time of any channel.
+MAX_SAMPLED = 10_000_000
 #: How far (in frames) before a STEP key its held value is sampled.
 STEP_FRAMES = 1e-3
 
@@ -110,9 +113,10 @@ def export_usdskel(
     Raises
     ------
     InputError
-        A method OpenUSD cannot express, an unknown animation, nothing to export, a joint whose
-        transform relative to its skeleton parent has shear (a non-joint node with non-uniform
-        scale between them), animated morph weights on a mesh without a skin.
+        A method OpenUSD cannot express (or one a skin's joint matrices rule out, as for
+        :class:`~vkdqs.Skinner`), an unknown animation, nothing to export.
+    LimitError
+        More than :data:`MAX_SAMPLED` channel values (distinct key times x channels).
     CapabilityError
         usd-core is missing (``pip install 'vkdqs[usd]'``).
     OutputError
@@ -307,14 +311,22 @@ class _Rig:
                     GltfWarning,
                     stacklevel=4,
                 )
-        # (K, N, ...) every node's local TRS, local matrix and world matrix at each time
-        locals_ = [scene.node_local_trs(index, t) for t in self.times]  # over key times
-        self.t = np.stack([x[0] for x in locals_])
-        self.r = np.stack([x[1] for x in locals_])
-        self.s = np.stack([x[2] for x in locals_])
-        self.globals = np.stack([scene.node_global_matrices(index, t) for t in self.times])
+        # every channel sampled at every time, at once: (K, C, 4)
+        anim = scene.animations[index] if index is not None else None
+        values = len(self.times) * (len(anim.channels) + len(anim.weight_channels)) if anim else 0
+        if values > MAX_SAMPLED:
+            raise LimitError(
+                f"{scene.path.name}: animations[{index}] has {len(self.times)} distinct key "
+                f"times over its {values // len(self.times)} channels; a SkelAnimation holds "
+                "every joint at every one of them, which is too large here "
+                f"({values} values, at most {MAX_SAMPLED}): bake it instead (vkdqs bake)"
+            )
+        self.sampled = anim.sample(self.times) if anim is not None else None
+        self.channel_nodes = np.array([c.node for c in anim.channels] if anim else [], np.int64)
+        self.channel_paths = np.array([c.path for c in anim.channels] if anim else [], object)
         self.rest = scene.node_global_matrices(None)
         self.rest_local = scene.node_local_matrices(None)
+        self.rest_trs = scene.node_local_trs(None)
         # the nodes the animation moves (TRS channels), and those with a moved ancestor
         moved = np.zeros(len(scene.nodes), bool)
         if index is not None:
@@ -334,6 +346,23 @@ class _Rig:
         root = UsdSkel.Root.Define(stage, "/Root")
         stage.SetDefaultPrim(root.GetPrim())
         self.names: set[str] = {"Materials"}
+
+    def _local_trs(self, nodes: NDArray[np.int64]) -> tuple[NDArray, NDArray, NDArray]:
+        """``(K, n, 3)`` translations, ``(K, n, 4)`` rotations and ``(K, n, 3)`` scales of
+        ``nodes`` at each time: their rest TRS where no channel moves them."""
+        count = len(self.times)
+        out = [np.repeat(a[nodes][None], count, axis=0) for a in self.rest_trs]
+        if self.sampled is None:
+            return out[0], out[1], out[2]
+        where = np.full(len(self.scene.nodes), -1, np.int64)
+        where[nodes] = np.arange(len(nodes))
+        slot = where[self.channel_nodes]
+        for dest, path, width in zip(
+            out, ("translation", "rotation", "scale"), (3, 4, 3), strict=True
+        ):
+            sel = np.flatnonzero((self.channel_paths == path) & (slot >= 0))
+            dest[:, slot[sel]] = self.sampled[:, sel, :width]
+        return out[0], out[1], out[2]
 
     def _moved_ancestors(self, moved: NDArray[np.bool_]) -> NDArray[np.bool_]:
         """Whether each node or one of its ancestors is moved (vectorized over nodes, a pass
@@ -429,8 +458,7 @@ class _Rig:
                 anim.CreateScalesAttr(),
             )
             if len(joints):
-                nodes = skel.joints[joints]  # their local TRS at each key time
-                t, r, s = self.t[:, nodes], self.r[:, nodes], self.s[:, nodes]
+                t, r, s = self._local_trs(skel.joints[joints])
                 half = s.astype(np.float16).astype(np.float64)
                 lost = float(np.abs(half - s).max() / max(np.abs(s).max(), 1e-30))
                 if lost > 1e-5:
