@@ -21,7 +21,7 @@ def _run(script, *args):
 
 def test_skinning_benchmark_smoke(tmp_path, device):
     out = tmp_path / "skinning.json"
-    args = ["--sizes", "2000", "--rounds", "1", "--warmup", "0", "--numpy-rounds", "1"]
+    args = ["--sizes", "2000", "--rounds", "1", "--warmup", "1", "--numpy-rounds", "1"]
     text = _run("bench_skinning.py", *args, "--out", str(out))
     assert "compute dqs/lbs time" in text
     (res,) = json.loads(out.read_text())["results"]
