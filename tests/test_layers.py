@@ -20,6 +20,7 @@ LAYERS = {
     "errors": 0,
     "dq": 1,
     "reference": 1,
+    "ddm": 1,
     "mesh": 1,
     "material": 1,
     "bones": 1,
