@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from .centers import centers_of_rotation
     from .clip import AnimationClip
     from .crowd import Crowd
+    from .ddm import DirectDeltaMush
+    from .ddm_gpu import direct_delta_mush
     from .drawables import Instance, RenderMesh
     from .gltf import GltfError, GltfScene, load_gltf
     from .gpu.device import Device
@@ -48,6 +50,7 @@ __all__ = [
     "CapabilityError",
     "Crowd",
     "Device",
+    "DirectDeltaMush",
     "GltfError",
     "GltfScene",
     "GltfWarning",
@@ -76,6 +79,7 @@ __all__ = [
     "bake",
     "bake_to_file",
     "centers_of_rotation",
+    "direct_delta_mush",
     "dq",
     "load_gltf",
     "methods",
@@ -91,6 +95,8 @@ _LAZY = {
     "Camera": ".camera",
     "centers_of_rotation": ".centers",
     "Crowd": ".crowd",
+    "DirectDeltaMush": ".ddm",
+    "direct_delta_mush": ".ddm_gpu",
     "Device": ".gpu.device",
     "OffscreenTarget": ".targets",
     "Renderer": ".renderer",

@@ -42,6 +42,7 @@ solve, everything else agrees with libigl to rounding (``tests/test_ddm.py``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -53,9 +54,11 @@ from .dq import _as_array, _as_float, _cofactor_normals, _safe_normalize
 from .errors import InputError
 
 __all__ = [
+    "DEFAULTS",
     "DEFAULT_MAX_BONES",
     "DEGENERATE_EPS",
     "UPPER",
+    "DirectDeltaMush",
     "cotangent_laplacian",
     "expand",
     "omega_from_smoothed",
@@ -66,6 +69,9 @@ __all__ = [
 
 #: Bones kept per vertex by :func:`truncate` unless told otherwise.
 DEFAULT_MAX_BONES = 8
+#: Default parameters of :func:`vkdqs.direct_delta_mush`: smoothing steps p, rotation step λ,
+#: translation step κ, translation blend α.
+DEFAULTS = {"iterations": 20, "rotation_step": 3.0, "translation_step": 1.0, "alpha": 0.8}
 #: ``|Q̄ - q pᵀ|_F <= DEGENERATE_EPS * (|Q̄|_F + |q| |p|)`` marks a vanished covariance (no
 #: smoothing): normals then fall back to LBS's (positions need no fallback).
 DEGENERATE_EPS = 1e-6
@@ -74,6 +80,46 @@ UPPER = np.triu_indices(4)
 _FULL = np.zeros((4, 4), dtype=np.intp)
 _FULL[UPPER] = np.arange(10)
 _FULL.T[UPPER] = np.arange(10)  # index into the 10 values of each of the 16 entries
+
+
+@dataclass(frozen=True, eq=False)
+class DirectDeltaMush:
+    """A mesh's Direct Delta Mush precomputation, truncated: what skinning with it reads.
+
+    Made by :func:`vkdqs.direct_delta_mush`; :func:`skin_reference` poses with
+    ``skin_reference(positions, normals, d.omega, bone_matrices, d.bones)``.
+
+    Attributes
+    ----------
+    omega : ndarray of float32, [V, N, 10]
+        Ω of each vertex's N strongest bones (10 upper-triangle values, :data:`UPPER`), in
+        decreasing strength (``|Ω[..., 9]|``, the smoothed weight). Read-only.
+    bones : ndarray of uint32, [V, N]
+        The bone of each slot. Read-only.
+    bone_count : int
+    iterations : int
+    rotation_step, translation_step, alpha : float
+        The parameters it was computed with (p, λ, κ, α).
+    """
+
+    omega: NDArray[np.float32]
+    bones: NDArray[np.uint32]
+    bone_count: int
+    iterations: int
+    rotation_step: float
+    translation_step: float
+    alpha: float
+
+    def __post_init__(self) -> None:
+        for name in ("omega", "bones"):
+            a = np.array(getattr(self, name), copy=True)
+            a.setflags(write=False)
+            object.__setattr__(self, name, a)
+
+    @property
+    def max_bones(self) -> int:
+        """N, the bones kept per vertex."""
+        return int(self.omega.shape[1])
 
 
 def _faces(faces: ArrayLike, vertex_count: int) -> NDArray[np.int64]:
@@ -168,27 +214,33 @@ def _dense_weights(joints: ArrayLike, weights: ArrayLike, count: int, bones: int
     return out
 
 
-def omega_from_smoothed(psi: ArrayLike, w_prime: ArrayLike, alpha: float) -> NDArray[np.float64]:
+def omega_from_smoothed(
+    psi: ArrayLike, w_prime: ArrayLike, alpha: float, *, total: ArrayLike | None = None
+) -> NDArray[np.float64]:
     """Ω from the smoothed products: ``Ω_ij = (1 - α) Ψ_ij + α w'_ij P_i`` (see the module).
 
     Parameters
     ----------
-    psi : array_like, [V, B, 10]
+    psi : array_like, [V, N, 10]
         Smoothed ``w_kj u_k u_kᵀ`` (step λ), 10 upper-triangle values each.
-    w_prime : array_like, [V, B]
+    w_prime : array_like, [V, N]
         Smoothed weights (step κ).
     alpha : float
         Translation blend α.
+    total : array_like, [V, 10], keyword-only, optional
+        ``Σ_j Ψ_ij`` over all bones, whose entries ``(3, 6, 8) / 9`` are ``p_i``; by default the
+        sum of ``psi`` (all bones given). The GPU path, which keeps only some bones, smooths
+        this sum as one more column (smoothing is linear).
 
     Returns
     -------
-    ndarray of float64, [V, B, 10]
+    ndarray of float64, [V, N, 10]
     """
     psi = np.asarray(psi, dtype=np.float64)
     w_prime = np.asarray(w_prime, dtype=np.float64)
-    total = psi[:, :, 9].sum(axis=1)
-    p = psi[:, :, [3, 6, 8]].sum(axis=1)
-    p = np.divide(p, total[:, None], out=np.zeros_like(p), where=total[:, None] != 0)
+    sums = psi.sum(axis=1) if total is None else np.asarray(total, dtype=np.float64)
+    p = sums[:, [3, 6, 8]]
+    p = np.divide(p, sums[:, 9:], out=np.zeros_like(p), where=sums[:, 9:] != 0)
     big_p = np.empty((p.shape[0], 4, 4))
     big_p[:, :3, :3] = p[:, :, None] * p[:, None, :]
     big_p[:, :3, 3] = big_p[:, 3, :3] = p

@@ -1,0 +1,164 @@
+"""Direct Delta Mush's GPU precomputation (vkdqs.direct_delta_mush) against the float64 reference.
+
+Tolerances: Ω is float32 and its smoothing runs float32 Jacobi sweeps to a 1e-7 iteration error,
+so each value carries a few float32 roundings per sweep relative to the largest value (measured:
+1.4e-6 of max |Ω| on the 16-bone tube); Ω is checked to 1e-5 of max |Ω|. Posed positions go
+through ``Q̄ - q pᵀ``, a difference of products of coordinates, which on these meshes (centred
+near their origin, extent 2 to 4) costs little: measured 4e-7 of the extent, checked to 5e-6.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vkdqs
+from vkdqs import ddm, ddm_gpu
+from vkdqs.errors import InputError, LimitError
+from vkdqs.mesh import SkinnedMesh
+from vkdqs.procedural import bend_pose, bone_chain_pose, candy_wrapper, tube, twist_pose
+
+OMEGA_TOL = 1e-5  # of max |Ω|
+POSITION_TOL = 5e-6  # of the extent
+
+
+def _tube16():
+    mesh = tube(16 * 40, bone_count=16, influences=4, segments=16, length=4.0)
+    return mesh, 16, bone_chain_pose(16, 120.0, length=4.0)
+
+
+def _candy():
+    return candy_wrapper(rings=13, segments=12), 2, twist_pose(150.0, bone_count=2)
+
+
+def _candy_bend():
+    return candy_wrapper(rings=13, segments=12), 2, bend_pose(80.0, bone_count=2)
+
+
+CASES = {
+    "tube16-p10": (
+        _tube16,
+        dict(iterations=10, rotation_step=2.0, translation_step=1.0, alpha=0.5),
+    ),
+    "tube16-p3": (_tube16, dict(iterations=3, rotation_step=0.5, translation_step=0.3, alpha=0.2)),
+    "candy-p20": (_candy, dict(iterations=20, rotation_step=5.0, translation_step=2.0, alpha=0.5)),
+    "candy-bend-defaults": (_candy_bend, {}),
+    "candy-p0": (_candy, dict(iterations=0, rotation_step=1.0, translation_step=0.5, alpha=0.3)),
+}
+
+
+def _dense(omega, bones, bone_count):
+    out = np.zeros((omega.shape[0], bone_count, 10))
+    np.put_along_axis(out, bones.astype(np.int64)[:, :, None], omega, axis=1)
+    return out
+
+
+def _check(mesh, bone_count, pose, params, result, max_bones=8):
+    full = ddm.precompute_reference(
+        mesh.positions,
+        mesh.indices,
+        mesh.joints,
+        mesh.weights,
+        bone_count,
+        **{**ddm.DEFAULTS, **params},
+    )
+    ref_omega, ref_bones = ddm.truncate(full, max_bones)
+    keep = min(max_bones, bone_count)
+    assert result.omega.shape == (mesh.vertex_count, keep, 10)
+    assert result.omega.dtype == np.float32 and result.bones.dtype == np.uint32
+    scale = np.abs(ref_omega).max()
+    # Bones and Ω compared as dense [V, B, 10] (zero where not kept): slot order and ties at
+    # the truncation boundary aside, the same bones are kept with the same Ω.
+    dense_gpu = _dense(result.omega.astype(np.float64), result.bones, bone_count)
+    dense_ref = _dense(ref_omega, ref_bones, bone_count)
+    assert np.abs(dense_gpu - dense_ref).max() < OMEGA_TOL * scale
+    extent = float(np.ptp(mesh.positions, axis=0).max())
+    want, want_n = ddm.skin_reference(mesh.positions, mesh.normals, ref_omega, pose, ref_bones)
+    got, got_n = ddm.skin_reference(
+        mesh.positions,
+        mesh.normals,
+        result.omega.astype(np.float64),
+        pose,
+        result.bones.astype(np.int64),
+    )
+    assert np.abs(got - want).max() < POSITION_TOL * extent
+    assert np.abs(got_n - want_n).max() < 1e-4
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_gpu_precomputation_matches_the_reference(device, case):
+    make, params = CASES[case]
+    mesh, bone_count, pose = make()
+    result = vkdqs.direct_delta_mush(mesh, bone_count=bone_count, device=device, **params)
+    assert result.iterations == params.get("iterations", ddm.DEFAULTS["iterations"])
+    _check(mesh, bone_count, pose, params, result)
+
+
+def test_bones_in_several_chunks(device, monkeypatch):
+    """A texel budget of 3 bones per submission: 17 columns (the sum and 16 bones) in 6 chunks,
+    merged on the host, give the one-chunk result."""
+    mesh, bone_count, pose = _tube16()
+    monkeypatch.setattr(ddm_gpu, "TEXEL_BUDGET", 3 * 3 * mesh.vertex_count)
+    assert len(ddm_gpu._chunks(bone_count, mesh.vertex_count)) == 6
+    params = dict(iterations=10, rotation_step=2.0, translation_step=1.0, alpha=0.5)
+    result = vkdqs.direct_delta_mush(mesh, bone_count=bone_count, device=device, **params)
+    _check(mesh, bone_count, pose, params, result)
+
+
+def test_max_bones(device):
+    mesh, bone_count, pose = _tube16()
+    params = dict(iterations=5, rotation_step=1.0, translation_step=0.5, alpha=0.5)
+    result = vkdqs.direct_delta_mush(
+        mesh, bone_count=bone_count, device=device, max_bones=4, **params
+    )
+    _check(mesh, bone_count, pose, params, result, max_bones=4)
+    few = vkdqs.direct_delta_mush(
+        candy_wrapper(rings=5, segments=6), device=device, max_bones=8, **params
+    )
+    assert few.max_bones == 2 and few.bone_count == 2  # bone_count from the joints
+
+
+def test_the_result_is_read_only(device):
+    result = vkdqs.direct_delta_mush(
+        candy_wrapper(rings=5, segments=6), device=device, iterations=2
+    )
+    with pytest.raises(ValueError, match="read-only"):
+        result.omega[0, 0, 0] = 1.0
+    with pytest.raises(AttributeError):
+        result.alpha = 0.1
+
+
+def test_the_progress_bar_counts_the_steps(device, capsys):
+    vkdqs.direct_delta_mush(
+        candy_wrapper(rings=5, segments=6), device=device, iterations=4, progress=True
+    )
+    assert "4/4" in capsys.readouterr().err
+
+
+def test_arrays_are_accepted(device):
+    mesh, bone_count, pose = _candy()
+    params = dict(iterations=4, rotation_step=1.0, translation_step=0.5, alpha=0.5)
+    arrays = (mesh.positions, mesh.indices.reshape(-1, 3), mesh.joints, mesh.weights)
+    result = vkdqs.direct_delta_mush(arrays, bone_count=bone_count, device=device, **params)
+    _check(mesh, bone_count, pose, params, result)
+
+
+def test_bad_input_is_refused(device):
+    normals = np.tile([0.0, 0.0, 1.0], (3, 1))
+    no_faces = SkinnedMesh(np.eye(3), normals, np.zeros((3, 1), int), np.ones((3, 1)), None)
+    with pytest.raises(InputError, match="triangles"):
+        vkdqs.direct_delta_mush(no_faces, device=device)
+    with pytest.raises(InputError, match="max_bones"):
+        vkdqs.direct_delta_mush(candy_wrapper(rings=5, segments=6), device=device, max_bones=0)
+    with pytest.raises(InputError, match="alpha"):
+        vkdqs.direct_delta_mush(candy_wrapper(rings=5, segments=6), device=device, alpha=1.5)
+    with pytest.raises(InputError, match="SkinnedMesh"):
+        vkdqs.direct_delta_mush([1, 2, 3], device=device)
+
+
+def test_jacobi_sweeps():
+    """Enough sweeps for the bound; a non-contracting iteration is refused."""
+    sweeps = ddm_gpu.jacobi_sweeps(0.75, 20)
+    assert 2 * 20 * 0.75**sweeps <= ddm_gpu.TOLERANCE < 2 * 20 * 0.75 ** (sweeps - 1)
+    with pytest.raises(LimitError, match="does not contract"):
+        ddm_gpu.jacobi_sweeps(1.0, 3)

@@ -1,0 +1,374 @@
+"""``direct_delta_mush()``: Direct Delta Mush's precomputation, its smoothing on the GPU.
+
+The smoothing of every bone's ``w u uᵀ`` and weight (:mod:`vkdqs.ddm`) is the expensive part:
+``p`` implicit steps, each a sparse solve of ``(I + s D⁻¹ L) x = b``. ``ddm_smooth.comp`` solves
+it by Jacobi sweeps (``x ← (b + s D⁻¹ W x) / (1 + s)``, W the cotangent weights), warm-started
+at ``b``; the number of sweeps makes the iteration's error at most :data:`TOLERANCE` of the
+values' scale after all ``p`` steps (the sweep contracts by ``ρ = s/(1+s) max_i Σ_k |W_ik|/D_i``
+in the max norm, ``s/(1+s)`` where no cotangent weight is negative). The bones go through in
+chunks that fit :data:`TEXEL_BUDGET` (one submission per step, so a progress bar can follow),
+with one more column, the sum over all bones, whose smoothing gives each vertex's ``p_i``
+(smoothing is linear); after each chunk the host keeps each vertex's ``max_bones`` strongest
+bones and at the end assembles Ω (:func:`vkdqs.ddm.omega_from_smoothed`).
+
+Ω is float32, in the mesh's own frame: its entries hold products of coordinates, so a mesh far
+from its origin loses precision in ``Q̄ - q pᵀ`` (a difference of such products).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import shader_interface as si
+from .ddm import (
+    DEFAULT_MAX_BONES,
+    DEFAULTS,
+    UPPER,
+    DirectDeltaMush,
+    _check_parameters,
+    _dense_weights,
+    cotangent_laplacian,
+    omega_from_smoothed,
+)
+from .dq import _as_float
+from .errors import InputError, LimitError
+from .gpu import (
+    Buffer,
+    BufferView,
+    CommandBuffer,
+    ComputePipelineDesc,
+    DescriptorPool,
+    DescriptorSetLayout,
+    Device,
+    PipelineCache,
+    PipelineLayout,
+    ResourceOwner,
+    TexelWrite,
+    write_descriptors,
+)
+from .gpu.calls import vk
+from .mesh import SkinnedMesh
+
+__all__ = ["TEXEL_BUDGET", "TOLERANCE", "direct_delta_mush", "jacobi_sweeps"]
+
+SHADER = "ddm_smooth.comp"
+#: Bound on the Jacobi iteration's error after all steps, relative to the largest value.
+TOLERANCE = 1e-7
+#: rgba32f texels of one of the three smoothing buffers (64 MiB): bones per chunk follow.
+TEXEL_BUDGET = 1 << 22
+_TEXELS_PER_BONE = 3  # 10 values of w u uᵀ, the weight, a pad
+
+
+def jacobi_sweeps(contraction: float, iterations: int, tolerance: float = TOLERANCE) -> int:
+    """Sweeps per step so that ``iterations`` steps leave an error below ``tolerance``.
+
+    Each step's error is at most ``contraction ** sweeps`` times the distance from the
+    warm start ``b`` to the solution (at most twice the values' scale), and the steps do not
+    amplify earlier errors (each is an average in the max norm), so the errors add up.
+    """
+    if not 0 <= contraction < 1:
+        raise LimitError(
+            f"the Jacobi iteration does not contract (factor {contraction:.3f} >= 1): the mesh "
+            "has negative cotangent weights (obtuse triangles) that outweigh the positive ones; "
+            "use vkdqs.ddm.precompute_reference"
+        )
+    if contraction == 0:
+        return 1
+    target = tolerance / (2.0 * max(iterations, 1))
+    return max(1, math.ceil(math.log(target) / math.log(contraction)))
+
+
+class _SmoothingJob(ResourceOwner):
+    """The CSR texels, three rotating value buffers, the pipeline and its descriptor sets."""
+
+    def __init__(self, device: Device, rows: NDArray, entries: NDArray, texels: int) -> None:
+        super().__init__(device)
+        try:
+            self._create(rows, entries, texels)
+        except BaseException:
+            self.close()
+            raise
+
+    def _create(self, rows: NDArray, entries: NDArray, texels: int) -> None:
+        dev, label = self.device, "direct delta mush"
+        limit = dev.info.max_texel_buffer_elements
+        for name, count in (("rows", len(rows)), ("entries", len(entries)), ("values", texels)):
+            if count > limit:
+                raise LimitError(
+                    f"{label}: {count} {name} texels exceed this device's "
+                    f"maxTexelBufferElements ({limit})"
+                )
+        uniform = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
+        storage = vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
+        sint, sfloat = int(si.Format.R32G32B32A32_SINT), int(si.DDM_OUT_FORMAT)
+        self.csr = []
+        for name, arr in (("rows", rows), ("entries", entries)):
+            buf = self.own(Buffer(dev, max(arr.nbytes, 16), uniform, label=f"{label} {name}"))
+            buf.write(arr)
+            self.csr.append(self.own(BufferView(dev, buf, sint, label=f"{label} {name}")))
+        self.values, self.reads, self.writes = [], [], []
+        for i in range(3):
+            buf = self.own(
+                Buffer(dev, texels * 16, uniform | storage, label=f"{label} {i}", readback=True)
+            )
+            self.values.append(buf)
+            self.reads.append(self.own(BufferView(dev, buf, sfloat, label=f"{label} {i} read")))
+            self.writes.append(self.own(BufferView(dev, buf, sfloat, label=f"{label} {i} write")))
+        self.bindings = {b.binding: b for b in si.DDM_BINDINGS}
+        self.set_layout = self.own(DescriptorSetLayout(dev, si.DDM_BINDINGS, label=label))
+        self.layout = self.own(
+            PipelineLayout(dev, [self.set_layout], si.DDM_PUSH_BYTES, si.Stage.COMPUTE, label=label)
+        )
+        self.pool = self.own(DescriptorPool(dev, si.DDM_BINDINGS, sets=9, label=label))
+        self.sets: dict[tuple[int, int, int], Any] = {}
+        self._pipelines = PipelineCache(self)
+        desc = ComputePipelineDesc(SHADER, ((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),))
+        self.pipeline = self._pipelines.compute(desc, self.layout)
+        self.cmd = self.own(CommandBuffer(dev, label=label))
+
+    def _set(self, rhs: int, current: int, out: int) -> Any:
+        key = (rhs, current, out)
+        if key not in self.sets:
+            s = self.pool.allocate(self.set_layout)
+            b = self.bindings
+            write_descriptors(
+                self.device,
+                s,
+                [
+                    TexelWrite(b[si.DDM_ROWS], self.csr[0]),
+                    TexelWrite(b[si.DDM_NEIGHBOURS], self.csr[1]),
+                    TexelWrite(b[si.DDM_RHS], self.reads[rhs]),
+                    TexelWrite(b[si.DDM_CURRENT], self.reads[current]),
+                    TexelWrite(b[si.DDM_NEXT], self.writes[out]),
+                ],
+            )
+            self.sets[key] = s
+        return self.sets[key]
+
+    def step(self, rhs: int, vertices: int, texels: int, sweeps: int, steps: tuple) -> int:
+        """Record and run one smoothing step's sweeps; returns the buffer holding the result."""
+        invocations = vertices * texels
+        groups = math.ceil(invocations / si.LOCAL_SIZE)
+        gx = min(groups, self.device.info.max_compute_work_group_count[0])
+        gy = math.ceil(groups / gx)
+        if gy > self.device.info.max_compute_work_group_count[1]:
+            raise LimitError(f"direct delta mush: {invocations} invocations are too many")
+        push = np.zeros(5, np.uint32)
+        push[:3] = (vertices, texels, gx * si.LOCAL_SIZE)
+        push[3:].view(np.float32)[:] = steps
+        cmd: Any = self.cmd.begin(one_time=True)
+        point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+        vk.vkCmdBindPipeline(cmd, point, self.pipeline.handle)
+        vk.vkCmdPushConstants(
+            cmd, self.layout.handle, si.Stage.COMPUTE, 0, push.nbytes, vk.ffi.from_buffer(push)
+        )
+        shader = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT
+        )
+        compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+        current = rhs
+        for _ in range(sweeps):
+            out = min({0, 1, 2} - {rhs, current})
+            s = self._set(rhs, current, out)
+            vk.vkCmdBindDescriptorSets(cmd, point, self.layout.handle, 0, 1, [s], 0, None)
+            vk.vkCmdDispatch(cmd, gx, gy, 1)
+            vk.vkCmdPipelineBarrier(
+                cmd, compute, compute, 0, 1, [shader], 0, None, 0, None
+            )  # the next sweep reads what this one wrote
+            current = out
+        host = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT
+        )
+        vk.vkCmdPipelineBarrier(
+            cmd, compute, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [host], 0, None, 0, None
+        )
+        self.cmd.end()
+        self.cmd.submit_and_wait()
+        return current
+
+    def close(self) -> None:
+        with self._lock:
+            super().close()
+            if hasattr(self, "_pipelines"):
+                self._pipelines.clear()
+
+
+def _inputs(mesh: SkinnedMesh | tuple, bone_count: int | None) -> tuple:
+    """(positions float64, faces, joints, weights, bone_count) of a mesh or a 4-tuple."""
+    if isinstance(mesh, SkinnedMesh):
+        if mesh.indices is None:
+            raise InputError("direct_delta_mush needs a mesh with triangles (indices)")
+        arrays = (mesh.positions, mesh.indices, mesh.joints, mesh.weights)
+    elif isinstance(mesh, tuple) and len(mesh) == 4:
+        arrays = mesh
+    else:
+        raise InputError(
+            "direct_delta_mush takes a SkinnedMesh or (positions, faces, joints, weights), got "
+            f"{type(mesh).__name__}"
+        )
+    positions = _as_float(arrays[0], "positions")
+    if positions.ndim != 2 or positions.shape[1] != 3:
+        raise InputError(f"positions must have shape (V, 3), got shape {positions.shape}")
+    joints = np.asarray(arrays[2])
+    if bone_count is None:
+        bone_count = int(joints.max()) + 1 if joints.size else 1
+    if int(bone_count) != bone_count or bone_count < 1:
+        raise InputError(f"bone_count must be an integer >= 1, got {bone_count}")
+    return positions, arrays[1], arrays[2], arrays[3], int(bone_count)
+
+
+def _csr_texels(positions: NDArray, faces: ArrayLike) -> tuple[NDArray, NDArray, float]:
+    """The rows and entries texels of ``D⁻¹ W``, and ``max_i Σ_k |W_ik| / D_i``."""
+    indptr, indices, weights, diagonal = cotangent_laplacian(positions, faces)
+    n = diagonal.size
+    row = np.repeat(np.arange(n), np.diff(indptr))
+    usable = diagonal != 0
+    normalized = np.divide(
+        weights, diagonal[row], out=np.zeros_like(weights), where=usable[row]
+    ).astype(np.float32)
+    rows = np.zeros((n, 4), np.int32)
+    rows[:, 0] = indptr[:-1]
+    rows[:, 1] = np.where(usable, np.diff(indptr), 0)
+    entries = np.zeros((max(len(indices), 1), 4), np.int32)
+    entries[: len(indices), 0] = indices
+    entries[: len(indices), 1] = normalized.view(np.int32)
+    spread = np.bincount(row, weights=np.abs(normalized), minlength=n)
+    return rows, entries, float(spread.max(initial=0.0))
+
+
+def _keep_strongest(values: NDArray, bones: NDArray, alpha: float, keep: int) -> tuple:
+    """The ``keep`` strongest of each vertex's smoothed columns (``[V, M, 11]``: 10 values of
+    Ψ, then w'), by ``|Ω[9]| = |(1 - α) Ψ[9] + α w'|`` as :func:`vkdqs.ddm.truncate` ranks."""
+    strength = np.abs((1.0 - alpha) * values[:, :, 9] + alpha * values[:, :, 10])
+    order = np.argsort(-strength, axis=1, kind="stable")[:, :keep]
+    return np.take_along_axis(values, order[:, :, None], axis=1), np.take_along_axis(
+        bones, order, axis=1
+    )
+
+
+def _chunks(bone_count: int, vertices: int) -> list[list[int]]:
+    """Bones per submission; chunk 0 also carries the sum over all bones (index -1)."""
+    per = max(1, TEXEL_BUDGET // (_TEXELS_PER_BONE * max(vertices, 1)))
+    columns = [-1, *range(bone_count)]
+    return [columns[i : i + per] for i in range(0, len(columns), per)]
+
+
+def direct_delta_mush(
+    mesh: SkinnedMesh | tuple,
+    *,
+    bone_count: int | None = None,
+    iterations: int = DEFAULTS["iterations"],
+    rotation_step: float = DEFAULTS["rotation_step"],
+    translation_step: float = DEFAULTS["translation_step"],
+    alpha: float = DEFAULTS["alpha"],
+    max_bones: int = DEFAULT_MAX_BONES,
+    device: Device | None = None,
+    progress: bool = False,
+) -> DirectDeltaMush:
+    """Direct Delta Mush (Le & Lewis 2019, variant 0) precomputed on the GPU.
+
+    Computes what :func:`vkdqs.ddm.precompute_reference` followed by
+    :func:`vkdqs.ddm.truncate` computes, with the smoothing on the GPU (float32 Jacobi sweeps;
+    the module docstring says how many).
+
+    Parameters
+    ----------
+    mesh : SkinnedMesh or tuple
+        With triangles; or ``(positions [V, 3], faces [T, 3], joints [V, K], weights [V, K])``.
+    bone_count : int, keyword-only, optional
+        B; by default one more than the largest joint index.
+    iterations, rotation_step, translation_step, alpha : keyword-only
+        p, λ, κ and α (:data:`vkdqs.ddm.DEFAULTS`).
+    max_bones : int, keyword-only
+        Bones kept per vertex (the strongest, by smoothed weight), 8 by default.
+    device : Device, optional
+        Run on this device; by default one is opened for the call.
+    progress : bool, keyword-only
+        Show a tqdm bar on stderr over the smoothing steps.
+
+    Returns
+    -------
+    DirectDeltaMush
+    """
+    positions, faces, joints, weights, bones = _inputs(mesh, bone_count)
+    _check_parameters(iterations, rotation_step, translation_step, alpha)
+    if int(max_bones) != max_bones or max_bones < 1:
+        raise InputError(f"max_bones must be an integer >= 1, got {max_bones}")
+    if device is None:
+        with Device() as own:
+            return direct_delta_mush(
+                (positions, faces, joints, weights),
+                bone_count=bones,
+                iterations=iterations,
+                rotation_step=rotation_step,
+                translation_step=translation_step,
+                alpha=alpha,
+                max_bones=max_bones,
+                device=own,
+                progress=progress,
+            )
+    n = positions.shape[0]
+    w = _dense_weights(joints, weights, n, bones)
+    rows, entries, spread = _csr_texels(positions, faces)
+    step_max = max(rotation_step, translation_step)
+    sweeps = jacobi_sweeps(step_max / (1.0 + step_max) * spread, int(iterations))
+
+    hom = np.concatenate([positions, np.ones((n, 1))], axis=1)
+    uu = (hom[:, :, None] * hom[:, None, :])[:, UPPER[0], UPPER[1]]
+    chunks = _chunks(bones, n)
+    keep = min(int(max_bones), bones)
+    kept_values = np.zeros((n, 0, 11))
+    kept_bones = np.zeros((n, 0), np.int64)
+    total = np.zeros((n, 10))
+    bar = None
+    if progress and iterations:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(chunks) * int(iterations), unit="step", desc="DDM", file=sys.stderr)
+    texels = _TEXELS_PER_BONE * max(len(c) for c in chunks)
+    try:
+        with _SmoothingJob(device, rows, entries, n * texels) as job:
+            for columns in chunks:
+                col_w = np.stack([w.sum(axis=1) if c < 0 else w[:, c] for c in columns], axis=1)
+                values = np.zeros((n, len(columns), 12), np.float32)
+                values[:, :, :10] = col_w[:, :, None] * uu[:, None, :]
+                values[:, :, 10] = col_w
+                chunk_texels = _TEXELS_PER_BONE * len(columns)
+                job.values[0].write(values)
+                current = 0
+                for _ in range(int(iterations)):
+                    current = job.step(
+                        current, n, chunk_texels, sweeps, (rotation_step, translation_step)
+                    )
+                    if bar is not None:
+                        bar.update()
+                job.values[current].read_into(values)
+                smoothed = values[:, :, :11].astype(np.float64)
+                ids = np.asarray(columns)
+                if ids[0] < 0:
+                    total = smoothed[:, 0, :10]
+                    smoothed, ids = smoothed[:, 1:], ids[1:]
+                kept_values, kept_bones = _keep_strongest(
+                    np.concatenate([kept_values, smoothed], axis=1),
+                    np.concatenate([kept_bones, np.broadcast_to(ids, (n, ids.size))], axis=1),
+                    alpha,
+                    keep,
+                )
+    finally:
+        if bar is not None:
+            bar.close()
+    omega = omega_from_smoothed(kept_values[:, :, :10], kept_values[:, :, 10], alpha, total=total)
+    return DirectDeltaMush(
+        omega=omega.astype(np.float32),
+        bones=kept_bones.astype(np.uint32),
+        bone_count=bones,
+        iterations=int(iterations),
+        rotation_step=float(rotation_step),
+        translation_step=float(translation_step),
+        alpha=float(alpha),
+    )
