@@ -328,3 +328,29 @@ def test_bad_input_is_refused(change, match):
     kwargs.update(change)
     with pytest.raises(InputError, match=match):
         ddm.precompute_reference(**kwargs)
+
+
+def test_omega_about_another_origin_poses_the_same():
+    mesh, bones = _tube()
+    omega = _omega(mesh, bones, PARAMETERS[1])
+    pose = bone_chain_pose(4, 90.0, length=4.0)
+    origin = np.array([0.3, 2.0, -0.7])
+    a, an = ddm.skin_reference(mesh.positions, mesh.normals, omega, pose)
+    b, bn = ddm.skin_reference(
+        mesh.positions, mesh.normals, ddm.reframe(omega, origin), pose, origin=origin
+    )
+    assert np.abs(a - b).max() < 1e-12 and np.abs(an - bn).max() < 1e-12
+    assert np.abs(ddm.reframe(ddm.reframe(omega, origin), -origin) - omega).max() < 1e-12
+    # Ω about the origin is Ω of the moved positions
+    moved = ddm.precompute_reference(
+        mesh.positions - origin,
+        mesh.indices,
+        np.broadcast_to(np.arange(bones), (mesh.vertex_count, bones)),
+        _arrays(mesh, bones)[2],
+        bones,
+        iterations=10,
+        rotation_step=2.0,
+        translation_step=1.0,
+        alpha=0.5,
+    )
+    assert np.abs(moved - ddm.reframe(omega, origin)).max() < 1e-9 * np.abs(omega).max()

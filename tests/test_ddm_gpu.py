@@ -62,7 +62,8 @@ def _check(mesh, bone_count, pose, params, result, max_bones=8):
         bone_count,
         **{**ddm.DEFAULTS, **params},
     )
-    ref_omega, ref_bones = ddm.truncate(full, max_bones)
+    model_omega, ref_bones = ddm.truncate(full, max_bones)  # |Ω[9]| does not change with frame
+    ref_omega = ddm.reframe(model_omega, result.origin)
     keep = min(max_bones, bone_count)
     assert result.omega.shape == (mesh.vertex_count, keep, 10)
     assert result.omega.dtype == np.float32 and result.bones.dtype == np.uint32
@@ -73,13 +74,15 @@ def _check(mesh, bone_count, pose, params, result, max_bones=8):
     dense_ref = _dense(ref_omega, ref_bones, bone_count)
     assert np.abs(dense_gpu - dense_ref).max() < OMEGA_TOL * scale
     extent = float(np.ptp(mesh.positions, axis=0).max())
-    want, want_n = ddm.skin_reference(mesh.positions, mesh.normals, ref_omega, pose, ref_bones)
+    # The reference poses in the model frame, the GPU's Ω about its origin: the same result.
+    want, want_n = ddm.skin_reference(mesh.positions, mesh.normals, model_omega, pose, ref_bones)
     got, got_n = ddm.skin_reference(
         mesh.positions,
         mesh.normals,
-        result.omega.astype(np.float64),
+        result.omega,  # float32: its dtype sets the threshold of a vanished covariance
         pose,
         result.bones.astype(np.int64),
+        origin=result.origin,
     )
     assert np.abs(got - want).max() < POSITION_TOL * extent
     assert np.abs(got_n - want_n).max() < 1e-4
@@ -162,3 +165,27 @@ def test_jacobi_sweeps():
     assert 2 * 20 * 0.75**sweeps <= ddm_gpu.TOLERANCE < 2 * 20 * 0.75 ** (sweeps - 1)
     with pytest.raises(LimitError, match="does not contract"):
         ddm_gpu.jacobi_sweeps(1.0, 3)
+
+
+def test_a_mesh_far_from_its_origin(device):
+    """The candy wrapper moved 1000 away: Ω about the mesh's centre keeps the GPU result
+    within the tolerances; the same Ω stored in float32 in the model frame would not."""
+    base, bone_count, pose = _candy()
+    offset = np.array([1000.0, -500.0, 200.0])
+    mesh = SkinnedMesh(
+        base.positions + offset, base.normals, base.joints, base.weights, base.indices
+    )
+    move = np.eye(4)
+    move[:3, 3] = offset
+    pose = move @ pose @ np.linalg.inv(move)  # the same twist about the moved axis
+    params = dict(iterations=10, rotation_step=2.0, translation_step=1.0, alpha=0.5)
+    result = vkdqs.direct_delta_mush(mesh, bone_count=bone_count, device=device, **params)
+    assert np.allclose(result.origin, offset + np.array([1.0, 0.0, 0.0]), atol=1e-4)
+    _check(mesh, bone_count, pose, params, result)
+    model = ddm.reframe(result.omega.astype(np.float64), -result.origin).astype(np.float32)
+    bones = result.bones.astype(np.int64)
+    good, _ = ddm.skin_reference(
+        mesh.positions, mesh.normals, result.omega, pose, bones, origin=result.origin
+    )
+    bad, _ = ddm.skin_reference(mesh.positions, mesh.normals, model, pose, bones)
+    assert np.abs(bad - good).max() > 100 * POSITION_TOL * 2.0

@@ -57,12 +57,14 @@ __all__ = [
     "DEFAULTS",
     "DEFAULT_MAX_BONES",
     "DEGENERATE_EPS",
+    "DEGENERATE_EPS_FLOAT32",
     "UPPER",
     "DirectDeltaMush",
     "cotangent_laplacian",
     "expand",
     "omega_from_smoothed",
     "precompute_reference",
+    "reframe",
     "skin_reference",
     "truncate",
 ]
@@ -72,9 +74,12 @@ DEFAULT_MAX_BONES = 8
 #: Default parameters of :func:`vkdqs.direct_delta_mush`: smoothing steps p, rotation step λ,
 #: translation step κ, translation blend α.
 DEFAULTS = {"iterations": 20, "rotation_step": 3.0, "translation_step": 1.0, "alpha": 0.8}
-#: ``|Q̄ - q pᵀ|_F <= DEGENERATE_EPS * (|Q̄|_F + |q| |p|)`` marks a vanished covariance (no
-#: smoothing): normals then fall back to LBS's (positions need no fallback).
-DEGENERATE_EPS = 1e-6
+#: ``|Q̄ - q pᵀ|_F <= eps * (|Q̄|_F + |q| |p|)``, in the frame Ω is given in, marks a vanished
+#: covariance (no smoothing): normals then fall back to LBS's (positions need no fallback). The
+#: difference cancels to rounding noise, so ``eps`` follows the precision of the given Ω:
+#: :data:`DEGENERATE_EPS` for float64, :data:`DEGENERATE_EPS_FLOAT32` for float32 (or less).
+DEGENERATE_EPS = 1e-12
+DEGENERATE_EPS_FLOAT32 = 1e-5
 #: Row and column of each of the 10 stored values of a symmetric 4x4 (row-major upper triangle).
 UPPER = np.triu_indices(4)
 _FULL = np.zeros((4, 4), dtype=np.intp)
@@ -87,7 +92,7 @@ class DirectDeltaMush:
     """A mesh's Direct Delta Mush precomputation, truncated: what skinning with it reads.
 
     Made by :func:`vkdqs.direct_delta_mush`; :func:`skin_reference` poses with
-    ``skin_reference(positions, normals, d.omega, bone_matrices, d.bones)``.
+    ``skin_reference(positions, normals, d.omega, bone_matrices, d.bones, origin=d.origin)``.
 
     Attributes
     ----------
@@ -96,6 +101,9 @@ class DirectDeltaMush:
         decreasing strength (``|Ω[..., 9]|``, the smoothed weight). Read-only.
     bones : ndarray of uint32, [V, N]
         The bone of each slot. Read-only.
+    origin : ndarray of float64, [3]
+        The point Ω is expressed about (:func:`reframe`): the centre of the mesh's bounding
+        box, so float32 Ω stays accurate far from the model origin. Read-only.
     bone_count : int
     iterations : int
     rotation_step, translation_step, alpha : float
@@ -104,6 +112,7 @@ class DirectDeltaMush:
 
     omega: NDArray[np.float32]
     bones: NDArray[np.uint32]
+    origin: NDArray[np.float64]
     bone_count: int
     iterations: int
     rotation_step: float
@@ -111,7 +120,7 @@ class DirectDeltaMush:
     alpha: float
 
     def __post_init__(self) -> None:
-        for name in ("omega", "bones"):
+        for name in ("omega", "bones", "origin"):
             a = np.array(getattr(self, name), copy=True)
             a.setflags(write=False)
             object.__setattr__(self, name, a)
@@ -373,6 +382,28 @@ def truncate(
     return np.take_along_axis(om, order[:, :, None], axis=1), order.astype(np.int64)
 
 
+def reframe(omega: ArrayLike, origin: ArrayLike) -> NDArray[np.float64]:
+    """Ω expressed about ``origin``: ``T(-origin) Ω T(-origin)ᵀ`` (Ω is a sum of ``w u uᵀ``,
+    so this is Ω of the positions less ``origin``).
+
+    Stored in float32, Ω about a point near the mesh keeps ``Q̄ - q pᵀ`` (a difference of
+    products of coordinates) accurate for a mesh far from its model origin.
+
+    Parameters
+    ----------
+    omega : array_like, [..., 10]
+    origin : array_like, [3]
+
+    Returns
+    -------
+    ndarray of float64, [..., 10]
+    """
+    t = np.eye(4)
+    t[:3, 3] = -_as_float(origin, "origin").reshape(3)
+    full = np.einsum("ij,...jk,lk->...il", t, expand(omega), t)
+    return full[..., UPPER[0], UPPER[1]]
+
+
 def expand(omega10: ArrayLike) -> NDArray[np.float64]:
     """The symmetric 4x4 matrices of stored upper triangles: ``[..., 10] -> [..., 4, 4]``."""
     return np.asarray(omega10, dtype=np.float64)[..., _FULL]
@@ -384,6 +415,8 @@ def skin_reference(
     omega: ArrayLike,
     bone_matrices: ArrayLike,
     bones: ArrayLike | None = None,
+    *,
+    origin: ArrayLike | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Pose with Direct Delta Mush (variant 0) in float64; the formulas in the module docstring.
 
@@ -395,11 +428,16 @@ def skin_reference(
         Rest normals.
     omega : array_like, [V, N, 10]
         Ω of every bone (``N = B``, ``bones`` None) or of the kept slots (:func:`truncate`).
+        Its dtype sets the threshold of a vanished covariance (:data:`DEGENERATE_EPS`).
     bone_matrices : array_like, [B, 4, 4] or [B, 3, 4]
         Affine skinning matrices (rest space -> posed space); the last row is taken as
         ``0 0 0 1``.
     bones : array_like of int, [V, N], optional
         The bone of each slot of ``omega``; None means slot ``j`` is bone ``j``.
+    origin : array_like, [3], keyword-only, optional
+        The point ``omega`` is expressed about (:func:`reframe`, ``DirectDeltaMush.origin``):
+        posing then uses ``M_j T(origin)`` and ``v - origin``, which gives the same result as
+        the model-frame Ω (the covariance ``Q̄ - q pᵀ`` and so R do not change).
 
     Returns
     -------
@@ -409,6 +447,8 @@ def skin_reference(
     """
     v = _as_float(positions, "positions")
     n = _as_float(normals, "normals")
+    single = np.asarray(omega).dtype.itemsize <= 4 and np.asarray(omega).dtype.kind == "f"
+    eps = DEGENERATE_EPS_FLOAT32 if single else DEGENERATE_EPS
     om = _as_float(omega, "omega")
     mats = _as_float(bone_matrices, "bone_matrices")
     if v.ndim != 2 or v.shape[1] != 3 or n.shape != v.shape:
@@ -420,6 +460,10 @@ def skin_reference(
     affine = np.zeros((mats.shape[0], 4, 4))
     affine[:, :3, :] = mats[:, :3, :]
     affine[:, 3, 3] = 1.0
+    if origin is not None:
+        o = _as_float(origin, "origin").reshape(3)
+        affine[:, :3, 3] += affine[:, :3, :3] @ o
+        v = v - o
     if bones is None:
         if om.shape[1] != affine.shape[0]:
             raise InputError(f"omega has {om.shape[1]} bones, bone_matrices {affine.shape[0]}")
@@ -447,7 +491,7 @@ def skin_reference(
     scale = np.linalg.norm(q_bar, axis=(1, 2)) + np.linalg.norm(q_t, axis=1) * np.linalg.norm(
         p_t, axis=1
     )
-    degenerate = np.linalg.norm(cov, axis=(1, 2)) <= DEGENERATE_EPS * scale
+    degenerate = np.linalg.norm(cov, axis=(1, 2)) <= eps * scale
     out_n = np.einsum("vij,vj->vi", rot, n)
     out_n, _ = _safe_normalize(out_n)
     if degenerate.any():

@@ -11,8 +11,9 @@ with one more column, the sum over all bones, whose smoothing gives each vertex'
 (smoothing is linear); after each chunk the host keeps each vertex's ``max_bones`` strongest
 bones and at the end assembles Ω (:func:`vkdqs.ddm.omega_from_smoothed`).
 
-Ω is float32, in the mesh's own frame: its entries hold products of coordinates, so a mesh far
-from its origin loses precision in ``Q̄ - q pᵀ`` (a difference of such products).
+Everything runs about the centre of the mesh's bounding box (``DirectDeltaMush.origin``, see
+:func:`vkdqs.ddm.reframe`): Ω's entries are products of coordinates, and ``Q̄ - q pᵀ`` a
+difference of them, which float32 keeps accurate only for coordinates near the origin.
 """
 
 from __future__ import annotations
@@ -318,7 +319,8 @@ def direct_delta_mush(
     step_max = max(rotation_step, translation_step)
     sweeps = jacobi_sweeps(step_max / (1.0 + step_max) * spread, int(iterations))
 
-    hom = np.concatenate([positions, np.ones((n, 1))], axis=1)
+    origin = 0.5 * (positions.min(axis=0) + positions.max(axis=0)) if n else np.zeros(3)
+    hom = np.concatenate([positions - origin, np.ones((n, 1))], axis=1)
     uu = (hom[:, :, None] * hom[:, None, :])[:, UPPER[0], UPPER[1]]
     chunks = _chunks(bones, n)
     keep = min(int(max_bones), bones)
@@ -366,6 +368,7 @@ def direct_delta_mush(
     return DirectDeltaMush(
         omega=omega.astype(np.float32),
         bones=kept_bones.astype(np.uint32),
+        origin=origin,
         bone_count=bones,
         iterations=int(iterations),
         rotation_step=float(rotation_step),
