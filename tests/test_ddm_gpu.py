@@ -159,12 +159,24 @@ def test_bad_input_is_refused(device):
         vkdqs.direct_delta_mush([1, 2, 3], device=device)
 
 
-def test_jacobi_sweeps():
-    """Enough sweeps for the bound; a non-contracting iteration is refused."""
-    sweeps = ddm_gpu.jacobi_sweeps(0.75, 20)
-    assert 2 * 20 * 0.75**sweeps <= ddm_gpu.TOLERANCE < 2 * 20 * 0.75 ** (sweeps - 1)
+def test_chebyshev_sweeps_and_weights():
+    """Enough sweeps for the bound and no more; the weights of the semi-iterative method; a
+    non-contracting iteration is refused."""
+    sweeps = ddm_gpu.chebyshev_sweeps(0.75, 20, norm_ratio=10.0)
+
+    def chebyshev(m, x):
+        return np.cosh(m * np.arccosh(x))
+
+    need = 2 * 20 * 10.0 / ddm_gpu.TOLERANCE
+    assert chebyshev(sweeps, 1 / 0.75) >= need > chebyshev(sweeps - 1, 1 / 0.75)
+    jacobi = np.log(ddm_gpu.TOLERANCE / (2 * 20)) / np.log(0.75)
+    assert sweeps < 0.6 * jacobi  # 32 against plain Jacobi's 69 (without the norm ratio)
+    w = ddm_gpu.chebyshev_weights(0.75, 30)
+    assert w[0] == 1.0 and w[1] == pytest.approx(1 / (1 - 0.75**2 / 2))
+    limit = 2 / (1 + np.sqrt(1 - 0.75**2))  # the weights tend to the optimal SOR factor
+    assert w[-1] == pytest.approx(limit, rel=1e-6) and (np.diff(w[1:]) <= 0).all()
     with pytest.raises(LimitError, match="does not contract"):
-        ddm_gpu.jacobi_sweeps(1.0, 3)
+        ddm_gpu.chebyshev_sweeps(1.0, 3)
 
 
 def test_a_mesh_far_from_its_origin(device):
