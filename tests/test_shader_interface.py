@@ -60,6 +60,7 @@ from vkdqs.shader_interface import (
     CROWD_UVS_ID,
     DDM_NEXT,
     DDM_OUT_FORMAT,
+    DDM_SUM,
     DDM_TEXELS,
     INSTANCE,
     INSTANCE_BLOCK,
@@ -191,9 +192,10 @@ def check_texel_formats(v: Variant, mod: Module) -> list[str]:
     elif v.kind == "ddm_smooth":
         want = list(DDM_TEXELS)
         assert DDM_OUT_FORMAT == Format.R32G32B32A32_SFLOAT
-        scalar, _, _, image_format = mod.image(set0(mod)[DDM_NEXT].type_id)
-        if (scalar, image_format) != ("float", 1):  # SPIR-V Image Format 1: Rgba32f
-            return [f"binding {DDM_NEXT}: shader has {scalar}/format {image_format}, host rgba32f"]
+        for n in (DDM_NEXT, DDM_SUM):
+            scalar, _, _, image_format = mod.image(set0(mod)[n].type_id)
+            if (scalar, image_format) != ("float", 1):  # SPIR-V Image Format 1: Rgba32f
+                return [f"binding {n}: shader has {scalar}/format {image_format}, host rgba32f"]
     elif v.kind == "compute":
         want = [(m.binding, m.texel_format) for m in mesh_inputs(v.slots, v.method)]
         want.append((COMPUTE_OUT, COMPUTE_OUT_FORMAT))

@@ -1,18 +1,19 @@
 """``direct_delta_mush()``: Direct Delta Mush's precomputation, its smoothing on the GPU.
 
 The smoothing of every bone's ``w u uᵀ`` and weight (:mod:`vkdqs.ddm`) is the expensive part:
-``p`` implicit steps, each a sparse solve of ``(I + s D⁻¹ L) x = b``. ``ddm_smooth.comp`` solves
-it by Chebyshev-accelerated Jacobi sweeps (the Jacobi update ``y = (b + s D⁻¹ W x) / (1 + s)``,
-W the cotangent weights; :func:`chebyshev_sweeps`), warm-started at ``b``: the Jacobi matrix
-``s/(1+s) D⁻¹ W`` is self-adjoint in the D-weighted inner product, with its spectrum within
-``±ρ``, ``ρ = s/(1+s) max_i Σ_k |W_ik| / D_i`` (``s/(1+s)`` where no cotangent weight is
-negative), and the number of sweeps makes the iteration's error at most :data:`TOLERANCE` of
-the values' scale after all ``p`` steps (about half the sweeps plain Jacobi needs at
-``ρ = 0.75``, fewer still for larger steps). The bones go through in
-chunks that fit :data:`TEXEL_BUDGET` (one submission per step, so a progress bar can follow),
-with one more column, the sum over all bones, whose smoothing gives each vertex's ``p_i``
-(smoothing is linear); after each chunk the host keeps each vertex's ``max_bones`` strongest
-bones and at the end assembles Ω (:func:`vkdqs.ddm.omega_from_smoothed`).
+``p`` implicit steps, ``x = f(D⁻¹ L) b`` with ``f(x) = (1 + s x)⁻ᵖ``. ``D⁻¹ L`` is similar to the
+positive semidefinite ``D^-½ L D^-½``, so its spectrum lies in ``[0, 1 + r]``,
+``r = max_i Σ_k |W_ik| / D_i`` (1 where no cotangent weight W is negative); on it ``f`` is
+smooth (its pole, at ``-1/s``, is outside), so a Chebyshev expansion of ``f`` converges
+geometrically (:func:`chebyshev_terms`). ``ddm_smooth.comp`` adds one term per pass (one sparse
+product, ``T_(k+1) = 2 A T_k - T_(k-1)``): about 60 passes for p=20, λ=3, where 20 steps of
+(accelerated) Jacobi sweeps need over 600. The expansion stops where
+the rest of its coefficients bound the error by :data:`TOLERANCE` of the values' scale (in the
+D-weighted norm, in which ``D⁻¹ L`` is self-adjoint, times the ratio of the norms). The bones go
+through in chunks that fit :data:`TEXEL_BUDGET`, with one more column, the sum over all bones,
+whose smoothing gives each vertex's ``p_i`` (smoothing is linear); after each chunk the host
+keeps each vertex's ``max_bones`` strongest bones and at the end assembles Ω
+(:func:`vkdqs.ddm.omega_from_smoothed`).
 
 Everything runs about the centre of the mesh's bounding box (``DirectDeltaMush.origin``, see
 :func:`vkdqs.ddm.reframe`): Ω's entries are products of coordinates, and ``Q̄ - q pᵀ`` a
@@ -58,75 +59,87 @@ from .gpu import (
 from .gpu.calls import vk
 from .mesh import SkinnedMesh
 
-__all__ = [
-    "TEXEL_BUDGET",
-    "TOLERANCE",
-    "chebyshev_sweeps",
-    "chebyshev_weights",
-    "direct_delta_mush",
-]
+__all__ = ["MAX_TERMS", "TEXEL_BUDGET", "TOLERANCE", "chebyshev_terms", "direct_delta_mush"]
 
 SHADER = "ddm_smooth.comp"
-#: Bound on the iteration's error after all steps, relative to the largest value.
+#: Bound on the truncated expansion's error, relative to the largest value.
 TOLERANCE = 1e-7
+#: The longest expansion computed (p=50, λ=10 needs 153 terms).
+MAX_TERMS = 2048
+#: Passes per submission (so a progress bar can follow a long run).
+PASSES_PER_SUBMIT = 16
 #: rgba32f texels of one of the four smoothing buffers (64 MiB): bones per chunk follow.
 TEXEL_BUDGET = 1 << 22
 _TEXELS_PER_BONE = 3  # 10 values of w u uᵀ, the weight, a pad
 
 
-def _check_contraction(rho: float) -> None:
-    if not 0 <= rho < 1:
-        raise LimitError(
-            f"the Jacobi iteration does not contract (bound {rho:.3f} >= 1): the mesh has "
-            "negative cotangent weights (obtuse triangles) that outweigh the positive ones; "
-            "use vkdqs.ddm.precompute_reference"
-        )
+def chebyshev_terms(
+    iterations: int, step: float, spread: float, norm_ratio: float = 1.0, terms: int | None = None
+) -> NDArray[np.float64]:
+    """Coefficients of the Chebyshev expansion of ``p`` smoothing steps, cut where it is exact
+    enough.
 
-
-def chebyshev_sweeps(
-    rho: float, iterations: int, norm_ratio: float = 1.0, tolerance: float = TOLERANCE
-) -> int:
-    """Sweeps per step so that ``iterations`` steps leave an error below ``tolerance``.
-
-    After m sweeps the error in the D-weighted norm is at most ``1 / T_m(1/ρ)`` (``T_m`` the
-    Chebyshev polynomial) of the warm start's, ``b``'s distance to the solution (at most twice
-    the values' scale); ``norm_ratio = sqrt(Σ_i D_i / min_i D_i)`` bounds the max norm by the
-    D-norm; the steps do not amplify earlier errors (each averages), so the errors add up.
+    ``f(x) = (1 + s x)⁻ᵖ`` on the spectrum ``[0, 1 + r]`` of ``D⁻¹ L``, mapped to ``[-1, 1]``
+    (``x = (1 + r)(y + 1)/2``): ``f ≈ Σ_k c_k T_k(y)``. The terms after the last kept one
+    bound the error on the spectrum by the sum of their ``|c_k|``, kept at most
+    ``TOLERANCE / norm_ratio`` (``norm_ratio = sqrt(Σ_i D_i / min_i D_i)`` bounds the max norm
+    by the D-weighted norm, in which the operator is self-adjoint).
 
     Parameters
     ----------
-    rho : float
-        Bound on the Jacobi matrix's spectral radius, in ``[0, 1)``.
     iterations : int
-        Smoothing steps p.
+        p.
+    step : float
+        s (λ or κ).
+    spread : float
+        r, at least 1.
     norm_ratio : float
-    tolerance : float
+    terms : int, optional
+        Return exactly this many coefficients (another step size's count), else as many as the
+        bound needs.
 
     Returns
     -------
-    int
+    ndarray of float64
+        ``c_0, c_1, ...``.
     """
-    _check_contraction(rho)
-    if rho == 0:
-        return 1
-    need = 2.0 * max(iterations, 1) * norm_ratio / tolerance
-    return max(1, math.ceil(math.acosh(need) / math.acosh(1.0 / rho)))
+    from numpy.polynomial import chebyshev
 
+    p, s, r = int(iterations), float(step), float(spread)
 
-def chebyshev_weights(rho: float, sweeps: int) -> NDArray[np.float64]:
-    """The relaxation weights ω of sweeps 1.. (Golub & Varga's semi-iterative method):
-    ``ω_1 = 1``, ``ω_2 = 1 / (1 - ρ²/2)``, ``ω_{m+1} = 1 / (1 - ρ² ω_m / 4)``."""
-    _check_contraction(rho)
-    out = np.ones(sweeps)
-    for m in range(1, sweeps):
-        out[m] = (
-            1.0 / (1.0 - 0.5 * rho * rho) if m == 1 else 1.0 / (1.0 - 0.25 * rho**2 * out[m - 1])
+    def f(y: NDArray) -> NDArray:
+        return (1.0 + s * (1.0 + r) * (y + 1.0) / 2.0) ** -float(p)
+
+    bound = TOLERANCE / norm_ratio
+    # Where to check the expansion: evenly over the spectrum, and geometrically near 0, where
+    # f falls fastest (an interpolant's nodes can miss a narrow peak there).
+    x = np.concatenate([np.geomspace(1e-12, 1.0 + r, 4000), np.linspace(0.0, 1.0 + r, 4001)])
+    y = 2.0 * x / (1.0 + r) - 1.0
+    exact = f(y)
+    degree = 64
+    while True:  # the lowest degree whose interpolant has converged far below the bound
+        coefficients = chebyshev.chebinterpolate(f, degree)
+        converged = (
+            np.abs(coefficients[-8:]).sum() < 1e-3 * bound
+            and np.abs(chebyshev.chebval(y, coefficients) - exact).max() < 0.5 * bound
         )
-    return out
+        if converged or degree >= MAX_TERMS:
+            break
+        degree *= 2
+    if terms is not None:
+        return np.pad(coefficients, (0, max(terms - len(coefficients), 0)))[:terms]
+    tail = np.cumsum(np.abs(coefficients)[::-1])[::-1]  # tail[k] = sum of |c_j|, j >= k
+    enough = np.flatnonzero(tail <= 0.5 * bound)
+    if not converged or not enough.size:
+        raise LimitError(
+            f"direct delta mush: p={p}, step {s} need more than {MAX_TERMS} terms of the "
+            "smoothing's expansion; use vkdqs.ddm.precompute_reference"
+        )
+    return coefficients[: max(int(enough[0]), 1)]
 
 
 class _SmoothingJob(ResourceOwner):
-    """The CSR texels, four rotating value buffers, the pipeline and its descriptor sets."""
+    """The CSR texels, three rotating term buffers and the sum, the pipeline, its sets."""
 
     def __init__(self, device: Device, rows: NDArray, entries: NDArray, texels: int) -> None:
         super().__init__(device)
@@ -166,16 +179,16 @@ class _SmoothingJob(ResourceOwner):
         self.layout = self.own(
             PipelineLayout(dev, [self.set_layout], si.DDM_PUSH_BYTES, si.Stage.COMPUTE, label=label)
         )
-        # (rhs, current, previous, next): at most 4 * 3 * 3 of them are ever used
-        self.pool = self.own(DescriptorPool(dev, si.DDM_BINDINGS, sets=36, label=label))
-        self.sets: dict[tuple[int, int, int, int], Any] = {}
+        # (current, previous, next) of buffers 0..2: at most 3 * 3 are ever used
+        self.pool = self.own(DescriptorPool(dev, si.DDM_BINDINGS, sets=9, label=label))
+        self.sets: dict[tuple[int, int, int], Any] = {}
         self._pipelines = PipelineCache(self)
         desc = ComputePipelineDesc(SHADER, ((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),))
         self.pipeline = self._pipelines.compute(desc, self.layout)
         self.cmd = self.own(CommandBuffer(dev, label=label))
 
-    def _set(self, rhs: int, current: int, previous: int, out: int) -> Any:
-        key = (rhs, current, previous, out)
+    def _set(self, current: int, previous: int, out: int) -> Any:
+        key = (current, previous, out)
         if key not in self.sets:
             s = self.pool.allocate(self.set_layout)
             b = self.bindings
@@ -185,56 +198,68 @@ class _SmoothingJob(ResourceOwner):
                 [
                     TexelWrite(b[si.DDM_ROWS], self.csr[0]),
                     TexelWrite(b[si.DDM_NEIGHBOURS], self.csr[1]),
-                    TexelWrite(b[si.DDM_RHS], self.reads[rhs]),
                     TexelWrite(b[si.DDM_CURRENT], self.reads[current]),
                     TexelWrite(b[si.DDM_PREVIOUS], self.reads[previous]),
                     TexelWrite(b[si.DDM_NEXT], self.writes[out]),
+                    TexelWrite(b[si.DDM_SUM], self.writes[3]),
                 ],
             )
             self.sets[key] = s
         return self.sets[key]
 
-    def step(self, rhs: int, vertices: int, columns: int, steps: tuple, omegas: NDArray) -> int:
-        """Record and run one smoothing step's sweeps (``omegas``: ``[sweeps, 2]``, the
-        Chebyshev weights of λ and κ); returns the buffer holding the result."""
+    def expand(
+        self, vertices: int, columns: int, spread: float, coefficients: NDArray, progress: Any
+    ) -> None:
+        """Add the terms ``1..`` of the expansion (``coefficients``: ``[K, 2]``, for λ and κ)
+        to the sum in buffer 3, from ``T_0`` in buffer 0."""
         invocations = vertices * columns
         groups = math.ceil(invocations / si.LOCAL_SIZE)
         gx = min(groups, self.device.info.max_compute_work_group_count[0])
         gy = math.ceil(groups / gx)
         if gy > self.device.info.max_compute_work_group_count[1]:
             raise LimitError(f"direct delta mush: {invocations} invocations are too many")
-        push = np.zeros(7, np.uint32)
+        push = np.zeros(8, np.uint32)
         push[:3] = (vertices, columns, gx * si.LOCAL_SIZE)
-        push[3:5].view(np.float32)[:] = steps
-        cmd: Any = self.cmd.begin(one_time=True)
+        push[4:6].view(np.float32)[:] = ((1.0 - spread) / (1.0 + spread), 2.0 / (1.0 + spread))
         point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
-        vk.vkCmdBindPipeline(cmd, point, self.pipeline.handle)
-        shader = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT
-        )
         compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
-        previous = current = rhs  # the warm start x_0 = b (omega_1 = 1 ignores x_-1)
-        for omega in omegas:
-            out = min({0, 1, 2, 3} - {rhs, current, previous})
-            s = self._set(rhs, current, previous, out)
-            push[5:7].view(np.float32)[:] = omega
-            vk.vkCmdPushConstants(
-                cmd, self.layout.handle, si.Stage.COMPUTE, 0, push.nbytes, vk.ffi.from_buffer(push)
-            )
-            vk.vkCmdBindDescriptorSets(cmd, point, self.layout.handle, 0, 1, [s], 0, None)
-            vk.vkCmdDispatch(cmd, gx, gy, 1)
-            # the next sweep reads what this one wrote
-            vk.vkCmdPipelineBarrier(cmd, compute, compute, 0, 1, [shader], 0, None, 0, None)
-            previous, current = current, out
+        shader = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
+        )
         host = vk.VkMemoryBarrier(
             srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT
         )
-        vk.vkCmdPipelineBarrier(
-            cmd, compute, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [host], 0, None, 0, None
-        )
-        self.cmd.end()
-        self.cmd.submit_and_wait()
-        return current
+        previous = current = 0
+        terms = list(range(1, len(coefficients)))
+        for first in range(0, len(terms), PASSES_PER_SUBMIT):
+            cmd: Any = self.cmd.begin(one_time=True)
+            vk.vkCmdBindPipeline(cmd, point, self.pipeline.handle)
+            for k in terms[first : first + PASSES_PER_SUBMIT]:
+                out = min({0, 1, 2} - {current, previous})
+                push[3] = k == 1
+                push[6:8].view(np.float32)[:] = coefficients[k]
+                vk.vkCmdPushConstants(
+                    cmd,
+                    self.layout.handle,
+                    si.Stage.COMPUTE,
+                    0,
+                    push.nbytes,
+                    vk.ffi.from_buffer(push),
+                )
+                s = self._set(current, previous, out)
+                vk.vkCmdBindDescriptorSets(cmd, point, self.layout.handle, 0, 1, [s], 0, None)
+                vk.vkCmdDispatch(cmd, gx, gy, 1)
+                # the next pass reads this one's term and adds to the sum
+                vk.vkCmdPipelineBarrier(cmd, compute, compute, 0, 1, [shader], 0, None, 0, None)
+                previous, current = current, out
+            vk.vkCmdPipelineBarrier(
+                cmd, compute, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [host], 0, None, 0, None
+            )
+            self.cmd.end()
+            self.cmd.submit_and_wait()
+            if progress is not None:
+                progress.update(len(terms[first : first + PASSES_PER_SUBMIT]))
 
     def close(self) -> None:
         with self._lock:
@@ -291,7 +316,7 @@ def _csr_texels(positions: NDArray, faces: ArrayLike) -> tuple[NDArray, NDArray,
         )
     d = diagonal[usable]
     ratio = math.sqrt(d.sum() / d.min()) if d.size else 1.0
-    return rows, entries, float(spread.max(initial=0.0)), ratio
+    return rows, entries, max(float(spread.max(initial=0.0)), 1.0), ratio
 
 
 def _keep_strongest(values: NDArray, bones: NDArray, alpha: float, keep: int) -> tuple:
@@ -368,9 +393,16 @@ def direct_delta_mush(
     n = positions.shape[0]
     w = _dense_weights(joints, weights, n, bones)
     rows, entries, spread, ratio = _csr_texels(positions, faces)
-    rhos = [step / (1.0 + step) * spread for step in (rotation_step, translation_step)]
-    sweeps = chebyshev_sweeps(max(rhos), int(iterations), ratio)
-    omegas = np.stack([chebyshev_weights(rho, sweeps) for rho in rhos], axis=1)
+    steps = (rotation_step, translation_step)
+    if iterations:
+        rotation = chebyshev_terms(iterations, rotation_step, spread, ratio)
+        translation = chebyshev_terms(iterations, translation_step, spread, ratio)
+        count = max(len(rotation), len(translation))
+        coefficients = np.stack(
+            [chebyshev_terms(iterations, s, spread, terms=count) for s in steps], axis=1
+        )
+    else:
+        coefficients = np.ones((1, 2))  # f = 1
 
     origin = 0.5 * (positions.min(axis=0) + positions.max(axis=0)) if n else np.zeros(3)
     hom = np.concatenate([positions - origin, np.ones((n, 1))], axis=1)
@@ -381,27 +413,25 @@ def direct_delta_mush(
     kept_bones = np.zeros((n, 0), np.int64)
     total = np.zeros((n, 10))
     bar = None
-    if progress and iterations:
+    if progress and len(coefficients) > 1:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(chunks) * int(iterations), unit="step", desc="DDM", file=sys.stderr)
-    texels = _TEXELS_PER_BONE * max(len(c) for c in chunks)
+        bar = tqdm(
+            total=len(chunks) * (len(coefficients) - 1), unit="pass", desc="DDM", file=sys.stderr
+        )
+    # c_0 of each lane of a column's three texels (10 values at λ, the weight and pad at κ)
+    lanes = np.array([0] * 10 + [1, 1])
     try:
-        with _SmoothingJob(device, rows, entries, n * texels) as job:
+        with _SmoothingJob(device, rows, entries, n * _TEXELS_PER_BONE * len(chunks[0])) as job:
             for columns in chunks:
                 col_w = np.stack([w.sum(axis=1) if c < 0 else w[:, c] for c in columns], axis=1)
                 values = np.zeros((n, len(columns), 12), np.float32)
                 values[:, :, :10] = col_w[:, :, None] * uu[:, None, :]
                 values[:, :, 10] = col_w
                 job.values[0].write(values)
-                current = 0
-                for _ in range(int(iterations)):
-                    current = job.step(
-                        current, n, len(columns), (rotation_step, translation_step), omegas
-                    )
-                    if bar is not None:
-                        bar.update()
-                job.values[current].read_into(values)
+                job.values[3].write(values * coefficients[0, lanes].astype(np.float32))
+                job.expand(n, len(columns), spread, coefficients, bar)
+                job.values[3].read_into(values)
                 smoothed = values[:, :, :11].astype(np.float64)
                 ids = np.asarray(columns)
                 if ids[0] < 0:

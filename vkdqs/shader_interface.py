@@ -459,26 +459,27 @@ CENTERS_BINDINGS = (
     Binding(CENTERS_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
 )
 
-#: ``ddm_smooth.comp``, Direct Delta Mush's smoothing sweeps (:mod:`vkdqs.ddm_gpu`): the CSR rows
-#: (first entry, count) and entries (neighbour, bits of its normalized weight), as rgba32i texels;
-#: the step's right-hand side and the last two sweeps' values (rgba32f texels), and the output.
+#: ``ddm_smooth.comp``, Direct Delta Mush's smoothing as a Chebyshev expansion
+#: (:mod:`vkdqs.ddm_gpu`): the CSR rows (first entry, count) and entries (neighbour, bits of its
+#: normalized weight) as rgba32i texels; the expansion's last two terms (rgba32f texels); the next
+#: term and the running sum (rgba32f storage texels, the sum read and written).
 DDM_ROWS = 0
 DDM_NEIGHBOURS = 1
-DDM_RHS = 2
-DDM_CURRENT = 3
-DDM_PREVIOUS = 4
-DDM_NEXT = 5
+DDM_CURRENT = 2
+DDM_PREVIOUS = 3
+DDM_NEXT = 4
+DDM_SUM = 5
 DDM_TEXELS = (
     (DDM_ROWS, Format.R32G32B32A32_SINT),
     (DDM_NEIGHBOURS, Format.R32G32B32A32_SINT),
-    (DDM_RHS, Format.R32G32B32A32_SFLOAT),
     (DDM_CURRENT, Format.R32G32B32A32_SFLOAT),
     (DDM_PREVIOUS, Format.R32G32B32A32_SFLOAT),
 )
-DDM_OUT_FORMAT = Format.R32G32B32A32_SFLOAT  #: the output's storage texel view
+DDM_OUT_FORMAT = Format.R32G32B32A32_SFLOAT  #: the next term's and the sum's storage views
 DDM_BINDINGS = (
     *(Binding(b, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE) for b, _ in DDM_TEXELS),
     Binding(DDM_NEXT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(DDM_SUM, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
 )
 
 #: ``overlay.frag``: the host-composed label image (:mod:`vkdqs.app.overlay`), one RGBA8 texel per
@@ -664,9 +665,9 @@ def decode_boxes(keys: np.ndarray) -> np.ndarray:
 RENDER_PUSH_BYTES = 64  #: mat4 view_projection
 READBACK_PUSH_BYTES = 72  #: mat4 view_projection, uint position_base, normal_base
 CENTERS_PUSH_BYTES = 16  #: uint first_vertex, vertex_count; int bone_count; float inv_sigma2
-#: uint vertex_count, columns, row_invocations; float rotation_step, translation_step,
-#: rotation_omega, translation_omega
-DDM_PUSH_BYTES = 28
+#: uint vertex_count, columns, row_invocations, first; float gamma, delta, c_rotation,
+#: c_translation
+DDM_PUSH_BYTES = 32
 OVERLAY_PUSH_BYTES = 8  #: ivec2 size, the overlay image's width and height (fragment stage)
 
 # -- the renderer's instance block ------------------------------------------------------------
