@@ -208,3 +208,27 @@ def test_a_mesh_far_from_its_origin(device):
     )
     bad, _ = ddm.skin_reference(mesh.positions, mesh.normals, model, pose, bones)
     assert np.abs(bad - good).max() > 100 * POSITION_TOL * 2.0
+
+
+def test_an_irregular_mesh(device):
+    """A jittered tube (obtuse triangles: negative cotangent weights, a spectrum bound r of 3.4)
+    with a vertex on no triangle: the expansion covers the wider spectrum, the lone vertex
+    keeps its own values."""
+    base = tube(16 * 30, bone_count=8, influences=4, segments=16, length=4.0)
+    rng = np.random.default_rng(3)
+    positions = base.positions + rng.normal(scale=0.06, size=base.positions.shape)
+    mesh = SkinnedMesh(
+        np.vstack([positions, [[5.0, 5.0, 5.0]]]),
+        np.vstack([base.normals, [[0.0, 0.0, 1.0]]]),
+        np.vstack([base.joints, [[0, 1, 2, 3]]]),
+        np.vstack([base.weights, [[1.0, 0.0, 0.0, 0.0]]]),
+        base.indices,
+    )
+    _, _, spread, _ = ddm_gpu._csr_texels(mesh.positions.astype(np.float64), mesh.indices)
+    assert spread > 3.0
+    params = dict(iterations=10, rotation_step=2.0, translation_step=1.0, alpha=0.5)
+    result = vkdqs.direct_delta_mush(mesh, bone_count=8, device=device, **params)
+    _check(mesh, 8, bone_chain_pose(8, 90.0, length=4.0), params, result)
+    lone = result.omega[-1, 0].astype(np.float64)  # w u uᵀ of its own bone 0, about the origin
+    u = np.append(mesh.positions[-1] - result.origin, 1.0)
+    np.testing.assert_allclose(lone, np.outer(u, u)[ddm.UPPER], rtol=1e-6)
