@@ -81,9 +81,12 @@ def chebyshev_terms(
 
     ``f(x) = (1 + s x)⁻ᵖ`` on the spectrum ``[0, 1 + r]`` of ``D⁻¹ L``, mapped to ``[-1, 1]``
     (``x = (1 + r)(y + 1)/2``): ``f ≈ Σ_k c_k T_k(y)``. The terms after the last kept one
-    bound the error on the spectrum by the sum of their ``|c_k|``, kept at most
+    bound the error on the spectrum by the sum of their ``|c_k|``, kept at most half of
     ``TOLERANCE / norm_ratio`` (``norm_ratio = sqrt(Σ_i D_i / min_i D_i)`` bounds the max norm
-    by the D-weighted norm, in which the operator is self-adjoint).
+    by the D-weighted norm, in which the operator is self-adjoint). The coefficients are those
+    of the lowest-degree interpolant (64, 128, ... up to :data:`MAX_TERMS`) that has converged
+    (its last coefficients far below the bound) and matches ``f`` within half the bound on a
+    grid that is dense near 0, where ``f`` falls fastest.
 
     Parameters
     ----------
@@ -95,8 +98,8 @@ def chebyshev_terms(
         r, at least 1.
     norm_ratio : float
     terms : int, optional
-        Return exactly this many coefficients (another step size's count), else as many as the
-        bound needs.
+        Return exactly this many coefficients (another step size's count; zeros past the
+        interpolant's degree), else as many as the bound needs.
 
     Returns
     -------
@@ -399,7 +402,7 @@ def direct_delta_mush(
         translation = chebyshev_terms(iterations, translation_step, spread, ratio)
         count = max(len(rotation), len(translation))
         coefficients = np.stack(
-            [chebyshev_terms(iterations, s, spread, terms=count) for s in steps], axis=1
+            [chebyshev_terms(iterations, s, spread, ratio, terms=count) for s in steps], axis=1
         )
     else:
         coefficients = np.ones((1, 2))  # f = 1
