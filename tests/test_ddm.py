@@ -341,6 +341,12 @@ def test_omega_about_another_origin_poses_the_same():
     )
     assert np.abs(a - b).max() < 1e-12 and np.abs(an - bn).max() < 1e-12
     assert np.abs(ddm.reframe(ddm.reframe(omega, origin), -origin) - omega).max() < 1e-12
+    # one origin a vertex: about each vertex's own rest position
+    own = mesh.positions.astype(np.float64)
+    c, cn = ddm.skin_reference(
+        mesh.positions, mesh.normals, ddm.reframe(omega, own), pose, origin=own
+    )
+    assert np.abs(a - c).max() < 1e-12 and np.abs(an - cn).max() < 1e-12
     # Ω about the origin is Ω of the moved positions
     moved = ddm.precompute_reference(
         mesh.positions - origin,

@@ -74,10 +74,11 @@ DEFAULT_MAX_BONES = 8
 #: Default parameters of :func:`vkdqs.direct_delta_mush`: smoothing steps p, rotation step λ,
 #: translation step κ, translation blend α.
 DEFAULTS = {"iterations": 20, "rotation_step": 3.0, "translation_step": 1.0, "alpha": 0.8}
-#: ``|Q̄ - q pᵀ|_F <= eps * (|Q̄|_F + |q| |p|)``, in the frame Ω is given in, marks a vanished
-#: covariance (no smoothing): normals then fall back to LBS's (positions need no fallback). The
-#: difference cancels to rounding noise, so ``eps`` follows the precision of the given Ω:
-#: :data:`DEGENERATE_EPS` for float64, :data:`DEGENERATE_EPS_FLOAT32` for float32 (or less).
+#: ``|Q̄ - q pᵀ|_F <= eps * d²``, d the diagonal of the rest positions' bounding box, marks a
+#: vanished covariance (no smoothing, where it is zero but for rounding): normals then fall back
+#: to LBS's (positions need no fallback). ``eps`` follows the precision of the given Ω:
+#: :data:`DEGENERATE_EPS` for float64, :data:`DEGENERATE_EPS_FLOAT32` for float32 (or less), a
+#: smoothing reach below about 0.3% of the mesh's size.
 DEGENERATE_EPS = 1e-12
 DEGENERATE_EPS_FLOAT32 = 1e-5
 #: Row and column of each of the 10 stored values of a symmetric 4x4 (row-major upper triangle).
@@ -101,9 +102,10 @@ class DirectDeltaMush:
         decreasing strength (``|Ω[..., 9]|``, the smoothed weight). Read-only.
     bones : ndarray of uint32, [V, N]
         The bone of each slot. Read-only.
-    origin : ndarray of float64, [3]
-        The point Ω is expressed about (:func:`reframe`): the centre of the mesh's bounding
-        box, so float32 Ω stays accurate far from the model origin. Read-only.
+    origin : ndarray of float64, [V, 3]
+        The point each vertex's Ω is expressed about (:func:`reframe`): its own rest position,
+        so float32 Ω holds the covariance ``Q̄ - q pᵀ`` accurately wherever the vertex is.
+        Read-only.
     bone_count : int
     iterations : int
     rotation_step, translation_step, alpha : float
@@ -386,21 +388,30 @@ def reframe(omega: ArrayLike, origin: ArrayLike) -> NDArray[np.float64]:
     """Ω expressed about ``origin``: ``T(-origin) Ω T(-origin)ᵀ`` (Ω is a sum of ``w u uᵀ``,
     so this is Ω of the positions less ``origin``).
 
-    Stored in float32, Ω about a point near the mesh keeps ``Q̄ - q pᵀ`` (a difference of
-    products of coordinates) accurate for a mesh far from its model origin.
+    Stored in float32, Ω about a point near the vertex keeps ``Q̄ - q pᵀ`` (a difference of
+    products of coordinates) accurate: about the vertex's own rest position
+    (:func:`vkdqs.direct_delta_mush`'s choice), ``Q̄`` is the covariance itself plus small
+    terms, wherever the vertex is.
 
     Parameters
     ----------
-    omega : array_like, [..., 10]
-    origin : array_like, [3]
+    omega : array_like, [V, N, 10]
+    origin : array_like, [3] or [V, 3]
+        One point for all vertices, or one each.
 
     Returns
     -------
-    ndarray of float64, [..., 10]
+    ndarray of float64, [V, N, 10]
     """
-    t = np.eye(4)
-    t[:3, 3] = -_as_float(origin, "origin").reshape(3)
-    full = np.einsum("ij,...jk,lk->...il", t, expand(omega), t)
+    om = expand(omega)
+    o = _as_float(origin, "origin")
+    if o.shape != (3,) and (om.ndim != 4 or o.shape != (om.shape[0], 3)):
+        raise InputError(f"origin must have shape (3,) or (V, 3), got {o.shape}")
+    t = np.broadcast_to(np.eye(4), (*o.shape[:-1], 4, 4)).copy()
+    t[..., :3, 3] = -o
+    if o.ndim == 2:
+        t = t[:, None]  # one per vertex, the same for its slots
+    full = t @ om @ np.swapaxes(t, -1, -2)
     return full[..., UPPER[0], UPPER[1]]
 
 
@@ -434,10 +445,11 @@ def skin_reference(
         ``0 0 0 1``.
     bones : array_like of int, [V, N], optional
         The bone of each slot of ``omega``; None means slot ``j`` is bone ``j``.
-    origin : array_like, [3], keyword-only, optional
-        The point ``omega`` is expressed about (:func:`reframe`, ``DirectDeltaMush.origin``):
-        posing then uses ``M_j T(origin)`` and ``v - origin``, which gives the same result as
-        the model-frame Ω (the covariance ``Q̄ - q pᵀ`` and so R do not change).
+    origin : array_like, [3] or [V, 3], keyword-only, optional
+        The point ``omega`` is expressed about (:func:`reframe`, ``DirectDeltaMush.origin``),
+        one for all vertices or one each: posing then uses ``M_j T(origin)`` and
+        ``v - origin``, which gives the same result as the model-frame Ω (the covariance
+        ``Q̄ - q pᵀ`` and so R do not change).
 
     Returns
     -------
@@ -445,7 +457,7 @@ def skin_reference(
     normals : ndarray of float64, [V, 3]
         Unit length (or zero where the rest normal is zero).
     """
-    v = _as_float(positions, "positions")
+    v = positions_in = _as_float(positions, "positions")
     n = _as_float(normals, "normals")
     single = np.asarray(omega).dtype.itemsize <= 4 and np.asarray(omega).dtype.kind == "f"
     eps = DEGENERATE_EPS_FLOAT32 if single else DEGENERATE_EPS
@@ -460,23 +472,26 @@ def skin_reference(
     affine = np.zeros((mats.shape[0], 4, 4))
     affine[:, :3, :] = mats[:, :3, :]
     affine[:, 3, 3] = 1.0
-    if origin is not None:
-        o = _as_float(origin, "origin").reshape(3)
-        affine[:, :3, 3] += affine[:, :3, :3] @ o
-        v = v - o
     if bones is None:
         if om.shape[1] != affine.shape[0]:
             raise InputError(f"omega has {om.shape[1]} bones, bone_matrices {affine.shape[0]}")
-        q = np.einsum("bij,vbjk->vik", affine, expand(om))
-        lin = np.einsum("vb,bij->vij", om[:, :, 9], affine[:, :3, :3])
+        idx = np.broadcast_to(np.arange(affine.shape[0]), om.shape[:2])
     else:
         idx = _as_array(bones, "bones")
         if idx.shape != om.shape[:2] or not np.issubdtype(idx.dtype, np.integer):
             raise InputError(f"bones must be integers of shape {om.shape[:2]}, got {idx.shape}")
         if idx.size and (idx.min() < 0 or idx.max() >= affine.shape[0]):
             raise InputError(f"bones must be in [0, {affine.shape[0]})")
-        q = np.einsum("vnij,vnjk->vik", affine[idx], expand(om))
-        lin = np.einsum("vn,vnij->vij", om[:, :, 9], affine[idx, :3, :3])
+    slot = affine[idx]  # [V, N, 4, 4]: each slot's bone matrix
+    if origin is not None:
+        o = _as_float(origin, "origin")
+        if o.shape not in ((3,), v.shape):
+            raise InputError(f"origin must have shape (3,) or {v.shape}, got {o.shape}")
+        o = np.broadcast_to(o, v.shape)
+        slot[:, :, :3, 3] += np.einsum("vnij,vj->vni", slot[:, :, :3, :3], o)  # M T(origin)
+        v = v - o
+    q = np.einsum("vnij,vnjk->vik", slot, expand(om))
+    lin = np.einsum("vn,vnij->vij", om[:, :, 9], slot[:, :, :3, :3])
     with np.errstate(divide="ignore", invalid="ignore"):
         q = q / q[:, 3:4, 3:4]
     q_bar, q_t, p_t = q[:, :3, :3], q[:, :3, 3], q[:, 3, :3]
@@ -488,9 +503,7 @@ def skin_reference(
     t = q_t - np.einsum("vij,vj->vi", rot, p_t)
     out_p = np.einsum("vij,vj->vi", rot, v) + t
 
-    scale = np.linalg.norm(q_bar, axis=(1, 2)) + np.linalg.norm(q_t, axis=1) * np.linalg.norm(
-        p_t, axis=1
-    )
+    scale = float(np.sum(np.ptp(positions_in, axis=0) ** 2)) if len(v) else 0.0
     degenerate = np.linalg.norm(cov, axis=(1, 2)) <= eps * scale
     out_n = np.einsum("vij,vj->vi", rot, n)
     out_n, _ = _safe_normalize(out_n)

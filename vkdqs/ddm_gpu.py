@@ -15,9 +15,10 @@ whose smoothing gives each vertex's ``p_i`` (smoothing is linear); after each ch
 keeps each vertex's ``max_bones`` strongest bones and at the end assembles Ω
 (:func:`vkdqs.ddm.omega_from_smoothed`).
 
-Everything runs about the centre of the mesh's bounding box (``DirectDeltaMush.origin``, see
-:func:`vkdqs.ddm.reframe`): Ω's entries are products of coordinates, and ``Q̄ - q pᵀ`` a
-difference of them, which float32 keeps accurate only for coordinates near the origin.
+The smoothing runs about the centre of the mesh's bounding box, and the result is stored about
+each vertex's own rest position (``DirectDeltaMush.origin``, see :func:`vkdqs.ddm.reframe`):
+Ω's entries are products of coordinates, and ``Q̄ - q pᵀ`` a difference of them, which float32
+keeps accurate only for coordinates near the origin.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from .ddm import (
     _dense_weights,
     cotangent_laplacian,
     omega_from_smoothed,
+    reframe,
 )
 from .dq import _as_float
 from .errors import InputError, LimitError
@@ -450,10 +452,11 @@ def direct_delta_mush(
         if bar is not None:
             bar.close()
     omega = omega_from_smoothed(kept_values[:, :, :10], kept_values[:, :, 10], alpha, total=total)
+    omega = reframe(omega, positions - origin)  # about each vertex, in float64
     return DirectDeltaMush(
         omega=omega.astype(np.float32),
         bones=kept_bones.astype(np.uint32),
-        origin=origin,
+        origin=positions,
         bone_count=bones,
         iterations=int(iterations),
         rotation_step=float(rotation_step),
