@@ -45,6 +45,15 @@ def test_centers_benchmark_smoke(tmp_path, device):
     assert res["n"] == 1500 and res["max_error_over_extent"] < 1e-4
 
 
+def test_ddm_benchmark_smoke(tmp_path, device):
+    out = tmp_path / "ddm.json"
+    args = ["--sizes", "600", "--bones", "6", "--rounds", "1", "--iterations", "3"]
+    text = _run("bench_ddm.py", *args, "--out", str(out))
+    assert "speedup" in text
+    (res,) = json.loads(out.read_text())["results"]
+    assert res["n"] == 600 and res["bones"] == 6 and res["max_error_over_extent"] < 1e-5
+
+
 def test_render_benchmark_smoke(tmp_path, device):
     out = tmp_path / "render.json"
     args = ["--sizes", "2000", "--instances", "2", "--rounds", "1", "--frames", "2"]

@@ -58,6 +58,10 @@ from vkdqs.shader_interface import (
     CROWD_FRAMES,
     CROWD_TEXEL_FORMAT,
     CROWD_UVS_ID,
+    DDM_NEXT,
+    DDM_OUT_FORMAT,
+    DDM_SUM,
+    DDM_TEXELS,
     INSTANCE,
     INSTANCE_BLOCK,
     LOCAL_SIZE_ID,
@@ -101,6 +105,7 @@ STAGE_OF_KIND = {
     "compute": Stage.COMPUTE,
     "fragment": Stage.FRAGMENT,
     "centers": Stage.COMPUTE,
+    "ddm_smooth": Stage.COMPUTE,
     "crowd_sample": Stage.COMPUTE,
     "crowd_cull": Stage.COMPUTE,
     "crowd_render": Stage.VERTEX,
@@ -109,7 +114,15 @@ STAGE_OF_KIND = {
     "overlay_fragment": Stage.FRAGMENT,
 }
 #: Kinds whose pipeline layout serves that one module, which keeps every binding of it.
-EXACT_KINDS = ("compute", "readback", "centers", "crowd_sample", "crowd_cull", "overlay_fragment")
+EXACT_KINDS = (
+    "compute",
+    "readback",
+    "centers",
+    "ddm_smooth",
+    "crowd_sample",
+    "crowd_cull",
+    "overlay_fragment",
+)
 #: The descriptor type a shader sees for a host descriptor type.
 SHADER_TYPE = {DescriptorType.UNIFORM_BUFFER_DYNAMIC: DescriptorType.UNIFORM_BUFFER}
 #: Vertex format -> (scalar, components, bits) of the GLSL input reading it.
@@ -176,6 +189,13 @@ def check_texel_formats(v: Variant, mod: Module) -> list[str]:
     """The compute shader's texel buffers read and write what the host's buffer views hold."""
     if v.kind == "centers":
         want = [*CENTERS_TEXELS, (CENTERS_OUT, COMPUTE_OUT_FORMAT)]
+    elif v.kind == "ddm_smooth":
+        want = list(DDM_TEXELS)
+        assert DDM_OUT_FORMAT == Format.R32G32B32A32_SFLOAT
+        for n in (DDM_NEXT, DDM_SUM):
+            scalar, _, _, image_format = mod.image(set0(mod)[n].type_id)
+            if (scalar, image_format) != ("float", 1):  # SPIR-V Image Format 1: Rgba32f
+                return [f"binding {n}: shader has {scalar}/format {image_format}, host rgba32f"]
     elif v.kind == "compute":
         want = [(m.binding, m.texel_format) for m in mesh_inputs(v.slots, v.method)]
         want.append((COMPUTE_OUT, COMPUTE_OUT_FORMAT))
@@ -248,7 +268,7 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
 def check_specialization(v: Variant, mod: Module) -> list[str]:
     """Exactly the SpecIds the host sets; the compute local_size_x is LOCAL_SIZE_ID; every
     skin.* variant has MORPH_TARGETS_ID."""
-    compute = v.kind in ("compute", "centers", "crowd_sample", "crowd_cull")
+    compute = v.kind in ("compute", "centers", "ddm_smooth", "crowd_sample", "crowd_cull")
     bones = v.method != "none" and not v.kind.startswith("crowd")  # crowds: runtime arrays
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
     if v.kind in ("render", "readback", "compute"):

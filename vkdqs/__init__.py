@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from .centers import centers_of_rotation
     from .clip import AnimationClip
     from .crowd import Crowd
+    from .ddm import DirectDeltaMush
+    from .ddm_gpu import direct_delta_mush
     from .drawables import Instance, RenderMesh
     from .gltf import GltfError, GltfScene, load_gltf
     from .gpu.device import Device
@@ -50,6 +52,7 @@ __all__ = [
     "CapabilityError",
     "Crowd",
     "Device",
+    "DirectDeltaMush",
     "GltfError",
     "GltfScene",
     "GltfWarning",
@@ -80,6 +83,7 @@ __all__ = [
     "bake_batch",
     "bake_to_file",
     "centers_of_rotation",
+    "direct_delta_mush",
     "dq",
     "export_usdskel",
     "load_gltf",
@@ -100,6 +104,8 @@ _LAZY = {
     "Camera": ".camera",
     "centers_of_rotation": ".centers",
     "Crowd": ".crowd",
+    "DirectDeltaMush": ".ddm",
+    "direct_delta_mush": ".ddm_gpu",
     "Device": ".gpu.device",
     "OffscreenTarget": ".targets",
     "Renderer": ".renderer",

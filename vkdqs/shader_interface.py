@@ -459,6 +459,29 @@ CENTERS_BINDINGS = (
     Binding(CENTERS_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
 )
 
+#: ``ddm_smooth.comp``, Direct Delta Mush's smoothing as a Chebyshev expansion
+#: (:mod:`vkdqs.ddm_gpu`): the CSR rows (first entry, count) and entries (neighbour, bits of its
+#: normalized weight) as rgba32i texels; the expansion's last two terms (rgba32f texels); the next
+#: term and the running sum (rgba32f storage texels, the sum read and written).
+DDM_ROWS = 0
+DDM_NEIGHBOURS = 1
+DDM_CURRENT = 2
+DDM_PREVIOUS = 3
+DDM_NEXT = 4
+DDM_SUM = 5
+DDM_TEXELS = (
+    (DDM_ROWS, Format.R32G32B32A32_SINT),
+    (DDM_NEIGHBOURS, Format.R32G32B32A32_SINT),
+    (DDM_CURRENT, Format.R32G32B32A32_SFLOAT),
+    (DDM_PREVIOUS, Format.R32G32B32A32_SFLOAT),
+)
+DDM_OUT_FORMAT = Format.R32G32B32A32_SFLOAT  #: the next term's and the sum's storage views
+DDM_BINDINGS = (
+    *(Binding(b, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE) for b, _ in DDM_TEXELS),
+    Binding(DDM_NEXT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(DDM_SUM, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+)
+
 #: ``overlay.frag``: the host-composed label image (:mod:`vkdqs.app.overlay`), one RGBA8 texel per
 #: pixel, in its own set layout and pipeline layout (not the render layout).
 OVERLAY_IMAGE = 0
@@ -642,6 +665,9 @@ def decode_boxes(keys: np.ndarray) -> np.ndarray:
 RENDER_PUSH_BYTES = 64  #: mat4 view_projection
 READBACK_PUSH_BYTES = 72  #: mat4 view_projection, uint position_base, normal_base
 CENTERS_PUSH_BYTES = 16  #: uint first_vertex, vertex_count; int bone_count; float inv_sigma2
+#: uint vertex_count, columns, row_invocations, first; float gamma, delta, c_rotation,
+#: c_translation
+DDM_PUSH_BYTES = 32
 OVERLAY_PUSH_BYTES = 8  #: ivec2 size, the overlay image's width and height (fragment stage)
 
 # -- the renderer's instance block ------------------------------------------------------------
@@ -688,6 +714,7 @@ class Kind(str, Enum):
     COMPUTE = "compute"  #: skin.comp (Skinner)
     FRAGMENT = "fragment"  #: skin.frag
     CENTERS = "centers"  #: cor_centers.comp, the centers-of-rotation precomputation
+    DDM_SMOOTH = "ddm_smooth"  #: ddm_smooth.comp, Direct Delta Mush's smoothing sweeps
     OVERLAY = "overlay"  #: overlay.vert, the label overlay
     OVERLAY_FRAGMENT = "overlay_fragment"  #: overlay.frag
     CROWD_SAMPLE = "crowd_sample"  #: crowd.comp: a crowd's clip sampled into bones
@@ -703,6 +730,7 @@ _SOURCES = {
     Kind.COMPUTE: ("skin.comp", Stage.COMPUTE, ()),
     Kind.FRAGMENT: ("skin.frag", Stage.FRAGMENT, ()),
     Kind.CENTERS: ("cor_centers.comp", Stage.COMPUTE, ()),
+    Kind.DDM_SMOOTH: ("ddm_smooth.comp", Stage.COMPUTE, ()),
     Kind.OVERLAY: ("overlay.vert", Stage.VERTEX, ()),
     Kind.OVERLAY_FRAGMENT: ("overlay.frag", Stage.FRAGMENT, ()),
     Kind.CROWD_SAMPLE: ("crowd.comp", Stage.COMPUTE, ()),
@@ -785,7 +813,8 @@ def variant_name(kind: str, method: str, slots: int = 4, surface: bool = False) 
 def _build_variants() -> tuple[Variant, ...]:
     """Every module, once: each registry method's skinning kinds (4 and 8 slots, rendering
     also with the surface inputs), the unskinned baseline, the fragment shaders, the
-    precomputation and overlay, then the crowd variants of the methods that draw crowds."""
+    precomputations (centers of rotation, Direct Delta Mush) and overlay, then the crowd
+    variants of the methods that draw crowds."""
     out = []
     for m in methods.METHODS.values():
         for slots in (4, 8):
@@ -794,7 +823,7 @@ def _build_variants() -> tuple[Variant, ...]:
                     out.append(Variant(kind, m.name, slots, surface))
     out += [Variant(Kind.RENDER, UNSKINNED, 4, s) for s in (False, True)]
     out += [Variant(Kind.FRAGMENT, UNSKINNED, 4, s) for s in (False, True)]
-    out += [Variant(Kind.CENTERS, UNSKINNED, 8)]
+    out += [Variant(Kind.CENTERS, UNSKINNED, 8), Variant(Kind.DDM_SMOOTH)]
     out += [Variant(Kind.OVERLAY), Variant(Kind.OVERLAY_FRAGMENT)]
     crowd = [m for m in methods.METHODS.values() if m.crowds]
     out += [Variant(Kind.CROWD_SAMPLE, layout) for layout in CROWD_LAYOUT_DEFINES]
@@ -825,6 +854,7 @@ def bindings_of(v: Variant) -> tuple[Binding, ...]:
         Kind.CROWD_RENDER: lambda: CROWD_RENDER_BINDINGS,
         Kind.CROWD_FRAGMENT: lambda: CROWD_RENDER_BINDINGS,
         Kind.CENTERS: lambda: CENTERS_BINDINGS,
+        Kind.DDM_SMOOTH: lambda: DDM_BINDINGS,
         Kind.OVERLAY: lambda: OVERLAY_BINDINGS,
         Kind.OVERLAY_FRAGMENT: lambda: OVERLAY_BINDINGS,
     }.get(v.kind, lambda: RENDER_BINDINGS)()
@@ -838,6 +868,7 @@ def push_bytes_of(v: Variant) -> int:
         Kind.RENDER: RENDER_PUSH_BYTES,
         Kind.FRAGMENT: RENDER_PUSH_BYTES,
         Kind.CENTERS: CENTERS_PUSH_BYTES,
+        Kind.DDM_SMOOTH: DDM_PUSH_BYTES,
         Kind.CROWD_SAMPLE: CROWD_SAMPLE_PUSH_BYTES,
         Kind.CROWD_CULL: CROWD_CULL_PUSH_BYTES,
         Kind.CROWD_RENDER: CROWD_RENDER_PUSH_BYTES,

@@ -1,0 +1,465 @@
+"""``direct_delta_mush()``: Direct Delta Mush's precomputation, its smoothing on the GPU.
+
+The smoothing of every bone's ``w u uᵀ`` and weight (:mod:`vkdqs.ddm`) is the expensive part:
+``p`` implicit steps, ``x = f(D⁻¹ L) b`` with ``f(x) = (1 + s x)⁻ᵖ``. ``D⁻¹ L`` is similar to the
+positive semidefinite ``D^-½ L D^-½``, so its spectrum lies in ``[0, 1 + r]``,
+``r = max_i Σ_k |W_ik| / D_i`` (1 where no cotangent weight W is negative); on it ``f`` is
+smooth (its pole, at ``-1/s``, is outside), so a Chebyshev expansion of ``f`` converges
+geometrically (:func:`chebyshev_terms`). ``ddm_smooth.comp`` adds one term per pass (one sparse
+product, ``T_(k+1) = 2 A T_k - T_(k-1)``): about 60 passes for p=20, λ=3, where 20 steps of
+(accelerated) Jacobi sweeps need over 600. The expansion stops where
+the rest of its coefficients bound the error by :data:`TOLERANCE` of the values' scale (in the
+D-weighted norm, in which ``D⁻¹ L`` is self-adjoint, times the ratio of the norms). The bones go
+through in chunks that fit :data:`TEXEL_BUDGET`, with one more column, the sum over all bones,
+whose smoothing gives each vertex's ``p_i`` (smoothing is linear); after each chunk the host
+keeps each vertex's ``max_bones`` strongest bones and at the end assembles Ω
+(:func:`vkdqs.ddm.omega_from_smoothed`).
+
+The smoothing runs about the centre of the mesh's bounding box, and the result is stored about
+each vertex's own rest position (``DirectDeltaMush.origin``, see :func:`vkdqs.ddm.reframe`):
+Ω's entries are products of coordinates, and ``Q̄ - q pᵀ`` a difference of them, which float32
+keeps accurate only for coordinates near the origin.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import shader_interface as si
+from .ddm import (
+    DEFAULT_MAX_BONES,
+    DEFAULTS,
+    UPPER,
+    DirectDeltaMush,
+    _check_parameters,
+    _dense_weights,
+    cotangent_laplacian,
+    omega_from_smoothed,
+    reframe,
+)
+from .dq import _as_float
+from .errors import InputError, LimitError
+from .gpu import (
+    Buffer,
+    BufferView,
+    CommandBuffer,
+    ComputePipelineDesc,
+    DescriptorPool,
+    DescriptorSetLayout,
+    Device,
+    PipelineCache,
+    PipelineLayout,
+    ResourceOwner,
+    TexelWrite,
+    write_descriptors,
+)
+from .gpu.calls import vk
+from .mesh import SkinnedMesh
+
+__all__ = ["MAX_TERMS", "TEXEL_BUDGET", "TOLERANCE", "chebyshev_terms", "direct_delta_mush"]
+
+SHADER = "ddm_smooth.comp"
+#: Bound on the truncated expansion's error, relative to the largest value.
+TOLERANCE = 1e-7
+#: The longest expansion computed (p=50, λ=10 needs 153 terms).
+MAX_TERMS = 2048
+#: Passes per submission (so a progress bar can follow a long run).
+PASSES_PER_SUBMIT = 16
+#: rgba32f texels of one of the four smoothing buffers (64 MiB): bones per chunk follow.
+TEXEL_BUDGET = 1 << 22
+_TEXELS_PER_BONE = 3  # 10 values of w u uᵀ, the weight, a pad
+
+
+def chebyshev_terms(
+    iterations: int, step: float, spread: float, norm_ratio: float = 1.0, terms: int | None = None
+) -> NDArray[np.float64]:
+    """Coefficients of the Chebyshev expansion of ``p`` smoothing steps, cut where it is exact
+    enough.
+
+    ``f(x) = (1 + s x)⁻ᵖ`` on the spectrum ``[0, 1 + r]`` of ``D⁻¹ L``, mapped to ``[-1, 1]``
+    (``x = (1 + r)(y + 1)/2``): ``f ≈ Σ_k c_k T_k(y)``. The terms after the last kept one
+    bound the error on the spectrum by the sum of their ``|c_k|``, kept at most half of
+    ``TOLERANCE / norm_ratio`` (``norm_ratio = sqrt(Σ_i D_i / min_i D_i)`` bounds the max norm
+    by the D-weighted norm, in which the operator is self-adjoint). The coefficients are those
+    of the lowest-degree interpolant (64, 128, ... up to :data:`MAX_TERMS`) that has converged
+    (its last coefficients far below the bound) and matches ``f`` within half the bound on a
+    grid that is dense near 0, where ``f`` falls fastest.
+
+    Parameters
+    ----------
+    iterations : int
+        p.
+    step : float
+        s (λ or κ).
+    spread : float
+        r, at least 1.
+    norm_ratio : float
+    terms : int, optional
+        Return exactly this many coefficients (another step size's count; zeros past the
+        interpolant's degree), else as many as the bound needs.
+
+    Returns
+    -------
+    ndarray of float64
+        ``c_0, c_1, ...``.
+    """
+    from numpy.polynomial import chebyshev
+
+    p, s, r = int(iterations), float(step), float(spread)
+
+    def f(y: NDArray) -> NDArray:
+        return (1.0 + s * (1.0 + r) * (y + 1.0) / 2.0) ** -float(p)
+
+    bound = TOLERANCE / norm_ratio
+    # Where to check the expansion: evenly over the spectrum, and geometrically near 0, where
+    # f falls fastest (an interpolant's nodes can miss a narrow peak there).
+    x = np.concatenate([np.geomspace(1e-12, 1.0 + r, 4000), np.linspace(0.0, 1.0 + r, 4001)])
+    y = 2.0 * x / (1.0 + r) - 1.0
+    exact = f(y)
+    degree = 64
+    while True:  # the lowest degree whose interpolant has converged far below the bound
+        coefficients = chebyshev.chebinterpolate(f, degree)
+        converged = (
+            np.abs(coefficients[-8:]).sum() < 1e-3 * bound
+            and np.abs(chebyshev.chebval(y, coefficients) - exact).max() < 0.5 * bound
+        )
+        if converged or degree >= MAX_TERMS:
+            break
+        degree *= 2
+    if terms is not None:
+        return np.pad(coefficients, (0, max(terms - len(coefficients), 0)))[:terms]
+    tail = np.cumsum(np.abs(coefficients)[::-1])[::-1]  # tail[k] = sum of |c_j|, j >= k
+    enough = np.flatnonzero(tail <= 0.5 * bound)
+    if not converged or not enough.size:
+        raise LimitError(
+            f"direct delta mush: p={p}, step {s} need more than {MAX_TERMS} terms of the "
+            "smoothing's expansion; use vkdqs.ddm.precompute_reference"
+        )
+    return coefficients[: max(int(enough[0]), 1)]
+
+
+class _SmoothingJob(ResourceOwner):
+    """The CSR texels, three rotating term buffers and the sum, the pipeline, its sets."""
+
+    def __init__(self, device: Device, rows: NDArray, entries: NDArray, texels: int) -> None:
+        super().__init__(device)
+        try:
+            self._create(rows, entries, texels)
+        except BaseException:
+            self.close()
+            raise
+
+    def _create(self, rows: NDArray, entries: NDArray, texels: int) -> None:
+        dev, label = self.device, "direct delta mush"
+        limit = dev.info.max_texel_buffer_elements
+        for name, count in (("rows", len(rows)), ("entries", len(entries)), ("values", texels)):
+            if count > limit:
+                raise LimitError(
+                    f"{label}: {count} {name} texels exceed this device's "
+                    f"maxTexelBufferElements ({limit})"
+                )
+        uniform = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
+        storage = vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
+        sint, sfloat = int(si.Format.R32G32B32A32_SINT), int(si.DDM_OUT_FORMAT)
+        self.csr = []
+        for name, arr in (("rows", rows), ("entries", entries)):
+            buf = self.own(Buffer(dev, max(arr.nbytes, 16), uniform, label=f"{label} {name}"))
+            buf.write(arr)
+            self.csr.append(self.own(BufferView(dev, buf, sint, label=f"{label} {name}")))
+        self.values, self.reads, self.writes = [], [], []
+        for i in range(4):
+            buf = self.own(
+                Buffer(dev, texels * 16, uniform | storage, label=f"{label} {i}", readback=True)
+            )
+            self.values.append(buf)
+            self.reads.append(self.own(BufferView(dev, buf, sfloat, label=f"{label} {i} read")))
+            self.writes.append(self.own(BufferView(dev, buf, sfloat, label=f"{label} {i} write")))
+        self.bindings = {b.binding: b for b in si.DDM_BINDINGS}
+        self.set_layout = self.own(DescriptorSetLayout(dev, si.DDM_BINDINGS, label=label))
+        self.layout = self.own(
+            PipelineLayout(dev, [self.set_layout], si.DDM_PUSH_BYTES, si.Stage.COMPUTE, label=label)
+        )
+        # (current, previous, next) of buffers 0..2: at most 3 * 3 are ever used
+        self.pool = self.own(DescriptorPool(dev, si.DDM_BINDINGS, sets=9, label=label))
+        self.sets: dict[tuple[int, int, int], Any] = {}
+        self._pipelines = PipelineCache(self)
+        desc = ComputePipelineDesc(SHADER, ((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),))
+        self.pipeline = self._pipelines.compute(desc, self.layout)
+        self.cmd = self.own(CommandBuffer(dev, label=label))
+
+    def _set(self, current: int, previous: int, out: int) -> Any:
+        key = (current, previous, out)
+        if key not in self.sets:
+            s = self.pool.allocate(self.set_layout)
+            b = self.bindings
+            write_descriptors(
+                self.device,
+                s,
+                [
+                    TexelWrite(b[si.DDM_ROWS], self.csr[0]),
+                    TexelWrite(b[si.DDM_NEIGHBOURS], self.csr[1]),
+                    TexelWrite(b[si.DDM_CURRENT], self.reads[current]),
+                    TexelWrite(b[si.DDM_PREVIOUS], self.reads[previous]),
+                    TexelWrite(b[si.DDM_NEXT], self.writes[out]),
+                    TexelWrite(b[si.DDM_SUM], self.writes[3]),
+                ],
+            )
+            self.sets[key] = s
+        return self.sets[key]
+
+    def expand(
+        self, vertices: int, columns: int, spread: float, coefficients: NDArray, progress: Any
+    ) -> None:
+        """Add the terms ``1..`` of the expansion (``coefficients``: ``[K, 2]``, for λ and κ)
+        to the sum in buffer 3, from ``T_0`` in buffer 0."""
+        invocations = vertices * columns
+        groups = math.ceil(invocations / si.LOCAL_SIZE)
+        gx = min(groups, self.device.info.max_compute_work_group_count[0])
+        gy = math.ceil(groups / gx)
+        if gy > self.device.info.max_compute_work_group_count[1]:
+            raise LimitError(f"direct delta mush: {invocations} invocations are too many")
+        push = np.zeros(8, np.uint32)
+        push[:3] = (vertices, columns, gx * si.LOCAL_SIZE)
+        push[4:6].view(np.float32)[:] = ((1.0 - spread) / (1.0 + spread), 2.0 / (1.0 + spread))
+        point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+        compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+        shader = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
+        )
+        host = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT
+        )
+        previous = current = 0
+        terms = list(range(1, len(coefficients)))
+        for first in range(0, len(terms), PASSES_PER_SUBMIT):
+            cmd: Any = self.cmd.begin(one_time=True)
+            vk.vkCmdBindPipeline(cmd, point, self.pipeline.handle)
+            for k in terms[first : first + PASSES_PER_SUBMIT]:
+                out = min({0, 1, 2} - {current, previous})
+                push[3] = k == 1
+                push[6:8].view(np.float32)[:] = coefficients[k]
+                vk.vkCmdPushConstants(
+                    cmd,
+                    self.layout.handle,
+                    si.Stage.COMPUTE,
+                    0,
+                    push.nbytes,
+                    vk.ffi.from_buffer(push),
+                )
+                s = self._set(current, previous, out)
+                vk.vkCmdBindDescriptorSets(cmd, point, self.layout.handle, 0, 1, [s], 0, None)
+                vk.vkCmdDispatch(cmd, gx, gy, 1)
+                # the next pass reads this one's term and adds to the sum
+                vk.vkCmdPipelineBarrier(cmd, compute, compute, 0, 1, [shader], 0, None, 0, None)
+                previous, current = current, out
+            vk.vkCmdPipelineBarrier(
+                cmd, compute, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [host], 0, None, 0, None
+            )
+            self.cmd.end()
+            self.cmd.submit_and_wait()
+            if progress is not None:
+                progress.update(len(terms[first : first + PASSES_PER_SUBMIT]))
+
+    def close(self) -> None:
+        with self._lock:
+            super().close()
+            if hasattr(self, "_pipelines"):
+                self._pipelines.clear()
+
+
+def _inputs(mesh: SkinnedMesh | tuple, bone_count: int | None) -> tuple:
+    """(positions float64, faces, joints, weights, bone_count) of a mesh or a 4-tuple."""
+    if isinstance(mesh, SkinnedMesh):
+        if mesh.indices is None:
+            raise InputError("direct_delta_mush needs a mesh with triangles (indices)")
+        arrays = (mesh.positions, mesh.indices, mesh.joints, mesh.weights)
+    elif isinstance(mesh, tuple) and len(mesh) == 4:
+        arrays = mesh
+    else:
+        raise InputError(
+            "direct_delta_mush takes a SkinnedMesh or (positions, faces, joints, weights), got "
+            f"{type(mesh).__name__}"
+        )
+    positions = _as_float(arrays[0], "positions")
+    if positions.ndim != 2 or positions.shape[1] != 3:
+        raise InputError(f"positions must have shape (V, 3), got shape {positions.shape}")
+    joints = np.asarray(arrays[2])
+    if bone_count is None:
+        bone_count = int(joints.max()) + 1 if joints.size else 1
+    if int(bone_count) != bone_count or bone_count < 1:
+        raise InputError(f"bone_count must be an integer >= 1, got {bone_count}")
+    return positions, arrays[1], arrays[2], arrays[3], int(bone_count)
+
+
+def _csr_texels(positions: NDArray, faces: ArrayLike) -> tuple[NDArray, NDArray, float, float]:
+    """The rows and entries texels of ``D⁻¹ W``, ``max_i Σ_k |W_ik| / D_i`` and
+    ``sqrt(Σ_i D_i / min_i D_i)`` over the rows with ``D_i != 0``."""
+    indptr, indices, weights, diagonal = cotangent_laplacian(positions, faces)
+    n = diagonal.size
+    row = np.repeat(np.arange(n), np.diff(indptr))
+    usable = diagonal != 0
+    normalized = np.divide(
+        weights, diagonal[row], out=np.zeros_like(weights), where=usable[row]
+    ).astype(np.float32)
+    rows = np.zeros((n, 4), np.int32)
+    rows[:, 0] = indptr[:-1]
+    rows[:, 1] = np.where(usable, np.diff(indptr), 0)
+    entries = np.zeros((max(len(indices), 1), 4), np.int32)
+    entries[: len(indices), 0] = indices
+    entries[: len(indices), 1] = normalized.view(np.int32)
+    spread = np.bincount(row, weights=np.abs(normalized), minlength=n)
+    if (diagonal < 0).any():
+        raise LimitError(
+            "direct delta mush: a vertex's cotangent weights sum to a negative number "
+            "(degenerate triangles); use vkdqs.ddm.precompute_reference"
+        )
+    d = diagonal[usable]
+    ratio = math.sqrt(d.sum() / d.min()) if d.size else 1.0
+    return rows, entries, max(float(spread.max(initial=0.0)), 1.0), ratio
+
+
+def _keep_strongest(values: NDArray, bones: NDArray, alpha: float, keep: int) -> tuple:
+    """The ``keep`` strongest of each vertex's smoothed columns (``[V, M, 11]``: 10 values of
+    Ψ, then w'), by ``|Ω[9]| = |(1 - α) Ψ[9] + α w'|`` as :func:`vkdqs.ddm.truncate` ranks."""
+    strength = np.abs((1.0 - alpha) * values[:, :, 9] + alpha * values[:, :, 10])
+    order = np.argsort(-strength, axis=1, kind="stable")[:, :keep]
+    return np.take_along_axis(values, order[:, :, None], axis=1), np.take_along_axis(
+        bones, order, axis=1
+    )
+
+
+def _chunks(bone_count: int, vertices: int) -> list[list[int]]:
+    """Bones per submission; chunk 0 also carries the sum over all bones (index -1)."""
+    per = max(1, TEXEL_BUDGET // (_TEXELS_PER_BONE * max(vertices, 1)))
+    columns = [-1, *range(bone_count)]
+    return [columns[i : i + per] for i in range(0, len(columns), per)]
+
+
+def direct_delta_mush(
+    mesh: SkinnedMesh | tuple,
+    *,
+    bone_count: int | None = None,
+    iterations: int = DEFAULTS["iterations"],
+    rotation_step: float = DEFAULTS["rotation_step"],
+    translation_step: float = DEFAULTS["translation_step"],
+    alpha: float = DEFAULTS["alpha"],
+    max_bones: int = DEFAULT_MAX_BONES,
+    device: Device | None = None,
+    progress: bool = False,
+) -> DirectDeltaMush:
+    """Direct Delta Mush (Le & Lewis 2019, variant 0) precomputed on the GPU.
+
+    Computes what :func:`vkdqs.ddm.precompute_reference` followed by
+    :func:`vkdqs.ddm.truncate` computes, with the smoothing on the GPU (float32 Jacobi sweeps;
+    the module docstring says how many).
+
+    Parameters
+    ----------
+    mesh : SkinnedMesh or tuple
+        With triangles; or ``(positions [V, 3], faces [T, 3], joints [V, K], weights [V, K])``.
+    bone_count : int, keyword-only, optional
+        B; by default one more than the largest joint index.
+    iterations, rotation_step, translation_step, alpha : keyword-only
+        p, λ, κ and α (:data:`vkdqs.ddm.DEFAULTS`).
+    max_bones : int, keyword-only
+        Bones kept per vertex (the strongest, by smoothed weight), 8 by default.
+    device : Device, optional
+        Run on this device; by default one is opened for the call.
+    progress : bool, keyword-only
+        Show a tqdm bar on stderr over the smoothing steps.
+
+    Returns
+    -------
+    DirectDeltaMush
+    """
+    positions, faces, joints, weights, bones = _inputs(mesh, bone_count)
+    _check_parameters(iterations, rotation_step, translation_step, alpha)
+    if int(max_bones) != max_bones or max_bones < 1:
+        raise InputError(f"max_bones must be an integer >= 1, got {max_bones}")
+    if device is None:
+        with Device() as own:
+            return direct_delta_mush(
+                (positions, faces, joints, weights),
+                bone_count=bones,
+                iterations=iterations,
+                rotation_step=rotation_step,
+                translation_step=translation_step,
+                alpha=alpha,
+                max_bones=max_bones,
+                device=own,
+                progress=progress,
+            )
+    n = positions.shape[0]
+    w = _dense_weights(joints, weights, n, bones)
+    rows, entries, spread, ratio = _csr_texels(positions, faces)
+    steps = (rotation_step, translation_step)
+    if iterations:
+        rotation = chebyshev_terms(iterations, rotation_step, spread, ratio)
+        translation = chebyshev_terms(iterations, translation_step, spread, ratio)
+        count = max(len(rotation), len(translation))
+        coefficients = np.stack(
+            [chebyshev_terms(iterations, s, spread, ratio, terms=count) for s in steps], axis=1
+        )
+    else:
+        coefficients = np.ones((1, 2))  # f = 1
+
+    origin = 0.5 * (positions.min(axis=0) + positions.max(axis=0)) if n else np.zeros(3)
+    hom = np.concatenate([positions - origin, np.ones((n, 1))], axis=1)
+    uu = (hom[:, :, None] * hom[:, None, :])[:, UPPER[0], UPPER[1]]
+    chunks = _chunks(bones, n)
+    keep = min(int(max_bones), bones)
+    kept_values = np.zeros((n, 0, 11))
+    kept_bones = np.zeros((n, 0), np.int64)
+    total = np.zeros((n, 10))
+    bar = None
+    if progress and len(coefficients) > 1:
+        from tqdm import tqdm
+
+        bar = tqdm(
+            total=len(chunks) * (len(coefficients) - 1), unit="pass", desc="DDM", file=sys.stderr
+        )
+    # c_0 of each lane of a column's three texels (10 values at λ, the weight and pad at κ)
+    lanes = np.array([0] * 10 + [1, 1])
+    try:
+        with _SmoothingJob(device, rows, entries, n * _TEXELS_PER_BONE * len(chunks[0])) as job:
+            for columns in chunks:
+                col_w = np.stack([w.sum(axis=1) if c < 0 else w[:, c] for c in columns], axis=1)
+                values = np.zeros((n, len(columns), 12), np.float32)
+                values[:, :, :10] = col_w[:, :, None] * uu[:, None, :]
+                values[:, :, 10] = col_w
+                job.values[0].write(values)
+                job.values[3].write(values * coefficients[0, lanes].astype(np.float32))
+                job.expand(n, len(columns), spread, coefficients, bar)
+                job.values[3].read_into(values)
+                smoothed = values[:, :, :11].astype(np.float64)
+                ids = np.asarray(columns)
+                if ids[0] < 0:
+                    total = smoothed[:, 0, :10]
+                    smoothed, ids = smoothed[:, 1:], ids[1:]
+                kept_values, kept_bones = _keep_strongest(
+                    np.concatenate([kept_values, smoothed], axis=1),
+                    np.concatenate([kept_bones, np.broadcast_to(ids, (n, ids.size))], axis=1),
+                    alpha,
+                    keep,
+                )
+    finally:
+        if bar is not None:
+            bar.close()
+    omega = omega_from_smoothed(kept_values[:, :, :10], kept_values[:, :, 10], alpha, total=total)
+    omega = reframe(omega, positions - origin)  # about each vertex, in float64
+    return DirectDeltaMush(
+        omega=omega.astype(np.float32),
+        bones=kept_bones.astype(np.uint32),
+        origin=positions,
+        bone_count=bones,
+        iterations=int(iterations),
+        rotation_step=float(rotation_step),
+        translation_step=float(translation_step),
+        alpha=float(alpha),
+    )
