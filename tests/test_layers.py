@@ -33,6 +33,7 @@ LAYERS = {
     "shader_interface": 1,
     "methods": 1,
     "cor": 1,
+    "delta_mush": 1,
     "gltf.": 1,
     "gpu.": 2,
     "skinner": 3,
