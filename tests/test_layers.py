@@ -38,6 +38,7 @@ LAYERS = {
     "gpu.": 2,
     "skinner": 3,
     "centers": 3,
+    "delta_mush_gpu": 3,
     "renderer": 3,
     "bounds": 3,
     "drawables": 3,

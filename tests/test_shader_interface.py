@@ -58,6 +58,10 @@ from vkdqs.shader_interface import (
     CROWD_FRAMES,
     CROWD_TEXEL_FORMAT,
     CROWD_UVS_ID,
+    DELTA_MUSH_DST,
+    DELTA_MUSH_PASS_ID,
+    DELTA_MUSH_SRC,
+    DELTA_MUSH_TEXELS,
     INSTANCE,
     INSTANCE_BLOCK,
     LOCAL_SIZE_ID,
@@ -107,9 +111,18 @@ STAGE_OF_KIND = {
     "crowd_fragment": Stage.FRAGMENT,
     "overlay": Stage.VERTEX,
     "overlay_fragment": Stage.FRAGMENT,
+    "delta_mush": Stage.COMPUTE,
 }
 #: Kinds whose pipeline layout serves that one module, which keeps every binding of it.
-EXACT_KINDS = ("compute", "readback", "centers", "crowd_sample", "crowd_cull", "overlay_fragment")
+EXACT_KINDS = (
+    "compute",
+    "readback",
+    "centers",
+    "crowd_sample",
+    "crowd_cull",
+    "overlay_fragment",
+    "delta_mush",
+)
 #: The descriptor type a shader sees for a host descriptor type.
 SHADER_TYPE = {DescriptorType.UNIFORM_BUFFER_DYNAMIC: DescriptorType.UNIFORM_BUFFER}
 #: Vertex format -> (scalar, components, bits) of the GLSL input reading it.
@@ -125,6 +138,9 @@ TEXEL_TYPES = {
     Format.R32G32B32A32_SFLOAT: ("float", 0),
     Format.R32G32B32A32_SINT: ("int", 0),
     Format.R32_SFLOAT: ("float", 3),
+    Format.R32G32B32A32_UINT: ("uint", 0),
+    Format.R32G32_UINT: ("uint", 0),
+    Format.R32_UINT: ("uint", 0),
 }
 NUMPY_SCALARS = {"f": "float", "i": "int", "u": "uint"}
 
@@ -176,6 +192,9 @@ def check_texel_formats(v: Variant, mod: Module) -> list[str]:
     """The compute shader's texel buffers read and write what the host's buffer views hold."""
     if v.kind == "centers":
         want = [*CENTERS_TEXELS, (CENTERS_OUT, COMPUTE_OUT_FORMAT)]
+    elif v.kind == "delta_mush":
+        out = COMPUTE_OUT_FORMAT  # the Skinner's output and the ping-pong buffers
+        want = [*DELTA_MUSH_TEXELS, (DELTA_MUSH_SRC, out), (DELTA_MUSH_DST, out)]
     elif v.kind == "compute":
         want = [(m.binding, m.texel_format) for m in mesh_inputs(v.slots, v.method)]
         want.append((COMPUTE_OUT, COMPUTE_OUT_FORMAT))
@@ -248,13 +267,15 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
 def check_specialization(v: Variant, mod: Module) -> list[str]:
     """Exactly the SpecIds the host sets; the compute local_size_x is LOCAL_SIZE_ID; every
     skin.* variant has MORPH_TARGETS_ID."""
-    compute = v.kind in ("compute", "centers", "crowd_sample", "crowd_cull")
+    compute = v.kind in ("compute", "centers", "crowd_sample", "crowd_cull", "delta_mush")
     bones = v.method != "none" and not v.kind.startswith("crowd")  # crowds: runtime arrays
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
     if v.kind in ("render", "readback", "compute"):
         want |= {MORPH_TARGETS_ID}
     if v.kind == "compute":  # skin.comp: vertices, their box, or both
         want |= {COMPUTE_OUTPUT_ID}
+    if v.kind == "delta_mush":  # delta_mush.comp: which pass
+        want |= {DELTA_MUSH_PASS_ID}
     surface = surface_variant(v)  # with the UV and colour inputs
     if v.kind == "crowd_render" and surface:  # crowd.vert: UV and colour passed on or constant
         want |= {CROWD_UVS_ID, CROWD_COLORS_ID}

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .centers import centers_of_rotation
     from .clip import AnimationClip
     from .crowd import Crowd
+    from .delta_mush_gpu import DeltaMushSkinner
     from .drawables import Instance, RenderMesh
     from .gltf import GltfError, GltfScene, load_gltf
     from .gpu.device import Device
@@ -49,6 +50,7 @@ __all__ = [
     "Camera",
     "CapabilityError",
     "Crowd",
+    "DeltaMushSkinner",
     "Device",
     "GltfError",
     "GltfScene",
@@ -100,6 +102,7 @@ _LAZY = {
     "Camera": ".camera",
     "centers_of_rotation": ".centers",
     "Crowd": ".crowd",
+    "DeltaMushSkinner": ".delta_mush_gpu",
     "Device": ".gpu.device",
     "OffscreenTarget": ".targets",
     "Renderer": ".renderer",
@@ -120,6 +123,7 @@ _LAZY = {
 _NEEDS_VULKAN = {
     ".app.viewer",
     ".crowd",
+    ".delta_mush_gpu",
     ".drawables",
     ".gpu.device",
     ".renderer",

@@ -50,9 +50,11 @@ class Format(IntEnum):
     R8G8B8A8_SRGB = 43
     B8G8R8A8_SRGB = 50
     R32_UINT = 98
+    R32G32_UINT = 101
     R32_SFLOAT = 100
     R32G32_SFLOAT = 103
     R32G32B32_SFLOAT = 106
+    R32G32B32A32_UINT = 107
     R32G32B32A32_SINT = 108
     R32G32B32A32_SFLOAT = 109
 
@@ -694,6 +696,7 @@ class Kind(str, Enum):
     CROWD_CULL = "crowd_cull"  #: crowd_cull.comp: the copies in view, for an indirect draw
     CROWD_RENDER = "crowd_render"  #: crowd.vert
     CROWD_FRAGMENT = "crowd_fragment"  #: skin.frag compiled with CROWD
+    DELTA_MUSH = "delta_mush"  #: delta_mush.comp: Delta Mush's passes after skinning
 
 
 #: Each kind's GLSL source (relative to shaders/glsl), stage and the defines it always has.
@@ -709,6 +712,7 @@ _SOURCES = {
     Kind.CROWD_CULL: ("crowd_cull.comp", Stage.COMPUTE, ()),
     Kind.CROWD_RENDER: ("crowd.vert", Stage.VERTEX, ()),
     Kind.CROWD_FRAGMENT: ("skin.frag", Stage.FRAGMENT, ("CROWD",)),
+    Kind.DELTA_MUSH: ("delta_mush.comp", Stage.COMPUTE, ()),
 }
 #: The defines of each crowd sampling layout (:attr:`vkdqs.methods.SkinningMethod.crowd_layout`).
 CROWD_LAYOUT_DEFINES = {"dq": (), "rows": ("SKIN_BONES_ROWS",), "dq_rows": ("SKIN_SECOND_BLOCK",)}
@@ -803,6 +807,7 @@ def _build_variants() -> tuple[Variant, ...]:
         for slots in (4, 8):
             out += [Variant(Kind.CROWD_RENDER, m.name, slots, s) for s in (False, True)]
     out += [Variant(Kind.CROWD_FRAGMENT, UNSKINNED, 4, s) for s in (False, True)]
+    out += [Variant(Kind.DELTA_MUSH)]
     return tuple(out)
 
 
@@ -827,6 +832,7 @@ def bindings_of(v: Variant) -> tuple[Binding, ...]:
         Kind.CENTERS: lambda: CENTERS_BINDINGS,
         Kind.OVERLAY: lambda: OVERLAY_BINDINGS,
         Kind.OVERLAY_FRAGMENT: lambda: OVERLAY_BINDINGS,
+        Kind.DELTA_MUSH: lambda: DELTA_MUSH_BINDINGS,
     }.get(v.kind, lambda: RENDER_BINDINGS)()
 
 
@@ -844,6 +850,7 @@ def push_bytes_of(v: Variant) -> int:
         Kind.CROWD_FRAGMENT: CROWD_RENDER_PUSH_BYTES,
         Kind.OVERLAY: OVERLAY_PUSH_BYTES,
         Kind.OVERLAY_FRAGMENT: OVERLAY_PUSH_BYTES,
+        Kind.DELTA_MUSH: DELTA_MUSH_PUSH_BYTES,
     }[v.kind]
 
 
@@ -965,3 +972,34 @@ def surface_variant(v: Variant) -> bool:
 
 #: Every SPIR-V module vkdqs ships, built once from the registry.
 VARIANTS: tuple[Variant, ...] = _build_variants()
+
+
+# -- Delta Mush: compute passes after skinning --------------------------------------------------
+#
+# delta_mush.comp (vkdqs/delta_mush_gpu.py) smooths the skinned positions (one dispatch per
+# iteration, ping-pong), rebuilds each vertex from its frame and offset, then writes the result's
+# positions and area-weighted normals: one module, its pass a specialization constant.
+
+#: delta_mush.comp: which pass (DELTA_MUSH_SMOOTH, DELTA_MUSH_REBUILD, DELTA_MUSH_NORMALS)
+DELTA_MUSH_PASS_ID = 9
+DELTA_MUSH_SMOOTH = 0
+DELTA_MUSH_REBUILD = 1
+DELTA_MUSH_NORMALS = 2
+#: Its read-only texel buffers (binding, format): per vertex (first neighbour, neighbour count,
+#: first corner, corner count); the neighbours; per corner the next and previous vertex of its
+#: triangle; per vertex its offset in its frame (xyz, 0).
+DELTA_MUSH_TEXELS = (
+    (0, Format.R32G32B32A32_UINT),
+    (1, Format.R32_UINT),
+    (2, Format.R32G32_UINT),
+    (3, Format.R32G32B32A32_SFLOAT),
+)
+DELTA_MUSH_SRC = 4  #: r32f storage texel buffer the pass reads positions from
+DELTA_MUSH_DST = 5  #: r32f storage texel buffer it writes positions (and normals) to
+DELTA_MUSH_BINDINGS = (
+    *(Binding(b, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE) for b, _ in DELTA_MUSH_TEXELS),
+    Binding(DELTA_MUSH_SRC, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(DELTA_MUSH_DST, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+)
+#: uint vertex_count, src_base, dst_base, normal_base; float step
+DELTA_MUSH_PUSH_BYTES = 20

@@ -1,0 +1,162 @@
+"""DeltaMushSkinner: classic Delta Mush's GPU passes after skinning, against the float64
+reference (vkdqs.delta_mush) applied to the float64 skinning of the same method."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vkdqs import DeltaMushSkinner, InputError, SkinnedMesh, methods, procedural
+from vkdqs.delta_mush import delta_mush_reference
+from vkdqs.errors import ObjectDestroyedError
+from vkdqs.geometry import vertex_normals
+from vkdqs.skinner import Skinner
+
+RINGS, SEGMENTS = 17, 16  # 306 vertices: a partial last workgroup of 50
+
+
+def candy() -> SkinnedMesh:
+    return procedural.candy_wrapper(rings=RINGS, segments=SEGMENTS)
+
+
+def poses() -> np.ndarray:
+    return np.stack(
+        [procedural.twist_pose(170), procedural.bend_pose(75), np.tile(np.eye(4), (2, 1, 1))]
+    )
+
+
+def want(skinner: DeltaMushSkinner, bones, morph_weights=None):
+    base = methods.get(skinner.method).reference(skinner.mesh, bones, morph_weights=morph_weights)
+    return delta_mush_reference(skinner.bind, base[0])
+
+
+def assert_matches(mesh, got, expected):
+    """Positions within 1e-5 of the extent of the reference's. Normals within 1e-5 of the
+    float64 area-weighted normals of the GPU's own positions (the normal pass alone), and within
+    1e-4 of the reference's: a normal moves by about the position error over the length of the
+    vertex's edges (1e-6 over 0.1 on the tube)."""
+    (p, n), (wp, wn) = got, expected
+    assert p.dtype == n.dtype == np.float32
+    assert np.isfinite(p).all() and np.isfinite(n).all()
+    np.testing.assert_allclose(p, wp, rtol=0, atol=1e-5 * mesh.extent)
+    own = vertex_normals(p, mesh.indices, weighting="area")
+    np.testing.assert_allclose(n, own, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(n, wn, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("iterations", [0, 1, 10])
+@pytest.mark.parametrize("method", ["lbs", "dqs"])
+def test_gpu_matches_the_reference(device, method, iterations):
+    mesh = candy()
+    assert mesh.vertex_count % 64 != 0
+    with DeltaMushSkinner(device, mesh, bone_count=2, method=method, iterations=iterations) as s:
+        for bones in poses():
+            assert_matches(mesh, s.skin(bones), want(s, bones))
+
+
+def test_the_gpu_removes_the_lbs_collapse(device):
+    mesh, twist = candy(), procedural.twist_pose(170)
+    with (
+        DeltaMushSkinner(device, mesh, bone_count=2) as dm,
+        Skinner(device, mesh, bone_count=2, method="lbs") as lbs,
+    ):
+        r_dm = procedural.ring_radii(dm.skin(twist)[0], rings=RINGS, segments=SEGMENTS).min()
+        r_lbs = procedural.ring_radii(lbs.skin(twist)[0], rings=RINGS, segments=SEGMENTS).min()
+    assert r_dm > 4 * r_lbs
+
+
+def test_skin_many_matches_skin_and_the_reference(device):
+    mesh = procedural.tube(3000, bone_count=12, influences=4, seed=3)
+    bones = np.stack([procedural.bone_chain_pose(12, a) for a in (0, 40, 90, 160, -120)])
+    with DeltaMushSkinner(device, mesh, bone_count=12, method="dqs", iterations=10) as s:
+        p, n = s.skin_many(bones)
+        assert p.shape == n.shape == (5, mesh.vertex_count, 3)
+        for k in range(5):
+            assert_matches(mesh, (p[k], n[k]), want(s, bones[k]))
+        one = s.skin(bones[3])
+        np.testing.assert_array_equal(one[0], p[3])
+        np.testing.assert_array_equal(one[1], n[3])
+        s.max_batch_bytes = 2 * s.pose_bytes  # chunks of 2 poses, 1 in the last
+        chunked = s.skin_many(bones)
+        np.testing.assert_array_equal(chunked[0], p)
+        np.testing.assert_array_equal(chunked[1], n)
+
+
+def test_morph_targets_are_applied_before_the_mush(device):
+    rng = np.random.default_rng(7)
+    m = candy()
+    dp = np.zeros((2, m.vertex_count, 3))
+    dp[0, : RINGS * SEGMENTS : 3] = rng.normal(
+        scale=0.05, size=(len(dp[0, : RINGS * SEGMENTS : 3]), 3)
+    )
+    dp[1] = rng.normal(scale=0.02, size=(m.vertex_count, 3))
+    mesh = SkinnedMesh(m.positions, m.normals, m.joints, m.weights, m.indices, morph_positions=dp)
+    w = np.array([0.8, -0.4], np.float32)
+    bones = procedural.bend_pose(50)
+    with DeltaMushSkinner(device, mesh, bone_count=2, method="lbs") as s:
+        got = s.skin(bones, w)
+        assert_matches(mesh, got, want(s, bones, w))
+        assert np.abs(got[0] - s.skin(bones)[0]).max() > 1e-3  # the morph did something
+        many = s.skin_many(np.stack([bones, bones]), np.stack([w, 0 * w]))
+        np.testing.assert_array_equal(many[0][0], got[0])
+
+
+def test_isolated_vertices_keep_their_skinned_position(device):
+    m = candy()
+    extra = 5
+    positions = np.concatenate([m.positions, [[1.0, 2.0, 0.0]] * extra])
+    normals = np.concatenate([m.normals, [[0.0, 1.0, 0.0]] * extra])
+    joints = np.concatenate([m.joints, [[1, 0, 0, 0]] * extra])
+    weights = np.concatenate([m.weights, [[0.7, 0.3, 0, 0]] * extra])
+    mesh = SkinnedMesh(positions, normals, joints, weights, m.indices)
+    bones = procedural.twist_pose(90)
+    with DeltaMushSkinner(device, mesh, bone_count=2, method="lbs") as s:
+        got = s.skin(bones)
+        assert_matches(mesh, got, want(s, bones))
+    skinned = methods.get("lbs").reference(mesh, bones)[0]
+    np.testing.assert_allclose(got[0][-extra:], skinned[-extra:], atol=1e-6)
+    np.testing.assert_array_equal(got[1][-extra:], np.tile([0.0, 0.0, 1.0], (extra, 1)))
+
+
+def test_degenerate_triangles_give_no_nans(device):
+    p = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [2, 0, 0], [2, 0, 0], [2, 0, 0], [0, -1, 0]])
+    faces = np.array([[0, 1, 2], [3, 4, 5], [6, 6, 0]])
+    n = len(p)
+    mesh = SkinnedMesh(
+        p, np.tile([0.0, 0, 1], (n, 1)), np.zeros((n, 1), int), np.ones((n, 1)), faces
+    )
+    bones = np.eye(4)[None].copy()
+    bones[0, :3, 3] = (0.5, -1.0, 2.0)
+    with DeltaMushSkinner(device, mesh, bone_count=1, iterations=3) as s:
+        assert_matches(mesh, s.skin(bones), want(s, bones))
+
+
+def test_boxes_are_those_of_the_delta_mush_positions(device):
+    mesh = candy()
+    bones = poses()
+    with DeltaMushSkinner(device, mesh, bone_count=2) as s:
+        p, _, box = s.skin(bones[0], bounds=True)
+        np.testing.assert_array_equal(box, [p.min(0), p.max(0)])
+        boxes = s.bounds_many(bones)
+        many = s.skin_many(bones)[0]
+        np.testing.assert_array_equal(boxes[:, 0], many.min(axis=1))
+        np.testing.assert_array_equal(boxes[:, 1], many.max(axis=1))
+        np.testing.assert_array_equal(s.bounds(bones[1]), boxes[1])
+
+
+def test_close_and_bad_input(device):
+    mesh = candy()
+    s = DeltaMushSkinner(device, mesh, bone_count=2, iterations=2)
+    assert "DeltaMushSkinner lbs 2 iterations" in repr(s)
+    s.close()
+    s.close()
+    with pytest.raises(ObjectDestroyedError):
+        s.skin(procedural.twist_pose(10))
+    assert "closed" in repr(s)
+    bare = SkinnedMesh(mesh.positions, mesh.normals, mesh.joints, mesh.weights)
+    with pytest.raises(InputError, match="triangles"):
+        DeltaMushSkinner(device, bare, bone_count=2)
+    with pytest.raises(InputError, match="iterations"):
+        DeltaMushSkinner(device, mesh, bone_count=2, iterations=-1)
+    with pytest.raises(InputError, match="method"):
+        DeltaMushSkinner(device, mesh, bone_count=2, method="nope")

@@ -1,0 +1,290 @@
+"""DeltaMushSkinner: classic Delta Mush on the GPU, as compute passes after the skinning.
+
+A :class:`vkdqs.Skinner` (compute path) whose recorded command buffer, after the skinning
+dispatch of each pose, runs ``delta_mush.comp`` on the skinned positions in its output buffer:
+``iterations`` smoothing dispatches ping-ponging between two scratch buffers, one that rebuilds
+each vertex from the frame of the smoothed mesh and its bind-time offset, and one that writes
+the result's positions and area-weighted normals back over the skinned ones, with a compute ->
+compute barrier between every two; all in the Skinner's one submission, before its readback.
+The bind (smoothing the rest mesh, the offsets) is the float64 reference's,
+:func:`vkdqs.delta_mush.delta_mush_bind`; :func:`vkdqs.delta_mush.delta_mush_reference` is what
+the GPU result is tested against.
+
+Threads, interrupts and ownership are the Skinner's: calls on one DeltaMushSkinner take turns
+(a lock); every Vulkan object it makes is owned by it and destroyed by :meth:`close`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import shader_interface as si
+from .delta_mush import DeltaMush, delta_mush_bind, incident_faces
+from .errors import InputError, LimitError
+from .gpu import (
+    Buffer,
+    BufferView,
+    ComputePipelineDesc,
+    DescriptorPool,
+    DescriptorSetLayout,
+    Device,
+    PipelineLayout,
+    TexelWrite,
+    texel_buffer,
+    write_descriptors,
+)
+from .gpu.calls import vk
+from .mesh import SkinnedMesh
+from .skinner import Skinner
+
+__all__ = ["DeltaMushSkinner"]
+
+SHADER = "delta_mush.comp"
+#: The (source, destination) buffer pairs the passes use: the Skinner's output ("out") and the
+#: two scratch buffers ("a", "b"); one descriptor set each.
+_PAIRS = (("out", "a"), ("a", "b"), ("b", "a"), ("a", "out"), ("b", "out"))
+
+
+def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
+    """The texel arrays ``delta_mush.comp`` reads (binding -> array, see
+    :data:`vkdqs.shader_interface.DELTA_MUSH_TEXELS`), at least one texel each."""
+    n = bind.vertex_count
+    corner_offsets, corners = incident_faces(bind.faces, n)
+    topology = np.stack(
+        [
+            bind.offsets[:-1],
+            np.diff(bind.offsets),
+            corner_offsets[:-1],
+            np.diff(corner_offsets),
+        ],
+        axis=1,
+    ).astype(np.uint32)
+    neighbours = bind.neighbours.astype(np.uint32)
+    deltas = np.zeros((n, 4), np.float32)
+    deltas[:, :3] = bind.deltas
+    return {
+        0: topology,
+        1: neighbours if len(neighbours) else np.zeros(1, np.uint32),
+        2: corners.astype(np.uint32) if len(corners) else np.zeros((1, 2), np.uint32),
+        3: deltas,
+    }
+
+
+class DeltaMushSkinner(Skinner):
+    """Skins ``mesh`` with a registry method, then applies classic Delta Mush on the GPU.
+
+    Parameters
+    ----------
+    device : Device
+    mesh : SkinnedMesh
+        With triangles (``indices``): they make the edge graph the smoothing runs on.
+    bone_count : int
+    method : str
+        The skinning under the mush: a registry method (``"lbs"``, the usual one, or ``"dqs"``).
+    iterations : int
+        Smoothing steps (10 by default); 0 gives the skinned mesh, normals recomputed.
+    step : float
+        Each step's size, lambda in (0, 1] (0.5 by default).
+    allow_scale, centers, rest_matrices, layout
+        As for :class:`vkdqs.Skinner` (the path is always ``"compute"``).
+
+    Notes
+    -----
+    :meth:`skin` and :meth:`skin_many` return the Delta Mush positions and the area-weighted
+    normals of the result (float32). Boxes (``bounds=True``, :meth:`bounds`) are taken from the
+    Delta Mush positions read back, not reduced on the GPU. The float64 bind is kept in
+    :attr:`bind`.
+    """
+
+    def __init__(
+        self,
+        device: Device,
+        mesh: SkinnedMesh,
+        *,
+        bone_count: int,
+        method: str = "lbs",
+        iterations: int = 10,
+        step: float = 0.5,
+        allow_scale: bool = True,
+        centers: object = None,
+        rest_matrices: object = None,
+        layout: str = "exact",
+    ) -> None:
+        if not isinstance(mesh, SkinnedMesh):
+            raise InputError(f"mesh must be a vkdqs.SkinnedMesh, got {type(mesh).__name__}")
+        if mesh.indices is None:
+            raise InputError("Delta Mush needs the mesh's triangles (indices): it has none")
+        #: the float64 bind: adjacency, frame neighbours, offsets, iterations and step
+        self.bind = delta_mush_bind(mesh.positions, mesh.indices, iterations=iterations, step=step)
+        self._mush_ready = False
+        super().__init__(
+            device,
+            mesh,
+            bone_count=bone_count,
+            method=method,
+            path="compute",
+            allow_scale=allow_scale,
+            centers=centers,
+            rest_matrices=rest_matrices,
+            layout=layout,
+        )
+        try:
+            self._create_mush()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def iterations(self) -> int:
+        """Smoothing steps per pose."""
+        return self.bind.iterations
+
+    @property
+    def step(self) -> float:
+        """The smoothing's step size (lambda)."""
+        return self.bind.step
+
+    def _create_mush(self) -> None:
+        dev, n, label = self.device, self.vertex_count, f"delta mush {self.method}"
+        limit = dev.info.max_texel_buffer_elements
+        bindings = {b.binding: b for b in si.DELTA_MUSH_BINDINGS}
+        self._mush_texels: list[TexelWrite] = []
+        arrays = topology_arrays(self.bind)
+        for binding, fmt in si.DELTA_MUSH_TEXELS:
+            arr = arrays[binding]
+            if arr.shape[0] > limit:
+                raise LimitError(
+                    f"{label}: {arr.shape[0]} texels for binding {binding} exceed this device's "
+                    f"maxTexelBufferElements ({limit})"
+                )
+            buffer, view = texel_buffer(dev, arr, int(fmt), label=f"{label} {binding}")
+            self.own(buffer)
+            self.own(view)
+            self._mush_texels.append(TexelWrite(bindings[binding], view))
+        self._scratch: dict[str, BufferView] = {}
+        for name in ("a", "b"):
+            buf = self.own(
+                Buffer(
+                    dev,
+                    3 * n * 4,
+                    vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT,
+                    label=f"{label} {name}",
+                )
+            )
+            fmt = int(si.COMPUTE_OUT_FORMAT)
+            self._scratch[name] = self.own(BufferView(dev, buf, fmt, label=f"{label} {name}"))
+        self._mush_set_layout = self.own(DescriptorSetLayout(dev, bindings.values(), label=label))
+        self._mush_layout = self.own(
+            PipelineLayout(
+                dev,
+                [self._mush_set_layout],
+                si.DELTA_MUSH_PUSH_BYTES,
+                si.Stage.COMPUTE,
+                label=label,
+            )
+        )
+        pool = self.own(DescriptorPool(dev, bindings.values(), sets=len(_PAIRS), label=label))
+        self._mush_sets = {pair: pool.allocate(self._mush_set_layout) for pair in _PAIRS}
+        self._mush_bindings = bindings
+        self._mush_pipelines = {
+            k: self._pipelines.compute(
+                ComputePipelineDesc(
+                    SHADER, ((si.LOCAL_SIZE_ID, si.LOCAL_SIZE), (si.DELTA_MUSH_PASS_ID, k))
+                ),
+                self._mush_layout,
+            )
+            for k in (si.DELTA_MUSH_SMOOTH, si.DELTA_MUSH_REBUILD, si.DELTA_MUSH_NORMALS)
+        }
+        self._mush_ready = True
+
+    def _write_mush_sets(self) -> None:
+        """Point the sets at the scratch buffers and the Skinner's current output (made again
+        when the batch size changes; every submission was waited for)."""
+        assert self._out_view is not None
+        views = {"out": self._out_view, **self._scratch}
+        b = self._mush_bindings
+        for (src, dst), dset in self._mush_sets.items():
+            writes = [
+                *self._mush_texels,
+                TexelWrite(b[si.DELTA_MUSH_SRC], views[src]),
+                TexelWrite(b[si.DELTA_MUSH_DST], views[dst]),
+            ]
+            write_descriptors(self.device, dset, writes)
+
+    def _passes(self, p: int, poses: int) -> list[tuple[int, str, str, tuple[int, ...]]]:
+        """Pose ``p``'s dispatches: (pass, source, destination, push constant uints)."""
+        n, out = self.vertex_count, []
+        base, normals = 3 * n * p, 3 * n * (poses + p)
+        cur, cur_base = "out", base
+        for _ in range(self.iterations):
+            nxt = "b" if cur == "a" else "a"
+            out.append((si.DELTA_MUSH_SMOOTH, cur, nxt, (n, cur_base, 0, 0)))
+            cur, cur_base = nxt, 0
+        result = "b" if cur == "a" else "a"
+        out.append((si.DELTA_MUSH_REBUILD, cur, result, (n, cur_base, 0, 0)))
+        out.append((si.DELTA_MUSH_NORMALS, result, "out", (n, 0, base, normals)))
+        return out
+
+    def _record_after(self, cmd: Any, program: Any, poses: int) -> None:
+        """After the skinning dispatches: each pose's Delta Mush passes, a barrier before each."""
+        if not (self._mush_ready and program.output & si.OUTPUT_VERTICES):
+            return
+        self._write_mush_sets()
+        point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+        stage = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+        barrier = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
+        )
+        groups = math.ceil(self.vertex_count / si.LOCAL_SIZE)
+        push = np.zeros(si.DELTA_MUSH_PUSH_BYTES // 4, np.uint32)
+        push[4:5].view(np.float32)[0] = self.step
+        bound = None
+        for p in range(poses):
+            for kind, src, dst, uints in self._passes(p, poses):
+                vk.vkCmdPipelineBarrier(cmd, stage, stage, 0, 1, [barrier], 0, None, 0, None)
+                if kind != bound:
+                    vk.vkCmdBindPipeline(cmd, point, self._mush_pipelines[kind].handle)
+                    bound = kind
+                vk.vkCmdBindDescriptorSets(
+                    cmd, point, self._mush_layout.handle, 0, 1, [self._mush_sets[src, dst]], 0, None
+                )
+                push[:4] = uints
+                vk.vkCmdPushConstants(
+                    cmd,
+                    self._mush_layout.handle,
+                    si.Stage.COMPUTE,
+                    0,
+                    push.nbytes,
+                    vk.ffi.from_buffer(push),
+                )
+                vk.vkCmdDispatch(cmd, groups, 1, 1)
+
+    def _run(
+        self,
+        packed: Any,
+        out: np.ndarray | None,
+        morphs: np.ndarray | None = None,
+        boxes: np.ndarray | None = None,
+    ) -> None:
+        """The Skinner's run, with boxes taken from the Delta Mush positions read back (the
+        skinning dispatch's GPU box would be the skinned mesh's)."""
+        if boxes is None:
+            super()._run(packed, out, morphs)
+            return
+        host = out
+        if host is None:
+            host = np.empty((2, packed.bones.shape[0], self.vertex_count, 3), np.float32)
+        super()._run(packed, host, morphs)
+        boxes[:, 0] = host[0].min(axis=1)
+        boxes[:, 1] = host[0].max(axis=1)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (
+            f"<DeltaMushSkinner {self.method} {self.iterations} iterations, step {self.step}, "
+            f"{self.vertex_count} vertices, {self.bone_count} bones ({state})>"
+        )
