@@ -59,8 +59,12 @@ from vkdqs.shader_interface import (
     CROWD_TEXEL_FORMAT,
     CROWD_UVS_ID,
     DELTA_MUSH_DST,
+    DELTA_MUSH_DST_OUT,
+    DELTA_MUSH_FROM_OUT_ID,
     DELTA_MUSH_PASS_ID,
+    DELTA_MUSH_SCRATCH_FORMAT,
     DELTA_MUSH_SRC,
+    DELTA_MUSH_SRC_OUT,
     DELTA_MUSH_TEXELS,
     INSTANCE,
     INSTANCE_BLOCK,
@@ -192,9 +196,10 @@ def check_texel_formats(v: Variant, mod: Module) -> list[str]:
     """The compute shader's texel buffers read and write what the host's buffer views hold."""
     if v.kind == "centers":
         want = [*CENTERS_TEXELS, (CENTERS_OUT, COMPUTE_OUT_FORMAT)]
-    elif v.kind == "delta_mush":
-        out = COMPUTE_OUT_FORMAT  # the Skinner's output and the ping-pong buffers
-        want = [*DELTA_MUSH_TEXELS, (DELTA_MUSH_SRC, out), (DELTA_MUSH_DST, out)]
+    elif v.kind == "delta_mush":  # the texels, the Skinner's output, the scratch it reads
+        out = COMPUTE_OUT_FORMAT
+        want = [*DELTA_MUSH_TEXELS, (DELTA_MUSH_SRC_OUT, out), (DELTA_MUSH_DST_OUT, out)]
+        want.append((DELTA_MUSH_SRC, DELTA_MUSH_SCRATCH_FORMAT))
     elif v.kind == "compute":
         want = [(m.binding, m.texel_format) for m in mesh_inputs(v.slots, v.method)]
         want.append((COMPUTE_OUT, COMPUTE_OUT_FORMAT))
@@ -274,8 +279,8 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
         want |= {MORPH_TARGETS_ID}
     if v.kind == "compute":  # skin.comp: vertices, their box, or both
         want |= {COMPUTE_OUTPUT_ID}
-    if v.kind == "delta_mush":  # delta_mush.comp: which pass
-        want |= {DELTA_MUSH_PASS_ID}
+    if v.kind == "delta_mush":  # delta_mush.comp: which pass, reading what
+        want |= {DELTA_MUSH_PASS_ID, DELTA_MUSH_FROM_OUT_ID}
     surface = surface_variant(v)  # with the UV and colour inputs
     if v.kind == "crowd_render" and surface:  # crowd.vert: UV and colour passed on or constant
         want |= {CROWD_UVS_ID, CROWD_COLORS_ID}
@@ -377,7 +382,23 @@ def check_crowd_texels(v: Variant, mod: Module) -> list[str]:
     return problems
 
 
+def check_delta_mush_scratch(v: Variant, mod: Module) -> list[str]:
+    """delta_mush.comp writes its scratch buffer as rgba32f (SPIR-V Image Format 1), what its
+    DELTA_MUSH_SCRATCH_FORMAT views hold."""
+    if v.kind != "delta_mush":
+        return []
+    assert DELTA_MUSH_SCRATCH_FORMAT == Format.R32G32B32A32_SFLOAT
+    d = set0(mod).get(DELTA_MUSH_DST)
+    if d is None:
+        return [f"texel buffer binding {DELTA_MUSH_DST} is not in the module"]
+    scalar, dim, _, got = mod.image(d.type_id)
+    if (scalar, dim, got) != ("float", DIM_BUFFER, 1):
+        return [f"binding {DELTA_MUSH_DST}: {scalar}/dim {dim}/format {got}, host rgba32f texels"]
+    return []
+
+
 CHECKS = (
+    check_delta_mush_scratch,
     check_crowd_texels,
     check_stage,
     check_bindings,

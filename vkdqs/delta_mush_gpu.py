@@ -1,11 +1,13 @@
 """DeltaMushSkinner: classic Delta Mush on the GPU, as compute passes after the skinning.
 
 A :class:`vkdqs.Skinner` (compute path) whose recorded command buffer, after the skinning
-dispatch of each pose, runs ``delta_mush.comp`` on the skinned positions in its output buffer:
-``iterations`` smoothing dispatches ping-ponging between two scratch buffers, one that rebuilds
-each vertex from the frame of the smoothed mesh and its bind-time offset, and one that writes
-the result's positions and area-weighted normals back over the skinned ones, with a compute ->
-compute barrier between every two; all in the Skinner's one submission, before its readback.
+dispatch of each pose, runs ``delta_mush.comp`` on the skinned positions in its output buffer
+(through the Skinner's ``_record_after`` hook): ``iterations`` smoothing dispatches ping-ponging
+between two rgba32f scratch buffers (one pose's worth each, reused pose after pose), one that
+rebuilds each vertex from the frame of the smoothed mesh and its bind-time offset, and one that
+writes the result's positions and area-weighted normals back over the skinned ones, with a
+compute -> compute barrier before each; all in the Skinner's one submission, before its
+readback.
 The bind (smoothing the rest mesh, the offsets) is the float64 reference's,
 :func:`vkdqs.delta_mush.delta_mush_bind`; :func:`vkdqs.delta_mush.delta_mush_reference` is what
 the GPU result is tested against.
@@ -43,9 +45,19 @@ from .skinner import Skinner
 __all__ = ["DeltaMushSkinner"]
 
 SHADER = "delta_mush.comp"
-#: The (source, destination) buffer pairs the passes use: the Skinner's output ("out") and the
-#: two scratch buffers ("a", "b"); one descriptor set each.
-_PAIRS = (("out", "a"), ("a", "b"), ("b", "a"), ("a", "out"), ("b", "out"))
+#: Workgroup size of the passes (the skinning's is si.LOCAL_SIZE).
+LOCAL_SIZE = 64
+#: The descriptor sets: each reads one scratch buffer and writes the other (both also bind the
+#: Skinner's output, which the first pass reads and the last writes).
+_SETS = {"ab": ("a", "b"), "ba": ("b", "a")}
+#: The (pass, reads the Skinner's output) pipelines the passes use.
+_PIPELINES = (
+    (si.DELTA_MUSH_SMOOTH, True),
+    (si.DELTA_MUSH_SMOOTH, False),
+    (si.DELTA_MUSH_REBUILD, True),
+    (si.DELTA_MUSH_REBUILD, False),
+    (si.DELTA_MUSH_NORMALS, False),
+)
 
 
 def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
@@ -165,16 +177,13 @@ class DeltaMushSkinner(Skinner):
             self.own(view)
             self._mush_texels.append(TexelWrite(bindings[binding], view))
         self._scratch: dict[str, BufferView] = {}
+        usage = (
+            vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
+            | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
+        )
         for name in ("a", "b"):
-            buf = self.own(
-                Buffer(
-                    dev,
-                    3 * n * 4,
-                    vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT,
-                    label=f"{label} {name}",
-                )
-            )
-            fmt = int(si.COMPUTE_OUT_FORMAT)
+            buf = self.own(Buffer(dev, 16 * n, usage, label=f"{label} {name}"))
+            fmt = int(si.DELTA_MUSH_SCRATCH_FORMAT)
             self._scratch[name] = self.own(BufferView(dev, buf, fmt, label=f"{label} {name}"))
         self._mush_set_layout = self.own(DescriptorSetLayout(dev, bindings.values(), label=label))
         self._mush_layout = self.own(
@@ -186,17 +195,22 @@ class DeltaMushSkinner(Skinner):
                 label=label,
             )
         )
-        pool = self.own(DescriptorPool(dev, bindings.values(), sets=len(_PAIRS), label=label))
-        self._mush_sets = {pair: pool.allocate(self._mush_set_layout) for pair in _PAIRS}
+        pool = self.own(DescriptorPool(dev, bindings.values(), sets=len(_SETS), label=label))
+        self._mush_sets = {name: pool.allocate(self._mush_set_layout) for name in _SETS}
         self._mush_bindings = bindings
         self._mush_pipelines = {
-            k: self._pipelines.compute(
+            (k, from_out): self._pipelines.compute(
                 ComputePipelineDesc(
-                    SHADER, ((si.LOCAL_SIZE_ID, si.LOCAL_SIZE), (si.DELTA_MUSH_PASS_ID, k))
+                    SHADER,
+                    (
+                        (si.LOCAL_SIZE_ID, LOCAL_SIZE),
+                        (si.DELTA_MUSH_PASS_ID, k),
+                        (si.DELTA_MUSH_FROM_OUT_ID, int(from_out)),
+                    ),
                 ),
                 self._mush_layout,
             )
-            for k in (si.DELTA_MUSH_SMOOTH, si.DELTA_MUSH_REBUILD, si.DELTA_MUSH_NORMALS)
+            for k, from_out in _PIPELINES
         }
         self._mush_ready = True
 
@@ -204,28 +218,31 @@ class DeltaMushSkinner(Skinner):
         """Point the sets at the scratch buffers and the Skinner's current output (made again
         when the batch size changes; every submission was waited for)."""
         assert self._out_view is not None
-        views = {"out": self._out_view, **self._scratch}
         b = self._mush_bindings
-        for (src, dst), dset in self._mush_sets.items():
+        for name, dset in self._mush_sets.items():
+            src, dst = _SETS[name]
             writes = [
                 *self._mush_texels,
-                TexelWrite(b[si.DELTA_MUSH_SRC], views[src]),
-                TexelWrite(b[si.DELTA_MUSH_DST], views[dst]),
+                TexelWrite(b[si.DELTA_MUSH_SRC_OUT], self._out_view),
+                TexelWrite(b[si.DELTA_MUSH_DST_OUT], self._out_view),
+                TexelWrite(b[si.DELTA_MUSH_SRC], self._scratch[src]),
+                TexelWrite(b[si.DELTA_MUSH_DST], self._scratch[dst]),
             ]
             write_descriptors(self.device, dset, writes)
 
-    def _passes(self, p: int, poses: int) -> list[tuple[int, str, str, tuple[int, ...]]]:
-        """Pose ``p``'s dispatches: (pass, source, destination, push constant uints)."""
+    def _passes(self, p: int, poses: int) -> list[tuple[tuple[int, bool], str, tuple[int, ...]]]:
+        """Pose ``p``'s dispatches: (pipeline, descriptor set, push constant uints). Each pass
+        reads ``cur`` (the Skinner's output first, then a scratch buffer) and writes the other
+        scratch buffer; the last writes the output."""
         n, out = self.vertex_count, []
         base, normals = 3 * n * p, 3 * n * (poses + p)
-        cur, cur_base = "out", base
-        for _ in range(self.iterations):
-            nxt = "b" if cur == "a" else "a"
-            out.append((si.DELTA_MUSH_SMOOTH, cur, nxt, (n, cur_base, 0, 0)))
-            cur, cur_base = nxt, 0
-        result = "b" if cur == "a" else "a"
-        out.append((si.DELTA_MUSH_REBUILD, cur, result, (n, cur_base, 0, 0)))
-        out.append((si.DELTA_MUSH_NORMALS, result, "out", (n, 0, base, normals)))
+        cur = "out"
+        for kind in [si.DELTA_MUSH_SMOOTH] * self.iterations + [si.DELTA_MUSH_REBUILD]:
+            pipeline = (kind, cur == "out")
+            out.append((pipeline, "ab" if cur == "a" else "ba", (n, base, 0, 0)))
+            cur = "b" if cur == "a" else "a"
+        pipeline = (si.DELTA_MUSH_NORMALS, False)
+        out.append((pipeline, "ab" if cur == "a" else "ba", (n, 0, base, normals)))
         return out
 
     def _record_after(self, cmd: Any, program: Any, poses: int) -> None:
@@ -239,18 +256,18 @@ class DeltaMushSkinner(Skinner):
             srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
             dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
         )
-        groups = math.ceil(self.vertex_count / si.LOCAL_SIZE)
+        groups = math.ceil(self.vertex_count / LOCAL_SIZE)
         push = np.zeros(si.DELTA_MUSH_PUSH_BYTES // 4, np.uint32)
         push[4:5].view(np.float32)[0] = self.step
         bound = None
         for p in range(poses):
-            for kind, src, dst, uints in self._passes(p, poses):
+            for pipeline, dset, uints in self._passes(p, poses):
                 vk.vkCmdPipelineBarrier(cmd, stage, stage, 0, 1, [barrier], 0, None, 0, None)
-                if kind != bound:
-                    vk.vkCmdBindPipeline(cmd, point, self._mush_pipelines[kind].handle)
-                    bound = kind
+                if pipeline != bound:
+                    vk.vkCmdBindPipeline(cmd, point, self._mush_pipelines[pipeline].handle)
+                    bound = pipeline
                 vk.vkCmdBindDescriptorSets(
-                    cmd, point, self._mush_layout.handle, 0, 1, [self._mush_sets[src, dst]], 0, None
+                    cmd, point, self._mush_layout.handle, 0, 1, [self._mush_sets[dset]], 0, None
                 )
                 push[:4] = uints
                 vk.vkCmdPushConstants(

@@ -994,12 +994,21 @@ DELTA_MUSH_TEXELS = (
     (2, Format.R32G32_UINT),
     (3, Format.R32G32B32A32_SFLOAT),
 )
-DELTA_MUSH_SRC = 4  #: r32f storage texel buffer the pass reads positions from
-DELTA_MUSH_DST = 5  #: r32f storage texel buffer it writes positions (and normals) to
+#: delta_mush.comp: the first pass reads the skinned positions from the Skinner's r32f output
+#: (a storage texel buffer, when DELTA_MUSH_FROM_OUT_ID is true); the last writes the result there
+DELTA_MUSH_FROM_OUT_ID = 10
+DELTA_MUSH_SRC_OUT = 4
+DELTA_MUSH_DST_OUT = 5
+#: The passes in between read a scratch buffer as rgba32f uniform texels, write one as storage
+DELTA_MUSH_SRC = 6
+DELTA_MUSH_DST = 7
+DELTA_MUSH_SCRATCH_FORMAT = Format.R32G32B32A32_SFLOAT
 DELTA_MUSH_BINDINGS = (
     *(Binding(b, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE) for b, _ in DELTA_MUSH_TEXELS),
-    Binding(DELTA_MUSH_SRC, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(DELTA_MUSH_SRC_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(DELTA_MUSH_DST_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(DELTA_MUSH_SRC, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE),
     Binding(DELTA_MUSH_DST, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
 )
-#: uint vertex_count, src_base, dst_base, normal_base; float step
+#: uint vertex_count, src_base (FROM_OUT), dst_base, normal_base (the normals pass); float step
 DELTA_MUSH_PUSH_BYTES = 20

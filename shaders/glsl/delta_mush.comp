@@ -7,27 +7,33 @@
 //   PASS 1, rebuild: q = s + t d.x + b d.y + n d.z, the frame (t, b, n) of the smoothed mesh
 //   PASS 2, normals: the result's area-weighted vertex normals; writes positions and normals
 //
-// Positions are r32f storage texel buffers, 3 floats a vertex from a push-constant base (the
-// Skinner's output holds P poses' positions, then their normals). The frame is built as in the
+// The skinned positions are read from, and the result written to, the Skinner's r32f output,
+// 3 floats a vertex from a push-constant base (it holds P poses' positions, then their normals);
+// between passes they ping-pong between two rgba32f scratch buffers, read as uniform texel
+// buffers (one fetch a vertex: on lavapipe far faster than three r32f image loads). The frame is built as in the
 // float64 reference, vkdqs/delta_mush.py, degenerate cases included. Normals sum each incident
 // triangle's (next - p) x (prev - p) through a vertex -> corners list: no atomics.
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 9) const int PASS = 0;
+// read the positions from the Skinner's output (src_out) instead of a scratch buffer (src)
+layout(constant_id = 10) const bool FROM_OUT = false;
 
 // per vertex: first neighbour, neighbour count, first corner, corner count
 layout(set = 0, binding = 0) uniform usamplerBuffer topology;   // rgba32ui
 layout(set = 0, binding = 1) uniform usamplerBuffer neighbours; // r32ui, sorted per vertex
 layout(set = 0, binding = 2) uniform usamplerBuffer corners;    // rg32ui: next, prev vertex
 layout(set = 0, binding = 3) uniform samplerBuffer deltas;      // rgba32f: offset in (t, b, n)
-layout(set = 0, binding = 4, r32f) uniform readonly imageBuffer src;
-layout(set = 0, binding = 5, r32f) uniform writeonly imageBuffer dst;
+layout(set = 0, binding = 4, r32f) uniform readonly imageBuffer src_out;
+layout(set = 0, binding = 5, r32f) uniform writeonly imageBuffer dst_out;
+layout(set = 0, binding = 6) uniform samplerBuffer src;                   // rgba32f scratch
+layout(set = 0, binding = 7, rgba32f) uniform writeonly imageBuffer dst;  // rgba32f scratch
 
 layout(push_constant) uniform PushConstants {
     uint vertex_count;
-    uint src_base;     // first float of the positions read
-    uint dst_base;     // first float of the positions written
-    uint normal_base;  // PASS 2: first float of the normals written
+    uint src_base;     // FROM_OUT: first float of the positions read in src_out
+    uint dst_base;     // PASS 2: first float of the positions written to dst_out
+    uint normal_base;  // PASS 2: first float of the normals written to dst_out
     float step;        // PASS 0: lambda
 } pc;
 
@@ -36,15 +42,22 @@ const float TANGENT_EPS2 = 1e-10;
 const float TINY = 1e-30;
 
 vec3 load(uint v) {
-    int o = int(pc.src_base + 3u * v);
-    return vec3(imageLoad(src, o).x, imageLoad(src, o + 1).x, imageLoad(src, o + 2).x);
+    if (FROM_OUT) {
+        int o = int(pc.src_base + 3u * v);
+        return vec3(imageLoad(src_out, o).x, imageLoad(src_out, o + 1).x, imageLoad(src_out, o + 2).x);
+    }
+    return texelFetch(src, int(v)).xyz;
 }
 
-void store(uint base, uint v, vec3 p) {
+void store_out(uint base, uint v, vec3 p) {
     int o = int(base + 3u * v);
-    imageStore(dst, o, vec4(p.x));
-    imageStore(dst, o + 1, vec4(p.y));
-    imageStore(dst, o + 2, vec4(p.z));
+    imageStore(dst_out, o, vec4(p.x));
+    imageStore(dst_out, o + 1, vec4(p.y));
+    imageStore(dst_out, o + 2, vec4(p.z));
+}
+
+void store(uint v, vec3 p) {
+    imageStore(dst, int(v), vec4(p, 0.0));
 }
 
 // The unit area-weighted normal at v (position p); (0, 0, 1) off every triangle of non-zero area.
@@ -67,14 +80,14 @@ void main() {
     vec3 p = load(v);
     if (PASS == 0) {
         if (topo.y == 0u) {
-            store(pc.dst_base, v, p);
+            store(v, p);
             return;
         }
         vec3 sum = vec3(0.0);
         for (uint k = topo.x; k < topo.x + topo.y; ++k) {
             sum += load(texelFetch(neighbours, int(k)).x);
         }
-        store(pc.dst_base, v, p + pc.step * (sum / float(topo.y) - p));
+        store(v, p + pc.step * (sum / float(topo.y) - p));
     } else if (PASS == 1) {
         vec3 n = area_normal(v, p, topo);
         uint j = topo.y > 0u ? texelFetch(neighbours, int(topo.x)).x : v;
@@ -91,9 +104,9 @@ void main() {
         }
         t = normalize(t);
         vec3 d = texelFetch(deltas, int(v)).xyz;
-        store(pc.dst_base, v, p + d.x * t + d.y * cross(n, t) + d.z * n);
+        store(v, p + d.x * t + d.y * cross(n, t) + d.z * n);
     } else {
-        store(pc.dst_base, v, p);
-        store(pc.normal_base, v, area_normal(v, p, topo));
+        store_out(pc.dst_base, v, p);
+        store_out(pc.normal_base, v, area_normal(v, p, topo));
     }
 }
