@@ -143,8 +143,6 @@ TEXEL_TYPES = {
     Format.R32G32B32A32_SINT: ("int", 0),
     Format.R32_SFLOAT: ("float", 3),
     Format.R32G32B32A32_UINT: ("uint", 0),
-    Format.R32G32_UINT: ("uint", 0),
-    Format.R32_UINT: ("uint", 0),
 }
 NUMPY_SCALARS = {"f": "float", "i": "int", "u": "uint"}
 

@@ -60,27 +60,42 @@ _PIPELINES = (
 )
 
 
+def padded_groups(
+    offsets: np.ndarray, values: np.ndarray, width: int, pad: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """CSR lists regrouped in rows of ``width`` entries (a texel each): every row's list padded
+    with its ``pad`` value to a multiple of ``width``. Returns (each list's first row, rows)."""
+    count = np.diff(offsets)
+    groups = -(-count // width)
+    first = np.zeros(len(count) + 1, np.int64)
+    np.cumsum(groups, out=first[1:])
+    out = np.repeat(pad, groups * width, axis=0)
+    owner = np.repeat(np.arange(len(count)), count)
+    k = np.arange(len(values)) - offsets[:-1][owner]
+    out[first[:-1][owner] * width + k] = values
+    return first[:-1], out.reshape(-1, width * (out.shape[1] if out.ndim > 1 else 1))
+
+
 def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
     """The texel arrays ``delta_mush.comp`` reads (binding -> array, see
-    :data:`vkdqs.shader_interface.DELTA_MUSH_TEXELS`), at least one texel each."""
+    :data:`vkdqs.shader_interface.DELTA_MUSH_TEXELS`), at least one texel each: per vertex its
+    first neighbour texel, neighbour count, first corner texel, corner count; its neighbours 4
+    a texel and its corners 2 a texel, each padded with the vertex itself (a neighbour adding
+    nothing to the sum of ``q - p``, a corner whose cross product is zero)."""
     n = bind.vertex_count
+    me = np.arange(n)
     corner_offsets, corners = incident_faces(bind.faces, n)
+    first_nb, nb = padded_groups(bind.offsets, bind.neighbours, 4, me)
+    first_c, cr = padded_groups(corner_offsets, corners, 2, np.stack([me, me], axis=1))
     topology = np.stack(
-        [
-            bind.offsets[:-1],
-            np.diff(bind.offsets),
-            corner_offsets[:-1],
-            np.diff(corner_offsets),
-        ],
-        axis=1,
+        [first_nb, np.diff(bind.offsets), first_c, np.diff(corner_offsets)], axis=1
     ).astype(np.uint32)
-    neighbours = bind.neighbours.astype(np.uint32)
     deltas = np.zeros((n, 4), np.float32)
     deltas[:, :3] = bind.deltas
     return {
         0: topology,
-        1: neighbours if len(neighbours) else np.zeros(1, np.uint32),
-        2: corners.astype(np.uint32) if len(corners) else np.zeros((1, 2), np.uint32),
+        1: nb.astype(np.uint32) if len(nb) else np.zeros((1, 4), np.uint32),
+        2: cr.astype(np.uint32) if len(cr) else np.zeros((1, 4), np.uint32),
         3: deltas,
     }
 
@@ -198,12 +213,13 @@ class DeltaMushSkinner(Skinner):
         pool = self.own(DescriptorPool(dev, bindings.values(), sets=len(_SETS), label=label))
         self._mush_sets = {name: pool.allocate(self._mush_set_layout) for name in _SETS}
         self._mush_bindings = bindings
+        self._mush_local_size = LOCAL_SIZE
         self._mush_pipelines = {
             (k, from_out): self._pipelines.compute(
                 ComputePipelineDesc(
                     SHADER,
                     (
-                        (si.LOCAL_SIZE_ID, LOCAL_SIZE),
+                        (si.LOCAL_SIZE_ID, self._mush_local_size),
                         (si.DELTA_MUSH_PASS_ID, k),
                         (si.DELTA_MUSH_FROM_OUT_ID, int(from_out)),
                     ),
@@ -256,7 +272,7 @@ class DeltaMushSkinner(Skinner):
             srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
             dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
         )
-        groups = math.ceil(self.vertex_count / LOCAL_SIZE)
+        groups = math.ceil(self.vertex_count / self._mush_local_size)
         push = np.zeros(si.DELTA_MUSH_PUSH_BYTES // 4, np.uint32)
         push[4:5].view(np.float32)[0] = self.step
         bound = None

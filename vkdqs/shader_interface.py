@@ -50,7 +50,6 @@ class Format(IntEnum):
     R8G8B8A8_SRGB = 43
     B8G8R8A8_SRGB = 50
     R32_UINT = 98
-    R32G32_UINT = 101
     R32_SFLOAT = 100
     R32G32_SFLOAT = 103
     R32G32B32_SFLOAT = 106
@@ -985,13 +984,13 @@ DELTA_MUSH_PASS_ID = 9
 DELTA_MUSH_SMOOTH = 0
 DELTA_MUSH_REBUILD = 1
 DELTA_MUSH_NORMALS = 2
-#: Its read-only texel buffers (binding, format): per vertex (first neighbour, neighbour count,
-#: first corner, corner count); the neighbours; per corner the next and previous vertex of its
-#: triangle; per vertex its offset in its frame (xyz, 0).
+#: Its read-only texel buffers (binding, format): per vertex (first neighbour texel, neighbour
+#: count, first corner texel, corner count); the neighbours, 4 a texel; the corners, 2 a texel
+#: (each the next and previous vertex of its triangle); per vertex its offset in its frame.
 DELTA_MUSH_TEXELS = (
     (0, Format.R32G32B32A32_UINT),
-    (1, Format.R32_UINT),
-    (2, Format.R32G32_UINT),
+    (1, Format.R32G32B32A32_UINT),
+    (2, Format.R32G32B32A32_UINT),
     (3, Format.R32G32B32A32_SFLOAT),
 )
 #: delta_mush.comp: the first pass reads the skinned positions from the Skinner's r32f output

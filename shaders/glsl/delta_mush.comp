@@ -12,17 +12,19 @@
 // between passes they ping-pong between two rgba32f scratch buffers, read as uniform texel
 // buffers (one fetch a vertex: on lavapipe far faster than three r32f image loads). The frame is built as in the
 // float64 reference, vkdqs/delta_mush.py, degenerate cases included. Normals sum each incident
-// triangle's (next - p) x (prev - p) through a vertex -> corners list: no atomics.
+// triangle's (next - p) x (prev - p) through a vertex -> corners list: no atomics. Neighbours
+// come 4 a texel and corners 2 a texel, each list padded with the vertex itself, which adds
+// nothing (q - p = 0, a zero cross product): one fetch serves 4 neighbours.
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 9) const int PASS = 0;
 // read the positions from the Skinner's output (src_out) instead of a scratch buffer (src)
 layout(constant_id = 10) const bool FROM_OUT = false;
 
-// per vertex: first neighbour, neighbour count, first corner, corner count
+// per vertex: first neighbour texel, neighbour count, first corner texel, corner count
 layout(set = 0, binding = 0) uniform usamplerBuffer topology;   // rgba32ui
-layout(set = 0, binding = 1) uniform usamplerBuffer neighbours; // r32ui, sorted per vertex
-layout(set = 0, binding = 2) uniform usamplerBuffer corners;    // rg32ui: next, prev vertex
+layout(set = 0, binding = 1) uniform usamplerBuffer neighbours; // rgba32ui, sorted per vertex
+layout(set = 0, binding = 2) uniform usamplerBuffer corners;    // rgba32ui: (next, prev) x 2
 layout(set = 0, binding = 3) uniform samplerBuffer deltas;      // rgba32f: offset in (t, b, n)
 layout(set = 0, binding = 4, r32f) uniform readonly imageBuffer src_out;
 layout(set = 0, binding = 5, r32f) uniform writeonly imageBuffer dst_out;
@@ -63,9 +65,10 @@ void store(uint v, vec3 p) {
 // The unit area-weighted normal at v (position p); (0, 0, 1) off every triangle of non-zero area.
 vec3 area_normal(uint v, vec3 p, uvec4 topo) {
     vec3 acc = vec3(0.0);
-    for (uint k = topo.z; k < topo.z + topo.w; ++k) {
-        uvec2 c = texelFetch(corners, int(k)).xy;
+    for (uint k = topo.z; k < topo.z + (topo.w + 1u) / 2u; ++k) {
+        uvec4 c = texelFetch(corners, int(k));
         acc += cross(load(c.x) - p, load(c.y) - p);
+        acc += cross(load(c.z) - p, load(c.w) - p);
     }
     float len = length(acc);
     return len > 1e-12 ? acc / len : vec3(0.0, 0.0, 1.0);
@@ -83,11 +86,12 @@ void main() {
             store(v, p);
             return;
         }
-        vec3 sum = vec3(0.0);
-        for (uint k = topo.x; k < topo.x + topo.y; ++k) {
-            sum += load(texelFetch(neighbours, int(k)).x);
+        vec3 sum = vec3(0.0);  // of q - p
+        for (uint k = topo.x; k < topo.x + (topo.y + 3u) / 4u; ++k) {
+            uvec4 q = texelFetch(neighbours, int(k));
+            sum += (load(q.x) - p) + (load(q.y) - p) + (load(q.z) - p) + (load(q.w) - p);
         }
-        store(v, p + pc.step * (sum / float(topo.y) - p));
+        store(v, p + pc.step * (sum / float(topo.y)));
     } else if (PASS == 1) {
         vec3 n = area_normal(v, p, topo);
         uint j = topo.y > 0u ? texelFetch(neighbours, int(topo.x)).x : v;
