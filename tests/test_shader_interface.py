@@ -61,6 +61,7 @@ from vkdqs.shader_interface import (
     DELTA_MUSH_DST,
     DELTA_MUSH_DST_OUT,
     DELTA_MUSH_FROM_OUT_ID,
+    DELTA_MUSH_OVERFLOW_ID,
     DELTA_MUSH_PASS_ID,
     DELTA_MUSH_SCRATCH_FORMAT,
     DELTA_MUSH_SRC,
@@ -278,7 +279,7 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
     if v.kind == "compute":  # skin.comp: vertices, their box, or both
         want |= {COMPUTE_OUTPUT_ID}
     if v.kind == "delta_mush":  # delta_mush.comp: which pass, reading what
-        want |= {DELTA_MUSH_PASS_ID, DELTA_MUSH_FROM_OUT_ID}
+        want |= {DELTA_MUSH_PASS_ID, DELTA_MUSH_FROM_OUT_ID, DELTA_MUSH_OVERFLOW_ID}
     surface = surface_variant(v)  # with the UV and colour inputs
     if v.kind == "crowd_render" and surface:  # crowd.vert: UV and colour passed on or constant
         want |= {CROWD_UVS_ID, CROWD_COLORS_ID}

@@ -76,25 +76,97 @@ def padded_groups(
     return first[:-1], out.reshape(-1, width * (out.shape[1] if out.ndim > 1 else 1))
 
 
+#: Vertices with more neighbours than this keep their corner list (bounds the ring search).
+MAX_RING = 16
+
+
+def rings(
+    offsets: np.ndarray, corner_offsets: np.ndarray, corners: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which vertices are the centre of one closed, consistently wound fan of triangles (an
+    interior manifold vertex of at most MAX_RING neighbours), and for those their neighbours in
+    fan order from the smallest: ``ring[v, :degree]``. Around such a vertex the triangles are
+    ``(v, ring[i], ring[i + 1])`` (cyclically), so the shader gets the area-weighted normal from
+    the neighbours it loads anyway. Returns (is_ring (N,), ring (N, MAX_RING))."""
+    n = len(offsets) - 1
+    count = np.diff(corner_offsets)
+    owner = np.repeat(np.arange(n), count)
+    nxt, prv = corners[:, 0], corners[:, 1]
+    ok = (count == np.diff(offsets)) & (count >= 3) & (count <= MAX_RING)
+    bad = (nxt == owner) | (prv == owner) | (nxt == prv)
+    # the corner following corner k around its vertex: the one whose next is k's prev
+    key = owner * n + nxt
+    order = np.argsort(key, kind="stable")
+    keys = key[order]
+    dup = np.zeros(len(keys), bool)
+    dup[1:] = keys[1:] == keys[:-1]
+    bad[order[dup]] = True
+    pos = np.minimum(np.searchsorted(keys, owner * n + prv), max(len(keys) - 1, 0))
+    found = len(keys) > 0 and keys[pos] == owner * n + prv
+    bad |= ~found
+    ok &= ~np.bincount(owner, weights=bad, minlength=n).astype(bool)
+    succ = np.where(found, order[pos], -1) if len(keys) else np.zeros(0, np.int64)
+    ring = np.zeros((n, MAX_RING), np.int64)
+    centre = np.flatnonzero(ok)
+    start = corner_offsets[centre]
+    cur = start.copy()
+    closed = np.zeros(len(centre), np.int64)  # the step at which the walk first came back
+    for j in range(MAX_RING):
+        ring[centre, j] = nxt[cur]
+        cur = succ[cur]
+        closed = np.where((closed == 0) & (cur == start), j + 1, closed)
+    ok[centre] = closed == count[centre]
+    # rotate each ring to start at its smallest neighbour (the frame neighbour)
+    deg = np.maximum(count, 1)[:, None]
+    j = np.arange(MAX_RING)[None]
+    shift = np.argmin(np.where(j < deg, ring, np.iinfo(np.int64).max), axis=1)[:, None]
+    ring = np.take_along_axis(ring, (j + shift) % deg, axis=1)
+    return ok, ring
+
+
+#: Neighbours in a vertex's two fixed texels; bit 31 of its meta word marks a fan's centre.
+FIXED = 7
+FAN = 1 << 31
+
+
 def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
     """The texel arrays ``delta_mush.comp`` reads (binding -> array, see
-    :data:`vkdqs.shader_interface.DELTA_MUSH_TEXELS`), at least one texel each: per vertex its
-    first neighbour texel, neighbour count, first corner texel, corner count; its neighbours 4
-    a texel and its corners 2 a texel, each padded with the vertex itself (a neighbour adding
-    nothing to the sum of ``q - p``, a corner whose cross product is zero)."""
+    :data:`vkdqs.shader_interface.DELTA_MUSH_TEXELS`), at least one texel each.
+
+    Neighbours: texels ``2 v`` and ``2 v + 1`` hold v's first FIXED neighbours, padded with v
+    itself (it adds nothing: ``q - p = 0``, a zero cross product), and a meta word (the degree,
+    FAN for the centre of a closed fan, :func:`rings`); the rest follow the 2 N fixed texels, 4
+    a texel. A fan's neighbours are in fan order, the others' sorted; either way the first is
+    the smallest, the reference's frame neighbour. Per vertex (topology): its first overflow
+    texel, degree, first corner texel and corner count; a fan has no corners (the shader takes
+    its normal from the ring), the others' corners (next, prev) come 2 a texel."""
     n = bind.vertex_count
     me = np.arange(n)
     corner_offsets, corners = incident_faces(bind.faces, n)
-    first_nb, nb = padded_groups(bind.offsets, bind.neighbours, 4, me)
-    first_c, cr = padded_groups(corner_offsets, corners, 2, np.stack([me, me], axis=1))
-    topology = np.stack(
-        [first_nb, np.diff(bind.offsets), first_c, np.diff(corner_offsets)], axis=1
-    ).astype(np.uint32)
+    is_ring, ring = rings(bind.offsets, corner_offsets, corners)
+    degree = np.diff(bind.offsets)
+    nbs = bind.neighbours.copy()
+    owner = np.repeat(me, degree)
+    k = np.arange(len(nbs)) - bind.offsets[:-1][owner]
+    fan = is_ring[owner]
+    nbs[fan] = ring[owner[fan], k[fan]]
+    fixed = np.repeat(me, 2 * 4).reshape(n, 8)
+    head = k < FIXED
+    fixed[owner[head], k[head]] = nbs[head]
+    fixed[:, 7] = degree | np.where(is_ring, FAN, 0)
+    extra = np.zeros(n + 1, np.int64)
+    np.cumsum(np.maximum(degree - FIXED, 0), out=extra[1:])
+    first_x, overflow = padded_groups(extra, nbs[~head], 4, me)
+    keep = ~is_ring[np.repeat(me, np.diff(corner_offsets))]
+    kept = np.zeros(n + 1, np.int64)
+    np.cumsum(np.where(is_ring, 0, np.diff(corner_offsets)), out=kept[1:])
+    first_c, cr = padded_groups(kept, corners[keep], 2, np.stack([me, me], axis=1))
+    topology = np.stack([2 * n + first_x, degree, first_c, np.diff(kept)], axis=1)
     deltas = np.zeros((n, 4), np.float32)
     deltas[:, :3] = bind.deltas
     return {
-        0: topology,
-        1: nb.astype(np.uint32) if len(nb) else np.zeros((1, 4), np.uint32),
+        0: topology.astype(np.uint32),
+        1: np.concatenate([fixed.reshape(-1, 4), overflow]).astype(np.uint32),
         2: cr.astype(np.uint32) if len(cr) else np.zeros((1, 4), np.uint32),
         3: deltas,
     }
@@ -214,6 +286,7 @@ class DeltaMushSkinner(Skinner):
         self._mush_sets = {name: pool.allocate(self._mush_set_layout) for name in _SETS}
         self._mush_bindings = bindings
         self._mush_local_size = LOCAL_SIZE
+        overflow = bool((np.diff(self.bind.offsets) > FIXED).any())
         self._mush_pipelines = {
             (k, from_out): self._pipelines.compute(
                 ComputePipelineDesc(
@@ -222,6 +295,7 @@ class DeltaMushSkinner(Skinner):
                         (si.LOCAL_SIZE_ID, self._mush_local_size),
                         (si.DELTA_MUSH_PASS_ID, k),
                         (si.DELTA_MUSH_FROM_OUT_ID, int(from_out)),
+                        (si.DELTA_MUSH_OVERFLOW_ID, int(overflow)),
                     ),
                 ),
                 self._mush_layout,

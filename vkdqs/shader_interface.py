@@ -984,9 +984,10 @@ DELTA_MUSH_PASS_ID = 9
 DELTA_MUSH_SMOOTH = 0
 DELTA_MUSH_REBUILD = 1
 DELTA_MUSH_NORMALS = 2
-#: Its read-only texel buffers (binding, format): per vertex (first neighbour texel, neighbour
-#: count, first corner texel, corner count); the neighbours, 4 a texel; the corners, 2 a texel
-#: (each the next and previous vertex of its triangle); per vertex its offset in its frame.
+#: Its read-only texel buffers (binding, format): per vertex (first overflow neighbour texel,
+#: degree, first corner texel, corner count); the neighbours, 2 texels a vertex (7 and a meta
+#: word) then the overflow, 4 a texel; the corners, 2 a texel (each the next and previous vertex
+#: of its triangle); per vertex its offset in its frame (vkdqs.delta_mush_gpu.topology_arrays).
 DELTA_MUSH_TEXELS = (
     (0, Format.R32G32B32A32_UINT),
     (1, Format.R32G32B32A32_UINT),
@@ -996,6 +997,9 @@ DELTA_MUSH_TEXELS = (
 #: delta_mush.comp: the first pass reads the skinned positions from the Skinner's r32f output
 #: (a storage texel buffer, when DELTA_MUSH_FROM_OUT_ID is true); the last writes the result there
 DELTA_MUSH_FROM_OUT_ID = 10
+#: delta_mush.comp: some vertex has more neighbours than its two fixed texels hold (false
+#: compiles the overflow code away)
+DELTA_MUSH_OVERFLOW_ID = 11
 DELTA_MUSH_SRC_OUT = 4
 DELTA_MUSH_DST_OUT = 5
 #: The passes in between read a scratch buffer as rgba32f uniform texels, write one as storage
