@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from vkdqs import DeltaMushSkinner, InputError, SkinnedMesh, methods, procedural
-from vkdqs.delta_mush import delta_mush_reference
+from vkdqs.delta_mush import delta_mush_bind, delta_mush_reference, incident_faces
+from vkdqs.delta_mush_gpu import rings
 from vkdqs.errors import ObjectDestroyedError
 from vkdqs.geometry import vertex_normals
 from vkdqs.skinner import Skinner
@@ -160,3 +161,63 @@ def test_close_and_bad_input(device):
         DeltaMushSkinner(device, mesh, bone_count=2, iterations=-1)
     with pytest.raises(InputError, match="method"):
         DeltaMushSkinner(device, mesh, bone_count=2, method="nope")
+
+
+def wheel(spokes: int, *, flip: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """A bumpy disc: a centre and two rings of ``spokes`` vertices (the inner ring's vertices are
+    the centres of closed fans of 6 triangles; the centre's has ``spokes``); ``flip`` winds one
+    triangle the other way."""
+    a = 2 * np.pi * np.arange(spokes) / spokes
+    ring = lambda r, z: np.stack([r * np.cos(a), r * np.sin(a), np.full(spokes, z)], 1)  # noqa: E731
+    p = np.concatenate([[[0.0, 0.0, 0.3]], ring(1.0, 0.1), ring(2.0, -0.2)])
+    i = np.arange(spokes)
+    j = (i + 1) % spokes
+    inner, outer = 1 + i, 1 + spokes + i
+    faces = np.concatenate(
+        [
+            np.stack([np.zeros(spokes, int), inner, 1 + j], 1),
+            np.stack([inner, outer, 1 + spokes + j], 1),
+            np.stack([inner, 1 + spokes + j, 1 + j], 1),
+        ]
+    )
+    if flip:
+        faces[1] = faces[1, ::-1]
+    return p, faces
+
+
+def test_fans_are_found_and_their_rings_give_the_area_normals():
+    p, faces = wheel(9)
+    bind = delta_mush_bind(p, faces, iterations=1)
+    co, corners = incident_faces(bind.faces, len(p))
+    is_ring, ring = rings(bind.offsets, co, corners)
+    assert is_ring.tolist() == [True] * 10 + [False] * 9  # the outer ring is the boundary
+    degree = np.diff(bind.offsets)
+    for v in np.flatnonzero(is_ring):
+        r = ring[v, : degree[v]]
+        assert sorted(r) == sorted(bind.neighbours[bind.offsets[v] : bind.offsets[v + 1]])
+        assert r[0] == r.min()  # the frame neighbour first
+        q = p[r] - p[v]
+        acc = np.cross(q, np.roll(q, -1, axis=0)).sum(axis=0)
+        want = vertex_normals(p, faces.reshape(-1), weighting="area")[v]
+        np.testing.assert_allclose(acc / np.linalg.norm(acc), want, atol=1e-12)
+    flipped = delta_mush_bind(p, wheel(9, flip=True)[1], iterations=1)
+    co, corners = incident_faces(flipped.faces, len(p))
+    is_ring, _ = rings(flipped.offsets, co, corners)
+    assert not is_ring[[0, 2, 3]].any() and is_ring[[1, 4, 5]].all()  # (0, 2, 3) flipped
+
+
+@pytest.mark.parametrize(("spokes", "flip"), [(7, False), (8, False), (12, True)])
+def test_fans_overflow_and_wrong_windings_match_the_reference(device, spokes, flip):
+    """A centre of 7 neighbours (the two fixed texels), of 8 and 12 (overflow texels), and a
+    triangle wound the other way (its vertices' normals from the corner lists)."""
+    p, faces = wheel(spokes, flip=flip)
+    n = len(p)
+    joints = np.zeros((n, 2), int)
+    joints[:, 1] = 1
+    w1 = np.clip(p[:, 0] / 2 + 0.5, 0, 1)
+    mesh = SkinnedMesh(p, None, joints, np.stack([1 - w1, w1], 1), faces)
+    bones = procedural.bend_pose(60, length=1.0)
+    bones[1, :3, 3] += (0.1, 0.0, 0.3)
+    for method in ("lbs", "dqs"):
+        with DeltaMushSkinner(device, mesh, bone_count=2, method=method, iterations=4) as s:
+            assert_matches(mesh, s.skin(bones), want(s, bones))
