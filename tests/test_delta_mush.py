@@ -155,6 +155,15 @@ def test_degenerate_inputs_give_no_nans():
     np.testing.assert_array_equal(delta_mush_reference(bind, p + 1.0)[0][3], p[3] + 1.0)
 
 
+def test_a_mesh_without_triangles_gives_the_skinned_mesh():
+    p = np.random.default_rng(2).normal(size=(5, 3))
+    bind = delta_mush_bind(p, np.zeros((0, 3), int))
+    np.testing.assert_array_equal(bind.frame_neighbour, np.arange(5))
+    got, normals = delta_mush_reference(bind, p + 2.0)
+    np.testing.assert_allclose(got, p + 2.0, atol=1e-12)
+    np.testing.assert_array_equal(normals, np.tile([0.0, 0.0, 1.0], (5, 1)))
+
+
 def test_a_neighbour_along_the_normal_falls_back_to_an_axis():
     p = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
     f = frames(p, np.array([[0, 1, 2]]), np.array([3, 0, 0, 3]))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vkdqs import DeltaMushSkinner, InputError, SkinnedMesh, methods, procedural
+from vkdqs import DeltaMushSkinner, InputError, LimitError, SkinnedMesh, methods, procedural
 from vkdqs.delta_mush import delta_mush_bind, delta_mush_reference, incident_faces
 from vkdqs.delta_mush_gpu import rings
 from vkdqs.errors import ObjectDestroyedError
@@ -221,3 +221,22 @@ def test_fans_overflow_and_wrong_windings_match_the_reference(device, spokes, fl
     for method in ("lbs", "dqs"):
         with DeltaMushSkinner(device, mesh, bone_count=2, method=method, iterations=4) as s:
             assert_matches(mesh, s.skin(bones), want(s, bones))
+
+
+def test_a_mesh_without_triangles_keeps_its_skinned_positions(device):
+    m = candy()
+    mesh = SkinnedMesh(m.positions, m.normals, m.joints, m.weights, np.zeros(0, int))
+    bones = procedural.twist_pose(120)
+    with DeltaMushSkinner(device, mesh, bone_count=2, iterations=3) as s:
+        p, n = s.skin(bones)
+    np.testing.assert_allclose(p, methods.get("lbs").reference(mesh, bones)[0], atol=1e-6)
+    np.testing.assert_array_equal(n, np.tile([0.0, 0.0, 1.0], (mesh.vertex_count, 1)))
+
+
+def test_the_call_size_bound_counts_the_vertices_of_bounds_many(device):
+    with DeltaMushSkinner(device, candy(), bone_count=2) as s:
+        s.max_call_bytes = 2 * 3 * 4 * s.vertex_count  # one pose's vertices, not two
+        with pytest.raises(LimitError, match="2 x P x N x 3"):  # boxes from the vertices
+            s.bounds_many(poses()[:2])
+        s.max_call_bytes = 10 * 2**20
+        assert s.bounds_many(poses()[:2]).shape == (2, 2, 3)

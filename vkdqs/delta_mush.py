@@ -180,9 +180,9 @@ def delta_mush_bind(
     if not (np.isfinite(step) and 0.0 < step <= 1.0):
         raise InputError(f"step must be in (0, 1], got {step!r}")
     offsets, neighbours = adjacency(tri, len(p))
+    frame_neighbour = np.arange(len(p))
     has = np.diff(offsets) > 0
-    first = np.where(has, neighbours[np.minimum(offsets[:-1], max(len(neighbours) - 1, 0))], 0)
-    frame_neighbour = np.where(has, first, np.arange(len(p)))
+    frame_neighbour[has] = neighbours[offsets[:-1][has]]  # the first, the smallest
     s = smooth(p, offsets, neighbours, int(iterations), float(step))
     f = frames(s, tri, frame_neighbour)
     deltas = np.einsum("nji,nj->ni", f, p - s)  # F^T (p - s)

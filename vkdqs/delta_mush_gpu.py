@@ -102,10 +102,10 @@ def rings(
     dup[1:] = keys[1:] == keys[:-1]
     bad[order[dup]] = True
     pos = np.minimum(np.searchsorted(keys, owner * n + prv), max(len(keys) - 1, 0))
-    found = len(keys) > 0 and keys[pos] == owner * n + prv
+    found = keys[pos] == owner * n + prv if len(keys) else np.zeros(0, bool)
     bad |= ~found
     ok &= ~np.bincount(owner, weights=bad, minlength=n).astype(bool)
-    succ = np.where(found, order[pos], -1) if len(keys) else np.zeros(0, np.int64)
+    succ = np.where(found, order[pos] if len(keys) else 0, -1)
     ring = np.zeros((n, MAX_RING), np.int64)
     centre = np.flatnonzero(ok)
     start = corner_offsets[centre]
@@ -193,9 +193,9 @@ class DeltaMushSkinner(Skinner):
     Notes
     -----
     :meth:`skin` and :meth:`skin_many` return the Delta Mush positions and the area-weighted
-    normals of the result (float32). Boxes (``bounds=True``, :meth:`bounds`) are taken from the
-    Delta Mush positions read back, not reduced on the GPU. The float64 bind is kept in
-    :attr:`bind`.
+    normals of the result (float32). Boxes (``bounds=True``, :meth:`bounds`,
+    :meth:`bounds_many`) are taken from the Delta Mush positions read back, not reduced on the
+    GPU: they cost what :meth:`skin` does. The float64 bind is kept in :attr:`bind`.
     """
 
     def __init__(
@@ -388,6 +388,12 @@ class DeltaMushSkinner(Skinner):
         super()._run(packed, host, morphs)
         boxes[:, 0] = host[0].min(axis=1)
         boxes[:, 1] = host[0].max(axis=1)
+
+    def _check_call_size(
+        self, bones: object, morph_weights: object, *, vertices: bool = True
+    ) -> np.ndarray:
+        """As the Skinner's, always counting the vertices: the boxes come from them."""
+        return super()._check_call_size(bones, morph_weights, vertices=True)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
