@@ -240,3 +240,27 @@ def test_the_call_size_bound_counts_the_vertices_of_bounds_many(device):
             s.bounds_many(poses()[:2])
         s.max_call_bytes = 10 * 2**20
         assert s.bounds_many(poses()[:2]).shape == (2, 2, 3)
+
+
+def test_threads_calling_one_skinner_each_get_their_pose(device):
+    import threading
+
+    mesh = candy()
+    bones = poses()
+    with DeltaMushSkinner(device, mesh, bone_count=2, iterations=5) as s:
+        alone = [s.skin(b)[0] for b in bones]
+        got: dict[int, list[np.ndarray]] = {k: [] for k in range(len(bones))}
+
+        def work(k: int) -> None:
+            for _ in range(5):
+                got[k].append(s.skin(bones[k])[0])
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(len(bones))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    for k, results in got.items():
+        assert len(results) == 5
+        for r in results:
+            np.testing.assert_array_equal(r, alone[k])
