@@ -80,14 +80,19 @@ def padded_groups(
 MAX_RING = 16
 
 
-def rings(
-    offsets: np.ndarray, corner_offsets: np.ndarray, corners: np.ndarray
+def fan_order(
+    offsets: np.ndarray,
+    neighbours: np.ndarray,
+    corner_offsets: np.ndarray,
+    corners: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Which vertices are the centre of one closed, consistently wound fan of triangles (an
-    interior manifold vertex of at most MAX_RING neighbours), and for those their neighbours in
-    fan order from the smallest: ``ring[v, :degree]``. Around such a vertex the triangles are
-    ``(v, ring[i], ring[i + 1])`` (cyclically), so the shader gets the area-weighted normal from
-    the neighbours it loads anyway. Returns (is_ring (N,), ring (N, MAX_RING))."""
+    interior manifold vertex of at most MAX_RING neighbours), and the neighbour lists (CSR as
+    ``offsets``, ``neighbours``) with those vertices' neighbours in fan order from the smallest.
+    Around such a vertex the triangles are ``(v, ring[i], ring[i + 1])`` (cyclically), so the
+    shader gets the area-weighted normal from the neighbours it loads anyway.
+
+    Returns (is_fan (N,), neighbours (2 E,)); the other vertices' lists are left as they are."""
     n = len(offsets) - 1
     count = np.diff(corner_offsets)
     owner = np.repeat(np.arange(n), count)
@@ -106,22 +111,28 @@ def rings(
     bad |= ~found
     ok &= ~np.bincount(owner, weights=bad, minlength=n).astype(bool)
     succ = np.where(found, order[pos] if len(keys) else 0, -1)
-    ring = np.zeros((n, MAX_RING), np.int64)
     centre = np.flatnonzero(ok)
+    ring = np.zeros((len(centre), MAX_RING), np.int64)
     start = corner_offsets[centre]
     cur = start.copy()
     closed = np.zeros(len(centre), np.int64)  # the step at which the walk first came back
-    for j in range(MAX_RING):
-        ring[centre, j] = nxt[cur]
+    for j in range(MAX_RING):  # a step for every fan at once
+        ring[:, j] = nxt[cur]
         cur = succ[cur]
         closed = np.where((closed == 0) & (cur == start), j + 1, closed)
-    ok[centre] = closed == count[centre]
-    # rotate each ring to start at its smallest neighbour (the frame neighbour)
-    deg = np.maximum(count, 1)[:, None]
+    good = closed == count[centre]
+    centre, ring = centre[good], ring[good]
+    is_fan = np.zeros(n, bool)
+    is_fan[centre] = True
+    # each ring rotated to start at its smallest neighbour (the frame neighbour)
+    deg = count[centre][:, None]
     j = np.arange(MAX_RING)[None]
-    shift = np.argmin(np.where(j < deg, ring, np.iinfo(np.int64).max), axis=1)[:, None]
+    inside = j < deg
+    shift = np.argmin(np.where(inside, ring, np.iinfo(np.int64).max), axis=1)[:, None]
     ring = np.take_along_axis(ring, (j + shift) % deg, axis=1)
-    return ok, ring
+    out = np.array(neighbours, np.int64)
+    out[(offsets[centre][:, None] + j)[inside]] = ring[inside]
+    return is_fan, out
 
 
 #: Neighbours in a vertex's two fixed texels; bit 31 of its meta word marks a fan's centre.
@@ -135,7 +146,7 @@ def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
 
     Neighbours: texels ``2 v`` and ``2 v + 1`` hold v's first FIXED neighbours, padded with v
     itself (it adds nothing: ``q - p = 0``, a zero cross product), and a meta word (the degree,
-    FAN for the centre of a closed fan, :func:`rings`); the rest follow the 2 N fixed texels, 4
+    FAN for the centre of a closed fan, :func:`fan_order`); the rest follow the 2 N fixed texels, 4
     a texel. A fan's neighbours are in fan order, the others' sorted; either way the first is
     the smallest, the reference's frame neighbour. Per vertex (topology): its first overflow
     texel, degree, first corner texel and corner count; a fan has no corners (the shader takes
@@ -143,13 +154,10 @@ def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
     n = bind.vertex_count
     me = np.arange(n)
     corner_offsets, corners = incident_faces(bind.faces, n)
-    is_ring, ring = rings(bind.offsets, corner_offsets, corners)
+    is_ring, nbs = fan_order(bind.offsets, bind.neighbours, corner_offsets, corners)
     degree = np.diff(bind.offsets)
-    nbs = bind.neighbours.copy()
     owner = np.repeat(me, degree)
     k = np.arange(len(nbs)) - bind.offsets[:-1][owner]
-    fan = is_ring[owner]
-    nbs[fan] = ring[owner[fan], k[fan]]
     fixed = np.repeat(me, 2 * 4).reshape(n, 8)
     head = k < FIXED
     fixed[owner[head], k[head]] = nbs[head]
