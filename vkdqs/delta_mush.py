@@ -88,7 +88,7 @@ def adjacency(faces: ArrayLike, vertex_count: int) -> tuple[NDArray[np.int64], N
     src, dst = np.concatenate([a, b]), np.concatenate([b, a])
     keep = src != dst
     keys = np.sort(src[keep] * vertex_count + dst[keep])
-    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]  # np.unique, without its hash
+    keys = keys[np.diff(keys, prepend=-1) != 0]  # np.unique without its hash (slow at 1M)
     rows, cols = keys // max(vertex_count, 1), keys % max(vertex_count, 1)
     offsets = np.zeros(vertex_count + 1, np.int64)
     np.cumsum(np.bincount(rows, minlength=vertex_count), out=offsets[1:])
