@@ -11,6 +11,7 @@ from vkdqs.delta_mush import (
     adjacency,
     delta_mush_bind,
     delta_mush_reference,
+    farthest_neighbours,
     frames,
     incident_faces,
     smooth,
@@ -57,6 +58,14 @@ def test_incident_faces_sum_to_the_area_weighted_normals():
     acc = np.stack([np.bincount(owner, face[:, c], mesh.vertex_count) for c in range(3)], 1)
     want = vertex_normals(p, mesh.indices, weighting="area")
     np.testing.assert_allclose(acc / np.linalg.norm(acc, axis=1, keepdims=True), want, atol=1e-12)
+
+
+def test_the_frame_neighbour_is_the_farthest_first_of_equals():
+    p = np.array([[0.0, 0, 0], [1, 0, 0], [0, 3, 0], [-3, 0, 0], [9, 9, 9]])
+    offsets, nb = adjacency(np.array([[0, 1, 2], [0, 2, 3]]), 5)
+    got = farthest_neighbours(p, offsets, nb)
+    # vertex 0: 2 and 3 both 3 away (2 first); 1: 2 (sqrt 10); 3: 2 (sqrt 18); 4: itself
+    np.testing.assert_array_equal(got, [2, 2, 3, 2, 4])
 
 
 def test_smoothing_is_the_umbrella_step():

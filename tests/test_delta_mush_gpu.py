@@ -189,14 +189,15 @@ def test_fans_are_found_and_their_rings_give_the_area_normals():
     p, faces = wheel(9)
     bind = delta_mush_bind(p, faces, iterations=1)
     co, corners = incident_faces(bind.faces, len(p))
-    is_fan, ordered = fan_order(bind.offsets, bind.neighbours, co, corners)
+    fn = bind.frame_neighbour
+    is_fan, ordered = fan_order(bind.offsets, bind.neighbours, co, corners, fn)
     assert is_fan.tolist() == [True] * 10 + [False] * 9  # the outer ring is the boundary
     for v in range(len(p)):
         r = ordered[bind.offsets[v] : bind.offsets[v + 1]]
         sorted_ = bind.neighbours[bind.offsets[v] : bind.offsets[v + 1]]
-        assert sorted(r) == list(sorted_) and r[0] == r.min()  # the frame neighbour first
+        assert sorted(r) == list(sorted_) and r[0] == fn[v]  # the frame neighbour first
         if not is_fan[v]:
-            np.testing.assert_array_equal(r, sorted_)
+            np.testing.assert_array_equal(sorted(r[1:]), np.setdiff1d(sorted_, [fn[v]]))
             continue
         q = p[r] - p[v]
         acc = np.cross(q, np.roll(q, -1, axis=0)).sum(axis=0)
@@ -204,7 +205,8 @@ def test_fans_are_found_and_their_rings_give_the_area_normals():
         np.testing.assert_allclose(acc / np.linalg.norm(acc), want, atol=1e-12)
     flipped = delta_mush_bind(p, wheel(9, flip=True)[1], iterations=1)
     co, corners = incident_faces(flipped.faces, len(p))
-    is_fan, _ = fan_order(flipped.offsets, flipped.neighbours, co, corners)
+    args = (flipped.offsets, flipped.neighbours, co, corners, flipped.frame_neighbour)
+    is_fan, _ = fan_order(*args)
     assert not is_fan[[0, 2, 3]].any() and is_fan[[1, 4, 5]].all()  # (0, 2, 3) flipped
 
 

@@ -10,7 +10,9 @@ mesh's detail back.
 The frame of vertex ``i`` (:func:`frames`): normal ``n`` = the area-weighted vertex normal of the
 smoothed mesh, ``(0, 0, 1)`` where the vertex touches no triangle of non-zero area
 (:func:`vkdqs.geometry.vertex_normals`); tangent ``t`` = the direction to its *frame neighbour*
-(its first neighbour in CSR order, itself when it has none) projected onto the plane of ``n``
+(chosen at bind time: its farthest neighbour in the smoothed rest mesh, the first in CSR order
+of equals, which keeps float32 frames well conditioned on long thin triangles; itself when it
+has no neighbour) projected onto the plane of ``n``
 and normalized; when that projection is (nearly) zero (the neighbour along the normal, or on
 the vertex) the tangent is the coordinate axis least aligned with ``n``, projected the same
 way; bitangent ``b = n x t``. Every frame is orthonormal: no input makes a NaN. ``shaders/glsl/
@@ -57,7 +59,8 @@ class DeltaMush:
         ``neighbours[offsets[i]:offsets[i + 1]]``, in increasing order.
     neighbours : ndarray of int64, (2 E,)
     frame_neighbour : ndarray of int64, (N,)
-        The neighbour each vertex's tangent points to (its first; itself when it has none).
+        The neighbour each vertex's tangent points to (its farthest in the smoothed rest mesh;
+        itself when it has none).
     deltas : ndarray of float64, (N, 3)
         Each vertex's offset from the smoothed rest mesh in its frame (t, b, n).
     iterations, step : int, float
@@ -158,6 +161,22 @@ def frames(
     return np.stack([t, b, n], axis=2)
 
 
+def farthest_neighbours(
+    positions: ArrayLike, offsets: NDArray[np.int64], neighbours: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """Each vertex's farthest neighbour (the first in CSR order of equals; itself when it has
+    none): the frame neighbour, the longest edge giving the best conditioned tangent."""
+    p = np.asarray(positions, np.float64)
+    degree = np.diff(offsets)
+    owner = np.repeat(np.arange(len(degree)), degree)
+    length = np.linalg.norm(p[neighbours] - p[owner], axis=1)
+    order = np.lexsort((np.arange(len(neighbours)), -length, owner))
+    out = np.arange(len(degree))
+    has = degree > 0
+    out[has] = neighbours[order[offsets[:-1][has]]]
+    return out
+
+
 def _check(positions: ArrayLike, faces: ArrayLike) -> tuple[NDArray, NDArray]:
     p = np.asarray(positions, np.float64)
     if p.ndim != 2 or p.shape[1] != 3 or not np.isfinite(p).all():
@@ -181,10 +200,8 @@ def delta_mush_bind(
     if not (np.isfinite(step) and 0.0 < step <= 1.0):
         raise InputError(f"step must be in (0, 1], got {step!r}")
     offsets, neighbours = adjacency(tri, len(p))
-    frame_neighbour = np.arange(len(p))
-    has = np.diff(offsets) > 0
-    frame_neighbour[has] = neighbours[offsets[:-1][has]]  # the first, the smallest
     s = smooth(p, offsets, neighbours, int(iterations), float(step))
+    frame_neighbour = farthest_neighbours(s, offsets, neighbours)
     f = frames(s, tri, frame_neighbour)
     deltas = np.einsum("nji,nj->ni", f, p - s)  # F^T (p - s)
     return DeltaMush(

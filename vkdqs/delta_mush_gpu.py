@@ -85,14 +85,17 @@ def fan_order(
     neighbours: np.ndarray,
     corner_offsets: np.ndarray,
     corners: np.ndarray,
+    first: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Which vertices are the centre of one closed, consistently wound fan of triangles (an
     interior manifold vertex of at most MAX_RING neighbours), and the neighbour lists (CSR as
-    ``offsets``, ``neighbours``) with those vertices' neighbours in fan order from the smallest.
-    Around such a vertex the triangles are ``(v, ring[i], ring[i + 1])`` (cyclically), so the
-    shader gets the area-weighted normal from the neighbours it loads anyway.
+    ``offsets``, ``neighbours``) each starting with ``first[v]`` (the frame neighbour), a fan's
+    in fan order. Around a fan's centre the triangles are ``(v, ring[i], ring[i + 1])``
+    (cyclically), so the shader gets the area-weighted normal from the neighbours it loads
+    anyway.
 
-    Returns (is_fan (N,), neighbours (2 E,)); the other vertices' lists are left as they are."""
+    Returns (is_fan (N,), neighbours (2 E,)); the other lists keep their order but for
+    ``first``, swapped to the front."""
     n = len(offsets) - 1
     count = np.diff(corner_offsets)
     owner = np.repeat(np.arange(n), count)
@@ -124,13 +127,17 @@ def fan_order(
     centre, ring = centre[good], ring[good]
     is_fan = np.zeros(n, bool)
     is_fan[centre] = True
-    # each ring rotated to start at its smallest neighbour (the frame neighbour)
+    # every list starts with first[v]: swapped to the front, a ring rotated to start there
+    degree = np.diff(offsets)
+    out = np.array(neighbours, np.int64)
+    at = np.flatnonzero(out == np.repeat(first, degree))  # one a vertex with neighbours
+    head = offsets[:-1][degree > 0]
+    out[at], out[head] = out[head], out[at]
     deg = count[centre][:, None]
     j = np.arange(MAX_RING)[None]
     inside = j < deg
-    shift = np.argmin(np.where(inside, ring, np.iinfo(np.int64).max), axis=1)[:, None]
+    shift = np.argmax(inside & (ring == first[centre][:, None]), axis=1)[:, None]
     ring = np.take_along_axis(ring, (j + shift) % deg, axis=1)
-    out = np.array(neighbours, np.int64)
     out[(offsets[centre][:, None] + j)[inside]] = ring[inside]
     return is_fan, out
 
@@ -146,15 +153,17 @@ def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
 
     Neighbours: texels ``2 v`` and ``2 v + 1`` hold v's first FIXED neighbours, padded with v
     itself (it adds nothing: ``q - p = 0``, a zero cross product), and a meta word (the degree,
-    FAN for the centre of a closed fan, :func:`fan_order`); the rest follow the 2 N fixed texels, 4
-    a texel. A fan's neighbours are in fan order, the others' sorted; either way the first is
-    the smallest, the reference's frame neighbour. Per vertex (topology): its first overflow
-    texel, degree, first corner texel and corner count; a fan has no corners (the shader takes
-    its normal from the ring), the others' corners (next, prev) come 2 a texel."""
+    FAN for the centre of a closed fan); the rest follow the 2 N fixed texels, 4 a texel. The
+    first is the frame neighbour; a fan's neighbours are in fan order (:func:`fan_order`). Per
+    vertex (topology): its first overflow texel, degree, first corner texel and corner count; a
+    fan has no corners (the shader takes its normal from the ring), the others' corners (next,
+    prev) come 2 a texel."""
     n = bind.vertex_count
     me = np.arange(n)
     corner_offsets, corners = incident_faces(bind.faces, n)
-    is_ring, nbs = fan_order(bind.offsets, bind.neighbours, corner_offsets, corners)
+    is_ring, nbs = fan_order(
+        bind.offsets, bind.neighbours, corner_offsets, corners, bind.frame_neighbour
+    )
     degree = np.diff(bind.offsets)
     owner = np.repeat(me, degree)
     k = np.arange(len(nbs)) - bind.offsets[:-1][owner]

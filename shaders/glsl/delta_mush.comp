@@ -17,7 +17,7 @@
 // nothing: q - p = 0, a zero cross product) and a meta word: the degree, and bit 31 when v is
 // the centre of one closed fan; a vertex of more than seven neighbours has the rest in
 // overflow texels (4 a texel) from topology.x. No per-vertex offset is fetched on the hot path.
-// The first neighbour is the smallest, the frame neighbour. Normals sum each incident triangle's
+// The first neighbour is the frame neighbour. Normals sum each incident triangle's
 // (next - p) x (prev - p), without atomics: a fan's neighbours are in fan order, its triangles
 // (v, ring[i], ring[i + 1]), so its normal comes from the neighbours it loads anyway; the other
 // vertices read their corners (topology.zw: first corner texel, count; 2 a texel).
