@@ -174,6 +174,13 @@ def test_delta_mush_benchmark_smoke(tmp_path, device):
     assert "delta mush/lbs over lbs time" in text
     (res,) = json.loads(out.read_text())["results"]
     assert (res["n"], res["iterations"]) == (2000, 3)
-    assert set(res["rows"]) == {"lbs", "delta mush/lbs", "delta mush/dqs", "reference (float64)"}
+    assert set(res["rows"]) == {
+        "lbs",
+        "delta mush/lbs",
+        "delta mush/dqs",
+        "reference (float64)",
+        "candy: lbs",
+        "candy: delta mush/lbs",
+    }
     assert res["ratios"]["delta mush/lbs over lbs time"] > 0
     assert res["max_error_over_extent"] < 1e-5

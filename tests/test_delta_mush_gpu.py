@@ -53,6 +53,9 @@ def test_gpu_matches_the_reference(device, method, iterations):
     with DeltaMushSkinner(device, mesh, bone_count=2, method=method, iterations=iterations) as s:
         for bones in poses():
             assert_matches(mesh, s.skin(bones), want(s, bones))
+        p, n = s.skin_many(poses())  # the cap centres' 16 neighbours: overflow dispatches
+        for k, bones in enumerate(poses()):
+            assert_matches(mesh, (p[k], n[k]), want(s, bones))
 
 
 def test_the_gpu_removes_the_lbs_collapse(device):

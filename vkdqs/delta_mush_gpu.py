@@ -50,7 +50,8 @@ LOCAL_SIZE = 64
 #: The descriptor sets: each reads one scratch buffer and writes the other (both also bind the
 #: Skinner's output, which the first pass reads and the last writes).
 _SETS = {"ab": ("a", "b"), "ba": ("b", "a")}
-#: The (pass, reads the Skinner's output) pipelines the passes use.
+#: The (pass, reads the Skinner's output) pipelines the passes use (each also in an overflow
+#: variant for the vertices of more than FIXED neighbours, when the mesh has some).
 _PIPELINES = (
     (si.DELTA_MUSH_SMOOTH, True),
     (si.DELTA_MUSH_SMOOTH, False),
@@ -142,6 +143,15 @@ def fan_order(
     return is_fan, out
 
 
+def overflow_list(bind: DeltaMush) -> tuple[int, int]:
+    """Where :func:`topology_arrays` puts the list of the vertices of more than FIXED
+    neighbours (its first texel in the neighbours buffer) and how many it lists."""
+    degree = np.diff(bind.offsets)
+    extra = np.maximum(degree - FIXED, 0)
+    first = 2 * bind.vertex_count + int((-(-extra // 4)).sum())
+    return first, int((degree > FIXED).sum())
+
+
 #: Neighbours in a vertex's two fixed texels; bit 31 of its meta word marks a fan's centre.
 FIXED = 7
 FAN = 1 << 31
@@ -157,7 +167,8 @@ def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
     first is the frame neighbour; a fan's neighbours are in fan order (:func:`fan_order`). Per
     vertex (topology): its first overflow texel, degree, first corner texel and corner count; a
     fan has no corners (the shader takes its normal from the ring), the others' corners (next,
-    prev) come 2 a texel."""
+    prev) come 2 a texel. After the overflow texels, the list of the vertices of more than FIXED
+    neighbours, 4 a texel (:func:`overflow_list`)."""
     n = bind.vertex_count
     me = np.arange(n)
     corner_offsets, corners = incident_faces(bind.faces, n)
@@ -174,6 +185,9 @@ def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
     extra = np.zeros(n + 1, np.int64)
     np.cumsum(np.maximum(degree - FIXED, 0), out=extra[1:])
     first_x, overflow = padded_groups(extra, nbs[~head], 4, me)
+    listed = np.flatnonzero(degree > FIXED)  # run again by the overflow dispatches
+    vlist = np.zeros(-(-len(listed) // 4) * 4, np.int64)
+    vlist[: len(listed)] = listed
     keep = ~is_ring[np.repeat(me, np.diff(corner_offsets))]
     kept = np.zeros(n + 1, np.int64)
     np.cumsum(np.where(is_ring, 0, np.diff(corner_offsets)), out=kept[1:])
@@ -183,7 +197,7 @@ def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
     deltas[:, :3] = bind.deltas
     return {
         0: topology.astype(np.uint32),
-        1: np.concatenate([fixed.reshape(-1, 4), overflow]).astype(np.uint32),
+        1: np.concatenate([fixed.reshape(-1, 4), overflow, vlist.reshape(-1, 4)]).astype(np.uint32),
         2: cr.astype(np.uint32) if len(cr) else np.zeros((1, 4), np.uint32),
         3: deltas,
     }
@@ -303,9 +317,10 @@ class DeltaMushSkinner(Skinner):
         self._mush_sets = {name: pool.allocate(self._mush_set_layout) for name in _SETS}
         self._mush_bindings = bindings
         self._mush_local_size = LOCAL_SIZE
-        overflow = bool((np.diff(self.bind.offsets) > FIXED).any())
+        self._overflow = overflow_list(self.bind)
+        variants = (False, True) if self._overflow[1] else (False,)
         self._mush_pipelines = {
-            (k, from_out): self._pipelines.compute(
+            (k, from_out, overflow): self._pipelines.compute(
                 ComputePipelineDesc(
                     SHADER,
                     (
@@ -318,6 +333,7 @@ class DeltaMushSkinner(Skinner):
                 self._mush_layout,
             )
             for k, from_out in _PIPELINES
+            for overflow in variants
         }
         self._mush_ready = True
 
@@ -337,19 +353,27 @@ class DeltaMushSkinner(Skinner):
             ]
             write_descriptors(self.device, dset, writes)
 
-    def _passes(self, p: int, poses: int) -> list[tuple[tuple[int, bool], str, tuple[int, ...]]]:
-        """Pose ``p``'s dispatches: (pipeline, descriptor set, push constant uints). Each pass
-        reads ``cur`` (the Skinner's output first, then a scratch buffer) and writes the other
-        scratch buffer; the last writes the output."""
+    def _passes(
+        self, p: int, poses: int
+    ) -> list[tuple[tuple[int, bool, bool], str, tuple[int, ...]]]:
+        """Pose ``p``'s dispatches: (pipeline, descriptor set, push constant uints but the
+        step). Each pass reads ``cur`` (the Skinner's output first, then a scratch buffer) and
+        writes the other scratch buffer; the last writes the output. A mesh with vertices of
+        more than FIXED neighbours runs each pass again on those (the overflow dispatch)."""
         n, out = self.vertex_count, []
+        first, listed = self._overflow
         base, normals = 3 * n * p, 3 * n * (poses + p)
         cur = "out"
-        for kind in [si.DELTA_MUSH_SMOOTH] * self.iterations + [si.DELTA_MUSH_REBUILD]:
-            pipeline = (kind, cur == "out")
-            out.append((pipeline, "ab" if cur == "a" else "ba", (n, base, 0, 0)))
+        kinds = [si.DELTA_MUSH_SMOOTH] * self.iterations
+        kinds += [si.DELTA_MUSH_REBUILD, si.DELTA_MUSH_NORMALS]
+        for kind in kinds:
+            last = kind == si.DELTA_MUSH_NORMALS
+            bases = (0, base, normals) if last else (base, 0, 0)
+            dset = "ab" if cur == "a" else "ba"
+            out.append(((kind, cur == "out", False), dset, (n, *bases, 0)))
+            if listed:
+                out.append(((kind, cur == "out", True), dset, (listed, *bases, first)))
             cur = "b" if cur == "a" else "a"
-        pipeline = (si.DELTA_MUSH_NORMALS, False)
-        out.append((pipeline, "ab" if cur == "a" else "ba", (n, 0, base, normals)))
         return out
 
     def _record_after(self, cmd: Any, program: Any, poses: int) -> None:
@@ -363,7 +387,6 @@ class DeltaMushSkinner(Skinner):
             srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
             dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
         )
-        groups = math.ceil(self.vertex_count / self._mush_local_size)
         push = np.zeros(si.DELTA_MUSH_PUSH_BYTES // 4, np.uint32)
         push[4:5].view(np.float32)[0] = self.step
         bound = None
@@ -376,7 +399,7 @@ class DeltaMushSkinner(Skinner):
                 vk.vkCmdBindDescriptorSets(
                     cmd, point, self._mush_layout.handle, 0, 1, [self._mush_sets[dset]], 0, None
                 )
-                push[:4] = uints
+                push[:4], push[5] = uints[:4], uints[4]
                 vk.vkCmdPushConstants(
                     cmd,
                     self._mush_layout.handle,
@@ -385,7 +408,7 @@ class DeltaMushSkinner(Skinner):
                     push.nbytes,
                     vk.ffi.from_buffer(push),
                 )
-                vk.vkCmdDispatch(cmd, groups, 1, 1)
+                vk.vkCmdDispatch(cmd, math.ceil(uints[0] / self._mush_local_size), 1, 1)
 
     def _run(
         self,

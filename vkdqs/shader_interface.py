@@ -997,8 +997,8 @@ DELTA_MUSH_TEXELS = (
 #: delta_mush.comp: the first pass reads the skinned positions from the Skinner's r32f output
 #: (a storage texel buffer, when DELTA_MUSH_FROM_OUT_ID is true); the last writes the result there
 DELTA_MUSH_FROM_OUT_ID = 10
-#: delta_mush.comp: some vertex has more neighbours than its two fixed texels hold (false
-#: compiles the overflow code away)
+#: delta_mush.comp: the dispatch runs the listed vertices of more neighbours than their two
+#: fixed texels hold, with the overflow code (false: every vertex, on its first seven)
 DELTA_MUSH_OVERFLOW_ID = 11
 DELTA_MUSH_SRC_OUT = 4
 DELTA_MUSH_DST_OUT = 5
@@ -1013,5 +1013,6 @@ DELTA_MUSH_BINDINGS = (
     Binding(DELTA_MUSH_SRC, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE),
     Binding(DELTA_MUSH_DST, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
 )
-#: uint vertex_count, src_base (FROM_OUT), dst_base, normal_base (the normals pass); float step
-DELTA_MUSH_PUSH_BYTES = 20
+#: uint vertex_count, src_base (FROM_OUT), dst_base, normal_base (the normals pass); float step;
+#: uint list_first (OVERFLOW)
+DELTA_MUSH_PUSH_BYTES = 24
