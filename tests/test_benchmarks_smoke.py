@@ -174,3 +174,22 @@ def test_morph_benchmark_smoke(tmp_path, device):
         assert set(res["rows"]) == {
             f"{p}/{c}" for p in ("compute", "vertex") for c in ("no morphs", "0 active", "2 active")
         }
+
+
+def test_delta_mush_benchmark_smoke(tmp_path, device):
+    out = tmp_path / "delta_mush.json"
+    args = ["--sizes", "2000", "--iterations", "3", "--rounds", "1", "--warmup", "0"]
+    text = _run("bench_delta_mush.py", *args, "--reference-rounds", "1", "--out", str(out))
+    assert "delta mush/lbs over lbs time" in text
+    (res,) = json.loads(out.read_text())["results"]
+    assert (res["n"], res["iterations"]) == (2000, 3)
+    assert set(res["rows"]) == {
+        "lbs",
+        "delta mush/lbs",
+        "delta mush/dqs",
+        "reference (float64)",
+        "candy: lbs",
+        "candy: delta mush/lbs",
+    }
+    assert res["ratios"]["delta mush/lbs over lbs time"] > 0
+    assert res["max_error_over_extent"] < 1e-5

@@ -62,6 +62,15 @@ from vkdqs.shader_interface import (
     DDM_OUT_FORMAT,
     DDM_SUM,
     DDM_TEXELS,
+    DELTA_MUSH_DST,
+    DELTA_MUSH_DST_OUT,
+    DELTA_MUSH_FROM_OUT_ID,
+    DELTA_MUSH_OVERFLOW_ID,
+    DELTA_MUSH_PASS_ID,
+    DELTA_MUSH_SCRATCH_FORMAT,
+    DELTA_MUSH_SRC,
+    DELTA_MUSH_SRC_OUT,
+    DELTA_MUSH_TEXELS,
     INSTANCE,
     INSTANCE_BLOCK,
     LOCAL_SIZE_ID,
@@ -112,6 +121,7 @@ STAGE_OF_KIND = {
     "crowd_fragment": Stage.FRAGMENT,
     "overlay": Stage.VERTEX,
     "overlay_fragment": Stage.FRAGMENT,
+    "delta_mush": Stage.COMPUTE,
 }
 #: Kinds whose pipeline layout serves that one module, which keeps every binding of it.
 EXACT_KINDS = (
@@ -122,6 +132,7 @@ EXACT_KINDS = (
     "crowd_sample",
     "crowd_cull",
     "overlay_fragment",
+    "delta_mush",
 )
 #: The descriptor type a shader sees for a host descriptor type.
 SHADER_TYPE = {DescriptorType.UNIFORM_BUFFER_DYNAMIC: DescriptorType.UNIFORM_BUFFER}
@@ -138,6 +149,7 @@ TEXEL_TYPES = {
     Format.R32G32B32A32_SFLOAT: ("float", 0),
     Format.R32G32B32A32_SINT: ("int", 0),
     Format.R32_SFLOAT: ("float", 3),
+    Format.R32G32B32A32_UINT: ("uint", 0),
 }
 NUMPY_SCALARS = {"f": "float", "i": "int", "u": "uint"}
 
@@ -196,6 +208,10 @@ def check_texel_formats(v: Variant, mod: Module) -> list[str]:
             scalar, _, _, image_format = mod.image(set0(mod)[n].type_id)
             if (scalar, image_format) != ("float", 1):  # SPIR-V Image Format 1: Rgba32f
                 return [f"binding {n}: shader has {scalar}/format {image_format}, host rgba32f"]
+    elif v.kind == "delta_mush":  # the texels, the Skinner's output, the scratch it reads
+        out = COMPUTE_OUT_FORMAT
+        want = [*DELTA_MUSH_TEXELS, (DELTA_MUSH_SRC_OUT, out), (DELTA_MUSH_DST_OUT, out)]
+        want.append((DELTA_MUSH_SRC, DELTA_MUSH_SCRATCH_FORMAT))
     elif v.kind == "compute":
         want = [(m.binding, m.texel_format) for m in mesh_inputs(v.slots, v.method)]
         want.append((COMPUTE_OUT, COMPUTE_OUT_FORMAT))
@@ -268,13 +284,22 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
 def check_specialization(v: Variant, mod: Module) -> list[str]:
     """Exactly the SpecIds the host sets; the compute local_size_x is LOCAL_SIZE_ID; every
     skin.* variant has MORPH_TARGETS_ID."""
-    compute = v.kind in ("compute", "centers", "ddm_smooth", "crowd_sample", "crowd_cull")
+    compute = v.kind in (
+        "compute",
+        "centers",
+        "ddm_smooth",
+        "crowd_sample",
+        "crowd_cull",
+        "delta_mush",
+    )
     bones = v.method != "none" and not v.kind.startswith("crowd")  # crowds: runtime arrays
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
     if v.kind in ("render", "readback", "compute"):
         want |= {MORPH_TARGETS_ID}
     if v.kind == "compute":  # skin.comp: vertices, their box, or both
         want |= {COMPUTE_OUTPUT_ID}
+    if v.kind == "delta_mush":  # delta_mush.comp: which pass, reading what
+        want |= {DELTA_MUSH_PASS_ID, DELTA_MUSH_FROM_OUT_ID, DELTA_MUSH_OVERFLOW_ID}
     surface = surface_variant(v)  # with the UV and colour inputs
     if v.kind == "crowd_render" and surface:  # crowd.vert: UV and colour passed on or constant
         want |= {CROWD_UVS_ID, CROWD_COLORS_ID}
@@ -376,7 +401,23 @@ def check_crowd_texels(v: Variant, mod: Module) -> list[str]:
     return problems
 
 
+def check_delta_mush_scratch(v: Variant, mod: Module) -> list[str]:
+    """delta_mush.comp writes its scratch buffer as rgba32f (SPIR-V Image Format 1), what its
+    DELTA_MUSH_SCRATCH_FORMAT views hold."""
+    if v.kind != "delta_mush":
+        return []
+    assert DELTA_MUSH_SCRATCH_FORMAT == Format.R32G32B32A32_SFLOAT
+    d = set0(mod).get(DELTA_MUSH_DST)
+    if d is None:
+        return [f"texel buffer binding {DELTA_MUSH_DST} is not in the module"]
+    scalar, dim, _, got = mod.image(d.type_id)
+    if (scalar, dim, got) != ("float", DIM_BUFFER, 1):
+        return [f"binding {DELTA_MUSH_DST}: {scalar}/dim {dim}/format {got}, host rgba32f texels"]
+    return []
+
+
 CHECKS = (
+    check_delta_mush_scratch,
     check_crowd_texels,
     check_stage,
     check_bindings,

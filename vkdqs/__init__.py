@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .crowd import Crowd
     from .ddm import DirectDeltaMush
     from .ddm_gpu import direct_delta_mush
+    from .delta_mush_gpu import DeltaMushSkinner
     from .drawables import Instance, RenderMesh
     from .gltf import GltfError, GltfScene, load_gltf
     from .gpu.device import Device
@@ -51,6 +52,7 @@ __all__ = [
     "Camera",
     "CapabilityError",
     "Crowd",
+    "DeltaMushSkinner",
     "Device",
     "DirectDeltaMush",
     "GltfError",
@@ -106,6 +108,7 @@ _LAZY = {
     "Crowd": ".crowd",
     "DirectDeltaMush": ".ddm",
     "direct_delta_mush": ".ddm_gpu",
+    "DeltaMushSkinner": ".delta_mush_gpu",
     "Device": ".gpu.device",
     "OffscreenTarget": ".targets",
     "Renderer": ".renderer",
@@ -126,6 +129,7 @@ _LAZY = {
 _NEEDS_VULKAN = {
     ".app.viewer",
     ".crowd",
+    ".delta_mush_gpu",
     ".drawables",
     ".gpu.device",
     ".renderer",

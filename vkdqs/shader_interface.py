@@ -53,6 +53,7 @@ class Format(IntEnum):
     R32_SFLOAT = 100
     R32G32_SFLOAT = 103
     R32G32B32_SFLOAT = 106
+    R32G32B32A32_UINT = 107
     R32G32B32A32_SINT = 108
     R32G32B32A32_SFLOAT = 109
 
@@ -721,6 +722,7 @@ class Kind(str, Enum):
     CROWD_CULL = "crowd_cull"  #: crowd_cull.comp: the copies in view, for an indirect draw
     CROWD_RENDER = "crowd_render"  #: crowd.vert
     CROWD_FRAGMENT = "crowd_fragment"  #: skin.frag compiled with CROWD
+    DELTA_MUSH = "delta_mush"  #: delta_mush.comp: Delta Mush's passes after skinning
 
 
 #: Each kind's GLSL source (relative to shaders/glsl), stage and the defines it always has.
@@ -737,6 +739,7 @@ _SOURCES = {
     Kind.CROWD_CULL: ("crowd_cull.comp", Stage.COMPUTE, ()),
     Kind.CROWD_RENDER: ("crowd.vert", Stage.VERTEX, ()),
     Kind.CROWD_FRAGMENT: ("skin.frag", Stage.FRAGMENT, ("CROWD",)),
+    Kind.DELTA_MUSH: ("delta_mush.comp", Stage.COMPUTE, ()),
 }
 #: The defines of each crowd sampling layout (:attr:`vkdqs.methods.SkinningMethod.crowd_layout`).
 CROWD_LAYOUT_DEFINES = {"dq": (), "rows": ("SKIN_BONES_ROWS",), "dq_rows": ("SKIN_SECOND_BLOCK",)}
@@ -832,6 +835,7 @@ def _build_variants() -> tuple[Variant, ...]:
         for slots in (4, 8):
             out += [Variant(Kind.CROWD_RENDER, m.name, slots, s) for s in (False, True)]
     out += [Variant(Kind.CROWD_FRAGMENT, UNSKINNED, 4, s) for s in (False, True)]
+    out += [Variant(Kind.DELTA_MUSH)]
     return tuple(out)
 
 
@@ -857,6 +861,7 @@ def bindings_of(v: Variant) -> tuple[Binding, ...]:
         Kind.DDM_SMOOTH: lambda: DDM_BINDINGS,
         Kind.OVERLAY: lambda: OVERLAY_BINDINGS,
         Kind.OVERLAY_FRAGMENT: lambda: OVERLAY_BINDINGS,
+        Kind.DELTA_MUSH: lambda: DELTA_MUSH_BINDINGS,
     }.get(v.kind, lambda: RENDER_BINDINGS)()
 
 
@@ -875,6 +880,7 @@ def push_bytes_of(v: Variant) -> int:
         Kind.CROWD_FRAGMENT: CROWD_RENDER_PUSH_BYTES,
         Kind.OVERLAY: OVERLAY_PUSH_BYTES,
         Kind.OVERLAY_FRAGMENT: OVERLAY_PUSH_BYTES,
+        Kind.DELTA_MUSH: DELTA_MUSH_PUSH_BYTES,
     }[v.kind]
 
 
@@ -996,3 +1002,48 @@ def surface_variant(v: Variant) -> bool:
 
 #: Every SPIR-V module vkdqs ships, built once from the registry.
 VARIANTS: tuple[Variant, ...] = _build_variants()
+
+
+# -- Delta Mush: compute passes after skinning --------------------------------------------------
+#
+# delta_mush.comp (vkdqs/delta_mush_gpu.py) smooths the skinned positions (one dispatch per
+# iteration, ping-pong), rebuilds each vertex from its frame and offset, then writes the result's
+# positions and area-weighted normals: one module, its pass a specialization constant.
+
+#: delta_mush.comp: which pass (DELTA_MUSH_SMOOTH, DELTA_MUSH_REBUILD, DELTA_MUSH_NORMALS)
+DELTA_MUSH_PASS_ID = 9
+DELTA_MUSH_SMOOTH = 0
+DELTA_MUSH_REBUILD = 1
+DELTA_MUSH_NORMALS = 2
+#: Its read-only texel buffers (binding, format): per vertex (first overflow neighbour texel,
+#: degree, first corner texel, corner count); the neighbours, 2 texels a vertex (7 and a meta
+#: word) then the overflow, 4 a texel; the corners, 2 a texel (each the next and previous vertex
+#: of its triangle); per vertex its offset in its frame (vkdqs.delta_mush_gpu.topology_arrays).
+DELTA_MUSH_TEXELS = (
+    (0, Format.R32G32B32A32_UINT),
+    (1, Format.R32G32B32A32_UINT),
+    (2, Format.R32G32B32A32_UINT),
+    (3, Format.R32G32B32A32_SFLOAT),
+)
+#: delta_mush.comp: the first pass reads the skinned positions from the Skinner's r32f output
+#: (a storage texel buffer, when DELTA_MUSH_FROM_OUT_ID is true); the last writes the result there
+DELTA_MUSH_FROM_OUT_ID = 10
+#: delta_mush.comp: the dispatch runs the listed vertices of more neighbours than their two
+#: fixed texels hold, with the overflow code (false: every vertex, on its first seven)
+DELTA_MUSH_OVERFLOW_ID = 11
+DELTA_MUSH_SRC_OUT = 4
+DELTA_MUSH_DST_OUT = 5
+#: The passes in between read a scratch buffer as rgba32f uniform texels, write one as storage
+DELTA_MUSH_SRC = 6
+DELTA_MUSH_DST = 7
+DELTA_MUSH_SCRATCH_FORMAT = Format.R32G32B32A32_SFLOAT
+DELTA_MUSH_BINDINGS = (
+    *(Binding(b, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE) for b, _ in DELTA_MUSH_TEXELS),
+    Binding(DELTA_MUSH_SRC_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(DELTA_MUSH_DST_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(DELTA_MUSH_SRC, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(DELTA_MUSH_DST, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
+)
+#: uint vertex_count, src_base (FROM_OUT), dst_base, normal_base (the normals pass); float step;
+#: uint list_first (OVERFLOW)
+DELTA_MUSH_PUSH_BYTES = 24

@@ -433,6 +433,7 @@ class Skinner(ResourceOwner):
         cmd = self._cmd.begin()
         if self.path == "compute":
             self._record_dispatches(cmd, program, poses)
+            self._record_after(cmd, program, poses)
         else:
             self._record_draws(cmd, program, poses)
         stage = (
@@ -448,6 +449,11 @@ class Skinner(ResourceOwner):
         )
         self._cmd.end()
         self._recorded = (program.key, poses)
+
+    def _record_after(self, cmd: Any, program: _Program, poses: int) -> None:
+        """A hook for a subclass (:class:`vkdqs.delta_mush_gpu.DeltaMushSkinner`): record more
+        compute work on the ``poses`` poses' output after the skinning dispatches, in the same
+        submission, before the host reads it back. It brings its own barriers. Nothing here."""
 
     def _bind_pose(self, cmd: Any, program: _Program, bind_point: int, p: int) -> None:
         # one dynamic offset per dynamic binding, in binding order (bones, scales, morphs):

@@ -1,0 +1,231 @@
+"""Classic Delta Mush (Mancewicz et al. 2014): the float64 reference, numpy and scipy only.
+
+At bind time the rest mesh is smoothed (``iterations`` umbrella steps of size ``step`` over the
+mesh's edge graph) and each vertex's offset from its smoothed position is stored in a local
+frame of the smoothed mesh. Each pose: skin, smooth the skinned mesh the same way, rebuild the
+frames and add the offsets back; normals are the area-weighted normals of the result. The
+smoothing takes away skinning artefacts (LBS's collapse at a twisted joint), the offsets put the
+mesh's detail back.
+
+The frame of vertex ``i`` (:func:`frames`): normal ``n`` = the area-weighted vertex normal of the
+smoothed mesh, ``(0, 0, 1)`` where the vertex touches no triangle of non-zero area
+(:func:`vkdqs.geometry.vertex_normals`); tangent ``t`` = the direction to its *frame neighbour*
+(chosen at bind time: its farthest neighbour in the smoothed rest mesh, the first in CSR order
+of equals, which keeps float32 frames well conditioned on long thin triangles; itself when it
+has no neighbour) projected onto the plane of ``n``
+and normalized; when that projection is (nearly) zero (the neighbour along the normal, or on
+the vertex) the tangent is the coordinate axis least aligned with ``n``, projected the same
+way; bitangent ``b = n x t``. Every frame is orthonormal: no input makes a NaN. ``shaders/glsl/
+delta_mush.comp`` computes the same in float32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import InputError
+from .geometry import vertex_normals
+
+__all__ = [
+    "DeltaMush",
+    "adjacency",
+    "delta_mush_bind",
+    "delta_mush_reference",
+    "frames",
+    "incident_faces",
+    "smooth",
+]
+
+#: A tangent whose projection onto the normal's plane is shorter than this fraction of the
+#: edge (the neighbour within 1e-5 rad of the normal) falls back to a coordinate axis.
+TANGENT_EPS = 1e-5
+#: Squared length under which an edge or a projected tangent counts as zero.
+TINY = 1e-30
+
+
+@dataclass(frozen=True)
+class DeltaMush:
+    """A mesh bound for Delta Mush (:func:`delta_mush_bind`).
+
+    Attributes
+    ----------
+    faces : ndarray of int64, (T, 3)
+    offsets : ndarray of int64, (N + 1,)
+        CSR row starts of the edge graph: the neighbours of ``i`` are
+        ``neighbours[offsets[i]:offsets[i + 1]]``, in increasing order.
+    neighbours : ndarray of int64, (2 E,)
+    frame_neighbour : ndarray of int64, (N,)
+        The neighbour each vertex's tangent points to (its farthest in the smoothed rest mesh;
+        itself when it has none).
+    deltas : ndarray of float64, (N, 3)
+        Each vertex's offset from the smoothed rest mesh in its frame (t, b, n).
+    iterations, step : int, float
+        The smoothing's step count and size (lambda).
+    """
+
+    faces: NDArray[np.int64]
+    offsets: NDArray[np.int64]
+    neighbours: NDArray[np.int64]
+    frame_neighbour: NDArray[np.int64]
+    deltas: NDArray[np.float64]
+    iterations: int
+    step: float
+
+    @property
+    def vertex_count(self) -> int:
+        """N, the vertices of the bound mesh."""
+        return len(self.offsets) - 1
+
+
+def adjacency(faces: ArrayLike, vertex_count: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The mesh's edge graph as CSR (offsets (N + 1,), neighbours): the unique undirected
+    edges of the triangles (degenerate ones with a repeated vertex give no self-edge),
+    each vertex's neighbours sorted."""
+    tri = np.asarray(faces, np.int64).reshape(-1, 3)
+    a = tri.reshape(-1)
+    b = np.roll(tri, -1, axis=1).reshape(-1)
+    src, dst = np.concatenate([a, b]), np.concatenate([b, a])
+    keep = src != dst
+    keys = np.sort(src[keep] * vertex_count + dst[keep])
+    keys = keys[np.diff(keys, prepend=-1) != 0]  # np.unique without its hash (slow at 1M)
+    rows, cols = keys // max(vertex_count, 1), keys % max(vertex_count, 1)
+    offsets = np.zeros(vertex_count + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=vertex_count), out=offsets[1:])
+    return offsets, cols
+
+
+def incident_faces(
+    faces: ArrayLike, vertex_count: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Each vertex's triangles as CSR (offsets (N + 1,), corners (K, 2)): for every corner of
+    vertex ``i``, the next and the previous corner of its triangle, so that
+    ``(p[next] - p[i]) x (p[prev] - p[i])`` is the triangle's area-weighted normal (twice its
+    area). What the GPU sums per vertex, without atomics."""
+    tri = np.asarray(faces, np.int64).reshape(-1, 3)
+    corner = tri.reshape(-1)
+    nxt = np.roll(tri, -1, axis=1).reshape(-1)
+    prv = np.roll(tri, 1, axis=1).reshape(-1)
+    order = np.argsort(corner, kind="stable")
+    offsets = np.zeros(vertex_count + 1, np.int64)
+    np.cumsum(np.bincount(corner, minlength=vertex_count), out=offsets[1:])
+    return offsets, np.stack([nxt[order], prv[order]], axis=1)
+
+
+def _mean_matrix(offsets: NDArray[np.int64], neighbours: NDArray[np.int64]) -> sp.csr_matrix:
+    """The (N, N) sparse matrix taking positions to the mean of each vertex's neighbours (a
+    row of zeros for a vertex without any)."""
+    n = len(offsets) - 1
+    degree = np.diff(offsets)
+    weights = np.repeat(1.0 / np.maximum(degree, 1), degree)
+    return sp.csr_matrix((weights, neighbours, offsets), shape=(n, n))
+
+
+def smooth(
+    positions: ArrayLike,
+    offsets: NDArray[np.int64],
+    neighbours: NDArray[np.int64],
+    iterations: int,
+    step: float,
+) -> NDArray[np.float64]:
+    """``iterations`` umbrella steps ``v <- v + step (mean of neighbours - v)`` (Jacobi: every
+    vertex from the previous step's positions); a vertex without neighbours stays put."""
+    p = np.array(positions, np.float64)
+    mean = _mean_matrix(offsets, neighbours)
+    has = (np.diff(offsets) > 0)[:, None]
+    for _ in range(iterations):
+        p = p + step * np.where(has, mean @ p - p, 0.0)
+    return p
+
+
+def frames(
+    smoothed: ArrayLike, faces: ArrayLike, frame_neighbour: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """Each vertex's orthonormal frame (N, 3, 3), columns (t, b, n), of the smoothed mesh (the
+    module docstring says how, degenerate cases included)."""
+    s = np.asarray(smoothed, np.float64)
+    n = vertex_normals(s, np.asarray(faces).reshape(-1), weighting="area")
+    e = s[frame_neighbour] - s
+    t = e - np.einsum("ij,ij->i", e, n)[:, None] * n
+    t2 = np.einsum("ij,ij->i", t, t)
+    e2 = np.einsum("ij,ij->i", e, e)
+    bad = (t2 <= TANGENT_EPS**2 * e2) | (t2 <= TINY)
+    axis = np.eye(3)[np.argmin(np.abs(n), axis=1)]
+    ta = axis - np.einsum("ij,ij->i", axis, n)[:, None] * n
+    t = np.where(bad[:, None], ta, t)
+    t /= np.linalg.norm(t, axis=1, keepdims=True)
+    b = np.cross(n, t)
+    return np.stack([t, b, n], axis=2)
+
+
+def farthest_neighbours(
+    positions: ArrayLike, offsets: NDArray[np.int64], neighbours: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """Each vertex's farthest neighbour (the first in CSR order of equals; itself when it has
+    none): the frame neighbour, the longest edge giving the best conditioned tangent."""
+    p = np.asarray(positions, np.float64)
+    degree = np.diff(offsets)
+    owner = np.repeat(np.arange(len(degree)), degree)
+    length = np.linalg.norm(p[neighbours] - p[owner], axis=1)
+    order = np.lexsort((np.arange(len(neighbours)), -length, owner))
+    out = np.arange(len(degree))
+    has = degree > 0
+    out[has] = neighbours[order[offsets[:-1][has]]]
+    return out
+
+
+def _check(positions: ArrayLike, faces: ArrayLike) -> tuple[NDArray, NDArray]:
+    p = np.asarray(positions, np.float64)
+    if p.ndim != 2 or p.shape[1] != 3 or not np.isfinite(p).all():
+        raise InputError(f"positions must be finite with shape (N, 3), got shape {p.shape}")
+    tri = np.asarray(faces)
+    if tri.size % 3 or (tri.size and (tri.min() < 0 or tri.max() >= len(p))):
+        raise InputError("faces must be triangles of vertex indices below N")
+    return p, tri.astype(np.int64).reshape(-1, 3)
+
+
+def delta_mush_bind(
+    positions: ArrayLike, faces: ArrayLike, *, iterations: int = 10, step: float = 0.5
+) -> DeltaMush:
+    """Bind the rest mesh ``positions`` (N, 3) with triangles ``faces`` ((T, 3) or (3 T,)):
+    smooth it and store each vertex's offset from the smoothed mesh in the smoothed mesh's
+    frame. ``iterations`` >= 0 smoothing steps of size ``step`` (in (0, 1] for a smoothing
+    that does not overshoot; 0.5 by default)."""
+    p, tri = _check(positions, faces)
+    if isinstance(iterations, bool) or int(iterations) != iterations or iterations < 0:
+        raise InputError(f"iterations must be an int >= 0, got {iterations!r}")
+    if not (np.isfinite(step) and 0.0 < step <= 1.0):
+        raise InputError(f"step must be in (0, 1], got {step!r}")
+    offsets, neighbours = adjacency(tri, len(p))
+    s = smooth(p, offsets, neighbours, int(iterations), float(step))
+    frame_neighbour = farthest_neighbours(s, offsets, neighbours)
+    f = frames(s, tri, frame_neighbour)
+    deltas = np.einsum("nji,nj->ni", f, p - s)  # F^T (p - s)
+    return DeltaMush(
+        tri, offsets, neighbours, frame_neighbour, deltas, int(iterations), float(step)
+    )
+
+
+def delta_mush_reference(
+    bind: DeltaMush, skinned_positions: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Delta Mush of one pose: ``skinned_positions`` (N, 3) (LBS, DQS, ...) smoothed as at bind
+    time, plus each vertex's rest offset in the frame of the smoothed skinned mesh.
+
+    Returns
+    -------
+    positions, normals : ndarray of float64, (N, 3)
+        Normals: the area-weighted vertex normals of the result (``(0, 0, 1)`` off triangles).
+    """
+    q = np.asarray(skinned_positions, np.float64)
+    if q.shape != (bind.vertex_count, 3):
+        raise InputError(
+            f"skinned_positions must have shape ({bind.vertex_count}, 3), got {q.shape}"
+        )
+    s = smooth(q, bind.offsets, bind.neighbours, bind.iterations, bind.step)
+    f = frames(s, bind.faces, bind.frame_neighbour)
+    out = s + np.einsum("nij,nj->ni", f, bind.deltas)
+    return out, vertex_normals(out, bind.faces.reshape(-1), weighting="area")
