@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,6 +65,9 @@ from .gpu import (
 from .gpu.calls import align, vk
 from .gpu.interrupts import deferred_interrupts
 from .mesh import SkinnedMesh
+
+if TYPE_CHECKING:
+    from .ddm import DirectDeltaMush
 
 log = logging.getLogger("vkdqs")
 
@@ -157,7 +160,8 @@ class Skinner(ResourceOwner):
         (the mesh must have it); it takes rigid ``(B, 4, 4)`` matrices or ``(B, 2, 4)`` DQs.
         ``"cor"``: optimized centers of rotation, the same rigid poses as ``"blend"``.
         ``"dqs_blender"``: Blender's "Preserve Volume" exactly (needs ``rest_matrices``); takes
-        ``(B, 4, 4)`` matrices with any scale, shear or mirroring.
+        ``(B, 4, 4)`` matrices with any scale, shear or mirroring. ``"ddm"``: Direct Delta Mush
+        (needs ``ddm``).
     path : {"compute", "vertex"}
     allow_scale : bool
         With DQS, accept matrices with scale/shear (two-phase DQS). False rejects them, naming
@@ -168,6 +172,11 @@ class Skinner(ResourceOwner):
     centers : array_like, [N, 3], optional
         For ``"cor"``: each vertex's center of rotation; computed on this device with
         :func:`vkdqs.centers_of_rotation` (the mesh needs triangles) when not given.
+    ddm : DirectDeltaMush, optional
+        For ``"ddm"`` (Direct Delta Mush, compute path only): the mesh's precomputation,
+        :func:`vkdqs.direct_delta_mush` (at most 8 bones a vertex); poses are rigid
+        ``(B, 4, 4)`` / ``(B, 3, 4)`` matrices or ``(B, 2, 4)`` DQs. Morph targets move each
+        vertex before the skinning, about the rest mesh's smoothing (``Ω`` is not recomputed).
     layout : {"exact", "lean"}
         How the mesh's vertices are stored on the GPU. ``"exact"``: 32-bit rows, the mesh's
         float32 values bit for bit (64 bytes a vertex, 96 with 8 influences). ``"lean"``: float
@@ -198,6 +207,7 @@ class Skinner(ResourceOwner):
         centers: object = None,
         rest_matrices: object = None,
         layout: str = "exact",
+        ddm: DirectDeltaMush | None = None,
     ) -> None:
         super().__init__(device)
         skinning = self._check_args(mesh, bone_count, method, path)
@@ -205,8 +215,10 @@ class Skinner(ResourceOwner):
         #: the mesh's vertex layout on the GPU (:data:`vkdqs.shader_interface.LAYOUTS`)
         self.layout = check_layout(device, layout, mesh, bone_count, method, path)
         self.centers, self.rest_matrices = skinning.check_inputs(
-            mesh, bone_count, centers=centers, rest_matrices=rest_matrices
+            mesh, bone_count, centers=centers, rest_matrices=rest_matrices, ddm=ddm
         )
+        #: the Direct Delta Mush precomputation a method that needs one skins with
+        self.ddm = ddm
         if "centers" in skinning.needs and self.centers is None:
             from .centers import centers_of_rotation
 
@@ -261,6 +273,9 @@ class Skinner(ResourceOwner):
         skinning = methods.get(method)
         if path not in PATHS:
             raise InputError(f"path must be one of {PATHS}, got {path!r}")
+        why = skinning.check_path(path)
+        if why:
+            raise InputError(why)
         if isinstance(bone_count, bool) or not isinstance(bone_count, (int, np.integer)):
             raise InputError(f"bone_count must be an int, got {bone_count!r}")
         if bone_count < 1:
@@ -280,6 +295,8 @@ class Skinner(ResourceOwner):
             self.arrays["aux"] = si.aux_array(
                 self.vertex_count, centers=self.centers, dqs_blend=self.mesh.dqs_blend
             )
+        if self.ddm is not None:
+            self.arrays.update(si.ddm_arrays(self.ddm))
         self._mesh_buffers: dict[str, Buffer] = {}
         self._views: dict[str, BufferView] = {}
         for m in self.inputs:
@@ -479,8 +496,12 @@ class Skinner(ResourceOwner):
         n = self.vertex_count
         bind_point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         parts = self._parts(program)
+        diag2 = np.float32(np.sum(np.ptp(self.mesh.positions, axis=0) ** 2) if n else 0.0)
         for p in range(poses):
-            push = np.array([n, p * n * 3, (poses + p) * n * 3, p * si.BOX_STRIDE // 4], np.uint32)
+            push = np.array(
+                [n, p * n * 3, (poses + p) * n * 3, p * si.BOX_STRIDE // 4, diag2.view(np.uint32)],
+                np.uint32,
+            )
             for prog, runs in parts:
                 if len(parts) > 1 or p == 0:
                     vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
