@@ -16,6 +16,7 @@ import pytest
 import vkdqs
 from vkdqs import SkinnedMesh, dq
 from vkdqs import methods as registry
+from vkdqs.ddm_gpu import mesh_ddm
 from vkdqs.errors import InputError
 from vkdqs.procedural import bend_pose, bone_chain_pose, candy_wrapper, tube, twist_pose
 from vkdqs.renderer import Renderer
@@ -126,11 +127,29 @@ def test_morph_targets_move_the_rest_shape_ddm_smoothed(device):
     assert moved > 0.01
 
 
+def test_without_ddm_the_skinner_computes_the_default_one_once(device):
+    mesh, bones = _candy()
+    given = vkdqs.direct_delta_mush(mesh, bone_count=bones, device=device)
+    pose = twist_pose(150.0, bone_count=bones)
+    with Skinner(device, mesh, bone_count=bones, method="ddm") as skinner:
+        computed = skinner.ddm
+        got = skinner.skin(pose)
+    with Skinner(device, mesh, bone_count=bones, method="ddm") as again:
+        assert again.ddm is computed  # kept on the mesh
+    np.testing.assert_array_equal(computed.omega, given.omega)
+    with Skinner(device, mesh, bone_count=bones, method="ddm", ddm=given) as skinner:
+        want = skinner.skin(pose)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
 def test_ddm_refusals(device):
     mesh, bones = _candy()
     ddm = vkdqs.direct_delta_mush(mesh, bone_count=bones, device=device)
     with pytest.raises(InputError, match=r"method='ddm' needs ddm=vkdqs.direct_delta_mush"):
-        Skinner(device, mesh, bone_count=bones, method="ddm")
+        Skinner(device, mesh, bone_count=bones, method="ddm", ddm=ddm.omega)
+    soup = SkinnedMesh(mesh.positions, mesh.normals, mesh.joints, mesh.weights)
+    with pytest.raises(InputError, match="direct_delta_mush needs a mesh with triangles"):
+        Skinner(device, soup, bone_count=bones, method="ddm")
     with pytest.raises(InputError, match=r"ddm are for method='ddm', not 'lbs'"):
         Skinner(device, mesh, bone_count=bones, method="lbs", ddm=ddm)
     other = SkinnedMesh(mesh.positions * 2, mesh.normals, mesh.joints, mesh.weights, mesh.indices)
@@ -154,3 +173,54 @@ def test_ddm_refusals(device):
         with pytest.raises(InputError, match="DDM runs on the compute path only"):
             renderer.add_instance(rm, bone_count=bones, method="ddm", ddm=ddm)
     assert DDM.check(np.tile(np.eye(4), (2, 1, 1)), crowd=True) == "DDM does not draw crowds"
+
+
+def test_a_model_file_computes_its_ddm_once_and_bakes_with_it(tmp_path, device):
+    """The entry points that take a model file do not need the precomputation: the Skinner
+    computes it (default parameters) and keeps it on the part's geometry, so a bake smooths
+    the mesh once, and bakes frames as the reference poses them."""
+    from vkdqs.gltf import load_gltf
+    from vkdqs.gltf.parts import scene_parts, skin_matrices, skinning_inputs
+
+    from .gltf_fixtures import make_rig
+
+    model = tmp_path / "rigid.glb"
+    make_rig(scaled=False).save(model)
+    scene = load_gltf(model)
+    baked = vkdqs.bake(scene, method="ddm", fps=4, end=0.5, device=device)
+    part = scene_parts(scene)[0]
+    geometry, extra = skinning_inputs(scene, part, "ddm")
+    assert extra == {}  # the Skinner computes it: once, kept on the geometry
+    extra["ddm"] = mesh_ddm(geometry, part.bone_count, device=device)
+    assert geometry.__dict__["_ddm"] == {next(iter(geometry.__dict__["_ddm"])): extra["ddm"]}
+    assert extra["ddm"].iterations == vkdqs.ddm.DEFAULTS["iterations"]
+    n = geometry.vertex_count
+    for k, t in enumerate(baked.times):
+        mats = skin_matrices(scene, (part.skin,), scene.node_global_matrices(0, t))[part.skin]
+        want, _ = DDM.reference(geometry, mats, **extra)
+        np.testing.assert_allclose(baked.positions[k, :n], want, atol=2e-5 * geometry.extent)
+    lbs = vkdqs.bake(scene, method="lbs", fps=4, end=0.5, device=device)
+    assert np.abs(lbs.positions - baked.positions).max() > 1e-4 * geometry.extent
+
+
+def test_the_command_line_bakes_ddm_and_refuses_what_cannot_show_it(tmp_path, capsys):
+    """``info`` names DDM among the methods a bake also takes; ``bake --method ddm`` writes its
+    frames; ``export`` (UsdSkel has no DDM) points to bake; ``render`` says the renderer draws
+    with the vertex shader, which DDM has no variant of."""
+    from vkdqs.app import cli
+
+    from .gltf_fixtures import make_rig
+
+    model = tmp_path / "rigid.glb"
+    make_rig(scaled=False).save(model)
+    assert cli.main(["info", str(model)]) == 0
+    assert "; bake also dqs_scale, ddm" in capsys.readouterr().out
+    out = tmp_path / "frames.glb"
+    assert cli.main(["bake", str(model), "--method", "ddm", "--out", str(out), "--fps", "4"]) == 0
+    assert "ddm)" in capsys.readouterr().out and out.stat().st_size > 0
+    usd = tmp_path / "rig.usda"
+    assert cli.main(["export", str(model), "--method", "ddm", "--out", str(usd)]) == 1
+    assert "vkdqs bake MODEL --method ddm" in capsys.readouterr().err and not usd.exists()
+    with pytest.raises(SystemExit):
+        cli.main(["render", str(model), "--method", "ddm", "--out", str(tmp_path / "x.png")])
+    assert "DDM runs on the compute path only" in capsys.readouterr().err

@@ -69,7 +69,7 @@ def method_rig(method, rng, n, slots, bones):
     """The test mesh of ``method``: :func:`rig` (with a DQS fraction where it needs one), or
     :func:`surface_rig` where it needs a Direct Delta Mush precomputation."""
     needs = registry.get(method).needs
-    if "ddm" in needs:
+    if "ddm_data" in needs:
         return surface_rig(rng, n, slots, bones)
     return rig(rng, n, slots, bones, blend="dqs_blend" in needs)
 
@@ -79,7 +79,7 @@ def inputs(method, mesh, bones, rng, device=None):
     Direct Delta Mush precomputation (on ``device``)."""
     needs = registry.get(method).needs
     out = {}
-    if "ddm" in needs:
+    if "ddm_data" in needs:
         out["ddm"] = direct_delta_mush(mesh, bone_count=bones, device=device)
     if "centers" in needs:
         out["centers"] = mesh.positions + rng.normal(scale=0.1, size=mesh.positions.shape)

@@ -55,10 +55,10 @@ __all__ = [
 #: What a method may need besides the mesh and the pose: per-vertex centers of rotation
 #: ("centers", computed on the GPU when not given), each bone's rest frame ("rest_matrices",
 #: from a glTF skin: the inverse bind matrices' inverses), per-vertex LBS/DQS blend weights
-#: ("dqs_blend", ``SkinnedMesh.dqs_blend``), a Direct Delta Mush precomputation ("ddm",
-#: :class:`vkdqs.ddm.DirectDeltaMush`: each vertex's Ω and bones, read in place of its joints and
-#: weights).
-NEEDS = ("centers", "rest_matrices", "dqs_blend", "ddm")
+#: ("dqs_blend", ``SkinnedMesh.dqs_blend``), a Direct Delta Mush precomputation ("ddm_data",
+#: the ``ddm=`` argument, :class:`vkdqs.ddm.DirectDeltaMush`: each vertex's Ω and bones, read in
+#: place of its joints and weights).
+NEEDS = ("centers", "rest_matrices", "dqs_blend", "ddm_data")
 #: The paths a method's shaders may run on: the compute shader (``Skinner(path="compute")``)
 #: and the vertex shader (``path="vertex"``, the renderer's instances).
 PATHS = ("compute", "vertex")
@@ -287,7 +287,7 @@ class SkinningMethod:
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The float64 positions and normals its shaders compute for ``mesh`` posed by one pose
         ``bones`` (the inputs :meth:`pack` takes), morph targets applied first (a method that
-        needs "ddm" moves each vertex by its morph delta in the frame its Ω is about: the
+        needs "ddm_data" moves each vertex by its morph delta in the frame its Ω is about: the
         smoothing stays that of the rest mesh)."""
         p, n = mesh.positions, mesh.normals
         if morph_weights is not None:
@@ -358,12 +358,17 @@ class SkinningMethod:
         not take: ``(centers (N, 3) float32 or None, rest_matrices (B, 4, 4) float64 or
         None)``. Centers it needs but was not given stay None: the caller computes them on its
         device (:func:`vkdqs.centers_of_rotation`). ``ddm``: a
-        :class:`~vkdqs.ddm.DirectDeltaMush` of ``mesh`` (checked, kept by the caller)."""
-        given_inputs = (("centers", centers), ("rest_matrices", rest_matrices), ("ddm", ddm))
-        for need, given in given_inputs:
+        :class:`~vkdqs.ddm.DirectDeltaMush` of ``mesh`` (checked, kept by the caller); one it
+        needs but was not given the caller likewise computes (:func:`vkdqs.ddm_gpu.mesh_ddm`)."""
+        given_inputs = (
+            ("centers", "centers", centers),
+            ("rest_matrices", "rest_matrices", rest_matrices),
+            ("ddm_data", "ddm", ddm),
+        )
+        for need, arg, given in given_inputs:
             if given is not None and need not in self.needs:
                 users = ", ".join(repr(m.name) for m in METHODS.values() if need in m.needs)
-                raise InputError(f"{need} are for method={users}, not {self.name!r}")
+                raise InputError(f"{arg} are for method={users}, not {self.name!r}")
         if "dqs_blend" in self.needs and mesh.dqs_blend is None:
             raise InputError(
                 f"method={self.name!r} needs per-vertex DQS blend values: "
@@ -371,7 +376,7 @@ class SkinningMethod:
             )
         if "rest_matrices" in self.needs:
             rest_matrices = packing.check_rest_matrices(rest_matrices, bone_count, self.name)
-        if "ddm" in self.needs:
+        if "ddm_data" in self.needs and ddm is not None:
             check_ddm(ddm, mesh, bone_count, self.name)
         if centers is not None:
             centers = packing.check_centers(mesh.vertex_count, centers)
@@ -605,7 +610,7 @@ METHODS: Mapping[str, SkinningMethod] = {
             _pack_ddm,
             _ref_ddm,
             bone_rows=True,
-            needs=frozenset({"ddm"}),
+            needs=frozenset({"ddm_data"}),
             influences=False,
             paths=("compute",),
             crowds=False,
@@ -673,6 +678,9 @@ def parse_methods(methods: str) -> tuple[str, ...]:
     bad = [m for m in picked if m not in allowed]
     if bad or len(set(picked)) != len(picked):
         why = f"unknown {bad[0]!r}" if bad else "a method repeats"
+        if bad and bad[0] in METHODS:  # a method scenes do not show: say why
+            hidden = METHODS[bad[0]]
+            why = hidden.check_path("vertex") or f"{hidden.label} is chosen by name only"
         raise InputError(
             f"methods must be one of {', '.join(allowed)}, several joined by commas, "
             f"'both', 'all' or 'diff'; got {methods!r} ({why})"

@@ -244,7 +244,7 @@ MESH_INPUTS = (
     ),
     # xyz: the vertex's center of rotation ("cor"), w: its DQS blend weight ("blend")
     MeshInput("aux", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 9, 6, aux_only=True),
-    # Direct Delta Mush ("ddm", compute path only; :func:`ddm_arrays`): each vertex's Ω of
+    # Direct Delta Mush (need "ddm_data", compute path only; :func:`ddm_arrays`): each vertex's Ω of
     # DDM_SLOTS slots (10 floats a slot, DDM_OMEGA_TEXELS texels), and its slots' bones (16
     # bits each, two to an int: one texel)
     MeshInput(
@@ -253,10 +253,12 @@ MESH_INPUTS = (
         Format.R32G32B32A32_SFLOAT,
         13,
         -1,
-        need="ddm",
+        need="ddm_data",
         texels=20,
     ),
-    MeshInput("ddm_bones", Format.R32G32B32A32_SINT, Format.R32G32B32A32_SINT, 14, -1, need="ddm"),
+    MeshInput(
+        "ddm_bones", Format.R32G32B32A32_SINT, Format.R32G32B32A32_SINT, 14, -1, need="ddm_data"
+    ),
 )
 #: The per-vertex scalar the rendering shaders show as a heat map in debug mode 2 (0..1, e.g.
 #: |DQS - LBS| scaled on the host): every rendering variant (not readback, not compute) reads it

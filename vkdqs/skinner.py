@@ -174,7 +174,9 @@ class Skinner(ResourceOwner):
         :func:`vkdqs.centers_of_rotation` (the mesh needs triangles) when not given.
     ddm : DirectDeltaMush, optional
         For ``"ddm"`` (Direct Delta Mush, compute path only): the mesh's precomputation,
-        :func:`vkdqs.direct_delta_mush` (at most 8 bones a vertex); poses are rigid
+        :func:`vkdqs.direct_delta_mush` (at most 8 bones a vertex); computed on this device
+        with the default parameters (the mesh needs triangles) and kept on the mesh
+        (:func:`vkdqs.ddm_gpu.mesh_ddm`) when not given. Poses are rigid
         ``(B, 4, 4)`` / ``(B, 3, 4)`` matrices or ``(B, 2, 4)`` DQs. Morph targets move each
         vertex before the skinning, about the rest mesh's smoothing (``Ω`` is not recomputed).
     layout : {"exact", "lean"}
@@ -217,6 +219,11 @@ class Skinner(ResourceOwner):
         self.centers, self.rest_matrices = skinning.check_inputs(
             mesh, bone_count, centers=centers, rest_matrices=rest_matrices, ddm=ddm
         )
+        if "ddm_data" in skinning.needs and ddm is None:
+            from .ddm_gpu import mesh_ddm
+
+            ddm = mesh_ddm(mesh, bone_count, device=device)
+            skinning.check_inputs(mesh, bone_count, ddm=ddm)
         #: the Direct Delta Mush precomputation a method that needs one skins with
         self.ddm = ddm
         if "centers" in skinning.needs and self.centers is None:
