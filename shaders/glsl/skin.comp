@@ -74,11 +74,8 @@ vec3 skin_one(uint v) {
 #ifdef SKIN_DDM
     vec3 rest = p;
     morph_vertex(iv, p, n);
-    vec4 om[DDM_OMEGA_TEXELS];
-    for (int k = 0; k < DDM_OMEGA_TEXELS; ++k) {
-        om[k] = texelFetch(in_ddm_omega, iv * DDM_OMEGA_TEXELS + k);
-    }
-    ddm_skin_vertex(om, texelFetch(in_ddm_bones, iv), rest, p - rest, n, pc.diag2, p, n);
+    ddm_skin_vertex(in_ddm_omega, iv * DDM_OMEGA_TEXELS, texelFetch(in_ddm_bones, iv), rest,
+                    p - rest, n, pc.diag2, p, n);
 #else
     morph_vertex(iv, p, n);
     skin_vertex(texelFetch(in_joints, iv), texelFetch(in_weights, iv),

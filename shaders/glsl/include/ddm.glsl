@@ -86,17 +86,16 @@ bool ddm_polar(mat3 c, out mat3 r) {
 
 // Accumulates one kept bone: q_rows += M' Omega (3 rows of the 4x4 product), bottom += Omega's
 // last row, lin += Omega[3][3] A (the fallback normal's blend). m holds M's rows (lbs.glsl's
-// layout); o the 10 stored values of the symmetric Omega (row-major upper triangle).
-void ddm_add(mat3x4 m, float o[10], inout mat4 q, inout mat3x4 lin) {
-    mat4 om = mat4(o[0], o[1], o[2], o[3],
-                   o[1], o[4], o[5], o[6],
-                   o[2], o[5], o[7], o[8],
-                   o[3], o[6], o[8], o[9]);  // symmetric: columns are rows
+// layout); r0..r3 the rows of the symmetric Omega's upper triangle (00 01 02 03, 11 12 13,
+// 22 23, 33).
+void ddm_add(mat3x4 m, vec4 r0, vec3 r1, vec2 r2, float r3, inout mat4 q, inout mat3x4 lin) {
+    // symmetric: its columns are its rows
+    mat4 om = mat4(r0, vec4(r0.y, r1), vec4(r0.z, r1.y, r2), vec4(r0.w, r1.z, r2.y, r3));
     // q[c] is column c of the product; rows 0..2 from M's rows, row 3 from Omega's last row
     for (int c = 0; c < 4; ++c) {
         q[c] += vec4(dot(m[0], om[c]), dot(m[1], om[c]), dot(m[2], om[c]), om[c][3]);
     }
-    lin += m * o[9];
+    lin += m * r3;
 }
 
 // The posed position and normal of a vertex at p (rest, in Omega's frame, whose origin is o) with
@@ -126,27 +125,35 @@ void ddm_finish(mat4 q, mat3x4 lin, vec3 o, vec3 p, vec3 n, float diag2, out vec
     }
 }
 
-// Skins one vertex: om its slots' Omega (10 values a slot, about its rest position o),
-// slot_bones its slots' bones (16 bits each, slot 2k in lane k's low half), o its rest position, d its
-// displacement from o (a morph target's delta; zero without), n its normal; diag2 as
-// ddm_finish. Each bone's matrix M becomes M T(o) (translation M o), so Omega's frame is o's.
-void ddm_skin_vertex(vec4 om[DDM_OMEGA_TEXELS], ivec4 slot_bones, vec3 o, vec3 d, vec3 n,
+// Bone i's matrix M T(o) (translation M o): Omega is about the vertex's rest position o.
+mat3x4 ddm_bone(uint i, vec4 rest) {
+    mat3x4 m = BONE(int(i));
+    m[0].w = dot(m[0], rest);
+    m[1].w = dot(m[1], rest);
+    m[2].w = dot(m[2], rest);
+    return m;
+}
+
+// Skins one vertex: its slots' Omega (10 values a slot, about its rest position o) at texels
+// first .. first + DDM_OMEGA_TEXELS of omega, two slots in five texels; slot_bones its slots'
+// bones (16 bits each, slot 2k in lane k's low half); d its displacement from o (a morph
+// target's delta; zero without), n its normal; diag2 as ddm_finish.
+void ddm_skin_vertex(samplerBuffer omega, int first, ivec4 slot_bones, vec3 o, vec3 d, vec3 n,
                      float diag2, out vec3 skinned_p, out vec3 skinned_n) {
     vec4 rest = vec4(o, 1.0);
     mat4 q = mat4(0.0);
     mat3x4 lin = mat3x4(0.0);
-    for (int s = 0; s < DDM_SLOTS; ++s) {
-        float v[10];
-        for (int k = 0; k < 10; ++k) {
-            int f = 10 * s + k;
-            v[k] = om[f >> 2][f & 3];
-        }
-        uint pair = uint(slot_bones[s >> 1]);
-        mat3x4 m = BONE(int((s & 1) == 0 ? pair & 0xffffu : pair >> 16));
-        m[0].w = dot(m[0], rest);
-        m[1].w = dot(m[1], rest);
-        m[2].w = dot(m[2], rest);
-        ddm_add(m, v, q, lin);
+    for (int k = 0; k < DDM_SLOTS / 2; ++k) {
+        int t = first + 5 * k;
+        vec4 t0 = texelFetch(omega, t);
+        vec4 t1 = texelFetch(omega, t + 1);
+        vec4 t2 = texelFetch(omega, t + 2);
+        vec4 t3 = texelFetch(omega, t + 3);
+        vec4 t4 = texelFetch(omega, t + 4);
+        uint pair = uint(slot_bones[k]);
+        ddm_add(ddm_bone(pair & 0xffffu, rest), t0, t1.xyz, vec2(t1.w, t2.x), t2.y, q, lin);
+        ddm_add(ddm_bone(pair >> 16, rest), vec4(t2.zw, t3.xy), vec3(t3.zw, t4.x), t4.yz, t4.w, q,
+                lin);
     }
     ddm_finish(q, lin, o, d, n, diag2, skinned_p, skinned_n);
 }
