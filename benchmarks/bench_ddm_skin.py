@@ -9,6 +9,7 @@ positions and normals) and ``bounds`` (the dispatch alone: no vertex written or 
 normals compiled away). The issue's target: DDM at most 2.5x LBS at 1M vertices.
 
     python benchmarks/bench_ddm_skin.py [--sizes 1000000] [--bones 64] [--rounds 5]
+        [--max-bones 8 4]
 
 Prints a table and writes benchmarks/results/ddm_skin.json (or ``--out``).
 """
@@ -42,10 +43,10 @@ def _median_time(call, rounds: int) -> float:
     return float(np.median(times))
 
 
-def bench(device: Device, n: int, bones: int, rounds: int) -> dict:
+def bench(device: Device, n: int, bones: int, rounds: int, max_bones: int = 8) -> dict:
     base_n = min(n, 10_000)
     base = procedural.tube(base_n, bone_count=bones, influences=4)
-    d = direct_delta_mush(base, bone_count=bones, device=device)
+    d = direct_delta_mush(base, bone_count=bones, max_bones=max_bones, device=device)
     reps = -(-n // base_n)
     tiled = DirectDeltaMush(
         np.tile(d.omega, (reps, 1, 1))[:n],
@@ -64,7 +65,7 @@ def bench(device: Device, n: int, bones: int, rounds: int) -> dict:
         np.tile(base.weights, (reps, 1))[:n],
     )
     pose = procedural.bone_chain_pose(bones, 90.0)
-    out = {"n": n, "bones": bones}
+    out = {"n": n, "bones": bones, "max_bones": max_bones}
     for method, extra in (("ddm", {"ddm": tiled}), ("lbs", {})):
         with Skinner(device, mesh, bone_count=bones, method=method, **extra) as skinner:
             out[f"{method}_s"] = _median_time(lambda s=skinner: s.skin(pose), rounds)
@@ -79,19 +80,29 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000])
     parser.add_argument("--bones", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--max-bones",
+        type=int,
+        nargs="+",
+        default=[8, 4],
+        help="bones kept a vertex (8: the default; at most 4: the 4-slot shaders)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     out = args.out or RESULTS / "ddm_skin.json"
     with Device() as device:
         machine = {"device": device.info.name, "cpu_count": os.cpu_count()}
-        results = [bench(device, n, args.bones, args.rounds) for n in args.sizes]
+        results = [
+            bench(device, n, args.bones, args.rounds, k) for n in args.sizes for k in args.max_bones
+        ]
     print(f"device: {machine['device']}, {machine['cpu_count']} CPUs; {args.bones} bones")
     print("skin: with the readback of positions and normals; bounds: the dispatch alone")
-    head = ["N", "DDM ms", "LBS ms", "DDM/LBS", "bounds DDM", "bounds LBS", "DDM/LBS"]
+    head = ["N", "kept", "DDM ms", "LBS ms", "DDM/LBS", "bounds DDM", "bounds LBS", "DDM/LBS"]
     print(" | ".join(f"{h:>10}" for h in head))
     for r in results:
         row = [
             r["n"],
+            r["max_bones"],
             1e3 * r["ddm_s"],
             1e3 * r["lbs_s"],
             r["ddm_over_lbs"],

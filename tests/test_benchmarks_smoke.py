@@ -59,8 +59,10 @@ def test_ddm_skin_benchmark_smoke(tmp_path, device):
     args = ["--sizes", "3000", "--bones", "6", "--rounds", "1"]
     text = _run("bench_ddm_skin.py", *args, "--out", str(out))
     assert "DDM/LBS" in text
-    (res,) = json.loads(out.read_text())["results"]
-    assert res["n"] == 3000 and res["ddm_over_lbs"] > 0 and res["bounds_ddm_over_lbs"] > 0
+    rows = json.loads(out.read_text())["results"]
+    assert [r["max_bones"] for r in rows] == [8, 4]
+    for res in rows:
+        assert res["n"] == 3000 and res["ddm_over_lbs"] > 0 and res["bounds_ddm_over_lbs"] > 0
 
 
 def test_render_benchmark_smoke(tmp_path, device):

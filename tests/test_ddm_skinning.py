@@ -43,6 +43,8 @@ CASES = {
         lambda: bone_chain_pose(16, -200.0, length=4.0),
         dict(iterations=5, rotation_step=1.0, translation_step=0.5, alpha=0.3),
     ),
+    # at most 4 bones a vertex: the 4-slot shaders
+    "tube16-4bones": (_tube16, lambda: bone_chain_pose(16, 150.0, length=4.0), dict(max_bones=4)),
     "candy-twist": (_candy, lambda: twist_pose(170.0, bone_count=2), {}),
     "candy-bend": (_candy, lambda: bend_pose(90.0, bone_count=2), {}),
     "candy-p0": (
@@ -67,6 +69,7 @@ def test_ddm_skins_as_its_reference(device, case):
     rigid = dq.to_matrices(dq.random_rigid(bones, np.random.default_rng(1)))
     batch = np.stack([make_pose(), rigid])
     with Skinner(device, mesh, bone_count=bones, method="ddm", ddm=ddm) as skinner:
+        assert skinner.slots == (4 if ddm.max_bones <= 4 else 8)
         many = skinner.skin_many(batch)
         for k, pose in enumerate(batch):
             want = DDM.reference(mesh, pose, ddm=ddm)

@@ -189,8 +189,11 @@ class MeshInput:
     influence: bool = False
     #: only in the variants of methods with this need (:data:`vkdqs.methods.NEEDS`), or None
     need: str | None = None
-    #: texels a vertex (compute path only where more than one: ``(N * texels, 4)`` rows)
+    #: texels a vertex (compute path only where more than one: ``(N * texels, 4)`` rows), in
+    #: the 8-slot variants
     texels: int = 1
+    #: its texels are per slot: the 4-slot variants read half of ``texels``
+    per_slot: bool = False
 
 
 MESH_ROW_BYTES = 16
@@ -245,7 +248,7 @@ MESH_INPUTS = (
     # xyz: the vertex's center of rotation ("cor"), w: its DQS blend weight ("blend")
     MeshInput("aux", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 9, 6, aux_only=True),
     # Direct Delta Mush (need "ddm_data", compute path only; :func:`ddm_arrays`): each vertex's Ω of
-    # DDM_SLOTS slots (10 floats a slot, DDM_OMEGA_TEXELS texels), and its slots' bones (16
+    # 4 or 8 slots (10 floats a slot: 10 or 20 texels), and its slots' bones (16
     # bits each, two to an int: one texel)
     MeshInput(
         "ddm_omega",
@@ -255,6 +258,7 @@ MESH_INPUTS = (
         -1,
         need="ddm_data",
         texels=20,
+        per_slot=True,
     ),
     MeshInput(
         "ddm_bones", Format.R32G32B32A32_SINT, Format.R32G32B32A32_SINT, 14, -1, need="ddm_data"
@@ -305,6 +309,8 @@ def mesh_inputs(slots: int, method: str = "dqs", layout: str = "exact") -> tuple
         and (influences or not m.influence)
         and (m.need is None or m.need in needs)
     )
+    if slots == 4:
+        out = tuple(dataclasses.replace(m, texels=m.texels // 2) if m.per_slot else m for m in out)
     if layout == "lean":
         out = tuple(
             m
@@ -315,25 +321,27 @@ def mesh_inputs(slots: int, method: str = "dqs", layout: str = "exact") -> tuple
     return out
 
 
-#: Slots of a Direct Delta Mush vertex as the shaders read it (unused ones zero) and the texels
-#: of its Ω (10 floats a slot).
-DDM_SLOTS = methods.DDM_MAX_SLOTS
-DDM_OMEGA_TEXELS = DDM_SLOTS * 10 // 4
+def ddm_slots(ddm: DirectDeltaMush) -> int:
+    """The slots of the shader variant that skins with ``ddm``: 4 where it keeps at most 4
+    bones a vertex (half the data and work a vertex), else 8 (unused slots zero)."""
+    return 4 if ddm.max_bones <= 4 else 8
 
 
 def ddm_arrays(ddm: DirectDeltaMush) -> dict[str, np.ndarray]:
-    """The ``ddm_omega`` ((N * DDM_OMEGA_TEXELS, 4) float32: each vertex's slots' 10 values of
-    Ω, in slot order) and ``ddm_bones`` ((N, 4) int32: slot ``2 k`` in the low 16 bits of lane
-    ``k``, slot ``2 k + 1`` in the high ones) rows of a precomputation with at most
-    :data:`DDM_SLOTS` slots and 2**16 bones (:func:`vkdqs.methods.check_ddm`)."""
+    """The ``ddm_omega`` ((N * S * 10 / 4, 4) float32: each vertex's S = :func:`ddm_slots`
+    slots' 10 values of Ω, in slot order, two slots to five texels) and ``ddm_bones`` ((N, 4)
+    int32: slot ``2 k`` in the low 16 bits of lane ``k``, slot ``2 k + 1`` in the high ones;
+    lanes past S / 2 zero) rows of a precomputation with at most 8 slots and 2**16 bones
+    (:func:`vkdqs.methods.check_ddm`)."""
     n, kept = ddm.omega.shape[:2]
-    omega = np.zeros((n, DDM_SLOTS, 10), np.float32)
+    slots = ddm_slots(ddm)
+    omega = np.zeros((n, slots, 10), np.float32)
     omega[:, :kept] = ddm.omega
-    bones = np.zeros((n, DDM_SLOTS), np.uint32)
+    bones = np.zeros((n, 8), np.uint32)
     bones[:, :kept] = ddm.bones
     packed = bones[:, 0::2] | (bones[:, 1::2] << np.uint32(16))
     return {
-        "ddm_omega": omega.reshape(n * DDM_OMEGA_TEXELS, 4),
+        "ddm_omega": omega.reshape(n * slots * 10 // 4, 4),
         "ddm_bones": np.ascontiguousarray(packed.view(np.int32)),
     }
 

@@ -96,7 +96,7 @@ class _Program:
     ) -> None:
         dev, s = skinner.device, skinner
         kind = "compute" if s.path == "compute" else "readback"
-        self.variant = si.variant(kind, method, s.mesh.slots)
+        self.variant = si.variant(kind, method, s.slots)
         self.method = method
         #: the morph code is in (a batch with an active target) or compiled away; what a
         #: compute dispatch writes (si.OUTPUT_VERTICES and/or si.OUTPUT_BOX)
@@ -118,7 +118,7 @@ class _Program:
             self.pipeline = s._pipelines.compute(desc, self.layout)
             texels = [
                 TexelWrite(self.bindings[m.binding], s._views[m.name])
-                for m in si.mesh_inputs(s.mesh.slots, method, s.layout)
+                for m in si.mesh_inputs(s.slots, method, s.layout)
             ]
             texels.append(TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view))
             write_descriptors(dev, self.set, texels)
@@ -128,7 +128,7 @@ class _Program:
                 fragment_shader=None,
                 vertex_inputs=tuple(
                     (m.location, int(m.vertex_format))
-                    for m in si.mesh_inputs(s.mesh.slots, method, s.layout)
+                    for m in si.mesh_inputs(s.slots, method, s.layout)
                 ),
                 spec=(spec[0], morph_spec),
                 topology=vk.VK_PRIMITIVE_TOPOLOGY_POINT_LIST,
@@ -226,6 +226,9 @@ class Skinner(ResourceOwner):
             skinning.check_inputs(mesh, bone_count, ddm=ddm)
         #: the Direct Delta Mush precomputation a method that needs one skins with
         self.ddm = ddm
+        #: the influence slots of its shader variants (4 or 8): the mesh's, or for a method that
+        #: reads no joints and weights, its precomputation's (:func:`si.ddm_slots`)
+        self.slots = mesh.slots if skinning.influences or ddm is None else si.ddm_slots(ddm)
         if "centers" in skinning.needs and self.centers is None:
             from .centers import centers_of_rotation
 
@@ -296,7 +299,7 @@ class Skinner(ResourceOwner):
         dev = self.device
         label = f"skinner {self.method}/{self.path}"
         usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-        self.inputs = si.mesh_inputs(self.mesh.slots, self.method, self.layout)
+        self.inputs = si.mesh_inputs(self.slots, self.method, self.layout)
         self.arrays = si.mesh_arrays(self.mesh, self.layout)
         if self.skinning.aux:
             self.arrays["aux"] = si.aux_array(

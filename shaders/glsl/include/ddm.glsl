@@ -3,8 +3,13 @@
 // texels and calls ddm_skin_vertex). No #version and no bindings here; needs lbs.glsl (the
 // cofactor normal of the fallback) and BONE(i), each bone's matrix rows (SKIN_BONES_ROWS).
 
-// Slots a vertex carries (vkdqs.shader_interface.DDM_SLOTS) and the texels of their Omega.
+// Slots a vertex carries (vkdqs.shader_interface.ddm_slots: 4 where the precomputation keeps
+// at most 4 bones a vertex) and the texels of their Omega.
+#ifdef SKIN_INFLUENCES_8
 const int DDM_SLOTS = 8;
+#else
+const int DDM_SLOTS = 4;
+#endif
 const int DDM_OMEGA_TEXELS = DDM_SLOTS * 10 / 4;
 
 // |Q - q p^T|_F <= DDM_DEGENERATE_EPS * d^2 (d the rest mesh's bounding-box diagonal): the
