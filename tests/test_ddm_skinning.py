@@ -96,6 +96,19 @@ def test_ddm_is_not_lbs(device):
     assert np.abs(p - lbs).max() > 1e-3 * mesh.extent
 
 
+def test_without_smoothing_ddm_is_lbs(device):
+    """No smoothing steps: every vertex's covariance vanishes, so its position is LBS's and its
+    normal LBS's cofactor normal (the shader's second pass over the slots, for that rare case)."""
+    mesh, bones = _candy()
+    ddm = vkdqs.direct_delta_mush(mesh, bone_count=bones, device=device, iterations=0, alpha=0.5)
+    pose = twist_pose(120.0, bone_count=bones)
+    want_p, want_n = registry.get("lbs").reference(mesh, pose)
+    with Skinner(device, mesh, bone_count=bones, method="ddm", ddm=ddm) as skinner:
+        p, n = skinner.skin(pose)
+    assert np.abs(p - want_p).max() < 1e-6 * mesh.extent
+    assert np.abs(n - want_n).max() < 1e-6
+
+
 def test_morph_targets_move_the_rest_shape_ddm_smoothed(device):
     """Morph deltas move each vertex before skinning, in the frame its Ω is about (the
     smoothing stays the rest mesh's): the registry's reference, for one pose and a batch."""

@@ -90,29 +90,28 @@ bool ddm_polar(mat3 c, out mat3 r) {
 }
 
 // Accumulates one kept bone: q_rows += M' Omega (3 rows of the 4x4 product), bottom += Omega's
-// last row, lin += Omega[3][3] A (the fallback normal's blend). m holds M's rows (lbs.glsl's
-// layout); r0..r3 the rows of the symmetric Omega's upper triangle (00 01 02 03, 11 12 13,
-// 22 23, 33).
-void ddm_add(mat3x4 m, vec4 r0, vec3 r1, vec2 r2, float r3, inout mat4 q, inout mat3x4 lin) {
+// last row. m holds M's rows (lbs.glsl's layout); r0..r3 the rows of the symmetric Omega's upper
+// triangle (00 01 02 03, 11 12 13, 22 23, 33).
+void ddm_add(mat3x4 m, vec4 r0, vec3 r1, vec2 r2, float r3, inout mat4 q) {
     // symmetric: its columns are its rows
     mat4 om = mat4(r0, vec4(r0.y, r1), vec4(r0.z, r1.y, r2), vec4(r0.w, r1.z, r2.y, r3));
     // q[c] is column c of the product; rows 0..2 from M's rows, row 3 from Omega's last row
     for (int c = 0; c < 4; ++c) {
         q[c] += vec4(dot(m[0], om[c]), dot(m[1], om[c]), dot(m[2], om[c]), om[c][3]);
     }
-    lin += m * r3;
 }
 
 // The posed position and normal of a vertex at p (rest, in Omega's frame, whose origin is o) with
-// normal n, from the accumulated q (columns) and lin; diag2: d^2 of the degenerate test. A vertex
-// with no weight keeps its rest position o + p and its normal.
-void ddm_finish(mat4 q, mat3x4 lin, vec3 o, vec3 p, vec3 n, float diag2, out vec3 skinned_p,
+// normal n, from the accumulated q (columns); diag2: d^2 of the degenerate test. A vertex with no
+// weight keeps its rest position o + p and its normal. Returns true where the covariance
+// vanished: the caller then sets the normal to LBS's (skinned_n is left unset).
+bool ddm_finish(mat4 q, vec3 o, vec3 p, vec3 n, float diag2, out vec3 skinned_p,
                 out vec3 skinned_n) {
     float w = q[3][3];
     if (!(w > 0.0)) {
         skinned_p = o + p;
         skinned_n = normalize(n);
-        return;
+        return false;
     }
     q /= w;
     mat3 q_bar = mat3(q[0].xyz, q[1].xyz, q[2].xyz);
@@ -123,11 +122,8 @@ void ddm_finish(mat4 q, mat3x4 lin, vec3 o, vec3 p, vec3 n, float diag2, out vec
     bool ok = ddm_polar(cov, r);
     skinned_p = r * (p - pt) + qt;
     float size = sqrt(dot(cov[0], cov[0]) + dot(cov[1], cov[1]) + dot(cov[2], cov[2]));
-    if (ok && size > DDM_DEGENERATE_EPS * diag2) {
-        skinned_n = normalize(r * n);
-    } else {
-        skinned_n = lbs_transform_normal(lin, n);
-    }
+    skinned_n = normalize(r * n);
+    return !(ok && size > DDM_DEGENERATE_EPS * diag2);
 }
 
 // Bone i's matrix M T(o) (translation M o): Omega is about the vertex's rest position o.
@@ -147,7 +143,6 @@ void ddm_skin_vertex(samplerBuffer omega, int first, ivec4 slot_bones, vec3 o, v
                      float diag2, out vec3 skinned_p, out vec3 skinned_n) {
     vec4 rest = vec4(o, 1.0);
     mat4 q = mat4(0.0);
-    mat3x4 lin = mat3x4(0.0);
     for (int k = 0; k < DDM_SLOTS / 2; ++k) {
         int t = first + 5 * k;
         vec4 t0 = texelFetch(omega, t);
@@ -156,9 +151,19 @@ void ddm_skin_vertex(samplerBuffer omega, int first, ivec4 slot_bones, vec3 o, v
         vec4 t3 = texelFetch(omega, t + 3);
         vec4 t4 = texelFetch(omega, t + 4);
         uint pair = uint(slot_bones[k]);
-        ddm_add(ddm_bone(pair & 0xffffu, rest), t0, t1.xyz, vec2(t1.w, t2.x), t2.y, q, lin);
-        ddm_add(ddm_bone(pair >> 16, rest), vec4(t2.zw, t3.xy), vec3(t3.zw, t4.x), t4.yz, t4.w, q,
-                lin);
+        ddm_add(ddm_bone(pair & 0xffffu, rest), t0, t1.xyz, vec2(t1.w, t2.x), t2.y, q);
+        ddm_add(ddm_bone(pair >> 16, rest), vec4(t2.zw, t3.xy), vec3(t3.zw, t4.x), t4.yz, t4.w, q);
     }
-    ddm_finish(q, lin, o, d, n, diag2, skinned_p, skinned_n);
+    if (ddm_finish(q, o, d, n, diag2, skinned_p, skinned_n)) {
+        // the covariance vanished: LBS's normal, the bones blended by the smoothed weights
+        // Omega[3][3] (read again here only: a rare branch, off the common path)
+        mat3x4 lin = mat3x4(0.0);
+        for (int k = 0; k < DDM_SLOTS / 2; ++k) {
+            int t = first + 5 * k;
+            uint pair = uint(slot_bones[k]);
+            lin += BONE(int(pair & 0xffffu)) * texelFetch(omega, t + 2).y;
+            lin += BONE(int(pair >> 16)) * texelFetch(omega, t + 4).w;
+        }
+        skinned_n = lbs_transform_normal(lin, n);
+    }
 }
