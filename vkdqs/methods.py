@@ -15,6 +15,9 @@ Numpy only (no Vulkan), so the command line checks ``--method`` without loading 
 Adding a method: a :class:`SkinningMethod` entry in :data:`METHODS`, its float64 reference, its
 GLSL block in ``shaders/glsl/include/skin.glsl`` (under its ``define``), ``build_shaders.py``,
 and its tests (``tests/test_registry.py`` runs every entry on every path against its reference).
+A method with per-vertex data of its own (Direct Delta Mush's Ω: the need "ddm_data") also lists
+its texel inputs in :data:`vkdqs.shader_interface.MESH_INPUTS`; one without vertex-shader
+variants says so in ``paths``.
 """
 
 from __future__ import annotations
@@ -336,7 +339,12 @@ class SkinningMethod:
         if path in self.paths:
             return None
         extra = sorted(self.needs - {"centers", "rest_matrices", "dqs_blend"})
-        what = f" (its {', '.join(extra)} inputs are texel buffers)" if extra else ""
+        what = (
+            f" (it reads its {', '.join(extra)} per vertex from texel buffers, which the vertex "
+            "shaders do not bind)"
+            if extra
+            else ""
+        )
         return (
             f"{self.label} runs on the {' and '.join(self.paths)} path only{what}, not "
             f"path={path!r}: the renderer and crowds draw with the vertex shader; skin it with "
