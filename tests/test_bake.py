@@ -375,7 +375,11 @@ def test_cli_bad_fps_is_a_usage_error(rig_files, tmp_path, fps):
     [
         # these two are found after the CLI has opened its device
         pytest.param(["--animation", "walk"], 1, "no animation 'walk'", marks=pytest.mark.gpu),
-        (["--method", "slerp"], 1, "lbs, dqs, blend, cor, dqs_blender, dqs_scale, got 'slerp'"),
+        (
+            ["--method", "slerp"],
+            1,
+            "lbs, dqs, blend, cor, dqs_blender, dqs_scale, ddm, got 'slerp'",
+        ),
         pytest.param(["--start", "2", "--end", "1"], 1, "before start", marks=pytest.mark.gpu),
         (["--start", "nan"], 2, "the time must be"),
     ],

@@ -54,6 +54,17 @@ def test_ddm_benchmark_smoke(tmp_path, device):
     assert res["n"] == 600 and res["bones"] == 6 and res["max_error_over_extent"] < 1e-5
 
 
+def test_ddm_skin_benchmark_smoke(tmp_path, device):
+    out = tmp_path / "ddm_skin.json"
+    args = ["--sizes", "3000", "--bones", "6", "--rounds", "1"]
+    text = _run("bench_ddm_skin.py", *args, "--out", str(out))
+    assert "DDM/LBS" in text
+    rows = json.loads(out.read_text())["results"]
+    assert [r["max_bones"] for r in rows] == [8, 4]
+    for res in rows:
+        assert res["n"] == 3000 and res["ddm_over_lbs"] > 0 and res["bounds_ddm_over_lbs"] > 0
+
+
 def test_render_benchmark_smoke(tmp_path, device):
     out = tmp_path / "render.json"
     args = ["--sizes", "2000", "--instances", "2", "--rounds", "1", "--frames", "2"]

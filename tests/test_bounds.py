@@ -9,14 +9,16 @@ import zlib
 import numpy as np
 import pytest
 
-from vkdqs import SkinnedMesh, dq
+from vkdqs import InputError, SkinnedMesh, dq
 from vkdqs import methods as registry
 from vkdqs import shader_interface as si
 from vkdqs.skinner import Skinner
 
-from .test_registry import inputs, poses, rig
+from .test_registry import inputs, method_rig, poses, rig
 
 METHODS = registry.names()
+#: The methods the renderer draws (the others refuse: test_instance_bounds_...)
+DRAWN = [m.name for m in registry.METHODS.values() if "vertex" in m.paths]
 
 
 def encode(values: np.ndarray) -> np.ndarray:
@@ -53,9 +55,13 @@ def test_every_method_returns_the_exact_box_of_its_vertices(device, method, path
     bones = 9
     skinning = registry.get(method)
     # 1000 vertices: 15 full workgroups and a partial one, whose idle invocations must not count
-    mesh = rig(rng, 1000, 4, bones, blend="dqs_blend" in skinning.needs)
-    extra = inputs(method, mesh, bones, rng)
+    mesh = method_rig(method, rng, 1000, 4, bones)
+    extra = inputs(method, mesh, bones, rng, device)
     batch = poses(method, bones, rng, 3)
+    if path not in skinning.paths:  # tests/test_registry.py checks the refusal
+        with pytest.raises(InputError, match="runs on the compute path only"):
+            Skinner(device, mesh, bone_count=bones, method=method, path=path, **extra)
+        return
     with Skinner(device, mesh, bone_count=bones, method=method, path=path, **extra) as skinner:
         for pose in batch:
             p, _, box = skinner.skin(pose, bounds=True)
@@ -192,14 +198,18 @@ def test_instance_bounds_are_the_posed_mesh_in_world_space(device, method):
     rng = np.random.default_rng(zlib.crc32(f"instance bounds {method}".encode()))
     bones = 7
     skinning = registry.get(method)
-    mesh = rig(rng, 900, 4, bones, blend="dqs_blend" in skinning.needs)
-    extra = inputs(method, mesh, bones, rng)
+    mesh = method_rig(method, rng, 900, 4, bones)
+    extra = inputs(method, mesh, bones, rng, device)
     pose = poses(method, bones, rng, 1)[0]
     shifted = np.diag([2.0, 0.5, 3.0, 1.0])
     shifted[:3, 3] = (5.0, -4.0, 1.0)
     rotated = dq.to_matrices(dq.random_rigid(1, rng))[0] @ np.diag([1.5, 1.5, 1.5, 1.0])
     with OffscreenTarget(device, 8, 8) as target, Renderer(device, target) as renderer:
         render_mesh = renderer.add_mesh(mesh)
+        if "vertex" not in skinning.paths:  # the renderer draws with the vertex shader
+            with pytest.raises(InputError, match="runs on the compute path only"):
+                renderer.add_instance(render_mesh, bone_count=bones, method=method, **extra)
+            return
         inst = renderer.add_instance(render_mesh, bone_count=bones, method=method, **extra)
         rest_box = inst.bounds  # the rest pose
         inst.set_pose(pose)
@@ -473,7 +483,7 @@ def _culling_scene(device, method, culling):
         return image, renderer.stats
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DRAWN)
 def test_culling_leaves_the_image_as_it_was(device, method):
     culled, stats = _culling_scene(device, method, True)
     drawn, all_stats = _culling_scene(device, method, False)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vkdqs import InputError, SkinnedMesh, dq
+from vkdqs import InputError, SkinnedMesh, direct_delta_mush, dq
 from vkdqs import methods as registry
 from vkdqs import shader_interface as si
 from vkdqs.app import cli
@@ -22,6 +22,7 @@ from vkdqs.app.scenes import GltfScenePlayer
 from vkdqs.clip import AnimationClip
 from vkdqs.crowd import pack_clip
 from vkdqs.gltf import load_gltf
+from vkdqs.procedural import tube
 from vkdqs.renderer import Renderer
 from vkdqs.skinner import Skinner
 from vkdqs.targets import OffscreenTarget
@@ -46,10 +47,40 @@ def rig(rng, n, slots, bones, *, blend=False):
     )
 
 
-def inputs(method, mesh, bones, rng):
-    """What ``method`` needs besides the pose: random centers, random rest frames."""
+def surface_rig(rng, n, slots, bones):
+    """A tube of ``n`` vertices bound to a chain of ``bones`` (4 influences, plus 4 more of
+    other bones with small weights for 8 slots): Direct Delta Mush smooths over a connected
+    surface (a soup of random triangles leaves each vertex a flat, ill-conditioned covariance)."""
+    mesh = tube(n, bone_count=bones, influences=4, segments=20, length=4.0)
+    if slots == 4:
+        return mesh
+    far = (mesh.joints[:, :4] + rng.integers(1, bones, (n, 4))) % bones
+    more = rng.uniform(0.0, 0.05, (n, 4))
+    return SkinnedMesh(
+        mesh.positions,
+        mesh.normals,
+        np.hstack([mesh.joints, far]),
+        np.hstack([mesh.weights, more]),
+        mesh.indices,
+    )
+
+
+def method_rig(method, rng, n, slots, bones):
+    """The test mesh of ``method``: :func:`rig` (with a DQS fraction where it needs one), or
+    :func:`surface_rig` where it needs a Direct Delta Mush precomputation."""
+    needs = registry.get(method).needs
+    if "ddm_data" in needs:
+        return surface_rig(rng, n, slots, bones)
+    return rig(rng, n, slots, bones, blend="dqs_blend" in needs)
+
+
+def inputs(method, mesh, bones, rng, device=None):
+    """What ``method`` needs besides the pose: random centers, random rest frames, the mesh's
+    Direct Delta Mush precomputation (on ``device``)."""
     needs = registry.get(method).needs
     out = {}
+    if "ddm_data" in needs:
+        out["ddm"] = direct_delta_mush(mesh, bone_count=bones, device=device)
     if "centers" in needs:
         out["centers"] = mesh.positions + rng.normal(scale=0.1, size=mesh.positions.shape)
     if "rest_matrices" in needs:
@@ -75,9 +106,13 @@ def test_every_method_matches_its_reference_on_every_path(device, method, slots,
     rng = np.random.default_rng(zlib.crc32(f"{method} {slots} {path}".encode()))
     bones = 10
     skinning = registry.get(method)
-    mesh = rig(rng, 600, slots, bones, blend="dqs_blend" in skinning.needs)
-    extra = inputs(method, mesh, bones, rng)
+    mesh = method_rig(method, rng, 600, slots, bones)
+    extra = inputs(method, mesh, bones, rng, device)
     batch = poses(method, bones, rng, 3)
+    if path not in skinning.paths:  # refused, naming the paths it runs on
+        with pytest.raises(InputError, match=f"{skinning.label} runs on the compute path only"):
+            Skinner(device, mesh, bone_count=bones, method=method, path=path, **extra)
+        return
     with Skinner(device, mesh, bone_count=bones, method=method, path=path, **extra) as skinner:
         many_p, many_n = skinner.skin_many(batch)
         one_p, _ = skinner.skin(batch[0])
@@ -107,11 +142,16 @@ def test_every_entry_is_complete_and_distinct():
         assert m.needs <= set(registry.NEEDS), m.name
         assert m.bone_stride in (32, 48) and m.crowd_texels in (2, 3, 5)
         assert m.scaled_variant is None or not registry.get(m.scaled_variant).shown
-        # its shaders exist: every skinning kind and slot count, crowds where it draws them
+        assert set(m.paths) <= set(registry.PATHS) and "compute" in m.paths, m.name
+        # a method the renderer cannot draw is neither shown nor drawn by crowds
+        assert "vertex" in m.paths or not (m.shown or m.crowds or m.key), m.name
+        # its shaders exist: the skinning kinds of its paths, both slot counts, crowds where it
+        # draws them; no others
         names = {v.name for v in si.VARIANTS}
         for kind in ("render", "readback", "compute"):
             for slots in (4, 8):
-                assert si.variant_name(kind, m.name, slots) in names, (kind, m.name, slots)
+                built = si.variant_name(kind, m.name, slots) in names
+                assert built == (si.PATH_OF[si.Kind(kind)] in m.paths), (kind, m.name, slots)
         crowd = si.crowd_variant_name("crowd_render", m.name)
         assert (crowd in names) == m.crowds, m.name
         if m.crowds:
@@ -207,7 +247,7 @@ def test_the_capability_table():
     }
     assert takes["lbs"] == set(KINDS)
     assert takes["dqs"] == takes["dqs_scale"] == {"rigid", "scaled", "sheared"}
-    assert takes["blend"] == takes["cor"] == {"rigid"}
+    assert takes["blend"] == takes["cor"] == takes["ddm"] == {"rigid"}
     assert takes["dqs_blender"] == {"rigid", "scaled", "sheared", "mirrored"}
     # crowds: no per-frame two-phase DQS
     assert registry.get("dqs").check(matrices_of("scaled"), crowd=True)

@@ -61,7 +61,14 @@ from .gpu import (
 from .gpu.calls import vk
 from .mesh import SkinnedMesh
 
-__all__ = ["MAX_TERMS", "TEXEL_BUDGET", "TOLERANCE", "chebyshev_terms", "direct_delta_mush"]
+__all__ = [
+    "MAX_TERMS",
+    "TEXEL_BUDGET",
+    "TOLERANCE",
+    "chebyshev_terms",
+    "direct_delta_mush",
+    "mesh_ddm",
+]
 
 SHADER = "ddm_smooth.comp"
 #: Bound on the truncated expansion's error, relative to the largest value.
@@ -463,3 +470,17 @@ def direct_delta_mush(
         translation_step=float(translation_step),
         alpha=float(alpha),
     )
+
+
+def mesh_ddm(mesh: SkinnedMesh, bone_count: int, *, device: Device) -> DirectDeltaMush:
+    """``mesh``'s Direct Delta Mush precomputation for ``bone_count`` bones with the default
+    parameters (:data:`vkdqs.ddm.DEFAULTS`, :data:`vkdqs.ddm.DEFAULT_MAX_BONES` bones a
+    vertex), computed on ``device`` the first time and kept on the mesh, keyed by its
+    parameters: what ``Skinner(method="ddm")`` skins with when it is given none, so every entry
+    point that takes a model file (bake, its batches) smooths each of its meshes once (the
+    parts of a scene share their mesh's geometry)."""
+    key = (int(bone_count), DEFAULT_MAX_BONES, *sorted(DEFAULTS.items()))
+    cache = mesh.__dict__.setdefault("_ddm", {})
+    if key not in cache:
+        cache[key] = direct_delta_mush(mesh, bone_count=int(bone_count), device=device)
+    return cache[key]

@@ -4,7 +4,8 @@ A :class:`SkinningMethod` holds what the layers used to decide separately: its n
 colour, its shaders' defines and bone blocks (:mod:`vkdqs.shader_interface` builds the SPIR-V
 variants and bindings from them), how a pose is packed for the GPU (:mod:`vkdqs.bones`), its
 float64 reference (:mod:`vkdqs.reference`), what else it needs (centers of rotation, rest
-matrices, per-vertex blend weights), whether it draws crowds, its viewer key, and one rule of
+matrices, per-vertex blend weights, a Direct Delta Mush precomputation), the paths its shaders
+run on, whether it draws crowds, its viewer key, and one rule of
 what it accepts, :meth:`SkinningMethod.check`. The Skinner, the renderer, crowds, the bake,
 ``vkdqs info``, ``--method all``, the scenes and the viewer all read this module, so they agree
 on what a method can take.
@@ -14,6 +15,9 @@ Numpy only (no Vulkan), so the command line checks ``--method`` without loading 
 Adding a method: a :class:`SkinningMethod` entry in :data:`METHODS`, its float64 reference, its
 GLSL block in ``shaders/glsl/include/skin.glsl`` (under its ``define``), ``build_shaders.py``,
 and its tests (``tests/test_registry.py`` runs every entry on every path against its reference).
+A method with per-vertex data of its own (Direct Delta Mush's Ω: the need "ddm_data") also lists
+its texel inputs in :data:`vkdqs.shader_interface.MESH_INPUTS`; one without vertex-shader
+variants says so in ``paths``.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from . import dq, reference
 from .errors import InputError
 
 if TYPE_CHECKING:
+    from .ddm import DirectDeltaMush
     from .mesh import SkinnedMesh
 
 __all__ = [
@@ -53,8 +58,13 @@ __all__ = [
 #: What a method may need besides the mesh and the pose: per-vertex centers of rotation
 #: ("centers", computed on the GPU when not given), each bone's rest frame ("rest_matrices",
 #: from a glTF skin: the inverse bind matrices' inverses), per-vertex LBS/DQS blend weights
-#: ("dqs_blend", ``SkinnedMesh.dqs_blend``).
-NEEDS = ("centers", "rest_matrices", "dqs_blend")
+#: ("dqs_blend", ``SkinnedMesh.dqs_blend``), a Direct Delta Mush precomputation ("ddm_data",
+#: the ``ddm=`` argument, :class:`vkdqs.ddm.DirectDeltaMush`: each vertex's Ω and bones, read in
+#: place of its joints and weights).
+NEEDS = ("centers", "rest_matrices", "dqs_blend", "ddm_data")
+#: The paths a method's shaders may run on: the compute shader (``Skinner(path="compute")``)
+#: and the vertex shader (``path="vertex"``, the renderer's instances).
+PATHS = ("compute", "vertex")
 
 #: The bytes of one bone in the shaders' bone block: a ``mat2x4`` dual quaternion, or the three
 #: rows of an affine ``mat3x4`` (std140 strides).
@@ -150,6 +160,13 @@ class SkinningMethod:
         The shaders read the per-vertex ``aux`` row (xyz: center of rotation, w: blend weight).
     needs : frozenset of str
         Of :data:`NEEDS`.
+    influences : bool
+        Its shaders read the mesh's joints and weights; False where other per-vertex inputs
+        stand for them ("ddm": the precomputation's Ω and bones).
+    paths : tuple of str
+        Of :data:`PATHS`, the ones its shaders are built for. A method without "vertex" is
+        not drawn by the renderer or crowds (:meth:`check_path` says why), and is not
+        ``shown``.
     scale, reflection, collapse : bool
         Whether it takes joint matrices with scale or shear, mirrored ones, singular ones.
     crowds : bool
@@ -186,6 +203,8 @@ class SkinningMethod:
     second_block: bool = False
     aux: bool = False
     needs: frozenset[str] = frozenset()
+    influences: bool = True
+    paths: tuple[str, ...] = PATHS
     scale: bool = False
     reflection: bool = False
     collapse: bool = False
@@ -267,9 +286,12 @@ class SkinningMethod:
         centers: ArrayLike | None = None,
         rest_matrices: ArrayLike | None = None,
         morph_weights: ArrayLike | None = None,
+        ddm: DirectDeltaMush | None = None,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The float64 positions and normals its shaders compute for ``mesh`` posed by one pose
-        ``bones`` (the inputs :meth:`pack` takes), morph targets applied first."""
+        ``bones`` (the inputs :meth:`pack` takes), morph targets applied first (a method that
+        needs "ddm_data" moves each vertex by its morph delta in the frame its Ω is about: the
+        smoothing stays that of the rest mesh)."""
         p, n = mesh.positions, mesh.normals
         if morph_weights is not None:
             p, n = reference.morph(p, n, mesh.morph_positions, mesh.morph_normals, morph_weights)
@@ -282,6 +304,7 @@ class SkinningMethod:
             centers=centers,
             rest_matrices=rest_matrices,
             dqs_blend=mesh.dqs_blend,
+            ddm=ddm,
         )
 
     # -- what it accepts --------------------------------------------------------------------
@@ -304,9 +327,29 @@ class SkinningMethod:
         if traits.scale and not (self.crowd_scale if crowd else self.scale):
             where = " in a crowd's clip" if crowd else ""
             return f"{self.label} needs rigid joint matrices{where}; this skin has scale or shear"
+        if crowd and "vertex" not in self.paths:
+            return self.check_path("vertex")
         if "rest_matrices" in self.needs and not traits.rest_frames:
             return f"{self.label} needs each bone's rest frame (invertible inverse bind matrices)"
         return None
+
+    def check_path(self, path: str) -> str | None:
+        """Why its shaders cannot run on ``path`` (of :data:`PATHS`; "vertex" is also what the
+        renderer draws with), or None when they can."""
+        if path in self.paths:
+            return None
+        extra = sorted(self.needs - {"centers", "rest_matrices", "dqs_blend"})
+        what = (
+            f" (it reads its {', '.join(extra)} per vertex from texel buffers, which the vertex "
+            "shaders do not bind)"
+            if extra
+            else ""
+        )
+        return (
+            f"{self.label} runs on the {' and '.join(self.paths)} path only{what}, not "
+            f"path={path!r}: the renderer and crowds draw with the vertex shader; skin it with "
+            "Skinner(path='compute') or bake it"
+        )
 
     # -- what else it needs -----------------------------------------------------------------
 
@@ -317,15 +360,23 @@ class SkinningMethod:
         *,
         centers: object = None,
         rest_matrices: object = None,
+        ddm: object = None,
     ) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Validate what this method needs beyond the mesh and pose, and refuse what it does
         not take: ``(centers (N, 3) float32 or None, rest_matrices (B, 4, 4) float64 or
         None)``. Centers it needs but was not given stay None: the caller computes them on its
-        device (:func:`vkdqs.centers_of_rotation`)."""
-        for need, given in (("centers", centers), ("rest_matrices", rest_matrices)):
+        device (:func:`vkdqs.centers_of_rotation`). ``ddm``: a
+        :class:`~vkdqs.ddm.DirectDeltaMush` of ``mesh`` (checked, kept by the caller); one it
+        needs but was not given the caller likewise computes (:func:`vkdqs.ddm_gpu.mesh_ddm`)."""
+        given_inputs = (
+            ("centers", "centers", centers),
+            ("rest_matrices", "rest_matrices", rest_matrices),
+            ("ddm_data", "ddm", ddm),
+        )
+        for need, arg, given in given_inputs:
             if given is not None and need not in self.needs:
                 users = ", ".join(repr(m.name) for m in METHODS.values() if need in m.needs)
-                raise InputError(f"{need} are for method={users}, not {self.name!r}")
+                raise InputError(f"{arg} are for method={users}, not {self.name!r}")
         if "dqs_blend" in self.needs and mesh.dqs_blend is None:
             raise InputError(
                 f"method={self.name!r} needs per-vertex DQS blend values: "
@@ -333,9 +384,48 @@ class SkinningMethod:
             )
         if "rest_matrices" in self.needs:
             rest_matrices = packing.check_rest_matrices(rest_matrices, bone_count, self.name)
+        if "ddm_data" in self.needs and ddm is not None:
+            check_ddm(ddm, mesh, bone_count, self.name)
         if centers is not None:
             centers = packing.check_centers(mesh.vertex_count, centers)
         return centers, rest_matrices  # type: ignore[return-value]
+
+
+#: The most bones a vertex of a Direct Delta Mush precomputation may keep for the shaders (its
+#: Ω is read as 8 slots, unused ones zero) and the most bones its skeleton may have (the slots'
+#: bone indices are packed two to an int, 16 bits each).
+DDM_MAX_SLOTS = 8
+DDM_MAX_BONES = 2**16
+
+
+def check_ddm(ddm: object, mesh: SkinnedMesh, bone_count: int, method: str = "ddm") -> None:
+    """Refuse a Direct Delta Mush precomputation that does not belong to ``mesh`` posed by
+    ``bone_count`` bones: not a :class:`~vkdqs.ddm.DirectDeltaMush`, another vertex count or
+    rest positions, more than :data:`DDM_MAX_SLOTS` bones a vertex, bones beyond the skeleton."""
+    from .ddm import DirectDeltaMush
+
+    if not isinstance(ddm, DirectDeltaMush):
+        raise InputError(
+            f"method={method!r} needs ddm=vkdqs.direct_delta_mush(mesh, bone_count=B), got "
+            f"{type(ddm).__name__}"
+        )
+    if ddm.omega.shape[0] != mesh.vertex_count or not np.array_equal(ddm.origin, mesh.positions):
+        raise InputError(
+            f"ddm was computed for another mesh ({ddm.omega.shape[0]} vertices) than this one "
+            f"({mesh.vertex_count}): its rest positions must be the mesh's"
+        )
+    if ddm.max_bones > DDM_MAX_SLOTS:
+        raise InputError(
+            f"method={method!r} takes at most {DDM_MAX_SLOTS} bones a vertex, ddm keeps "
+            f"{ddm.max_bones} (direct_delta_mush(..., max_bones={DDM_MAX_SLOTS}))"
+        )
+    if bone_count > DDM_MAX_BONES:
+        raise InputError(f"method={method!r} takes at most {DDM_MAX_BONES} bones, not {bone_count}")
+    if ddm.bones.size and int(ddm.bones.max()) >= bone_count:
+        raise InputError(
+            f"ddm uses bone {int(ddm.bones.max())}, beyond bone_count={bone_count} "
+            f"(it was computed for {ddm.bone_count} bones)"
+        )
 
 
 # -- packers (bones -> shader blocks) ---------------------------------------------------------
@@ -359,6 +449,10 @@ def _pack_blend(bones, bone_count, *, batched, allow_scale, rest_matrices):
 
 def _pack_cor(bones, bone_count, *, batched, allow_scale, rest_matrices):
     return packing.pack_rigid_pair(bones, bone_count, "cor", batched=batched)[0], None
+
+
+def _pack_ddm(bones, bone_count, *, batched, allow_scale, rest_matrices):
+    return packing.pack_rigid_pair(bones, bone_count, "ddm", batched=batched)[1], None
 
 
 def _pack_blender(bones, bone_count, *, batched, allow_scale, rest_matrices):
@@ -410,6 +504,14 @@ def _ref_cor(p, n, j, w, bones, *, centers, **_):
 
 def _ref_blender(p, n, j, w, bones, *, rest_matrices, **_):
     return reference.skin_dqs_blender(p, n, j, w, as_matrices(bones), rest_matrices)
+
+
+def _ref_ddm(p, n, j, w, bones, *, ddm, **_):
+    from .ddm import skin_reference
+
+    if ddm is None:
+        raise InputError("the DDM reference needs the precomputation (ddm=)")
+    return skin_reference(p, n, ddm.omega, as_matrices(bones), ddm.bones, origin=ddm.origin)
 
 
 # -- the registry -----------------------------------------------------------------------------
@@ -506,6 +608,22 @@ METHODS: Mapping[str, SkinningMethod] = {
             shown=False,
             usdskel="dualQuaternion",
         ),
+        SkinningMethod(
+            "ddm",
+            "DDM",
+            (0.55, 0.45, 0.12, 1.0),
+            "Direct Delta Mush (Le & Lewis 2019): a rigid transform a vertex, blended from "
+            "smoothed weights precomputed by vkdqs.direct_delta_mush",
+            "SKIN_DDM",
+            _pack_ddm,
+            _ref_ddm,
+            bone_rows=True,
+            needs=frozenset({"ddm_data"}),
+            influences=False,
+            paths=("compute",),
+            crowds=False,
+            shown=False,
+        ),
     )
 }
 
@@ -568,6 +686,9 @@ def parse_methods(methods: str) -> tuple[str, ...]:
     bad = [m for m in picked if m not in allowed]
     if bad or len(set(picked)) != len(picked):
         why = f"unknown {bad[0]!r}" if bad else "a method repeats"
+        if bad and bad[0] in METHODS:  # a method scenes do not show: say why
+            hidden = METHODS[bad[0]]
+            why = hidden.check_path("vertex") or f"{hidden.label} is chosen by name only"
         raise InputError(
             f"methods must be one of {', '.join(allowed)}, several joined by commas, "
             f"'both', 'all' or 'diff'; got {methods!r} ({why})"

@@ -423,13 +423,17 @@ class Renderer(ResourceOwner):
         bones: ArrayLike | None = None,
         centers: ArrayLike | None = None,
         rest_matrices: ArrayLike | None = None,
+        ddm: object = None,
     ) -> Instance:
         """A new instance of ``mesh`` (rest pose unless ``bones`` is given).
 
         ``method="cor"`` skins about the mesh's centers of rotation: ``centers`` ((N, 3)), or
         those of an earlier "cor" instance of the mesh, or computed now on the renderer's device
         (:func:`vkdqs.centers_of_rotation`). ``method="dqs_blender"`` needs ``rest_matrices``
-        ((B, 4, 4), see :class:`vkdqs.Skinner`) and poses of (B, 4, 4) matrices.
+        ((B, 4, 4), see :class:`vkdqs.Skinner`) and poses of (B, 4, 4) matrices. A method
+        whose shaders run on the compute path only (``"ddm"``: Direct Delta Mush and its
+        ``ddm`` precomputation) is refused, saying so
+        (:meth:`vkdqs.methods.SkinningMethod.check_path`).
         """
         with self._lock:
             self._check_open()
@@ -439,12 +443,15 @@ class Renderer(ResourceOwner):
                 raise InputError(f"bone_count must be an int, got {bone_count!r}")
             mesh.mesh.check_joints(bone_count)
             given, rest = None, None
+            why = None if skinning is None else skinning.check_path("vertex")
+            if why:
+                raise InputError(why)
             if skinning is not None:
                 given, rest = skinning.check_inputs(
-                    mesh.mesh, bone_count, centers=centers, rest_matrices=rest_matrices
+                    mesh.mesh, bone_count, centers=centers, rest_matrices=rest_matrices, ddm=ddm
                 )
-            elif centers is not None or rest_matrices is not None:
-                raise InputError(f"method={UNSKINNED!r} takes no centers or rest_matrices")
+            elif centers is not None or rest_matrices is not None or ddm is not None:
+                raise InputError(f"method={UNSKINNED!r} takes no centers, rest_matrices or ddm")
             max_bones = self.device.info.max_uniform_buffer_range // si.bone_stride(method)
             if _bone_bucket(bone_count) > max_bones:
                 raise InputError(

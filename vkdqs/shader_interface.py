@@ -25,6 +25,7 @@ import numpy as np
 from . import methods
 
 if TYPE_CHECKING:
+    from .ddm import DirectDeltaMush
     from .mesh import SkinnedMesh
     from .methods import SkinningMethod
 
@@ -184,6 +185,16 @@ class MeshInput:
     aux_only: bool = False  #: only in the variants of methods with an ``aux`` input
     #: its format in the ``"lean"`` layout (texel and vertex alike), or None: as exact
     lean_format: Format | None = None
+    #: the mesh's joints or weights: only in the variants of methods that read them
+    #: (:attr:`vkdqs.methods.SkinningMethod.influences`)
+    influence: bool = False
+    #: only in the variants of methods with this need (:data:`vkdqs.methods.NEEDS`), or None
+    need: str | None = None
+    #: texels a vertex (compute path only where more than one: ``(N * texels, 4)`` rows), in
+    #: the 8-slot variants
+    texels: int = 1
+    #: its texels are per slot: the 4-slot variants read half of ``texels``
+    per_slot: bool = False
 
 
 MESH_ROW_BYTES = 16
@@ -198,7 +209,13 @@ MESH_INPUTS = (
         "normals", Format.R32G32B32A32_SFLOAT, Format.R32G32B32_SFLOAT, 2, 1, lean_format=_SNORM16
     ),
     MeshInput(
-        "joints", Format.R32G32B32A32_SINT, Format.R32G32B32A32_SINT, 3, 2, lean_format=_SINT16
+        "joints",
+        Format.R32G32B32A32_SINT,
+        Format.R32G32B32A32_SINT,
+        3,
+        2,
+        lean_format=_SINT16,
+        influence=True,
     ),
     MeshInput(
         "weights",
@@ -207,6 +224,7 @@ MESH_INPUTS = (
         4,
         3,
         lean_format=_UNORM16,
+        influence=True,
     ),
     MeshInput(
         "joints_1",
@@ -216,6 +234,7 @@ MESH_INPUTS = (
         4,
         True,
         lean_format=_SINT16,
+        influence=True,
     ),
     MeshInput(
         "weights_1",
@@ -225,9 +244,26 @@ MESH_INPUTS = (
         5,
         True,
         lean_format=_UNORM16,
+        influence=True,
     ),
     # xyz: the vertex's center of rotation ("cor"), w: its DQS blend weight ("blend")
     MeshInput("aux", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 9, 6, aux_only=True),
+    # Direct Delta Mush (need "ddm_data", compute path only; :func:`ddm_arrays`): each vertex's Ω of
+    # 4 or 8 slots (10 floats a slot: 10 or 20 texels), and its slots' bones (16
+    # bits each, two to an int: one texel)
+    MeshInput(
+        "ddm_omega",
+        Format.R32G32B32A32_SFLOAT,
+        Format.R32G32B32A32_SFLOAT,
+        13,
+        -1,
+        need="ddm_data",
+        texels=20,
+        per_slot=True,
+    ),
+    MeshInput(
+        "ddm_bones", Format.R32G32B32A32_SINT, Format.R32G32B32A32_SINT, 14, -1, need="ddm_data"
+    ),
 )
 #: The per-vertex scalar the rendering shaders show as a heat map in debug mode 2 (0..1, e.g.
 #: |DQS - LBS| scaled on the host): every rendering variant (not readback, not compute) reads it
@@ -255,7 +291,7 @@ def row_bytes(fmt: int) -> int:
 
 def layout_bytes(slots: int, method: str = "dqs", layout: str = "exact") -> int:
     """Bytes a vertex's mesh rows take in ``layout`` (the rows a variant reads)."""
-    return sum(row_bytes(m.texel_format) for m in mesh_inputs(slots, method, layout))
+    return sum(row_bytes(m.texel_format) * m.texels for m in mesh_inputs(slots, method, layout))
 
 
 def mesh_inputs(slots: int, method: str = "dqs", layout: str = "exact") -> tuple[MeshInput, ...]:
@@ -263,9 +299,19 @@ def mesh_inputs(slots: int, method: str = "dqs", layout: str = "exact") -> tuple
     location order (the per-vertex ``aux`` row only for methods with one), with their formats
     in ``layout`` (:data:`LAYOUTS`)."""
     aux = has_aux(method)
+    m_ = skinning(method)
+    needs = frozenset() if m_ is None else m_.needs
+    influences = m_ is None or m_.influences
     out = tuple(
-        m for m in MESH_INPUTS if (slots == 8 or not m.eight_only) and (aux or not m.aux_only)
+        m
+        for m in MESH_INPUTS
+        if (slots == 8 or not m.eight_only)
+        and (aux or not m.aux_only)
+        and (influences or not m.influence)
+        and (m.need is None or m.need in needs)
     )
+    if slots == 4:
+        out = tuple(dataclasses.replace(m, texels=m.texels // 2) if m.per_slot else m for m in out)
     if layout == "lean":
         out = tuple(
             m
@@ -274,6 +320,31 @@ def mesh_inputs(slots: int, method: str = "dqs", layout: str = "exact") -> tuple
             for m in out
         )
     return out
+
+
+def ddm_slots(ddm: DirectDeltaMush) -> int:
+    """The slots of the shader variant that skins with ``ddm``: 4 where it keeps at most 4
+    bones a vertex (half the data and work a vertex), else 8 (unused slots zero)."""
+    return 4 if ddm.max_bones <= 4 else 8
+
+
+def ddm_arrays(ddm: DirectDeltaMush) -> dict[str, np.ndarray]:
+    """The ``ddm_omega`` ((N * S * 10 / 4, 4) float32: each vertex's S = :func:`ddm_slots`
+    slots' 10 values of Ω, in slot order, two slots to five texels) and ``ddm_bones`` ((N, 4)
+    int32: slot ``2 k`` in the low 16 bits of lane ``k``, slot ``2 k + 1`` in the high ones;
+    lanes past S / 2 zero) rows of a precomputation with at most 8 slots and 2**16 bones
+    (:func:`vkdqs.methods.check_ddm`)."""
+    n, kept = ddm.omega.shape[:2]
+    slots = ddm_slots(ddm)
+    omega = np.zeros((n, slots, 10), np.float32)
+    omega[:, :kept] = ddm.omega
+    bones = np.zeros((n, 8), np.uint32)
+    bones[:, :kept] = ddm.bones
+    packed = bones[:, 0::2] | (bones[:, 1::2] << np.uint32(16))
+    return {
+        "ddm_omega": omega.reshape(n * slots * 10 // 4, 4),
+        "ddm_bones": np.ascontiguousarray(packed.view(np.int32)),
+    }
 
 
 def scalar_array(values: np.ndarray) -> np.ndarray:
@@ -647,7 +718,9 @@ def morph_blocks(weights: np.ndarray, packing: MorphPacking) -> np.ndarray:
 
 # -- push constants ---------------------------------------------------------------------------
 
-COMPUTE_PUSH_BYTES = 16  #: uint vertex_count, position_base, normal_base, box_base
+#: uint vertex_count, position_base, normal_base, box_base; float diag2 (the rest mesh's
+#: bounding-box diagonal squared: the scale of DDM's vanished-covariance test)
+COMPUTE_PUSH_BYTES = 20
 
 
 def decode_boxes(keys: np.ndarray) -> np.ndarray:
@@ -813,15 +886,21 @@ def variant_name(kind: str, method: str, slots: int = 4, surface: bool = False) 
     return Variant(kind, method, slots, surface and kind is not Kind.READBACK).name
 
 
+#: The path (:data:`vkdqs.methods.PATHS`) each skinning kind serves: a method has the kinds of
+#: its paths.
+PATH_OF = {Kind.RENDER: "vertex", Kind.READBACK: "vertex", Kind.COMPUTE: "compute"}
+
+
 def _build_variants() -> tuple[Variant, ...]:
-    """Every module, once: each registry method's skinning kinds (4 and 8 slots, rendering
-    also with the surface inputs), the unskinned baseline, the fragment shaders, the
+    """Every module, once: each registry method's skinning kinds of its paths (4 and 8 slots,
+    rendering also with the surface inputs), the unskinned baseline, the fragment shaders, the
     precomputations (centers of rotation, Direct Delta Mush) and overlay, then the crowd
     variants of the methods that draw crowds."""
     out = []
     for m in methods.METHODS.values():
+        kinds = [k for k in (Kind.RENDER, Kind.READBACK, Kind.COMPUTE) if PATH_OF[k] in m.paths]
         for slots in (4, 8):
-            for kind in (Kind.RENDER, Kind.READBACK, Kind.COMPUTE):
+            for kind in kinds:
                 for surface in (False, True) if kind is Kind.RENDER else (False,):
                     out.append(Variant(kind, m.name, slots, surface))
     out += [Variant(Kind.RENDER, UNSKINNED, 4, s) for s in (False, True)]

@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,6 +66,9 @@ from .gpu.calls import align, vk
 from .gpu.interrupts import deferred_interrupts
 from .mesh import SkinnedMesh
 
+if TYPE_CHECKING:
+    from .ddm import DirectDeltaMush
+
 log = logging.getLogger("vkdqs")
 
 PATHS = ("compute", "vertex")
@@ -93,7 +96,7 @@ class _Program:
     ) -> None:
         dev, s = skinner.device, skinner
         kind = "compute" if s.path == "compute" else "readback"
-        self.variant = si.variant(kind, method, s.mesh.slots)
+        self.variant = si.variant(kind, method, s.slots)
         self.method = method
         #: the morph code is in (a batch with an active target) or compiled away; what a
         #: compute dispatch writes (si.OUTPUT_VERTICES and/or si.OUTPUT_BOX)
@@ -115,7 +118,7 @@ class _Program:
             self.pipeline = s._pipelines.compute(desc, self.layout)
             texels = [
                 TexelWrite(self.bindings[m.binding], s._views[m.name])
-                for m in si.mesh_inputs(s.mesh.slots, method, s.layout)
+                for m in si.mesh_inputs(s.slots, method, s.layout)
             ]
             texels.append(TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view))
             write_descriptors(dev, self.set, texels)
@@ -125,7 +128,7 @@ class _Program:
                 fragment_shader=None,
                 vertex_inputs=tuple(
                     (m.location, int(m.vertex_format))
-                    for m in si.mesh_inputs(s.mesh.slots, method, s.layout)
+                    for m in si.mesh_inputs(s.slots, method, s.layout)
                 ),
                 spec=(spec[0], morph_spec),
                 topology=vk.VK_PRIMITIVE_TOPOLOGY_POINT_LIST,
@@ -157,7 +160,8 @@ class Skinner(ResourceOwner):
         (the mesh must have it); it takes rigid ``(B, 4, 4)`` matrices or ``(B, 2, 4)`` DQs.
         ``"cor"``: optimized centers of rotation, the same rigid poses as ``"blend"``.
         ``"dqs_blender"``: Blender's "Preserve Volume" exactly (needs ``rest_matrices``); takes
-        ``(B, 4, 4)`` matrices with any scale, shear or mirroring.
+        ``(B, 4, 4)`` matrices with any scale, shear or mirroring. ``"ddm"``: Direct Delta Mush
+        (needs ``ddm``).
     path : {"compute", "vertex"}
     allow_scale : bool
         With DQS, accept matrices with scale/shear (two-phase DQS). False rejects them, naming
@@ -168,6 +172,13 @@ class Skinner(ResourceOwner):
     centers : array_like, [N, 3], optional
         For ``"cor"``: each vertex's center of rotation; computed on this device with
         :func:`vkdqs.centers_of_rotation` (the mesh needs triangles) when not given.
+    ddm : DirectDeltaMush, optional
+        For ``"ddm"`` (Direct Delta Mush, compute path only): the mesh's precomputation,
+        :func:`vkdqs.direct_delta_mush` (at most 8 bones a vertex); computed on this device
+        with the default parameters (the mesh needs triangles) and kept on the mesh
+        (:func:`vkdqs.ddm_gpu.mesh_ddm`) when not given. Poses are rigid
+        ``(B, 4, 4)`` / ``(B, 3, 4)`` matrices or ``(B, 2, 4)`` DQs. Morph targets move each
+        vertex before the skinning, about the rest mesh's smoothing (``Ω`` is not recomputed).
     layout : {"exact", "lean"}
         How the mesh's vertices are stored on the GPU. ``"exact"``: 32-bit rows, the mesh's
         float32 values bit for bit (64 bytes a vertex, 96 with 8 influences). ``"lean"``: float
@@ -198,6 +209,7 @@ class Skinner(ResourceOwner):
         centers: object = None,
         rest_matrices: object = None,
         layout: str = "exact",
+        ddm: DirectDeltaMush | None = None,
     ) -> None:
         super().__init__(device)
         skinning = self._check_args(mesh, bone_count, method, path)
@@ -205,8 +217,18 @@ class Skinner(ResourceOwner):
         #: the mesh's vertex layout on the GPU (:data:`vkdqs.shader_interface.LAYOUTS`)
         self.layout = check_layout(device, layout, mesh, bone_count, method, path)
         self.centers, self.rest_matrices = skinning.check_inputs(
-            mesh, bone_count, centers=centers, rest_matrices=rest_matrices
+            mesh, bone_count, centers=centers, rest_matrices=rest_matrices, ddm=ddm
         )
+        if "ddm_data" in skinning.needs and ddm is None:
+            from .ddm_gpu import mesh_ddm
+
+            ddm = mesh_ddm(mesh, bone_count, device=device)
+            skinning.check_inputs(mesh, bone_count, ddm=ddm)
+        #: the Direct Delta Mush precomputation a method that needs one skins with
+        self.ddm = ddm
+        #: the influence slots of its shader variants (4 or 8): the mesh's, or for a method that
+        #: reads no joints and weights, its precomputation's (:func:`si.ddm_slots`)
+        self.slots = mesh.slots if skinning.influences or ddm is None else si.ddm_slots(ddm)
         if "centers" in skinning.needs and self.centers is None:
             from .centers import centers_of_rotation
 
@@ -261,6 +283,9 @@ class Skinner(ResourceOwner):
         skinning = methods.get(method)
         if path not in PATHS:
             raise InputError(f"path must be one of {PATHS}, got {path!r}")
+        why = skinning.check_path(path)
+        if why:
+            raise InputError(why)
         if isinstance(bone_count, bool) or not isinstance(bone_count, (int, np.integer)):
             raise InputError(f"bone_count must be an int, got {bone_count!r}")
         if bone_count < 1:
@@ -274,12 +299,14 @@ class Skinner(ResourceOwner):
         dev = self.device
         label = f"skinner {self.method}/{self.path}"
         usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-        self.inputs = si.mesh_inputs(self.mesh.slots, self.method, self.layout)
+        self.inputs = si.mesh_inputs(self.slots, self.method, self.layout)
         self.arrays = si.mesh_arrays(self.mesh, self.layout)
         if self.skinning.aux:
             self.arrays["aux"] = si.aux_array(
                 self.vertex_count, centers=self.centers, dqs_blend=self.mesh.dqs_blend
             )
+        if self.ddm is not None:
+            self.arrays.update(si.ddm_arrays(self.ddm))
         self._mesh_buffers: dict[str, Buffer] = {}
         self._views: dict[str, BufferView] = {}
         for m in self.inputs:
@@ -485,8 +512,12 @@ class Skinner(ResourceOwner):
         n = self.vertex_count
         bind_point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         parts = self._parts(program)
+        diag2 = np.float32(np.sum(np.ptp(self.mesh.positions, axis=0) ** 2) if n else 0.0)
         for p in range(poses):
-            push = np.array([n, p * n * 3, (poses + p) * n * 3, p * si.BOX_STRIDE // 4], np.uint32)
+            push = np.array(
+                [n, p * n * 3, (poses + p) * n * 3, p * si.BOX_STRIDE // 4, diag2.view(np.uint32)],
+                np.uint32,
+            )
             for prog, runs in parts:
                 if len(parts) > 1 or p == 0:
                     vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)

@@ -22,10 +22,16 @@ layout(local_size_x_id = 1) in;
 
 layout(set = 0, binding = 1) uniform samplerBuffer in_positions;   // rgba32f, xyz used
 layout(set = 0, binding = 2) uniform samplerBuffer in_normals;     // rgba32f, xyz used
+layout(set = 0, binding = 5, r32f) uniform writeonly imageBuffer out_data;
+#ifdef SKIN_DDM
+// Direct Delta Mush reads its precomputation instead of the joints and weights
+layout(set = 0, binding = 13) uniform samplerBuffer in_ddm_omega;  // rgba32f, DDM_OMEGA_TEXELS a vertex
+layout(set = 0, binding = 14) uniform isamplerBuffer in_ddm_bones; // rgba32i, 8 x 16-bit bones
+#else
 layout(set = 0, binding = 3) uniform isamplerBuffer in_joints;     // rgba32i
 layout(set = 0, binding = 4) uniform samplerBuffer in_weights;     // rgba32f
-layout(set = 0, binding = 5, r32f) uniform writeonly imageBuffer out_data;
-#ifdef SKIN_INFLUENCES_8
+#endif
+#if defined(SKIN_INFLUENCES_8) && !defined(SKIN_DDM)
 layout(set = 0, binding = 7) uniform isamplerBuffer in_joints_1;   // rgba32i, slots 4..7
 layout(set = 0, binding = 8) uniform samplerBuffer in_weights_1;   // rgba32f, slots 4..7
 #endif
@@ -48,6 +54,7 @@ layout(push_constant) uniform PushConstants {
     uint position_base;
     uint normal_base;
     uint box_base;
+    float diag2;  // the rest mesh's bounding-box diagonal, squared (SKIN_DDM's degenerate test)
 } pc;
 
 // vertices an invocation skins when it reduces a box (shader_interface.BOX_STEPS)
@@ -64,6 +71,12 @@ vec3 skin_one(uint v) {
     int iv = int(v);
     vec3 p = texelFetch(in_positions, iv).xyz;
     vec3 n = texelFetch(in_normals, iv).xyz;
+#ifdef SKIN_DDM
+    vec3 rest = p;
+    morph_vertex(iv, p, n);
+    ddm_skin_vertex(in_ddm_omega, iv * DDM_OMEGA_TEXELS, texelFetch(in_ddm_bones, iv), rest,
+                    p - rest, n, pc.diag2, p, n);
+#else
     morph_vertex(iv, p, n);
     skin_vertex(texelFetch(in_joints, iv), texelFetch(in_weights, iv),
 #ifdef SKIN_INFLUENCES_8
@@ -73,6 +86,7 @@ vec3 skin_one(uint v) {
                 texelFetch(in_aux, iv),
 #endif
                 p, n, p, n);
+#endif
     if (WRITE_VERTICES) {
         int i = int(pc.position_base + 3u * v);
         int k = int(pc.normal_base + 3u * v);

@@ -797,6 +797,13 @@ class GltfScene:
                     "rest_skinning_scale": [float(cols.min()), float(cols.max())],
                     "methods": [m.name for m in methods.shown() if m.check(traits) is None],
                     "refused": {m.name: why for m in methods.shown() if (why := m.check(traits))},
+                    # methods scenes do not show (compute-only ones such as "ddm", variants
+                    # chosen by name) that skin it: what ``vkdqs bake --method`` also takes
+                    "bake_also": [
+                        m.name
+                        for m in methods.METHODS.values()
+                        if not m.shown and m.check(traits) is None
+                    ],
                 }
             )
         animations = [
@@ -860,6 +867,7 @@ class GltfScene:
                 f"  skin {s['index']}{_name(s['name'])}: {s['joints']} joints, "
                 f"max {s['max_influences']} influences{scaled}; methods {', '.join(s['methods'])}"
                 + refused
+                + (f"; bake also {', '.join(s['bake_also'])}" if s["bake_also"] else "")
             )
         for mat in info["materials"]:
             lines.append(f"  material {mat['index']}{_name(mat['name'])}: {_material_text(mat)}")

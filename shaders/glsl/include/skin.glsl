@@ -23,6 +23,10 @@
 //                     bone's scale matrix S (split in its rest frame, second block) moves
 //                     its translation at the vertex into the DQ; signs flip against the
 //                     running sum, in slot order;
+//   SKIN_DDM          Direct Delta Mush (Le & Lewis 2019, variant 0; include/ddm.glsl): each
+//                     vertex's precomputed Omega and bones stand for its joints and weights,
+//                     so skin.comp calls ddm_skin_vertex() instead of skin_vertex() (compute
+//                     only: the vertex shaders have no variant of it);
 //   SKIN_INFLUENCES_8 eight influences per vertex (two ivec4/vec4 pairs) instead of four.
 
 #include "dqs.glsl"
@@ -60,6 +64,10 @@ layout(std140, set = 0, binding = 6) uniform SecondBlock {
 #define BONE_SCALE(i) bone_rows[i]
 #endif  // SKIN_BONES_EXTERNAL
 
+#ifdef SKIN_DDM
+#include "ddm.glsl"
+#endif
+
 #ifdef SKIN_DQS_BLENDER
 vec4 quat_mul(vec4 a, vec4 b) {
     return vec4(a.w * b.xyz + b.w * a.xyz + cross(a.xyz, b.xyz), a.w * b.w - dot(a.xyz, b.xyz));
@@ -94,6 +102,7 @@ void blender_add(mat2x4 bone, mat3x4 rows, float wk, vec3 p, inout vec4 sum, ino
 }
 #endif
 
+#ifndef SKIN_DDM  // Direct Delta Mush skins with ddm_skin_vertex() (include/ddm.glsl)
 // Skins one vertex with four influences (j1/w1 add four more in the 8-influence variant).
 // Weights are normalized, or all zero: then the vertex stays at rest.
 void skin_vertex(ivec4 j, vec4 w,
@@ -231,3 +240,4 @@ void skin_vertex(ivec4 j, vec4 w,
     skinned_n = dq_transform_normal(dq, n);
 #endif
 }
+#endif  // SKIN_DDM
