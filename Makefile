@@ -97,10 +97,13 @@ bench: deps venv
 	$(PY) benchmarks/bench_crowd.py
 	$(PY) benchmarks/bench_centers.py
 
-# The pictures and the plot of docs/skinning.md (matplotlib: the optional `docs` extra).
+# The pictures and the plots of docs/skinning.md and docs/delta-mush.md (matplotlib: the
+# optional `docs` extra), and delta-mush.md's table of DDM against Delta Mush (printed; its
+# Fox rows with FOX=path/to/Fox.glb, Khronos glTF-Sample-Assets, not in this repository).
 figures: deps venv
 	$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install -q -e '.[docs]'
 	$(PY) docs/make_figures.py
+	$(PY) docs/make_mush_figures.py $(if $(FOX),--fox "$(FOX)")
 
 # The README's pictures of a real model: make pictures FOX=path/to/Fox.glb (Khronos
 # glTF-Sample-Assets' Fox, CC-BY 4.0; not in this repository).
