@@ -6,7 +6,8 @@ far DDM is from Delta Mush (``--fox path/to/Fox.glb`` adds the Khronos Fox to it
 The pictures and the plot come from the GPU (:class:`vkdqs.Skinner`,
 :class:`vkdqs.DeltaMushSkinner`, :func:`vkdqs.direct_delta_mush`) and each position is checked
 against its float64 reference first (:func:`skin_checked` raises if any differs by more than
-1e-5 of the mesh's extent). The renderer does not draw Delta Mush or DDM itself (DDM runs on
+1e-5 of the mesh's extent; the plot allows DDM :data:`DDM_PLOT_TOLERANCE` and prints each pose
+past 1e-5). The renderer does not draw Delta Mush or DDM itself (DDM runs on
 the compute path only), so every copy is skinned on the compute path and drawn as an unskinned
 mesh of its posed vertices. The table is float64 throughout (:mod:`vkdqs.delta_mush`,
 :mod:`vkdqs.ddm`). The plot needs matplotlib (``pip install 'vkdqs[docs]'``).
@@ -391,7 +392,7 @@ def markdown(rows: list[dict[str, object]]) -> str:
     """The rows as the Markdown table of docs/delta-mush.md (max / mean, % of the extent)."""
 
     def cell(pair: tuple[float, float]) -> str:
-        return f"{100 * pair[0]:.2f} / {100 * pair[1]:.3f}"
+        return f"{100 * pair[0]:.3f} / {100 * pair[1]:.3f}"
 
     lines = [
         "| mesh | setting | DDM − DM | DM − LBS | DDM − LBS | DDM − DM (DDM's smoothing) |",
