@@ -46,8 +46,8 @@ DM = {"iterations": 10, "step": 0.5}
 #: The pictures' and the plot's DDM: vkdqs.direct_delta_mush's defaults (p, λ, κ, α).
 DDM = dict(ddm_ref.DEFAULTS)
 #: DDM's tolerance on the plot's poses: at one of them (bent 160 degrees) a vertex of the joint
-#: ring is 1.4e-4 of the extent from float64 on lavapipe: its covariance has det < 0 and two
-#: equal smaller singular values (to 1e-3), so the nearest rotation is nearly a tie that float32
+#: ring is 1.4e-4 of the extent from float64 on lavapipe: its covariance has det < 0 and its two
+#: smaller singular values 0.07 % apart, so the nearest rotation is nearly a tie that float32
 #: rounding of Ω decides otherwise. Each pose past :data:`TOLERANCE` is printed; the
 #: pictures are held to :data:`TOLERANCE`.
 DDM_PLOT_TOLERANCE = 1e-3
