@@ -47,8 +47,8 @@ DM = {"iterations": 10, "step": 0.5}
 DDM = dict(ddm_ref.DEFAULTS)
 #: DDM's tolerance on the plot's poses: at one of them (bent 160 degrees) a vertex of the joint
 #: ring is 1.4e-4 of the extent from float64 on lavapipe: its covariance has det < 0 and its two
-#: smaller singular values 0.07 % apart, so the nearest rotation is nearly a tie that float32
-#: rounding of Ω decides otherwise. Each pose past :data:`TOLERANCE` is printed; the
+#: smaller singular values 0.07 % apart, so the nearest rotation is nearly a tie that the shader's
+#: float32 sums break the other way. Each pose past :data:`TOLERANCE` is printed; the
 #: pictures are held to :data:`TOLERANCE`.
 DDM_PLOT_TOLERANCE = 1e-3
 #: The table's Delta Mush steps n (step 0.5); DDM matched with p = n, λ = κ = 0.5, α = 0.
