@@ -1,28 +1,30 @@
-"""DeltaMushSkinner: classic Delta Mush on the GPU, as compute passes after the skinning.
+"""Classic Delta Mush on the GPU, as compute passes after the skinning.
 
-A :class:`vkdqs.Skinner` (compute path) whose recorded command buffer, after the skinning
-dispatch of each pose, runs ``delta_mush.comp`` on the skinned positions in its output buffer
-(through the Skinner's ``_record_after`` hook): ``iterations`` smoothing dispatches ping-ponging
-between two rgba32f scratch buffers (one pose's worth each, reused pose after pose), one that
-rebuilds each vertex from the frame of the smoothed mesh and its bind-time offset, and one that
-writes the result's positions and area-weighted normals back over the skinned ones, with a
-compute -> compute barrier before each; all in the Skinner's one submission, before its
-readback.
+A :class:`vkdqs.Skinner` (compute path) with ``method="delta_mush"`` (the registry's method: LBS
+under the mush), or a :class:`DeltaMushSkinner` (any base method, its own iterations and step),
+records :class:`DeltaMushPasses` after the skinning dispatch of each pose: ``delta_mush.comp``
+on the skinned positions in its output buffer (through the Skinner's ``_record_after``):
+``iterations`` smoothing dispatches ping-ponging between two rgba32f scratch buffers (one pose's
+worth each, reused pose after pose), one that rebuilds each vertex from the frame of the
+smoothed mesh and its bind-time offset, and one that writes the result's positions and
+area-weighted normals back over the skinned ones, with a compute -> compute barrier before each;
+all in the Skinner's one submission, before its readback.
 The bind (smoothing the rest mesh, the offsets) is the float64 reference's,
 :func:`vkdqs.delta_mush.delta_mush_bind`; :func:`vkdqs.delta_mush.delta_mush_reference` is what
 the GPU result is tested against.
 
-Threads, interrupts and ownership are the Skinner's: calls on one DeltaMushSkinner take turns
-(a lock); every Vulkan object it makes is owned by it and destroyed by :meth:`close`.
+Threads, interrupts and ownership are the Skinner's: calls on one Skinner take turns (a lock);
+every Vulkan object the passes make is owned by the Skinner and destroyed by its ``close``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import methods
 from . import shader_interface as si
 from .delta_mush import DeltaMush, delta_mush_bind, incident_faces
 from .errors import InputError, LimitError
@@ -42,7 +44,10 @@ from .gpu.calls import vk
 from .mesh import SkinnedMesh
 from .skinner import Skinner
 
-__all__ = ["DeltaMushSkinner"]
+if TYPE_CHECKING:
+    from .skinner import _Program
+
+__all__ = ["DeltaMushPasses", "DeltaMushSkinner"]
 
 SHADER = "delta_mush.comp"
 #: Workgroup size of the passes (the skinning's is si.LOCAL_SIZE).
@@ -203,8 +208,158 @@ def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
     }
 
 
+class DeltaMushPasses:
+    """The Delta Mush passes of one compute-path :class:`~vkdqs.skinner.Skinner`: its topology
+    texel buffers, two scratch buffers, descriptor sets and pipelines (all owned by the
+    Skinner), and the recording of each pose's passes after its skinning dispatch.
+
+    Parameters
+    ----------
+    skinner : Skinner
+        Created (its mesh uploaded); its path is ``"compute"``.
+    bind : DeltaMush
+        The float64 bind of its mesh (:func:`vkdqs.delta_mush.delta_mush_bind`).
+    """
+
+    def __init__(self, skinner: Skinner, bind: DeltaMush) -> None:
+        self.skinner = skinner
+        self.bind = bind
+        dev, n, label = skinner.device, skinner.vertex_count, f"delta mush {skinner.method}"
+        limit = dev.info.max_texel_buffer_elements
+        bindings = {b.binding: b for b in si.DELTA_MUSH_BINDINGS}
+        self._texels: list[TexelWrite] = []
+        arrays = topology_arrays(bind)
+        for binding, fmt in si.DELTA_MUSH_TEXELS:
+            arr = arrays[binding]
+            if arr.shape[0] > limit:
+                raise LimitError(
+                    f"{label}: {arr.shape[0]} texels for binding {binding} exceed this device's "
+                    f"maxTexelBufferElements ({limit})"
+                )
+            buffer, view = texel_buffer(dev, arr, int(fmt), label=f"{label} {binding}")
+            skinner.own(buffer)
+            skinner.own(view)
+            self._texels.append(TexelWrite(bindings[binding], view))
+        self._scratch: dict[str, BufferView] = {}
+        usage = (
+            vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
+            | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
+        )
+        for name in ("a", "b"):
+            buf = skinner.own(Buffer(dev, 16 * n, usage, label=f"{label} {name}"))
+            fmt = int(si.DELTA_MUSH_SCRATCH_FORMAT)
+            self._scratch[name] = skinner.own(BufferView(dev, buf, fmt, label=f"{label} {name}"))
+        set_layout = skinner.own(DescriptorSetLayout(dev, bindings.values(), label=label))
+        self._layout = skinner.own(
+            PipelineLayout(
+                dev,
+                [set_layout],
+                si.DELTA_MUSH_PUSH_BYTES,
+                si.Stage.COMPUTE,
+                label=label,
+            )
+        )
+        pool = skinner.own(DescriptorPool(dev, bindings.values(), sets=len(_SETS), label=label))
+        self._sets = {name: pool.allocate(set_layout) for name in _SETS}
+        self._bindings = bindings
+        self._local_size = LOCAL_SIZE
+        self._overflow = overflow_list(bind)
+        variants = (False, True) if self._overflow[1] else (False,)
+        self._pipelines = {
+            (k, from_out, overflow): skinner._pipelines.compute(
+                ComputePipelineDesc(
+                    SHADER,
+                    (
+                        (si.LOCAL_SIZE_ID, self._local_size),
+                        (si.DELTA_MUSH_PASS_ID, k),
+                        (si.DELTA_MUSH_FROM_OUT_ID, int(from_out)),
+                        (si.DELTA_MUSH_OVERFLOW_ID, int(overflow)),
+                    ),
+                ),
+                self._layout,
+            )
+            for k, from_out in _PIPELINES
+            for overflow in variants
+        }
+
+    def _write_sets(self, out_view: BufferView) -> None:
+        """Point the sets at the scratch buffers and the Skinner's current output (made again
+        when the batch size changes; every submission was waited for)."""
+        b = self._bindings
+        for name, dset in self._sets.items():
+            src, dst = _SETS[name]
+            writes = [
+                *self._texels,
+                TexelWrite(b[si.DELTA_MUSH_SRC_OUT], out_view),
+                TexelWrite(b[si.DELTA_MUSH_DST_OUT], out_view),
+                TexelWrite(b[si.DELTA_MUSH_SRC], self._scratch[src]),
+                TexelWrite(b[si.DELTA_MUSH_DST], self._scratch[dst]),
+            ]
+            write_descriptors(self.skinner.device, dset, writes)
+
+    def passes(
+        self, p: int, poses: int
+    ) -> list[tuple[tuple[int, bool, bool], str, tuple[int, ...]]]:
+        """Pose ``p``'s dispatches: (pipeline, descriptor set, push constant uints but the
+        step). Each pass reads ``cur`` (the Skinner's output first, then a scratch buffer) and
+        writes the other scratch buffer; the last writes the output. A mesh with vertices of
+        more than FIXED neighbours runs each pass again on those (the overflow dispatch)."""
+        n, out = self.bind.vertex_count, []
+        first, listed = self._overflow
+        base, normals = 3 * n * p, 3 * n * (poses + p)
+        cur = "out"
+        kinds = [si.DELTA_MUSH_SMOOTH] * self.bind.iterations
+        kinds += [si.DELTA_MUSH_REBUILD, si.DELTA_MUSH_NORMALS]
+        for kind in kinds:
+            last = kind == si.DELTA_MUSH_NORMALS
+            bases = (0, base, normals) if last else (base, 0, 0)
+            dset = "ab" if cur == "a" else "ba"
+            out.append(((kind, cur == "out", False), dset, (n, *bases, 0)))
+            if listed:
+                out.append(((kind, cur == "out", True), dset, (listed, *bases, first)))
+            cur = "b" if cur == "a" else "a"
+        return out
+
+    def record(self, cmd: Any, program: _Program, poses: int, out_view: BufferView) -> None:
+        """After the skinning dispatches: each pose's Delta Mush passes, a barrier before each
+        (nothing for a dispatch that writes no vertices)."""
+        if not program.output & si.OUTPUT_VERTICES:
+            return
+        self._write_sets(out_view)
+        point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+        stage = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+        barrier = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
+        )
+        push = np.zeros(si.DELTA_MUSH_PUSH_BYTES // 4, np.uint32)
+        push[4:5].view(np.float32)[0] = self.bind.step
+        bound = None
+        for p in range(poses):
+            for pipeline, dset, uints in self.passes(p, poses):
+                vk.vkCmdPipelineBarrier(cmd, stage, stage, 0, 1, [barrier], 0, None, 0, None)
+                if pipeline != bound:
+                    vk.vkCmdBindPipeline(cmd, point, self._pipelines[pipeline].handle)
+                    bound = pipeline
+                vk.vkCmdBindDescriptorSets(
+                    cmd, point, self._layout.handle, 0, 1, [self._sets[dset]], 0, None
+                )
+                push[:4], push[5] = uints[:4], uints[4]
+                vk.vkCmdPushConstants(
+                    cmd,
+                    self._layout.handle,
+                    si.Stage.COMPUTE,
+                    0,
+                    push.nbytes,
+                    vk.ffi.from_buffer(push),
+                )
+                vk.vkCmdDispatch(cmd, math.ceil(uints[0] / self._local_size), 1, 1)
+
+
 class DeltaMushSkinner(Skinner):
-    """Skins ``mesh`` with a registry method, then applies classic Delta Mush on the GPU.
+    """Skins ``mesh`` with a registry method, then applies classic Delta Mush on the GPU: a
+    :class:`~vkdqs.Skinner` with :class:`DeltaMushPasses` over any base method and its own
+    bind parameters (``Skinner(method="delta_mush")`` is LBS under the default bind).
 
     Parameters
     ----------
@@ -213,7 +368,8 @@ class DeltaMushSkinner(Skinner):
         With triangles (``indices``): they make the edge graph the smoothing runs on.
     bone_count : int
     method : str
-        The skinning under the mush: a registry method (``"lbs"``, the usual one, or ``"dqs"``).
+        The skinning under the mush: a registry method (``"lbs"``, the usual one, or ``"dqs"``)
+        with no compute passes of its own.
     iterations : int
         Smoothing steps (10 by default); 0 gives the skinned mesh, normals recomputed.
     step : float
@@ -247,9 +403,14 @@ class DeltaMushSkinner(Skinner):
             raise InputError(f"mesh must be a vkdqs.SkinnedMesh, got {type(mesh).__name__}")
         if mesh.indices is None:
             raise InputError("Delta Mush needs the mesh's triangles (indices): it has none")
-        #: the float64 bind: adjacency, frame neighbours, offsets, iterations and step
-        self.bind = delta_mush_bind(mesh.positions, mesh.indices, iterations=iterations, step=step)
-        self._mush_ready = False
+        entry = methods.get(method)
+        if entry.base is not None:
+            raise InputError(
+                f"DeltaMushSkinner's method is the skinning under the mush, one without passes "
+                f"of its own, not {method!r}: use Skinner(method={method!r}) or "
+                f"DeltaMushSkinner(method={entry.base!r})"
+            )
+        bind = delta_mush_bind(mesh.positions, mesh.indices, iterations=iterations, step=step)
         super().__init__(
             device,
             mesh,
@@ -262,10 +423,16 @@ class DeltaMushSkinner(Skinner):
             layout=layout,
         )
         try:
-            self._create_mush()
+            self._add_delta_mush(bind)
         except BaseException:
             self.close()
             raise
+
+    @property
+    def bind(self) -> DeltaMush:
+        """The float64 bind: adjacency, frame neighbours, offsets, iterations and step."""
+        assert self.delta_mush is not None
+        return self.delta_mush
 
     @property
     def iterations(self) -> int:
@@ -276,164 +443,6 @@ class DeltaMushSkinner(Skinner):
     def step(self) -> float:
         """The smoothing's step size (lambda)."""
         return self.bind.step
-
-    def _create_mush(self) -> None:
-        dev, n, label = self.device, self.vertex_count, f"delta mush {self.method}"
-        limit = dev.info.max_texel_buffer_elements
-        bindings = {b.binding: b for b in si.DELTA_MUSH_BINDINGS}
-        self._mush_texels: list[TexelWrite] = []
-        arrays = topology_arrays(self.bind)
-        for binding, fmt in si.DELTA_MUSH_TEXELS:
-            arr = arrays[binding]
-            if arr.shape[0] > limit:
-                raise LimitError(
-                    f"{label}: {arr.shape[0]} texels for binding {binding} exceed this device's "
-                    f"maxTexelBufferElements ({limit})"
-                )
-            buffer, view = texel_buffer(dev, arr, int(fmt), label=f"{label} {binding}")
-            self.own(buffer)
-            self.own(view)
-            self._mush_texels.append(TexelWrite(bindings[binding], view))
-        self._scratch: dict[str, BufferView] = {}
-        usage = (
-            vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
-            | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-        )
-        for name in ("a", "b"):
-            buf = self.own(Buffer(dev, 16 * n, usage, label=f"{label} {name}"))
-            fmt = int(si.DELTA_MUSH_SCRATCH_FORMAT)
-            self._scratch[name] = self.own(BufferView(dev, buf, fmt, label=f"{label} {name}"))
-        self._mush_set_layout = self.own(DescriptorSetLayout(dev, bindings.values(), label=label))
-        self._mush_layout = self.own(
-            PipelineLayout(
-                dev,
-                [self._mush_set_layout],
-                si.DELTA_MUSH_PUSH_BYTES,
-                si.Stage.COMPUTE,
-                label=label,
-            )
-        )
-        pool = self.own(DescriptorPool(dev, bindings.values(), sets=len(_SETS), label=label))
-        self._mush_sets = {name: pool.allocate(self._mush_set_layout) for name in _SETS}
-        self._mush_bindings = bindings
-        self._mush_local_size = LOCAL_SIZE
-        self._overflow = overflow_list(self.bind)
-        variants = (False, True) if self._overflow[1] else (False,)
-        self._mush_pipelines = {
-            (k, from_out, overflow): self._pipelines.compute(
-                ComputePipelineDesc(
-                    SHADER,
-                    (
-                        (si.LOCAL_SIZE_ID, self._mush_local_size),
-                        (si.DELTA_MUSH_PASS_ID, k),
-                        (si.DELTA_MUSH_FROM_OUT_ID, int(from_out)),
-                        (si.DELTA_MUSH_OVERFLOW_ID, int(overflow)),
-                    ),
-                ),
-                self._mush_layout,
-            )
-            for k, from_out in _PIPELINES
-            for overflow in variants
-        }
-        self._mush_ready = True
-
-    def _write_mush_sets(self) -> None:
-        """Point the sets at the scratch buffers and the Skinner's current output (made again
-        when the batch size changes; every submission was waited for)."""
-        assert self._out_view is not None
-        b = self._mush_bindings
-        for name, dset in self._mush_sets.items():
-            src, dst = _SETS[name]
-            writes = [
-                *self._mush_texels,
-                TexelWrite(b[si.DELTA_MUSH_SRC_OUT], self._out_view),
-                TexelWrite(b[si.DELTA_MUSH_DST_OUT], self._out_view),
-                TexelWrite(b[si.DELTA_MUSH_SRC], self._scratch[src]),
-                TexelWrite(b[si.DELTA_MUSH_DST], self._scratch[dst]),
-            ]
-            write_descriptors(self.device, dset, writes)
-
-    def _passes(
-        self, p: int, poses: int
-    ) -> list[tuple[tuple[int, bool, bool], str, tuple[int, ...]]]:
-        """Pose ``p``'s dispatches: (pipeline, descriptor set, push constant uints but the
-        step). Each pass reads ``cur`` (the Skinner's output first, then a scratch buffer) and
-        writes the other scratch buffer; the last writes the output. A mesh with vertices of
-        more than FIXED neighbours runs each pass again on those (the overflow dispatch)."""
-        n, out = self.vertex_count, []
-        first, listed = self._overflow
-        base, normals = 3 * n * p, 3 * n * (poses + p)
-        cur = "out"
-        kinds = [si.DELTA_MUSH_SMOOTH] * self.iterations
-        kinds += [si.DELTA_MUSH_REBUILD, si.DELTA_MUSH_NORMALS]
-        for kind in kinds:
-            last = kind == si.DELTA_MUSH_NORMALS
-            bases = (0, base, normals) if last else (base, 0, 0)
-            dset = "ab" if cur == "a" else "ba"
-            out.append(((kind, cur == "out", False), dset, (n, *bases, 0)))
-            if listed:
-                out.append(((kind, cur == "out", True), dset, (listed, *bases, first)))
-            cur = "b" if cur == "a" else "a"
-        return out
-
-    def _record_after(self, cmd: Any, program: Any, poses: int) -> None:
-        """After the skinning dispatches: each pose's Delta Mush passes, a barrier before each."""
-        if not (self._mush_ready and program.output & si.OUTPUT_VERTICES):
-            return
-        self._write_mush_sets()
-        point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
-        stage = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
-        barrier = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-            dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
-        )
-        push = np.zeros(si.DELTA_MUSH_PUSH_BYTES // 4, np.uint32)
-        push[4:5].view(np.float32)[0] = self.step
-        bound = None
-        for p in range(poses):
-            for pipeline, dset, uints in self._passes(p, poses):
-                vk.vkCmdPipelineBarrier(cmd, stage, stage, 0, 1, [barrier], 0, None, 0, None)
-                if pipeline != bound:
-                    vk.vkCmdBindPipeline(cmd, point, self._mush_pipelines[pipeline].handle)
-                    bound = pipeline
-                vk.vkCmdBindDescriptorSets(
-                    cmd, point, self._mush_layout.handle, 0, 1, [self._mush_sets[dset]], 0, None
-                )
-                push[:4], push[5] = uints[:4], uints[4]
-                vk.vkCmdPushConstants(
-                    cmd,
-                    self._mush_layout.handle,
-                    si.Stage.COMPUTE,
-                    0,
-                    push.nbytes,
-                    vk.ffi.from_buffer(push),
-                )
-                vk.vkCmdDispatch(cmd, math.ceil(uints[0] / self._mush_local_size), 1, 1)
-
-    def _run(
-        self,
-        packed: Any,
-        out: np.ndarray | None,
-        morphs: np.ndarray | None = None,
-        boxes: np.ndarray | None = None,
-    ) -> None:
-        """The Skinner's run, with boxes taken from the Delta Mush positions read back (the
-        skinning dispatch's GPU box would be the skinned mesh's)."""
-        if boxes is None:
-            super()._run(packed, out, morphs)
-            return
-        host = out
-        if host is None:
-            host = np.empty((2, packed.bones.shape[0], self.vertex_count, 3), np.float32)
-        super()._run(packed, host, morphs)
-        boxes[:, 0] = host[0].min(axis=1)
-        boxes[:, 1] = host[0].max(axis=1)
-
-    def _check_call_size(
-        self, bones: object, morph_weights: object, *, vertices: bool = True
-    ) -> np.ndarray:
-        """As the Skinner's, always counting the vertices: the boxes come from them."""
-        return super()._check_call_size(bones, morph_weights, vertices=True)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

@@ -893,11 +893,14 @@ PATH_OF = {Kind.RENDER: "vertex", Kind.READBACK: "vertex", Kind.COMPUTE: "comput
 
 def _build_variants() -> tuple[Variant, ...]:
     """Every module, once: each registry method's skinning kinds of its paths (4 and 8 slots,
-    rendering also with the surface inputs), the unskinned baseline, the fragment shaders, the
+    rendering also with the surface inputs; none for a method with a ``base``, which runs its
+    base's), the unskinned baseline, the fragment shaders, the
     precomputations (centers of rotation, Direct Delta Mush) and overlay, then the crowd
     variants of the methods that draw crowds."""
     out = []
     for m in methods.METHODS.values():
+        if m.base is not None:  # skins with its base's variants (classic Delta Mush: LBS's)
+            continue
         kinds = [k for k in (Kind.RENDER, Kind.READBACK, Kind.COMPUTE) if PATH_OF[k] in m.paths]
         for slots in (4, 8):
             for kind in kinds:
