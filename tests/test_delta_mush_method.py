@@ -76,6 +76,29 @@ def test_the_skinner_binds_the_mesh_once_and_mushes_lbs(device):
     assert np.abs(got - p).max() > 1e-3 * mesh.extent
 
 
+def test_delta_mush_dqs_is_dqs_under_the_mush(device):
+    """The second entry over another base: DQS's poses and rule (two-phase DQS for scale, no
+    mirrors), DeltaMushSkinner's result over DQS bit for bit."""
+    dqs_mush = methods.get("delta_mush_dqs")
+    assert dqs_mush.base == "dqs" and dqs_mush.scaled_variant == "dqs_scale"
+    mirrored = np.tile(np.diag([-1.0, 1.0, 1.0, 1.0]), (2, 1, 1))
+    assert dqs_mush.check(mirrored) == methods.get("dqs").check(mirrored).replace(
+        "DQS", "Delta Mush (DQS)"
+    )
+    mesh = candy()
+    scaled = procedural.twist_pose(120.0)
+    scaled[1, :3, :3] *= 1.3
+    for pose in (procedural.twist_pose(150.0), scaled):
+        with Skinner(device, mesh, bone_count=2, method="delta_mush_dqs") as skinner:
+            p, n = skinner.skin(pose)
+        with DeltaMushSkinner(device, mesh, bone_count=2, method="dqs") as dm:
+            want = dm.skin(pose)
+        np.testing.assert_array_equal(p, want[0])
+        np.testing.assert_array_equal(n, want[1])
+        ref, _ = dqs_mush.reference(mesh, pose)
+        np.testing.assert_allclose(p, ref, rtol=0, atol=1e-5 * mesh.extent)
+
+
 def test_morph_targets_move_the_vertices_before_the_mush(device):
     mesh = candy()
     rng = np.random.default_rng(3)
@@ -99,7 +122,9 @@ def test_delta_mush_refusals(device):
     small = procedural.candy_wrapper(rings=9, segments=8)
     with pytest.raises(InputError, match="bound for another mesh"):
         Skinner(device, small, bone_count=2, method="delta_mush", delta_mush=bind)
-    with pytest.raises(InputError, match=r"delta_mush are for method='delta_mush', not 'lbs'"):
+    with pytest.raises(
+        InputError, match=r"delta_mush are for method='delta_mush' or 'delta_mush_dqs', not 'lbs'"
+    ):
         Skinner(device, mesh, bone_count=2, method="lbs", delta_mush=bind)
     soup = SkinnedMesh(mesh.positions, mesh.normals, mesh.joints, mesh.weights)
     with pytest.raises(InputError, match="needs the mesh's triangles"):
@@ -157,7 +182,7 @@ def test_the_command_line_bakes_delta_mush_and_refuses_what_cannot_show_it(tmp_p
     model = tmp_path / "rigid.glb"
     make_rig(scaled=False).save(model)
     assert cli.main(["info", str(model)]) == 0
-    assert "; bake also dqs_scale, ddm, delta_mush" in capsys.readouterr().out
+    assert "; bake also dqs_scale, ddm, delta_mush, delta_mush_dqs" in capsys.readouterr().out
     out = tmp_path / "frames.glb"
     args = ["bake", str(model), "--method", "delta_mush", "--out", str(out), "--fps", "4"]
     assert cli.main(args) == 0

@@ -410,7 +410,7 @@ class SkinningMethod:
         )
         for need, arg, given in given_inputs:
             if given is not None and need not in self.needs:
-                users = ", ".join(repr(m.name) for m in METHODS.values() if need in m.needs)
+                users = " or ".join(repr(m.name) for m in METHODS.values() if need in m.needs)
                 raise InputError(f"{arg} are for method={users}, not {self.name!r}")
         if "dqs_blend" in self.needs and mesh.dqs_blend is None:
             raise InputError(
@@ -712,6 +712,22 @@ METHODS: Mapping[str, SkinningMethod] = {
             crowds=False,
             shown=False,
             base="lbs",
+        ),
+        SkinningMethod(
+            "delta_mush_dqs",
+            "Delta Mush (DQS)",
+            (0.25, 0.5, 0.55, 1.0),
+            "classic Delta Mush over DQS (two-phase DQS for bones with scale or shear)",
+            None,
+            _pack_dqs,
+            _ref_delta_mush,
+            needs=frozenset({"delta_mush_data"}),
+            paths=("compute",),
+            scale=True,
+            crowds=False,
+            shown=False,
+            scaled_variant="dqs_scale",
+            base="dqs",
         ),
     )
 }
