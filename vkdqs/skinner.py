@@ -69,7 +69,7 @@ from .mesh import SkinnedMesh
 if TYPE_CHECKING:
     from .ddm import DirectDeltaMush
     from .delta_mush import DeltaMush
-    from .delta_mush_gpu import DeltaMushPasses
+    from .delta_mush_passes import DeltaMushPasses
 
 log = logging.getLogger("vkdqs")
 
@@ -302,8 +302,8 @@ class Skinner(ResourceOwner):
 
     def _add_delta_mush(self, bind: DeltaMush) -> None:
         """Run classic Delta Mush with ``bind`` after each pose's skinning (compute path):
-        :class:`vkdqs.delta_mush_gpu.DeltaMushPasses`, recorded by :meth:`_record_after`."""
-        from .delta_mush_gpu import DeltaMushPasses
+        :class:`vkdqs.delta_mush_passes.DeltaMushPasses`, recorded by :meth:`_record_after`."""
+        from .delta_mush_passes import DeltaMushPasses
 
         self.delta_mush = bind
         self._post = DeltaMushPasses(self, bind)
@@ -514,7 +514,7 @@ class Skinner(ResourceOwner):
 
     def _record_after(self, cmd: Any, program: _Program, poses: int) -> None:
         """Record the compute passes over the ``poses`` poses' output after the skinning
-        dispatches (a Delta Mush bind's, :class:`vkdqs.delta_mush_gpu.DeltaMushPasses`), in the
+        dispatches (a Delta Mush bind's, :class:`vkdqs.delta_mush_passes.DeltaMushPasses`), in the
         same submission, before the host reads it back; they bring their own barriers."""
         if self._post is not None:
             assert self._out_view is not None
