@@ -40,6 +40,7 @@ LAYERS = {
     "skinner": 3,
     "centers": 3,
     "ddm_gpu": 3,
+    "delta_mush_passes": 3,
     "delta_mush_gpu": 3,
     "renderer": 3,
     "bounds": 3,

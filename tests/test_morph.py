@@ -166,8 +166,9 @@ def _pose_and_reference(rng, method, mesh, bones, w, centers=None, rest=None):
 
 
 #: The methods that skin a random rig's joints and weights (Direct Delta Mush's morphs, on a
-#: surface it smooths: tests/test_ddm_skinning.py)
-INFLUENCE_METHODS = [m.name for m in registry.METHODS.values() if m.influences]
+#: surface it smooths: tests/test_ddm_skinning.py; classic Delta Mush's, LBS's passes:
+#: tests/test_delta_mush_method.py)
+INFLUENCE_METHODS = [m.name for m in registry.METHODS.values() if m.influences and not m.base]
 
 
 @pytest.mark.parametrize("path", PATHS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 import zlib
@@ -21,6 +22,7 @@ from vkdqs.app import cli
 from vkdqs.app.scenes import GltfScenePlayer
 from vkdqs.clip import AnimationClip
 from vkdqs.crowd import pack_clip
+from vkdqs.delta_mush import delta_mush_bind
 from vkdqs.gltf import load_gltf
 from vkdqs.procedural import tube
 from vkdqs.renderer import Renderer
@@ -67,20 +69,24 @@ def surface_rig(rng, n, slots, bones):
 
 def method_rig(method, rng, n, slots, bones):
     """The test mesh of ``method``: :func:`rig` (with a DQS fraction where it needs one), or
-    :func:`surface_rig` where it needs a Direct Delta Mush precomputation."""
+    :func:`surface_rig` where it needs a Direct Delta Mush precomputation or a Delta Mush bind
+    (both smooth over a connected surface)."""
     needs = registry.get(method).needs
-    if "ddm_data" in needs:
+    if {"ddm_data", "delta_mush_data"} & needs:
         return surface_rig(rng, n, slots, bones)
     return rig(rng, n, slots, bones, blend="dqs_blend" in needs)
 
 
 def inputs(method, mesh, bones, rng, device=None):
     """What ``method`` needs besides the pose: random centers, random rest frames, the mesh's
-    Direct Delta Mush precomputation (on ``device``)."""
+    Direct Delta Mush precomputation (on ``device``), its Delta Mush bind (5 steps of 0.6, not
+    the defaults the Skinner would take)."""
     needs = registry.get(method).needs
     out = {}
     if "ddm_data" in needs:
         out["ddm"] = direct_delta_mush(mesh, bone_count=bones, device=device)
+    if "delta_mush_data" in needs:
+        out["delta_mush"] = delta_mush_bind(mesh.positions, mesh.indices, iterations=5, step=0.6)
     if "centers" in needs:
         out["centers"] = mesh.positions + rng.normal(scale=0.1, size=mesh.positions.shape)
     if "rest_matrices" in needs:
@@ -110,7 +116,8 @@ def test_every_method_matches_its_reference_on_every_path(device, method, slots,
     extra = inputs(method, mesh, bones, rng, device)
     batch = poses(method, bones, rng, 3)
     if path not in skinning.paths:  # refused, naming the paths it runs on
-        with pytest.raises(InputError, match=f"{skinning.label} runs on the compute path only"):
+        why = f"{re.escape(skinning.label)} runs on the compute path only"
+        with pytest.raises(InputError, match=why):
             Skinner(device, mesh, bone_count=bones, method=method, path=path, **extra)
         return
     with Skinner(device, mesh, bone_count=bones, method=method, path=path, **extra) as skinner:
@@ -146,12 +153,21 @@ def test_every_entry_is_complete_and_distinct():
         # a method the renderer cannot draw is neither shown nor drawn by crowds
         assert "vertex" in m.paths or not (m.shown or m.crowds or m.key), m.name
         # its shaders exist: the skinning kinds of its paths, both slot counts, crowds where it
-        # draws them; no others
+        # draws them; no others. A method with a base has none of its own: it runs the base's,
+        # so it reads the base's blocks, packs and takes poses as the base does
         names = {v.name for v in si.VARIANTS}
         for kind in ("render", "readback", "compute"):
             for slots in (4, 8):
-                built = si.variant_name(kind, m.name, slots) in names
-                assert built == (si.PATH_OF[si.Kind(kind)] in m.paths), (kind, m.name, slots)
+                own = si.variant_name(kind, m.name, slots) in names
+                assert own == (m.base is None and si.PATH_OF[si.Kind(kind)] in m.paths), m.name
+                built = si.variant_name(kind, m.shaders, slots) in names
+                assert built >= (si.PATH_OF[si.Kind(kind)] in m.paths), (kind, m.name, slots)
+        if m.base is not None:
+            base = registry.get(m.base)
+            assert base.base is None and set(m.paths) <= set(base.paths), m.name
+            for attr in ("defines", "bone_stride", "pack_bones", "scale", "reflection"):
+                assert getattr(m, attr) == getattr(base, attr), (m.name, attr)
+            assert (m.collapse, m.max_influences) == (base.collapse, base.max_influences)
         crowd = si.crowd_variant_name("crowd_render", m.name)
         assert (crowd in names) == m.crowds, m.name
         if m.crowds:
@@ -248,6 +264,7 @@ def test_the_capability_table():
     assert takes["lbs"] == set(KINDS)
     assert takes["dqs"] == takes["dqs_scale"] == {"rigid", "scaled", "sheared"}
     assert takes["blend"] == takes["cor"] == takes["ddm"] == {"rigid"}
+    assert takes["delta_mush"] == takes["lbs"]  # what its base takes
     assert takes["dqs_blender"] == {"rigid", "scaled", "sheared", "mirrored"}
     # crowds: no per-frame two-phase DQS
     assert registry.get("dqs").check(matrices_of("scaled"), crowd=True)

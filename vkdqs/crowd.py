@@ -272,7 +272,8 @@ class Crowd:
         skinning = methods.get(method)
         if not skinning.crowds:
             crowd = ", ".join(m.name for m in methods.METHODS.values() if m.crowds)
-            raise InputError(f"crowd method must be one of {crowd}, got {method!r}")
+            why = skinning.check_path("vertex") or f"{skinning.label} does not draw crowds"
+            raise InputError(f"crowd method must be one of {crowd}, got {method!r}: {why}")
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
             raise InputError(f"count must be an int, got {count!r}")
         if not 1 <= count <= MAX_COPIES:

@@ -22,6 +22,7 @@ delta_mush.comp`` computes the same in float32.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,6 +31,9 @@ from numpy.typing import ArrayLike, NDArray
 from .errors import InputError
 from .geometry import vertex_normals
 
+if TYPE_CHECKING:
+    from .mesh import SkinnedMesh
+
 __all__ = [
     "DeltaMush",
     "adjacency",
@@ -37,8 +41,12 @@ __all__ = [
     "delta_mush_reference",
     "frames",
     "incident_faces",
+    "mesh_delta_mush",
     "smooth",
 ]
+
+#: The bind parameters of ``Skinner(method="delta_mush")`` given no ``delta_mush=``.
+DEFAULTS = {"iterations": 10, "step": 0.5}
 
 #: A tangent whose projection onto the normal's plane is shorter than this fraction of the
 #: edge (the neighbour within 1e-5 rad of the normal) falls back to a coordinate axis.
@@ -229,3 +237,17 @@ def delta_mush_reference(
     f = frames(s, bind.faces, bind.frame_neighbour)
     out = s + np.einsum("nij,nj->ni", f, bind.deltas)
     return out, vertex_normals(out, bind.faces.reshape(-1), weighting="area")
+
+
+def mesh_delta_mush(mesh: SkinnedMesh) -> DeltaMush:
+    """``mesh``'s Delta Mush bind with the default parameters (:data:`DEFAULTS`), computed the
+    first time and kept on the mesh: what ``Skinner(method="delta_mush")`` (and the registry's
+    reference) mush with when given no ``delta_mush=``, so a bake binds each mesh once. The
+    mesh needs triangles (``indices``)."""
+    cached = mesh.__dict__.get("_delta_mush")
+    if cached is None:
+        if mesh.indices is None:
+            raise InputError("Delta Mush needs the mesh's triangles (indices): it has none")
+        cached = delta_mush_bind(mesh.positions, mesh.indices, **DEFAULTS)
+        mesh.__dict__["_delta_mush"] = cached
+    return cached

@@ -1,210 +1,24 @@
-"""DeltaMushSkinner: classic Delta Mush on the GPU, as compute passes after the skinning.
-
-A :class:`vkdqs.Skinner` (compute path) whose recorded command buffer, after the skinning
-dispatch of each pose, runs ``delta_mush.comp`` on the skinned positions in its output buffer
-(through the Skinner's ``_record_after`` hook): ``iterations`` smoothing dispatches ping-ponging
-between two rgba32f scratch buffers (one pose's worth each, reused pose after pose), one that
-rebuilds each vertex from the frame of the smoothed mesh and its bind-time offset, and one that
-writes the result's positions and area-weighted normals back over the skinned ones, with a
-compute -> compute barrier before each; all in the Skinner's one submission, before its
-readback.
-The bind (smoothing the rest mesh, the offsets) is the float64 reference's,
-:func:`vkdqs.delta_mush.delta_mush_bind`; :func:`vkdqs.delta_mush.delta_mush_reference` is what
-the GPU result is tested against.
-
-Threads, interrupts and ownership are the Skinner's: calls on one DeltaMushSkinner take turns
-(a lock); every Vulkan object it makes is owned by it and destroyed by :meth:`close`.
-"""
+"""DeltaMushSkinner: a :class:`vkdqs.Skinner` over any base method with classic Delta Mush's
+compute passes (:mod:`vkdqs.delta_mush_passes`) and its own bind parameters;
+``Skinner(method="delta_mush")`` is the registry's, over LBS with the default bind."""
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
-import numpy as np
-
-from . import shader_interface as si
-from .delta_mush import DeltaMush, delta_mush_bind, incident_faces
-from .errors import InputError, LimitError
-from .gpu import (
-    Buffer,
-    BufferView,
-    ComputePipelineDesc,
-    DescriptorPool,
-    DescriptorSetLayout,
-    Device,
-    PipelineLayout,
-    TexelWrite,
-    texel_buffer,
-    write_descriptors,
-)
-from .gpu.calls import vk
+from . import methods
+from .delta_mush import DeltaMush, delta_mush_bind
+from .delta_mush_passes import DeltaMushPasses, fan_order, topology_arrays
+from .errors import InputError
+from .gpu import Device
 from .mesh import SkinnedMesh
 from .skinner import Skinner
 
-__all__ = ["DeltaMushSkinner"]
-
-SHADER = "delta_mush.comp"
-#: Workgroup size of the passes (the skinning's is si.LOCAL_SIZE).
-LOCAL_SIZE = 64
-#: The descriptor sets: each reads one scratch buffer and writes the other (both also bind the
-#: Skinner's output, which the first pass reads and the last writes).
-_SETS = {"ab": ("a", "b"), "ba": ("b", "a")}
-#: The (pass, reads the Skinner's output) pipelines the passes use (each also in an overflow
-#: variant for the vertices of more than FIXED neighbours, when the mesh has some).
-_PIPELINES = (
-    (si.DELTA_MUSH_SMOOTH, True),
-    (si.DELTA_MUSH_SMOOTH, False),
-    (si.DELTA_MUSH_REBUILD, True),
-    (si.DELTA_MUSH_REBUILD, False),
-    (si.DELTA_MUSH_NORMALS, False),
-)
-
-
-def padded_groups(
-    offsets: np.ndarray, values: np.ndarray, width: int, pad: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """CSR lists regrouped in rows of ``width`` entries (a texel each): every row's list padded
-    with its ``pad`` value to a multiple of ``width``. Returns (each list's first row, rows)."""
-    count = np.diff(offsets)
-    groups = -(-count // width)
-    first = np.zeros(len(count) + 1, np.int64)
-    np.cumsum(groups, out=first[1:])
-    out = np.repeat(pad, groups * width, axis=0)
-    owner = np.repeat(np.arange(len(count)), count)
-    k = np.arange(len(values)) - offsets[:-1][owner]
-    out[first[:-1][owner] * width + k] = values
-    return first[:-1], out.reshape(-1, width * (out.shape[1] if out.ndim > 1 else 1))
-
-
-#: Vertices with more neighbours than this keep their corner list (bounds the ring search).
-MAX_RING = 16
-
-
-def fan_order(
-    offsets: np.ndarray,
-    neighbours: np.ndarray,
-    corner_offsets: np.ndarray,
-    corners: np.ndarray,
-    first: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Which vertices are the centre of one closed, consistently wound fan of triangles (an
-    interior manifold vertex of at most MAX_RING neighbours), and the neighbour lists (CSR as
-    ``offsets``, ``neighbours``) each starting with ``first[v]`` (the frame neighbour), a fan's
-    in fan order. Around a fan's centre the triangles are ``(v, ring[i], ring[i + 1])``
-    (cyclically), so the shader gets the area-weighted normal from the neighbours it loads
-    anyway.
-
-    Returns (is_fan (N,), neighbours (2 E,)); the other lists keep their order but for
-    ``first``, swapped to the front."""
-    n = len(offsets) - 1
-    count = np.diff(corner_offsets)
-    owner = np.repeat(np.arange(n), count)
-    nxt, prv = corners[:, 0], corners[:, 1]
-    ok = (count == np.diff(offsets)) & (count >= 3) & (count <= MAX_RING)
-    bad = (nxt == owner) | (prv == owner) | (nxt == prv)
-    # the corner following corner k around its vertex: the one whose next is k's prev
-    key = owner * n + nxt
-    order = np.argsort(key, kind="stable")
-    keys = key[order]
-    dup = np.zeros(len(keys), bool)
-    dup[1:] = keys[1:] == keys[:-1]
-    bad[order[dup]] = True
-    pos = np.minimum(np.searchsorted(keys, owner * n + prv), max(len(keys) - 1, 0))
-    found = keys[pos] == owner * n + prv if len(keys) else np.zeros(0, bool)
-    bad |= ~found
-    ok &= ~np.bincount(owner, weights=bad, minlength=n).astype(bool)
-    succ = np.where(found, order[pos] if len(keys) else 0, -1)
-    centre = np.flatnonzero(ok)
-    ring = np.zeros((len(centre), MAX_RING), np.int64)
-    start = corner_offsets[centre]
-    cur = start.copy()
-    closed = np.zeros(len(centre), np.int64)  # the step at which the walk first came back
-    for j in range(MAX_RING):  # a step for every fan at once
-        ring[:, j] = nxt[cur]
-        cur = succ[cur]
-        closed = np.where((closed == 0) & (cur == start), j + 1, closed)
-    good = closed == count[centre]
-    centre, ring = centre[good], ring[good]
-    is_fan = np.zeros(n, bool)
-    is_fan[centre] = True
-    # every list starts with first[v]: swapped to the front, a ring rotated to start there
-    degree = np.diff(offsets)
-    out = np.array(neighbours, np.int64)
-    at = np.flatnonzero(out == np.repeat(first, degree))  # one a vertex with neighbours
-    head = offsets[:-1][degree > 0]
-    out[at], out[head] = out[head], out[at]
-    deg = count[centre][:, None]
-    j = np.arange(MAX_RING)[None]
-    inside = j < deg
-    shift = np.argmax(inside & (ring == first[centre][:, None]), axis=1)[:, None]
-    ring = np.take_along_axis(ring, (j + shift) % deg, axis=1)
-    out[(offsets[centre][:, None] + j)[inside]] = ring[inside]
-    return is_fan, out
-
-
-def overflow_list(bind: DeltaMush) -> tuple[int, int]:
-    """Where :func:`topology_arrays` puts the list of the vertices of more than FIXED
-    neighbours (its first texel in the neighbours buffer) and how many it lists."""
-    degree = np.diff(bind.offsets)
-    extra = np.maximum(degree - FIXED, 0)
-    first = 2 * bind.vertex_count + int((-(-extra // 4)).sum())
-    return first, int((degree > FIXED).sum())
-
-
-#: Neighbours in a vertex's two fixed texels; bit 31 of its meta word marks a fan's centre.
-FIXED = 7
-FAN = 1 << 31
-
-
-def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
-    """The texel arrays ``delta_mush.comp`` reads (binding -> array, see
-    :data:`vkdqs.shader_interface.DELTA_MUSH_TEXELS`), at least one texel each.
-
-    Neighbours: texels ``2 v`` and ``2 v + 1`` hold v's first FIXED neighbours, padded with v
-    itself (it adds nothing: ``q - p = 0``, a zero cross product), and a meta word (the degree,
-    FAN for the centre of a closed fan); the rest follow the 2 N fixed texels, 4 a texel. The
-    first is the frame neighbour; a fan's neighbours are in fan order (:func:`fan_order`). Per
-    vertex (topology): its first overflow texel, degree, first corner texel and corner count; a
-    fan has no corners (the shader takes its normal from the ring), the others' corners (next,
-    prev) come 2 a texel. After the overflow texels, the list of the vertices of more than FIXED
-    neighbours, 4 a texel (:func:`overflow_list`)."""
-    n = bind.vertex_count
-    me = np.arange(n)
-    corner_offsets, corners = incident_faces(bind.faces, n)
-    is_ring, nbs = fan_order(
-        bind.offsets, bind.neighbours, corner_offsets, corners, bind.frame_neighbour
-    )
-    degree = np.diff(bind.offsets)
-    owner = np.repeat(me, degree)
-    k = np.arange(len(nbs)) - bind.offsets[:-1][owner]
-    fixed = np.repeat(me, 2 * 4).reshape(n, 8)
-    head = k < FIXED
-    fixed[owner[head], k[head]] = nbs[head]
-    fixed[:, 7] = degree | np.where(is_ring, FAN, 0)
-    extra = np.zeros(n + 1, np.int64)
-    np.cumsum(np.maximum(degree - FIXED, 0), out=extra[1:])
-    first_x, overflow = padded_groups(extra, nbs[~head], 4, me)
-    listed = np.flatnonzero(degree > FIXED)  # run again by the overflow dispatches
-    vlist = np.zeros(-(-len(listed) // 4) * 4, np.int64)
-    vlist[: len(listed)] = listed
-    keep = ~is_ring[np.repeat(me, np.diff(corner_offsets))]
-    kept = np.zeros(n + 1, np.int64)
-    np.cumsum(np.where(is_ring, 0, np.diff(corner_offsets)), out=kept[1:])
-    first_c, cr = padded_groups(kept, corners[keep], 2, np.stack([me, me], axis=1))
-    topology = np.stack([2 * n + first_x, degree, first_c, np.diff(kept)], axis=1)
-    deltas = np.zeros((n, 4), np.float32)
-    deltas[:, :3] = bind.deltas
-    return {
-        0: topology.astype(np.uint32),
-        1: np.concatenate([fixed.reshape(-1, 4), overflow, vlist.reshape(-1, 4)]).astype(np.uint32),
-        2: cr.astype(np.uint32) if len(cr) else np.zeros((1, 4), np.uint32),
-        3: deltas,
-    }
+__all__ = ["DeltaMushPasses", "DeltaMushSkinner", "fan_order", "topology_arrays"]
 
 
 class DeltaMushSkinner(Skinner):
-    """Skins ``mesh`` with a registry method, then applies classic Delta Mush on the GPU.
+    """Skins ``mesh`` with a registry method, then applies classic Delta Mush on the GPU: a
+    :class:`~vkdqs.Skinner` with :class:`DeltaMushPasses` over any base method and its own
+    bind parameters (``Skinner(method="delta_mush")`` is LBS under the default bind).
 
     Parameters
     ----------
@@ -213,7 +27,8 @@ class DeltaMushSkinner(Skinner):
         With triangles (``indices``): they make the edge graph the smoothing runs on.
     bone_count : int
     method : str
-        The skinning under the mush: a registry method (``"lbs"``, the usual one, or ``"dqs"``).
+        The skinning under the mush: a registry method (``"lbs"``, the usual one, or ``"dqs"``)
+        with no compute passes of its own.
     iterations : int
         Smoothing steps (10 by default); 0 gives the skinned mesh, normals recomputed.
     step : float
@@ -247,9 +62,14 @@ class DeltaMushSkinner(Skinner):
             raise InputError(f"mesh must be a vkdqs.SkinnedMesh, got {type(mesh).__name__}")
         if mesh.indices is None:
             raise InputError("Delta Mush needs the mesh's triangles (indices): it has none")
-        #: the float64 bind: adjacency, frame neighbours, offsets, iterations and step
-        self.bind = delta_mush_bind(mesh.positions, mesh.indices, iterations=iterations, step=step)
-        self._mush_ready = False
+        entry = methods.get(method)
+        if entry.base is not None:
+            raise InputError(
+                f"DeltaMushSkinner's method is the skinning under the mush, one without passes "
+                f"of its own, not {method!r}: use Skinner(method={method!r}) or "
+                f"DeltaMushSkinner(method={entry.base!r})"
+            )
+        bind = delta_mush_bind(mesh.positions, mesh.indices, iterations=iterations, step=step)
         super().__init__(
             device,
             mesh,
@@ -262,10 +82,16 @@ class DeltaMushSkinner(Skinner):
             layout=layout,
         )
         try:
-            self._create_mush()
+            self._add_delta_mush(bind)
         except BaseException:
             self.close()
             raise
+
+    @property
+    def bind(self) -> DeltaMush:
+        """The float64 bind: adjacency, frame neighbours, offsets, iterations and step."""
+        assert self.delta_mush is not None
+        return self.delta_mush
 
     @property
     def iterations(self) -> int:
@@ -276,164 +102,6 @@ class DeltaMushSkinner(Skinner):
     def step(self) -> float:
         """The smoothing's step size (lambda)."""
         return self.bind.step
-
-    def _create_mush(self) -> None:
-        dev, n, label = self.device, self.vertex_count, f"delta mush {self.method}"
-        limit = dev.info.max_texel_buffer_elements
-        bindings = {b.binding: b for b in si.DELTA_MUSH_BINDINGS}
-        self._mush_texels: list[TexelWrite] = []
-        arrays = topology_arrays(self.bind)
-        for binding, fmt in si.DELTA_MUSH_TEXELS:
-            arr = arrays[binding]
-            if arr.shape[0] > limit:
-                raise LimitError(
-                    f"{label}: {arr.shape[0]} texels for binding {binding} exceed this device's "
-                    f"maxTexelBufferElements ({limit})"
-                )
-            buffer, view = texel_buffer(dev, arr, int(fmt), label=f"{label} {binding}")
-            self.own(buffer)
-            self.own(view)
-            self._mush_texels.append(TexelWrite(bindings[binding], view))
-        self._scratch: dict[str, BufferView] = {}
-        usage = (
-            vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
-            | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-        )
-        for name in ("a", "b"):
-            buf = self.own(Buffer(dev, 16 * n, usage, label=f"{label} {name}"))
-            fmt = int(si.DELTA_MUSH_SCRATCH_FORMAT)
-            self._scratch[name] = self.own(BufferView(dev, buf, fmt, label=f"{label} {name}"))
-        self._mush_set_layout = self.own(DescriptorSetLayout(dev, bindings.values(), label=label))
-        self._mush_layout = self.own(
-            PipelineLayout(
-                dev,
-                [self._mush_set_layout],
-                si.DELTA_MUSH_PUSH_BYTES,
-                si.Stage.COMPUTE,
-                label=label,
-            )
-        )
-        pool = self.own(DescriptorPool(dev, bindings.values(), sets=len(_SETS), label=label))
-        self._mush_sets = {name: pool.allocate(self._mush_set_layout) for name in _SETS}
-        self._mush_bindings = bindings
-        self._mush_local_size = LOCAL_SIZE
-        self._overflow = overflow_list(self.bind)
-        variants = (False, True) if self._overflow[1] else (False,)
-        self._mush_pipelines = {
-            (k, from_out, overflow): self._pipelines.compute(
-                ComputePipelineDesc(
-                    SHADER,
-                    (
-                        (si.LOCAL_SIZE_ID, self._mush_local_size),
-                        (si.DELTA_MUSH_PASS_ID, k),
-                        (si.DELTA_MUSH_FROM_OUT_ID, int(from_out)),
-                        (si.DELTA_MUSH_OVERFLOW_ID, int(overflow)),
-                    ),
-                ),
-                self._mush_layout,
-            )
-            for k, from_out in _PIPELINES
-            for overflow in variants
-        }
-        self._mush_ready = True
-
-    def _write_mush_sets(self) -> None:
-        """Point the sets at the scratch buffers and the Skinner's current output (made again
-        when the batch size changes; every submission was waited for)."""
-        assert self._out_view is not None
-        b = self._mush_bindings
-        for name, dset in self._mush_sets.items():
-            src, dst = _SETS[name]
-            writes = [
-                *self._mush_texels,
-                TexelWrite(b[si.DELTA_MUSH_SRC_OUT], self._out_view),
-                TexelWrite(b[si.DELTA_MUSH_DST_OUT], self._out_view),
-                TexelWrite(b[si.DELTA_MUSH_SRC], self._scratch[src]),
-                TexelWrite(b[si.DELTA_MUSH_DST], self._scratch[dst]),
-            ]
-            write_descriptors(self.device, dset, writes)
-
-    def _passes(
-        self, p: int, poses: int
-    ) -> list[tuple[tuple[int, bool, bool], str, tuple[int, ...]]]:
-        """Pose ``p``'s dispatches: (pipeline, descriptor set, push constant uints but the
-        step). Each pass reads ``cur`` (the Skinner's output first, then a scratch buffer) and
-        writes the other scratch buffer; the last writes the output. A mesh with vertices of
-        more than FIXED neighbours runs each pass again on those (the overflow dispatch)."""
-        n, out = self.vertex_count, []
-        first, listed = self._overflow
-        base, normals = 3 * n * p, 3 * n * (poses + p)
-        cur = "out"
-        kinds = [si.DELTA_MUSH_SMOOTH] * self.iterations
-        kinds += [si.DELTA_MUSH_REBUILD, si.DELTA_MUSH_NORMALS]
-        for kind in kinds:
-            last = kind == si.DELTA_MUSH_NORMALS
-            bases = (0, base, normals) if last else (base, 0, 0)
-            dset = "ab" if cur == "a" else "ba"
-            out.append(((kind, cur == "out", False), dset, (n, *bases, 0)))
-            if listed:
-                out.append(((kind, cur == "out", True), dset, (listed, *bases, first)))
-            cur = "b" if cur == "a" else "a"
-        return out
-
-    def _record_after(self, cmd: Any, program: Any, poses: int) -> None:
-        """After the skinning dispatches: each pose's Delta Mush passes, a barrier before each."""
-        if not (self._mush_ready and program.output & si.OUTPUT_VERTICES):
-            return
-        self._write_mush_sets()
-        point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
-        stage = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
-        barrier = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-            dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
-        )
-        push = np.zeros(si.DELTA_MUSH_PUSH_BYTES // 4, np.uint32)
-        push[4:5].view(np.float32)[0] = self.step
-        bound = None
-        for p in range(poses):
-            for pipeline, dset, uints in self._passes(p, poses):
-                vk.vkCmdPipelineBarrier(cmd, stage, stage, 0, 1, [barrier], 0, None, 0, None)
-                if pipeline != bound:
-                    vk.vkCmdBindPipeline(cmd, point, self._mush_pipelines[pipeline].handle)
-                    bound = pipeline
-                vk.vkCmdBindDescriptorSets(
-                    cmd, point, self._mush_layout.handle, 0, 1, [self._mush_sets[dset]], 0, None
-                )
-                push[:4], push[5] = uints[:4], uints[4]
-                vk.vkCmdPushConstants(
-                    cmd,
-                    self._mush_layout.handle,
-                    si.Stage.COMPUTE,
-                    0,
-                    push.nbytes,
-                    vk.ffi.from_buffer(push),
-                )
-                vk.vkCmdDispatch(cmd, math.ceil(uints[0] / self._mush_local_size), 1, 1)
-
-    def _run(
-        self,
-        packed: Any,
-        out: np.ndarray | None,
-        morphs: np.ndarray | None = None,
-        boxes: np.ndarray | None = None,
-    ) -> None:
-        """The Skinner's run, with boxes taken from the Delta Mush positions read back (the
-        skinning dispatch's GPU box would be the skinned mesh's)."""
-        if boxes is None:
-            super()._run(packed, out, morphs)
-            return
-        host = out
-        if host is None:
-            host = np.empty((2, packed.bones.shape[0], self.vertex_count, 3), np.float32)
-        super()._run(packed, host, morphs)
-        boxes[:, 0] = host[0].min(axis=1)
-        boxes[:, 1] = host[0].max(axis=1)
-
-    def _check_call_size(
-        self, bones: object, morph_weights: object, *, vertices: bool = True
-    ) -> np.ndarray:
-        """As the Skinner's, always counting the vertices: the boxes come from them."""
-        return super()._check_call_size(bones, morph_weights, vertices=True)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

@@ -4,11 +4,12 @@ A :class:`SkinningMethod` holds what the layers used to decide separately: its n
 colour, its shaders' defines and bone blocks (:mod:`vkdqs.shader_interface` builds the SPIR-V
 variants and bindings from them), how a pose is packed for the GPU (:mod:`vkdqs.bones`), its
 float64 reference (:mod:`vkdqs.reference`), what else it needs (centers of rotation, rest
-matrices, per-vertex blend weights, a Direct Delta Mush precomputation), the paths its shaders
-run on, whether it draws crowds, its viewer key, and one rule of
-what it accepts, :meth:`SkinningMethod.check`. The Skinner, the renderer, crowds, the bake,
-``vkdqs info``, ``--method all``, the scenes and the viewer all read this module, so they agree
-on what a method can take.
+matrices, per-vertex blend weights, a Direct Delta Mush precomputation, a Delta Mush bind), the
+method whose shaders skin under its compute passes (``base``), the paths its shaders run on,
+whether it draws crowds, its viewer key, and one rule of what it accepts,
+:meth:`SkinningMethod.check`. The Skinner, the renderer, crowds, the bake, ``vkdqs info``,
+``--method all``, the scenes and the viewer all read this module, so they agree on what a method
+can take.
 
 Numpy only (no Vulkan), so the command line checks ``--method`` without loading a driver.
 
@@ -17,7 +18,9 @@ GLSL block in ``shaders/glsl/include/skin.glsl`` (under its ``define``), ``build
 and its tests (``tests/test_registry.py`` runs every entry on every path against its reference).
 A method with per-vertex data of its own (Direct Delta Mush's Ω: the need "ddm_data") also lists
 its texel inputs in :data:`vkdqs.shader_interface.MESH_INPUTS`; one without vertex-shader
-variants says so in ``paths``.
+variants says so in ``paths``. A method that skins with another's shaders and then runs compute
+passes over the skinned mesh (classic Delta Mush: ``base="lbs"``, the need "delta_mush_data")
+has no shader variants of its own: the Skinner records its passes after the base's dispatch.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from .errors import InputError
 
 if TYPE_CHECKING:
     from .ddm import DirectDeltaMush
+    from .delta_mush import DeltaMush
     from .mesh import SkinnedMesh
 
 __all__ = [
@@ -60,8 +64,19 @@ __all__ = [
 #: from a glTF skin: the inverse bind matrices' inverses), per-vertex LBS/DQS blend weights
 #: ("dqs_blend", ``SkinnedMesh.dqs_blend``), a Direct Delta Mush precomputation ("ddm_data",
 #: the ``ddm=`` argument, :class:`vkdqs.ddm.DirectDeltaMush`: each vertex's Ω and bones, read in
-#: place of its joints and weights).
-NEEDS = ("centers", "rest_matrices", "dqs_blend", "ddm_data")
+#: place of its joints and weights), a classic Delta Mush bind ("delta_mush_data", the
+#: ``delta_mush=`` argument, :class:`vkdqs.delta_mush.DeltaMush`: the edge graph, frames and
+#: offsets its compute passes after the skinning read).
+NEEDS = ("centers", "rest_matrices", "dqs_blend", "ddm_data", "delta_mush_data")
+#: Why a method with one of these needs cannot run on the vertex shader (what
+#: :meth:`SkinningMethod.check_path` says).
+VERTEX_LACKS = {
+    "ddm_data": "it reads its ddm_data per vertex from texel buffers, which the vertex shaders "
+    "do not bind",
+    "delta_mush_data": "it smooths the skinned mesh over its edges in compute passes after the "
+    "skinning: a vertex needs its neighbours' skinned positions, which a vertex shader does not "
+    "have",
+}
 #: The paths a method's shaders may run on: the compute shader (``Skinner(path="compute")``)
 #: and the vertex shader (``path="vertex"``, the renderer's instances).
 PATHS = ("compute", "vertex")
@@ -131,8 +146,9 @@ class SkinTraits:
 #: Packs ``(bones, bone_count, batched, allow_scale, rest_matrices)`` into (the bone block, the
 #: second block or None).
 Packer = Callable[..., tuple[np.ndarray, "np.ndarray | None"]]
-#: ``(positions, normals, joints, weights, bones, centers, rest_matrices, dqs_blend)`` in
-#: float64 to ``(positions, normals)``.
+#: ``(positions, normals, joints, weights, bones, centers, rest_matrices, dqs_blend, ddm,
+#: delta_mush, base)`` in float64 to ``(positions, normals)`` (``base``: the base method's
+#: reference, for a method with one).
 Reference = Callable[..., tuple[NDArray[np.float64], NDArray[np.float64]]]
 
 
@@ -184,6 +200,11 @@ class SkinningMethod:
         How a conservative box of a pose follows from per-bone boxes
         (:mod:`vkdqs.bone_boxes`): ``"affine"``, ``"rigid"``, ``"blend"``, ``"centers"``;
         None where no cheap bound is proved (the exact box from the GPU is used).
+    base : str or None
+        The method whose shaders skin the mesh before this one's compute passes (``"lbs"``
+        under classic Delta Mush), or None: its own shaders. A method with a base has no shader
+        variants of its own (:attr:`shaders`); its bone blocks, packer and capability rule are
+        the base's.
     usdskel : str or None
         Its ``primvars:skel:skinningMethod`` in a UsdSkel rig (``vkdqs export``):
         ``"classicLinear"`` or ``"dualQuaternion"``; None where OpenUSD has no equivalent (the
@@ -215,9 +236,15 @@ class SkinningMethod:
     key: str | None = None
     scaled_variant: str | None = None
     box_rule: str | None = None
+    base: str | None = None
     usdskel: str | None = None
 
     # -- the shaders' view ------------------------------------------------------------------
+
+    @property
+    def shaders(self) -> str:
+        """The method whose shader variants skin for it: its :attr:`base`, or itself."""
+        return self.base or self.name
 
     @property
     def defines(self) -> tuple[str, ...]:
@@ -287,11 +314,18 @@ class SkinningMethod:
         rest_matrices: ArrayLike | None = None,
         morph_weights: ArrayLike | None = None,
         ddm: DirectDeltaMush | None = None,
+        delta_mush: DeltaMush | None = None,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The float64 positions and normals its shaders compute for ``mesh`` posed by one pose
         ``bones`` (the inputs :meth:`pack` takes), morph targets applied first (a method that
         needs "ddm_data" moves each vertex by its morph delta in the frame its Ω is about: the
-        smoothing stays that of the rest mesh)."""
+        smoothing stays that of the rest mesh). A method that needs "delta_mush_data" smooths
+        its base's skinned mesh with ``delta_mush`` (the bind of the rest mesh; the Skinner's
+        default, :func:`vkdqs.delta_mush.mesh_delta_mush`, when None)."""
+        if "delta_mush_data" in self.needs and delta_mush is None:
+            from .delta_mush import mesh_delta_mush
+
+            delta_mush = mesh_delta_mush(mesh)
         p, n = mesh.positions, mesh.normals
         if morph_weights is not None:
             p, n = reference.morph(p, n, mesh.morph_positions, mesh.morph_normals, morph_weights)
@@ -305,6 +339,8 @@ class SkinningMethod:
             rest_matrices=rest_matrices,
             dqs_blend=mesh.dqs_blend,
             ddm=ddm,
+            delta_mush=delta_mush,
+            base=None if self.base is None else get(self.base).reference_skin,
         )
 
     # -- what it accepts --------------------------------------------------------------------
@@ -338,13 +374,8 @@ class SkinningMethod:
         renderer draws with), or None when they can."""
         if path in self.paths:
             return None
-        extra = sorted(self.needs - {"centers", "rest_matrices", "dqs_blend"})
-        what = (
-            f" (it reads its {', '.join(extra)} per vertex from texel buffers, which the vertex "
-            "shaders do not bind)"
-            if extra
-            else ""
-        )
+        lacks = [VERTEX_LACKS[n] for n in sorted(self.needs) if n in VERTEX_LACKS]
+        what = f" ({'; '.join(lacks)})" if lacks else ""
         return (
             f"{self.label} runs on the {' and '.join(self.paths)} path only{what}, not "
             f"path={path!r}: the renderer and crowds draw with the vertex shader; skin it with "
@@ -361,21 +392,25 @@ class SkinningMethod:
         centers: object = None,
         rest_matrices: object = None,
         ddm: object = None,
+        delta_mush: object = None,
     ) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Validate what this method needs beyond the mesh and pose, and refuse what it does
         not take: ``(centers (N, 3) float32 or None, rest_matrices (B, 4, 4) float64 or
         None)``. Centers it needs but was not given stay None: the caller computes them on its
         device (:func:`vkdqs.centers_of_rotation`). ``ddm``: a
         :class:`~vkdqs.ddm.DirectDeltaMush` of ``mesh`` (checked, kept by the caller); one it
-        needs but was not given the caller likewise computes (:func:`vkdqs.ddm_gpu.mesh_ddm`)."""
+        needs but was not given the caller likewise computes (:func:`vkdqs.ddm_gpu.mesh_ddm`).
+        ``delta_mush``: a :class:`~vkdqs.delta_mush.DeltaMush` bind of ``mesh`` (checked; one
+        not given: :func:`vkdqs.delta_mush.mesh_delta_mush`)."""
         given_inputs = (
             ("centers", "centers", centers),
             ("rest_matrices", "rest_matrices", rest_matrices),
             ("ddm_data", "ddm", ddm),
+            ("delta_mush_data", "delta_mush", delta_mush),
         )
         for need, arg, given in given_inputs:
             if given is not None and need not in self.needs:
-                users = ", ".join(repr(m.name) for m in METHODS.values() if need in m.needs)
+                users = " or ".join(repr(m.name) for m in METHODS.values() if need in m.needs)
                 raise InputError(f"{arg} are for method={users}, not {self.name!r}")
         if "dqs_blend" in self.needs and mesh.dqs_blend is None:
             raise InputError(
@@ -386,6 +421,14 @@ class SkinningMethod:
             rest_matrices = packing.check_rest_matrices(rest_matrices, bone_count, self.name)
         if "ddm_data" in self.needs and ddm is not None:
             check_ddm(ddm, mesh, bone_count, self.name)
+        if "delta_mush_data" in self.needs:
+            if delta_mush is not None:
+                check_delta_mush(delta_mush, mesh, self.name)
+            elif mesh.indices is None:
+                raise InputError(
+                    f"method={self.name!r} (Delta Mush) needs the mesh's triangles (indices): "
+                    "it smooths over their edges, and the mesh has none"
+                )
         if centers is not None:
             centers = packing.check_centers(mesh.vertex_count, centers)
         return centers, rest_matrices  # type: ignore[return-value]
@@ -425,6 +468,23 @@ def check_ddm(ddm: object, mesh: SkinnedMesh, bone_count: int, method: str = "dd
         raise InputError(
             f"ddm uses bone {int(ddm.bones.max())}, beyond bone_count={bone_count} "
             f"(it was computed for {ddm.bone_count} bones)"
+        )
+
+
+def check_delta_mush(bind: object, mesh: SkinnedMesh, method: str = "delta_mush") -> None:
+    """Refuse a Delta Mush bind that is not a :class:`~vkdqs.delta_mush.DeltaMush` of a mesh of
+    ``mesh``'s vertex count."""
+    from .delta_mush import DeltaMush
+
+    if not isinstance(bind, DeltaMush):
+        raise InputError(
+            f"method={method!r} needs delta_mush=vkdqs.delta_mush.delta_mush_bind(mesh.positions, "
+            f"mesh.indices), got {type(bind).__name__}"
+        )
+    if bind.vertex_count != mesh.vertex_count:
+        raise InputError(
+            f"delta_mush was bound for another mesh ({bind.vertex_count} vertices) than this "
+            f"one ({mesh.vertex_count})"
         )
 
 
@@ -512,6 +572,16 @@ def _ref_ddm(p, n, j, w, bones, *, ddm, **_):
     if ddm is None:
         raise InputError("the DDM reference needs the precomputation (ddm=)")
     return skin_reference(p, n, ddm.omega, as_matrices(bones), ddm.bones, origin=ddm.origin)
+
+
+def _ref_delta_mush(p, n, j, w, bones, *, delta_mush, base, **kw):
+    """Its base's reference (``base``: the base's ``reference_skin``), then the mush."""
+    from .delta_mush import delta_mush_reference
+
+    if delta_mush is None:
+        raise InputError("the Delta Mush reference needs the bind (delta_mush=)")
+    skinned, _ = base(p, n, j, w, bones, delta_mush=None, **kw)
+    return delta_mush_reference(delta_mush, skinned)
 
 
 # -- the registry -----------------------------------------------------------------------------
@@ -623,6 +693,41 @@ METHODS: Mapping[str, SkinningMethod] = {
             paths=("compute",),
             crowds=False,
             shown=False,
+        ),
+        SkinningMethod(
+            "delta_mush",
+            "Delta Mush",
+            (0.35, 0.55, 0.45, 1.0),
+            "classic Delta Mush (Mancewicz et al. 2014): LBS, then the skinned mesh smoothed "
+            "and its rest detail added back, in compute passes",
+            "SKIN_LBS",
+            _pack_lbs,
+            _ref_delta_mush,
+            bone_rows=True,
+            needs=frozenset({"delta_mush_data"}),
+            paths=("compute",),
+            scale=True,
+            reflection=True,
+            collapse=True,
+            crowds=False,
+            shown=False,
+            base="lbs",
+        ),
+        SkinningMethod(
+            "delta_mush_dqs",
+            "Delta Mush (DQS)",
+            (0.25, 0.5, 0.55, 1.0),
+            "classic Delta Mush over DQS (two-phase DQS for bones with scale or shear)",
+            None,
+            _pack_dqs,
+            _ref_delta_mush,
+            needs=frozenset({"delta_mush_data"}),
+            paths=("compute",),
+            scale=True,
+            crowds=False,
+            shown=False,
+            scaled_variant="dqs_scale",
+            base="dqs",
         ),
     )
 }

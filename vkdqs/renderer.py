@@ -424,6 +424,7 @@ class Renderer(ResourceOwner):
         centers: ArrayLike | None = None,
         rest_matrices: ArrayLike | None = None,
         ddm: object = None,
+        delta_mush: object = None,
     ) -> Instance:
         """A new instance of ``mesh`` (rest pose unless ``bones`` is given).
 
@@ -432,7 +433,8 @@ class Renderer(ResourceOwner):
         (:func:`vkdqs.centers_of_rotation`). ``method="dqs_blender"`` needs ``rest_matrices``
         ((B, 4, 4), see :class:`vkdqs.Skinner`) and poses of (B, 4, 4) matrices. A method
         whose shaders run on the compute path only (``"ddm"``: Direct Delta Mush and its
-        ``ddm`` precomputation) is refused, saying so
+        ``ddm`` precomputation; ``"delta_mush"``: classic Delta Mush's compute passes and its
+        ``delta_mush`` bind) is refused, saying so
         (:meth:`vkdqs.methods.SkinningMethod.check_path`).
         """
         with self._lock:
@@ -448,10 +450,17 @@ class Renderer(ResourceOwner):
                 raise InputError(why)
             if skinning is not None:
                 given, rest = skinning.check_inputs(
-                    mesh.mesh, bone_count, centers=centers, rest_matrices=rest_matrices, ddm=ddm
+                    mesh.mesh,
+                    bone_count,
+                    centers=centers,
+                    rest_matrices=rest_matrices,
+                    ddm=ddm,
+                    delta_mush=delta_mush,
                 )
-            elif centers is not None or rest_matrices is not None or ddm is not None:
-                raise InputError(f"method={UNSKINNED!r} takes no centers, rest_matrices or ddm")
+            elif any(x is not None for x in (centers, rest_matrices, ddm, delta_mush)):
+                raise InputError(
+                    f"method={UNSKINNED!r} takes no centers, rest_matrices, ddm or delta_mush"
+                )
             max_bones = self.device.info.max_uniform_buffer_range // si.bone_stride(method)
             if _bone_bucket(bone_count) > max_bones:
                 raise InputError(

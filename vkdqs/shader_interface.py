@@ -893,11 +893,14 @@ PATH_OF = {Kind.RENDER: "vertex", Kind.READBACK: "vertex", Kind.COMPUTE: "comput
 
 def _build_variants() -> tuple[Variant, ...]:
     """Every module, once: each registry method's skinning kinds of its paths (4 and 8 slots,
-    rendering also with the surface inputs), the unskinned baseline, the fragment shaders, the
+    rendering also with the surface inputs; none for a method with a ``base``, which runs its
+    base's), the unskinned baseline, the fragment shaders, the
     precomputations (centers of rotation, Direct Delta Mush) and overlay, then the crowd
     variants of the methods that draw crowds."""
     out = []
     for m in methods.METHODS.values():
+        if m.base is not None:  # skins with its base's variants (classic Delta Mush: LBS's)
+            continue
         kinds = [k for k in (Kind.RENDER, Kind.READBACK, Kind.COMPUTE) if PATH_OF[k] in m.paths]
         for slots in (4, 8):
             for kind in kinds:
@@ -1085,7 +1088,7 @@ VARIANTS: tuple[Variant, ...] = _build_variants()
 
 # -- Delta Mush: compute passes after skinning --------------------------------------------------
 #
-# delta_mush.comp (vkdqs/delta_mush_gpu.py) smooths the skinned positions (one dispatch per
+# delta_mush.comp (vkdqs/delta_mush_passes.py) smooths the skinned positions (one dispatch per
 # iteration, ping-pong), rebuilds each vertex from its frame and offset, then writes the result's
 # positions and area-weighted normals: one module, its pass a specialization constant.
 
@@ -1097,7 +1100,7 @@ DELTA_MUSH_NORMALS = 2
 #: Its read-only texel buffers (binding, format): per vertex (first overflow neighbour texel,
 #: degree, first corner texel, corner count); the neighbours, 2 texels a vertex (7 and a meta
 #: word) then the overflow, 4 a texel; the corners, 2 a texel (each the next and previous vertex
-#: of its triangle); per vertex its offset in its frame (vkdqs.delta_mush_gpu.topology_arrays).
+#: of its triangle); per vertex its offset in its frame (vkdqs.delta_mush_passes.topology_arrays).
 DELTA_MUSH_TEXELS = (
     (0, Format.R32G32B32A32_UINT),
     (1, Format.R32G32B32A32_UINT),

@@ -68,6 +68,8 @@ from .mesh import SkinnedMesh
 
 if TYPE_CHECKING:
     from .ddm import DirectDeltaMush
+    from .delta_mush import DeltaMush
+    from .delta_mush_passes import DeltaMushPasses
 
 log = logging.getLogger("vkdqs")
 
@@ -96,7 +98,8 @@ class _Program:
     ) -> None:
         dev, s = skinner.device, skinner
         kind = "compute" if s.path == "compute" else "readback"
-        self.variant = si.variant(kind, method, s.slots)
+        # a method with a base (classic Delta Mush) skins with its base's variants
+        self.variant = si.variant(kind, methods.get(method).shaders, s.slots)
         self.method = method
         #: the morph code is in (a batch with an active target) or compiled away; what a
         #: compute dispatch writes (si.OUTPUT_VERTICES and/or si.OUTPUT_BOX)
@@ -161,7 +164,8 @@ class Skinner(ResourceOwner):
         ``"cor"``: optimized centers of rotation, the same rigid poses as ``"blend"``.
         ``"dqs_blender"``: Blender's "Preserve Volume" exactly (needs ``rest_matrices``); takes
         ``(B, 4, 4)`` matrices with any scale, shear or mirroring. ``"ddm"``: Direct Delta Mush
-        (needs ``ddm``).
+        (needs ``ddm``). ``"delta_mush"``: classic Delta Mush, LBS then compute passes that
+        smooth the skinned mesh and add its rest detail back (needs ``delta_mush``).
     path : {"compute", "vertex"}
     allow_scale : bool
         With DQS, accept matrices with scale/shear (two-phase DQS). False rejects them, naming
@@ -179,6 +183,13 @@ class Skinner(ResourceOwner):
         (:func:`vkdqs.ddm_gpu.mesh_ddm`) when not given. Poses are rigid
         ``(B, 4, 4)`` / ``(B, 3, 4)`` matrices or ``(B, 2, 4)`` DQs. Morph targets move each
         vertex before the skinning, about the rest mesh's smoothing (``Ω`` is not recomputed).
+    delta_mush : DeltaMush, optional
+        For ``"delta_mush"`` (classic Delta Mush, compute path only): the bind of the mesh,
+        :func:`vkdqs.delta_mush.delta_mush_bind` (its ``iterations`` and ``step``); bound with
+        the defaults (10 steps of 0.5; the mesh needs triangles) and kept on the mesh
+        (:func:`vkdqs.delta_mush.mesh_delta_mush`) when not given. Poses are LBS's. Morph
+        targets move the vertices before the skinning, the mush smooths the result. Boxes
+        (``bounds=True``, :meth:`bounds`) are taken from the positions read back.
     layout : {"exact", "lean"}
         How the mesh's vertices are stored on the GPU. ``"exact"``: 32-bit rows, the mesh's
         float32 values bit for bit (64 bytes a vertex, 96 with 8 influences). ``"lean"``: float
@@ -210,6 +221,7 @@ class Skinner(ResourceOwner):
         rest_matrices: object = None,
         layout: str = "exact",
         ddm: DirectDeltaMush | None = None,
+        delta_mush: DeltaMush | None = None,
     ) -> None:
         super().__init__(device)
         skinning = self._check_args(mesh, bone_count, method, path)
@@ -217,8 +229,20 @@ class Skinner(ResourceOwner):
         #: the mesh's vertex layout on the GPU (:data:`vkdqs.shader_interface.LAYOUTS`)
         self.layout = check_layout(device, layout, mesh, bone_count, method, path)
         self.centers, self.rest_matrices = skinning.check_inputs(
-            mesh, bone_count, centers=centers, rest_matrices=rest_matrices, ddm=ddm
+            mesh,
+            bone_count,
+            centers=centers,
+            rest_matrices=rest_matrices,
+            ddm=ddm,
+            delta_mush=delta_mush,
         )
+        if "delta_mush_data" in skinning.needs and delta_mush is None:
+            from .delta_mush import mesh_delta_mush
+
+            delta_mush = mesh_delta_mush(mesh)
+        #: the Delta Mush bind whose compute passes run after the skinning, or None
+        self.delta_mush = delta_mush
+        self._post: DeltaMushPasses | None = None
         if "ddm_data" in skinning.needs and ddm is None:
             from .ddm_gpu import mesh_ddm
 
@@ -270,9 +294,20 @@ class Skinner(ResourceOwner):
         self._warned_scale = False
         try:
             self._create()
+            if delta_mush is not None:
+                self._add_delta_mush(delta_mush)
         except BaseException:
             self.close()
             raise
+
+    def _add_delta_mush(self, bind: DeltaMush) -> None:
+        """Run classic Delta Mush with ``bind`` after each pose's skinning (compute path):
+        :class:`vkdqs.delta_mush_passes.DeltaMushPasses`, recorded by :meth:`_record_after`."""
+        from .delta_mush_passes import DeltaMushPasses
+
+        self.delta_mush = bind
+        self._post = DeltaMushPasses(self, bind)
+        self._recorded = None
 
     @staticmethod
     def _check_args(
@@ -478,9 +513,12 @@ class Skinner(ResourceOwner):
         self._recorded = (program.key, poses)
 
     def _record_after(self, cmd: Any, program: _Program, poses: int) -> None:
-        """A hook for a subclass (:class:`vkdqs.delta_mush_gpu.DeltaMushSkinner`): record more
-        compute work on the ``poses`` poses' output after the skinning dispatches, in the same
-        submission, before the host reads it back. It brings its own barriers. Nothing here."""
+        """Record the compute passes over the ``poses`` poses' output after the skinning
+        dispatches (a Delta Mush bind's, :class:`vkdqs.delta_mush_passes.DeltaMushPasses`), in the
+        same submission, before the host reads it back; they bring their own barriers."""
+        if self._post is not None:
+            assert self._out_view is not None
+            self._post.record(cmd, program, poses, self._out_view)
 
     def _bind_pose(self, cmd: Any, program: _Program, bind_point: int, p: int) -> None:
         # one dynamic offset per dynamic binding, in binding order (bones, scales, morphs):
@@ -595,7 +633,9 @@ class Skinner(ResourceOwner):
         # Ctrl-C waits (deferred_interrupts) while buffers, descriptor sets, the recorded command
         # buffer and a submission change together, and lands between chunks, where the Skinner
         # is consistent: a KeyboardInterrupt leaves it usable and correct.
-        gpu_box = boxes is not None and self.path == "compute"
+        # the box the skinning dispatch reduces is the skinned mesh's: after compute passes
+        # (Delta Mush) the boxes come from the vertices read back
+        gpu_box = boxes is not None and self.path == "compute" and self._post is None
         output = (si.OUTPUT_VERTICES if out is not None or not gpu_box else 0) | (
             si.OUTPUT_BOX if gpu_box else 0
         )
@@ -788,6 +828,7 @@ class Skinner(ResourceOwner):
         host memory fits :attr:`max_call_bytes` (``vertices``: with its skinned vertices)."""
         from .dq import _as_array
 
+        vertices = vertices or self._post is not None  # boxes from the vertices read back
         arr = _as_array(bones, "bones")
         poses = int(arr.shape[0]) if arr.ndim >= 1 else 0
         result = (2 * self.vertex_count * 3 * 4 if vertices else 24) * poses
