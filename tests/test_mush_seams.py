@@ -11,7 +11,8 @@ import pytest
 
 import vkdqs
 from vkdqs import SkinnedMesh, ddm, procedural, reference
-from vkdqs.geometry import weld
+from vkdqs.delta_mush import delta_mush_bind, delta_mush_reference
+from vkdqs.geometry import vertex_normals, weld
 from vkdqs.skinner import Skinner
 
 RINGS, SEGMENTS = 17, 16
@@ -97,6 +98,40 @@ def test_weld_is_exact_in_first_vertex_order():
     np.testing.assert_array_equal(first[: RINGS * SEGMENTS], np.arange(RINGS * SEGMENTS))
 
 
+@pytest.mark.parametrize("split", list(SPLITS))
+def test_delta_mush_reference_smooths_across_seams(split):
+    mesh = candy()
+    cut, orig = SPLITS[split](mesh)
+    want, _ = delta_mush_reference(delta_mush_bind(mesh.positions, mesh.indices), lbs(mesh, POSE))
+    bind = delta_mush_bind(cut.positions, cut.indices)
+    got, normals = delta_mush_reference(bind, lbs(cut, POSE))
+    assert crack(got, cut) == 0.0
+    assert np.abs(got - want[orig]).max() <= 1e-12 * mesh.extent
+    # the normals are each copy's own triangles'
+    np.testing.assert_allclose(normals, vertex_normals(got, cut.indices, weighting="area"))
+    # unwelded, each side (each triangle of a fully split mesh) is smoothed on its own: the
+    # seam opens by 8% of the extent (27% fully split)
+    old_bind = delta_mush_bind(cut.positions, cut.indices, weld=False)
+    old, _ = delta_mush_reference(old_bind, lbs(cut, POSE))
+    assert crack(old, cut) > 0.05
+
+
+def test_a_hard_edge_stays_hard():
+    """The candy wrapper's cap rims are copies of its end rings with the cap's normal: with
+    the welding they move with the rings (no crack), their output normals stay the cap's."""
+    mesh = candy()
+    bind = delta_mush_bind(mesh.positions, mesh.indices)
+    got, normals = delta_mush_reference(bind, lbs(mesh, POSE))
+    rim, ring = RINGS * SEGMENTS + np.arange(SEGMENTS), np.arange(SEGMENTS)
+    np.testing.assert_array_equal(got[rim], got[ring])
+    cosine = np.einsum("ij,ij->i", normals[rim], normals[ring])
+    assert np.abs(cosine).max() < 0.2  # about 90 degrees apart, as at rest
+    old, _ = delta_mush_reference(
+        delta_mush_bind(mesh.positions, mesh.indices, weld=False), lbs(mesh, POSE)
+    )
+    assert crack(old, mesh) > 5e-4  # 8e-4 unwelded: the caps were smoothed on their own
+
+
 def _ddm_reference(mesh: SkinnedMesh, **kwargs) -> np.ndarray:
     return ddm.precompute_reference(
         mesh.positions, mesh.indices, mesh.joints, mesh.weights, 2, **ddm.DEFAULTS, **kwargs
@@ -135,6 +170,54 @@ def test_ddm_copies_take_their_first_vertexs_weights():
     weights[mesh.vertex_count :] = weights[mesh.vertex_count :, ::-1]  # the copies' swapped
     other = SkinnedMesh(cut.positions, cut.normals, cut.joints, weights, cut.indices)
     np.testing.assert_array_equal(_ddm_reference(other), _ddm_reference(cut))
+
+
+@pytest.mark.parametrize("split", list(SPLITS))
+def test_delta_mush_gpu_smooths_across_seams(device, split):
+    mesh = candy()
+    cut, orig = SPLITS[split](mesh)
+    with Skinner(device, mesh, bone_count=2, method="delta_mush") as s:
+        want = s.skin(POSE)
+    bind = delta_mush_bind(cut.positions, cut.indices)
+    with Skinner(device, cut, bone_count=2, method="delta_mush", delta_mush=bind) as s:
+        p, n = s.skin(POSE)
+    assert crack(p, cut) == 0.0
+    np.testing.assert_allclose(p, want[0][orig], rtol=0, atol=1e-5 * mesh.extent)
+    ref_p, ref_n = delta_mush_reference(bind, lbs(cut, POSE))
+    np.testing.assert_allclose(p, ref_p, rtol=0, atol=1e-5 * mesh.extent)
+    np.testing.assert_allclose(n, ref_n, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(n, vertex_normals(p, cut.indices, weighting="area"), atol=1e-5)
+    old = delta_mush_bind(cut.positions, cut.indices, weld=False)
+    with Skinner(device, cut, bone_count=2, method="delta_mush", delta_mush=old) as s:
+        p_old, _ = s.skin(POSE)
+    assert crack(p_old, cut) > 0.05
+
+
+def test_delta_mush_gpu_keeps_hard_edges(device):
+    mesh = candy()
+    with Skinner(device, mesh, bone_count=2, method="delta_mush") as s:
+        p, n = s.skin(POSE)
+    rim, ring = RINGS * SEGMENTS + np.arange(SEGMENTS), np.arange(SEGMENTS)
+    np.testing.assert_array_equal(p[rim], p[ring])
+    assert np.abs(np.einsum("ij,ij->i", n[rim], n[ring])).max() < 0.2
+    want = delta_mush_reference(s.delta_mush, lbs(mesh, POSE))
+    np.testing.assert_allclose(n, want[1], rtol=0, atol=1e-4)
+
+
+def test_delta_mush_copies_skinned_apart(device):
+    """Copies with different weights are skinned apart; each is smoothed from its own
+    position over the shared neighbours, the GPU as the reference."""
+    mesh = candy()
+    cut, _ = split_seam(mesh)
+    weights = cut.weights.copy()
+    weights[mesh.vertex_count :] = 0.5
+    other = SkinnedMesh(cut.positions, cut.normals, cut.joints, weights, cut.indices)
+    bind = delta_mush_bind(other.positions, other.indices)
+    ref_p, ref_n = delta_mush_reference(bind, lbs(other, POSE))
+    with Skinner(device, other, bone_count=2, method="delta_mush", delta_mush=bind) as s:
+        p, n = s.skin(POSE)
+    np.testing.assert_allclose(p, ref_p, rtol=0, atol=1e-5 * mesh.extent)
+    np.testing.assert_allclose(n, ref_n, rtol=0, atol=1e-4)
 
 
 @pytest.mark.parametrize("split", list(SPLITS))
