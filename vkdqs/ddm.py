@@ -32,6 +32,11 @@ covariance vanishes (``p = 0``: no smoothing, so ``Q̄ = q pᵀ`` and R is undef
 still exact (``v' = q``, LBS) and normals fall back to LBS's: the cofactor of
 ``Σ_j Ω_ij[3, 3] A_j`` (A_j the bones' 3x3 parts) applied to ``n``, so ``p = 0`` is LBS exactly.
 
+Seams: the Laplacian is the welded mesh's (:func:`vkdqs.geometry.weld`, vertices at exactly
+the same position are one node, each with its first vertex's weights), every vertex taking its
+node's Ω (:func:`precompute_reference`'s ``weld``), so a seam's copies move together; libigl
+smooths the triangles as indexed (``weld=False``).
+
 Where this differs from libigl 2.5.1: libigl factors ``(I + s L̃)ᵀ`` with Eigen's
 ``SimplicialLDLT``, which reads only the lower triangle and assumes symmetry; the matrix is not
 symmetric (``D⁻¹ L``, unless every ``L_ii`` is equal), so libigl solves with the symmetric matrix

@@ -17,6 +17,12 @@ and normalized; when that projection is (nearly) zero (the neighbour along the n
 the vertex) the tangent is the coordinate axis least aligned with ``n``, projected the same
 way; bitangent ``b = n x t``. Every frame is orthonormal: no input makes a NaN. ``shaders/glsl/
 delta_mush.comp`` computes the same in float32.
+
+Seams: the smoothing runs over the *welded* mesh (:func:`vkdqs.geometry.weld`: vertices at
+exactly the same position are one node, as glTF's copies split at UV seams and hard edges
+are), so the copies of a seam get the same smoothed positions and frames and the seam does not
+open; the output normals are each vertex's own triangles' (a hard edge stays hard). See
+:func:`delta_mush_bind` (``weld=False`` smooths the triangles as indexed).
 """
 
 from __future__ import annotations
