@@ -217,7 +217,8 @@ def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
     }
 
 
-#: Output-normal header flag: the vertex's normal is its frame normal (its node is itself).
+#: Output-normal header flag: the vertex's normal is its frame normal (its triangles are the
+#: welded mesh's).
 SAME = 1 << 31
 
 
