@@ -29,6 +29,7 @@ from vkdqs import dq, procedural, reference
 from vkdqs import methods as registry
 from vkdqs.app.compare import bend_bulge
 from vkdqs.files import atomic_output
+from vkdqs.geometry import weld as weld_positions
 from vkdqs.mesh import SkinnedMesh
 
 DOCS = Path(__file__).resolve().parent
@@ -105,25 +106,31 @@ def implicit_cotangent_dm(mesh: SkinnedMesh, iterations: int, step: float):
     the Delta Mush positions of skinned positions (N, 3), float64."""
     p = np.asarray(mesh.positions, np.float64)
     tri = np.asarray(mesh.indices, np.int64).reshape(-1, 3)
-    indptr, indices, weights, diagonal = ddm_ref.cotangent_laplacian(p, tri)
-    n = len(p)
-    inv = np.divide(1.0, diagonal, out=np.zeros(n), where=diagonal != 0)
-    lap = sp.csr_matrix((-weights, indices, indptr), shape=(n, n)) + sp.diags(diagonal)
-    solve = spla.splu(sp.csc_matrix(sp.identity(n) + step * (sp.diags(inv) @ lap))).solve
+    unique, inverse, first = weld_positions(p)  # over the seams, as both mushes
+    canonical = first[inverse]
+    indptr, indices, weights, diagonal = ddm_ref.cotangent_laplacian(unique, inverse[tri])
+    m = len(unique)
+    inv = np.divide(1.0, diagonal, out=np.zeros(m), where=diagonal != 0)
+    lap = sp.csr_matrix((-weights, indices, indptr), shape=(m, m)) + sp.diags(diagonal)
+    solve = spla.splu(sp.csc_matrix(sp.identity(m) + step * (sp.diags(inv) @ lap))).solve
 
     def smooth(x: np.ndarray) -> np.ndarray:
+        x = x[first]
         for _ in range(iterations):
             x = solve(x)
-        return x
+        return x[inverse]
 
-    offsets, neighbours = dm_ref.adjacency(tri, n)
+    offsets, neighbours = dm_ref.adjacency(canonical[tri], len(p))
+    offsets, neighbours = dm_ref.expand_rows(offsets, neighbours, canonical)
     s = smooth(p)
     frame_neighbour = dm_ref.farthest_neighbours(s, offsets, neighbours)
-    deltas = np.einsum("nji,nj->ni", dm_ref.frames(s, tri, frame_neighbour), p - s)
+    f = dm_ref.frames(s, tri, frame_neighbour, canonical)
+    deltas = np.einsum("nji,nj->ni", f, p - s)
 
     def pose(skinned: np.ndarray) -> np.ndarray:
         s = smooth(np.asarray(skinned, np.float64))
-        return s + np.einsum("nij,nj->ni", dm_ref.frames(s, tri, frame_neighbour), deltas)
+        f = dm_ref.frames(s, tri, frame_neighbour, canonical)
+        return s + np.einsum("nij,nj->ni", f, deltas)
 
     return pose
 

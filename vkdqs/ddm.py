@@ -32,6 +32,11 @@ covariance vanishes (``p = 0``: no smoothing, so ``Q̄ = q pᵀ`` and R is undef
 still exact (``v' = q``, LBS) and normals fall back to LBS's: the cofactor of
 ``Σ_j Ω_ij[3, 3] A_j`` (A_j the bones' 3x3 parts) applied to ``n``, so ``p = 0`` is LBS exactly.
 
+Seams: the Laplacian is the welded mesh's (:func:`vkdqs.geometry.weld`, vertices at exactly
+the same position are one node, each with its first vertex's weights), every vertex taking its
+node's Ω (:func:`precompute_reference`'s ``weld``), so a seam's copies move together; libigl
+smooths the triangles as indexed (``weld=False``).
+
 Where this differs from libigl 2.5.1: libigl factors ``(I + s L̃)ᵀ`` with Eigen's
 ``SimplicialLDLT``, which reads only the lower triangle and assumes symmetry; the matrix is not
 symmetric (``D⁻¹ L``, unless every ``L_ii`` is equal), so libigl solves with the symmetric matrix
@@ -52,6 +57,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .dq import _as_array, _as_float, _cofactor_normals, _safe_normalize
 from .errors import InputError
+from .geometry import weld as weld_positions
 
 __all__ = [
     "DEFAULTS",
@@ -292,8 +298,16 @@ def precompute_reference(
     translation_step: float,
     alpha: float,
     progress: bool = False,
+    weld: bool = True,
 ) -> NDArray[np.float64]:
     """Ω of Direct Delta Mush, variant 0, in float64 (the formulas in the module docstring).
+
+    With ``weld`` (the default) the vertices at the same position (a seam's copies,
+    :func:`vkdqs.geometry.weld`: exactly equal positions) are one node of the Laplacian: Ω is
+    computed on the welded mesh, each node with the joints and weights of its first vertex, and
+    every vertex gets its node's Ω, so a seam's copies move identically (no crack) and a fully
+    split mesh is smoothed. A vertex's own weights enter its Ω only as one term of the
+    smoothing sums, so copies whose weights differ all take their first copy's.
 
     Parameters
     ----------
@@ -315,6 +329,9 @@ def precompute_reference(
         Translation blend α in ``[0, 1)``.
     progress : bool, keyword-only
         Show a tqdm bar (on stderr) over the smoothing steps.
+    weld : bool, keyword-only
+        Smooth over the welded vertices (above); False smooths the triangles as indexed, each
+        side of a seam on its own.
 
     Returns
     -------
@@ -329,7 +346,15 @@ def precompute_reference(
     _check_parameters(iterations, rotation_step, translation_step, alpha)
     n, bones = v.shape[0], int(bone_count)
     w = _dense_weights(joints, weights, n, bones)
-    laplacian = cotangent_laplacian(v, faces)
+    f = _faces(faces, n)
+    inverse = None
+    if weld:
+        unique, inverse, first = weld_positions(v)
+        if len(unique) < n:  # smooth over the nodes, each with its first vertex's weights
+            v, f, w, n = unique, inverse[f], w[first], len(unique)
+        else:
+            inverse = None
+    laplacian = cotangent_laplacian(v, f)
 
     hom = np.concatenate([v, np.ones((n, 1))], axis=1)
     uu = (hom[:, :, None] * hom[:, None, :])[:, UPPER[0], UPPER[1]]  # [V, 10]
@@ -348,7 +373,8 @@ def precompute_reference(
         finally:
             if bar is not None:
                 bar.close()
-    return omega_from_smoothed(psi.reshape(n, bones, 10), w_prime, alpha)
+    omega = omega_from_smoothed(psi.reshape(n, bones, 10), w_prime, alpha)
+    return omega if inverse is None else omega[inverse]
 
 
 def truncate(

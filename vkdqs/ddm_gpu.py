@@ -23,6 +23,7 @@ keeps accurate only for coordinates near the origin.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from typing import Any
@@ -38,12 +39,14 @@ from .ddm import (
     DirectDeltaMush,
     _check_parameters,
     _dense_weights,
+    _faces,
     cotangent_laplacian,
     omega_from_smoothed,
     reframe,
 )
 from .dq import _as_float
 from .errors import InputError, LimitError
+from .geometry import weld as weld_positions
 from .gpu import (
     Buffer,
     BufferView,
@@ -359,6 +362,7 @@ def direct_delta_mush(
     max_bones: int = DEFAULT_MAX_BONES,
     device: Device | None = None,
     progress: bool = False,
+    weld: bool = True,
 ) -> DirectDeltaMush:
     """Direct Delta Mush (Le & Lewis 2019, variant 0) precomputed on the GPU.
 
@@ -380,6 +384,10 @@ def direct_delta_mush(
         Run on this device; by default one is opened for the call.
     progress : bool, keyword-only
         Show a tqdm bar on stderr over the smoothing steps.
+    weld : bool, keyword-only
+        Smooth over the welded vertices, as :func:`vkdqs.ddm.precompute_reference` does (its
+        ``weld``): the vertices at exactly the same position (a seam's copies) are one node,
+        with its first vertex's weights, and every copy gets its node's Ω, bones and origin.
 
     Returns
     -------
@@ -401,9 +409,33 @@ def direct_delta_mush(
                 max_bones=max_bones,
                 device=own,
                 progress=progress,
+                weld=weld,
             )
     n = positions.shape[0]
     w = _dense_weights(joints, weights, n, bones)
+    if weld:
+        unique, inverse, first = weld_positions(positions)
+        if len(unique) < n:  # the nodes' Ω (each with its first vertex's weights), per vertex
+            node = direct_delta_mush(
+                (
+                    unique,
+                    inverse[_faces(faces, n)],
+                    np.asarray(joints)[first],
+                    np.asarray(weights)[first],
+                ),
+                bone_count=bones,
+                iterations=iterations,
+                rotation_step=rotation_step,
+                translation_step=translation_step,
+                alpha=alpha,
+                max_bones=max_bones,
+                device=device,
+                progress=progress,
+                weld=False,
+            )
+            return dataclasses.replace(
+                node, omega=node.omega[inverse], bones=node.bones[inverse], origin=positions
+            )
     rows, entries, spread, ratio = _csr_texels(positions, faces)
     steps = (rotation_step, translation_step)
     if iterations:

@@ -17,6 +17,12 @@ and normalized; when that projection is (nearly) zero (the neighbour along the n
 the vertex) the tangent is the coordinate axis least aligned with ``n``, projected the same
 way; bitangent ``b = n x t``. Every frame is orthonormal: no input makes a NaN. ``shaders/glsl/
 delta_mush.comp`` computes the same in float32.
+
+Seams: the smoothing runs over the *welded* mesh (:func:`vkdqs.geometry.weld`: vertices at
+exactly the same position are one node, as glTF's copies split at UV seams and hard edges
+are), so the copies of a seam get the same smoothed positions and frames and the seam does not
+open; the output normals are each vertex's own triangles' (a hard edge stays hard). See
+:func:`delta_mush_bind` (``weld=False`` smooths the triangles as indexed).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .errors import InputError
 from .geometry import vertex_normals
+from .geometry import weld as weld_positions
 
 if TYPE_CHECKING:
     from .mesh import SkinnedMesh
@@ -37,11 +44,14 @@ if TYPE_CHECKING:
 __all__ = [
     "DeltaMush",
     "adjacency",
+    "corner_normals",
     "delta_mush_bind",
     "delta_mush_reference",
+    "expand_rows",
     "frames",
     "incident_faces",
     "mesh_delta_mush",
+    "node_corners",
     "smooth",
 ]
 
@@ -73,6 +83,10 @@ class DeltaMush:
         Each vertex's offset from the smoothed rest mesh in its frame (t, b, n).
     iterations, step : int, float
         The smoothing's step count and size (lambda).
+    canonical : ndarray of int64, (N,)
+        Each vertex's node: the first vertex at its position (``arange(N)`` unwelded). The
+        edge graph, the frame neighbours and the frames' triangles are the welded mesh's,
+        in these indices, every vertex with its node's (see :func:`delta_mush_bind`).
     """
 
     faces: NDArray[np.int64]
@@ -82,6 +96,7 @@ class DeltaMush:
     deltas: NDArray[np.float64]
     iterations: int
     step: float
+    canonical: NDArray[np.int64]
 
     @property
     def vertex_count(self) -> int:
@@ -123,6 +138,47 @@ def incident_faces(
     return offsets, np.stack([nxt[order], prv[order]], axis=1)
 
 
+def expand_rows(
+    offsets: NDArray[np.int64], values: NDArray, rows: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray]:
+    """The CSR lists whose row ``v`` is row ``rows[v]`` of ``(offsets, values)``: every
+    vertex given its node's list."""
+    count = np.diff(offsets)[rows]
+    out = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(count, out=out[1:])
+    take = np.repeat(offsets[:-1][rows] - out[:-1], count) + np.arange(out[-1])
+    return out, values[take]
+
+
+def node_corners(
+    faces: ArrayLike, canonical: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """:func:`incident_faces` of the welded mesh (``canonical[faces]``) with every vertex given
+    its node's corners: what a vertex's frame normal sums (its own corners when unwelded)."""
+    n = len(canonical)
+    offsets, corners = incident_faces(canonical[np.asarray(faces, np.int64)], n)
+    if (canonical == np.arange(n)).all():
+        return offsets, corners
+    return expand_rows(offsets, corners, canonical)
+
+
+def corner_normals(
+    positions: ArrayLike, offsets: NDArray[np.int64], corners: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """Unit ``sum (p[next] - p[v]) x (p[prev] - p[v])`` over each vertex's corners (CSR
+    ``offsets``, ``corners`` (K, 2)), each about the vertex's own position; ``(0, 0, 1)`` where
+    the sum is (nearly) zero. :func:`vkdqs.geometry.vertex_normals` (area) of those triangles."""
+    p = np.asarray(positions, np.float64)
+    n = len(offsets) - 1
+    owner = np.repeat(np.arange(n), np.diff(offsets))
+    c = np.cross(p[corners[:, 0]] - p[owner], p[corners[:, 1]] - p[owner])
+    acc = np.stack([np.bincount(owner, weights=c[:, k], minlength=n) for k in range(3)], 1)
+    norm = np.linalg.norm(acc, axis=1, keepdims=True)
+    out = acc / np.where(norm > 1e-12, norm, 1.0)
+    out[norm[:, 0] <= 1e-12] = (0.0, 0.0, 1.0)
+    return out
+
+
 def _mean_matrix(offsets: NDArray[np.int64], neighbours: NDArray[np.int64]) -> sp.csr_matrix:
     """The (N, N) sparse matrix taking positions to the mean of each vertex's neighbours (a
     row of zeros for a vertex without any)."""
@@ -150,12 +206,21 @@ def smooth(
 
 
 def frames(
-    smoothed: ArrayLike, faces: ArrayLike, frame_neighbour: NDArray[np.int64]
+    smoothed: ArrayLike,
+    faces: ArrayLike,
+    frame_neighbour: NDArray[np.int64],
+    canonical: NDArray[np.int64] | None = None,
 ) -> NDArray[np.float64]:
     """Each vertex's orthonormal frame (N, 3, 3), columns (t, b, n), of the smoothed mesh (the
-    module docstring says how, degenerate cases included)."""
+    module docstring says how, degenerate cases included). With ``canonical`` (each vertex's
+    node, :attr:`DeltaMush.canonical`) the normal is over the welded triangles
+    (:func:`node_corners`), so the copies of a seam share it."""
     s = np.asarray(smoothed, np.float64)
-    n = vertex_normals(s, np.asarray(faces).reshape(-1), weighting="area")
+    tri = np.asarray(faces, np.int64).reshape(-1, 3)
+    if canonical is None or (canonical == np.arange(len(s))).all():
+        n = vertex_normals(s, tri.reshape(-1), weighting="area")
+    else:
+        n = corner_normals(s, *node_corners(tri, canonical))
     e = s[frame_neighbour] - s
     t = e - np.einsum("ij,ij->i", e, n)[:, None] * n
     t2 = np.einsum("ij,ij->i", t, t)
@@ -196,24 +261,52 @@ def _check(positions: ArrayLike, faces: ArrayLike) -> tuple[NDArray, NDArray]:
 
 
 def delta_mush_bind(
-    positions: ArrayLike, faces: ArrayLike, *, iterations: int = 10, step: float = 0.5
+    positions: ArrayLike,
+    faces: ArrayLike,
+    *,
+    iterations: int = 10,
+    step: float = 0.5,
+    weld: bool = True,
 ) -> DeltaMush:
     """Bind the rest mesh ``positions`` (N, 3) with triangles ``faces`` ((T, 3) or (3 T,)):
     smooth it and store each vertex's offset from the smoothed mesh in the smoothed mesh's
     frame. ``iterations`` >= 0 smoothing steps of size ``step`` (in (0, 1] for a smoothing
-    that does not overshoot; 0.5 by default)."""
+    that does not overshoot; 0.5 by default).
+
+    With ``weld`` (the default) the vertices at exactly the same position (a seam's copies,
+    :func:`vkdqs.geometry.weld`) are one node of the smoothing: the edge graph, the frame
+    neighbour and the frame normal's triangles are the welded mesh's, on the node's first
+    vertex, and each copy gets its node's lists, so copies with the same skinned position get
+    identical smoothed positions and frames (no crack) while the output normals stay each
+    copy's own (a hard edge stays hard). Copies skinned apart (different weights) are each
+    smoothed from their own position over the shared neighbours: their gap shrinks by
+    ``(1 - step) ** iterations``. ``weld=False`` smooths the triangles as indexed."""
     p, tri = _check(positions, faces)
     if isinstance(iterations, bool) or int(iterations) != iterations or iterations < 0:
         raise InputError(f"iterations must be an int >= 0, got {iterations!r}")
     if not (np.isfinite(step) and 0.0 < step <= 1.0):
         raise InputError(f"step must be in (0, 1], got {step!r}")
-    offsets, neighbours = adjacency(tri, len(p))
+    n = len(p)
+    canonical = np.arange(n)
+    if weld:
+        _, inverse, first = weld_positions(p)
+        canonical = first[inverse]
+    offsets, neighbours = adjacency(canonical[tri], n)
+    if (canonical != np.arange(n)).any():
+        offsets, neighbours = expand_rows(offsets, neighbours, canonical)
     s = smooth(p, offsets, neighbours, int(iterations), float(step))
     frame_neighbour = farthest_neighbours(s, offsets, neighbours)
-    f = frames(s, tri, frame_neighbour)
+    f = frames(s, tri, frame_neighbour, canonical)
     deltas = np.einsum("nji,nj->ni", f, p - s)  # F^T (p - s)
     return DeltaMush(
-        tri, offsets, neighbours, frame_neighbour, deltas, int(iterations), float(step)
+        tri,
+        offsets,
+        neighbours,
+        frame_neighbour,
+        deltas,
+        int(iterations),
+        float(step),
+        canonical,
     )
 
 
@@ -226,7 +319,8 @@ def delta_mush_reference(
     Returns
     -------
     positions, normals : ndarray of float64, (N, 3)
-        Normals: the area-weighted vertex normals of the result (``(0, 0, 1)`` off triangles).
+        Normals: the area-weighted vertex normals of the result over each vertex's own
+        triangles (``bind.faces``, unwelded: a hard edge stays hard; ``(0, 0, 1)`` off triangles).
     """
     q = np.asarray(skinned_positions, np.float64)
     if q.shape != (bind.vertex_count, 3):
@@ -234,7 +328,7 @@ def delta_mush_reference(
             f"skinned_positions must have shape ({bind.vertex_count}, 3), got {q.shape}"
         )
     s = smooth(q, bind.offsets, bind.neighbours, bind.iterations, bind.step)
-    f = frames(s, bind.faces, bind.frame_neighbour)
+    f = frames(s, bind.faces, bind.frame_neighbour, bind.canonical)
     out = s + np.einsum("nij,nj->ni", f, bind.deltas)
     return out, vertex_normals(out, bind.faces.reshape(-1), weighting="area")
 

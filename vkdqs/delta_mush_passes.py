@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import shader_interface as si
-from .delta_mush import DeltaMush, incident_faces
+from .delta_mush import DeltaMush, incident_faces, node_corners
 from .errors import LimitError
 from .gpu import (
     Buffer,
@@ -90,6 +90,7 @@ def fan_order(
     corner_offsets: np.ndarray,
     corners: np.ndarray,
     first: np.ndarray,
+    canonical: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Which vertices are the centre of one closed, consistently wound fan of triangles (an
     interior manifold vertex of at most MAX_RING neighbours), and the neighbour lists (CSR as
@@ -98,6 +99,9 @@ def fan_order(
     (cyclically), so the shader gets the area-weighted normal from the neighbours it loads
     anyway.
 
+    With ``canonical`` (a welded bind's :attr:`~vkdqs.delta_mush.DeltaMush.canonical`) the
+    lists are the nodes' (:func:`vkdqs.delta_mush.node_corners`), centred on ``canonical[v]``.
+
     Returns (is_fan (N,), neighbours (2 E,)); the other lists keep their order but for
     ``first``, swapped to the front."""
     n = len(offsets) - 1
@@ -105,7 +109,8 @@ def fan_order(
     owner = np.repeat(np.arange(n), count)
     nxt, prv = corners[:, 0], corners[:, 1]
     ok = (count == np.diff(offsets)) & (count >= 3) & (count <= MAX_RING)
-    bad = (nxt == owner) | (prv == owner) | (nxt == prv)
+    centre_of = owner if canonical is None else np.asarray(canonical)[owner]
+    bad = (nxt == centre_of) | (prv == centre_of) | (nxt == prv)
     # the corner following corner k around its vertex: the one whose next is k's prev
     key = owner * n + nxt
     order = np.argsort(key, kind="stable")
@@ -174,9 +179,14 @@ def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
     neighbours, 4 a texel (:func:`overflow_list`)."""
     n = bind.vertex_count
     me = np.arange(n)
-    corner_offsets, corners = incident_faces(bind.faces, n)
+    corner_offsets, corners = node_corners(bind.faces, bind.canonical)
     is_ring, nbs = fan_order(
-        bind.offsets, bind.neighbours, corner_offsets, corners, bind.frame_neighbour
+        bind.offsets,
+        bind.neighbours,
+        corner_offsets,
+        corners,
+        bind.frame_neighbour,
+        bind.canonical,
     )
     degree = np.diff(bind.offsets)
     owner = np.repeat(me, degree)
@@ -203,7 +213,38 @@ def topology_arrays(bind: DeltaMush) -> dict[int, np.ndarray]:
         1: np.concatenate([fixed.reshape(-1, 4), overflow, vlist.reshape(-1, 4)]).astype(np.uint32),
         2: cr.astype(np.uint32) if len(cr) else np.zeros((1, 4), np.uint32),
         3: deltas,
+        8: output_corners(bind),
     }
+
+
+#: Output-normal header flag: the vertex's normal is its frame normal (its triangles are the
+#: welded mesh's).
+SAME = 1 << 31
+
+
+def output_corners(bind: DeltaMush) -> np.ndarray:
+    """The normals pass's own triangles (binding 8, rgba32ui): N header texels, each vertex's
+    (first corner texel, corner count, 0, 0), then the corners (next, prev) 2 a texel. A vertex
+    whose triangles are the welded mesh's (it and their other corners alone at their positions)
+    has SAME in its count: its normal is its frame normal (the fan or corners of binding 1 and
+    2, over the same triangles); the others (a seam's copies, their neighbours) sum their own
+    triangles, so a hard edge stays hard while the frames are the nodes'."""
+    n = bind.vertex_count
+    me = np.arange(n)
+    offsets, corners = incident_faces(bind.faces, n)
+    alone = np.bincount(bind.canonical, minlength=n)[bind.canonical] == 1
+    welded = (bind.canonical[corners] != corners).any(axis=1)  # a corner of a copy
+    alone &= np.bincount(np.repeat(me, np.diff(offsets)), welded, minlength=n) == 0
+    count = np.where(alone, 0, np.diff(offsets))
+    kept = np.zeros(n + 1, np.int64)
+    np.cumsum(count, out=kept[1:])
+    keep = ~alone[np.repeat(me, np.diff(offsets))]
+    first, cr = padded_groups(kept, corners[keep], 2, np.stack([me, me], axis=1))
+    header = np.zeros((n, 4), np.int64)
+    header[:, 0] = n + first
+    header[:, 1] = np.diff(kept) | np.where(alone, SAME, 0)
+    out = np.concatenate([header, cr.reshape(-1, 4)]) if len(cr) else header
+    return (out if len(out) else np.zeros((1, 4), np.int64)).astype(np.uint32)
 
 
 class DeltaMushPasses:

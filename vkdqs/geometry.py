@@ -1,5 +1,6 @@
 """Triangle-mesh geometry in numpy (no Vulkan, no glTF): smooth vertex normals, angle- or
-area-weighted, and axis-aligned boxes under affine transforms.
+area-weighted, axis-aligned boxes under affine transforms, and the welding of vertices split at
+seams (:func:`weld`).
 
 Normals are used by :class:`vkdqs.SkinnedMesh` when normals are omitted and by the glTF loader
 for primitives without ``NORMAL``; boxes by the renderer's bounds and framing.
@@ -10,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["transform_box", "transform_boxes", "vertex_normals"]
+__all__ = ["transform_box", "transform_boxes", "vertex_normals", "weld"]
 
 
 def transform_box(box: ArrayLike, matrix: ArrayLike) -> NDArray[np.float64]:
@@ -112,3 +113,48 @@ def _corner_sums(
     flat_idx = tri.reshape(-1)
     flat = contrib.reshape(-1, 3)
     return np.stack([np.bincount(flat_idx, weights=flat[:, c], minlength=n) for c in range(3)], 1)
+
+
+def weld(
+    positions: ArrayLike,
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]:
+    """The distinct positions of a mesh's vertices: what the smoothing deformers (Delta Mush,
+    Direct Delta Mush) smooth over, so that a vertex split at a UV seam or a hard edge (glTF
+    splits them: same position, separate vertices) is one node of the smoothing graph.
+
+    The rule: vertices weld when their positions are *exactly* equal (``-0.0`` equals ``0.0``);
+    no tolerance. A file's split copies are bit-identical (one position written twice), while a
+    tolerance would also join vertices that are distinct on purpose (lips or eyelids closed at
+    bind time, the two sides of a cut) and would depend on the mesh's scale.
+
+    Parameters
+    ----------
+    positions : array_like, [N, 3]
+
+    Returns
+    -------
+    unique : ndarray of float64, [M, 3]
+        One position per node, in the order of each node's first vertex (so a mesh with no
+        repeated position gives ``unique == positions`` and ``inverse == arange(N)``).
+    inverse : ndarray of int64, [N]
+        Each vertex's node: ``unique[inverse] == positions``.
+    first : ndarray of int64, [M]
+        Each node's first vertex (the lowest index): ``unique == positions[first]``.
+    """
+    p = np.asarray(positions, dtype=np.float64).reshape(-1, 3) + 0.0  # -0.0 -> 0.0
+    n = len(p)
+    if n == 0:
+        return p.copy(), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.lexsort((p[:, 2], p[:, 1], p[:, 0]))  # stable: equal rows keep index order
+    srt = p[order]
+    new = np.ones(n, bool)
+    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+    group = np.cumsum(new) - 1  # node of each sorted row, in sorted order
+    first = order[new]  # each sorted node's lowest index
+    rank = np.empty(len(first), np.int64)
+    by_first = np.argsort(first, kind="stable")
+    rank[by_first] = np.arange(len(first))
+    inverse = np.empty(n, np.int64)
+    inverse[order] = rank[group]
+    first = first[by_first]
+    return p[first], inverse, first.astype(np.int64)

@@ -1100,12 +1100,15 @@ DELTA_MUSH_NORMALS = 2
 #: Its read-only texel buffers (binding, format): per vertex (first overflow neighbour texel,
 #: degree, first corner texel, corner count); the neighbours, 2 texels a vertex (7 and a meta
 #: word) then the overflow, 4 a texel; the corners, 2 a texel (each the next and previous vertex
-#: of its triangle); per vertex its offset in its frame (vkdqs.delta_mush_passes.topology_arrays).
+#: of its triangle); per vertex its offset in its frame (vkdqs.delta_mush_passes.topology_arrays);
+#: the normals pass's own triangles (binding 8: per vertex first corner texel and count, then
+#: the corners; the frames' lists are a welded mesh's, vkdqs.delta_mush_passes.output_corners).
 DELTA_MUSH_TEXELS = (
     (0, Format.R32G32B32A32_UINT),
     (1, Format.R32G32B32A32_UINT),
     (2, Format.R32G32B32A32_UINT),
     (3, Format.R32G32B32A32_SFLOAT),
+    (8, Format.R32G32B32A32_UINT),
 )
 #: delta_mush.comp: the first pass reads the skinned positions from the Skinner's r32f output
 #: (a storage texel buffer, when DELTA_MUSH_FROM_OUT_ID is true); the last writes the result there

@@ -25,6 +25,10 @@
 // (next - p) x (prev - p), without atomics: a fan's neighbours are in fan order, its triangles
 // (v, ring[i], ring[i + 1]), so its normal comes from the neighbours it loads anyway; the other
 // vertices read their corners (topology.zw: first corner texel, count; 2 a texel).
+// Seams: the neighbours, the frame neighbour, the fans and the corners are those of the welded
+// mesh (vertices at the same position are one node, vkdqs.delta_mush.delta_mush_bind), so a
+// seam's copies get the same smoothed positions and frames; PASS 2's normals are each vertex's
+// own triangles' (out_corners), the frame normal's where the vertex is alone at its position.
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 9) const int PASS = 0;
@@ -42,6 +46,8 @@ layout(set = 0, binding = 4, r32f) uniform readonly imageBuffer src_out;
 layout(set = 0, binding = 5, r32f) uniform writeonly imageBuffer dst_out;
 layout(set = 0, binding = 6) uniform samplerBuffer src;                   // rgba32f scratch
 layout(set = 0, binding = 7, rgba32f) uniform writeonly imageBuffer dst;  // rgba32f scratch
+// the normals pass's own triangles: per vertex (first corner texel, count | SAME), then corners
+layout(set = 0, binding = 8) uniform usamplerBuffer out_corners; // rgba32ui
 
 layout(push_constant) uniform PushConstants {
     uint vertex_count;  // the vertices of this dispatch (OVERFLOW: listed)
@@ -54,6 +60,7 @@ layout(push_constant) uniform PushConstants {
 
 const uint FAN = 0x80000000u;  // meta bit: v is the centre of one closed fan
 const uint FIXED = 7u;         // neighbours in the two fixed texels
+const uint SAME = 0x80000000u; // out_corners count bit: the output normal is the frame normal
 // vkdqs/delta_mush.py's TANGENT_EPS squared and TINY
 const float TANGENT_EPS2 = 1e-10;
 const float TINY = 1e-30;
@@ -159,6 +166,20 @@ void main() {
         store(v, p + d.x * t + d.y * cross(n, t) + d.z * n);
     } else {
         store_out(pc.dst_base, v, p);
-        store_out(pc.normal_base, v, area_normal(v, p, a, b));
+        uvec4 own = texelFetch(out_corners, int(v));
+        vec3 nrm;
+        if ((own.y & SAME) != 0u) {
+            nrm = area_normal(v, p, a, b);
+        } else {  // a seam's copy: its own triangles (the frame's are the welded node's)
+            vec3 acc = vec3(0.0);
+            for (uint k = own.x; k < own.x + (own.y + 1u) / 2u; ++k) {
+                uvec4 c = texelFetch(out_corners, int(k));
+                acc += cross(load(c.x) - p, load(c.y) - p);
+                acc += cross(load(c.z) - p, load(c.w) - p);
+            }
+            float len = length(acc);
+            nrm = len > 1e-12 ? acc / len : vec3(0.0, 0.0, 1.0);
+        }
+        store_out(pc.normal_base, v, nrm);
     }
 }
