@@ -19,9 +19,7 @@ from vkdqs import methods as registry
 from vkdqs.ddm_gpu import mesh_ddm
 from vkdqs.errors import InputError
 from vkdqs.procedural import bend_pose, bone_chain_pose, candy_wrapper, tube, twist_pose
-from vkdqs.renderer import Renderer
 from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
 
 POSITION_TOL = 2e-5  # of the extent
 NORMAL_TOL = 1e-4
@@ -183,11 +181,8 @@ def test_ddm_refusals(device):
         Skinner(
             device, tube(300, bone_count=12, influences=4), bone_count=12, method="ddm", ddm=wide
         )
-    # the renderer and crowds draw with the vertex shader
-    with OffscreenTarget(device, 8, 8) as target, Renderer(device, target) as renderer:
-        rm = renderer.add_mesh(mesh)
-        with pytest.raises(InputError, match="DDM runs on the compute path only"):
-            renderer.add_instance(rm, bone_count=bones, method="ddm", ddm=ddm)
+    # crowds draw with the vertex shader; the renderer draws its instances by "compute, then
+    # draw" (tests/test_draw_compute.py)
     assert DDM.check(np.tile(np.eye(4), (2, 1, 1)), crowd=True) == "DDM does not draw crowds"
 
 

@@ -128,6 +128,8 @@ class SceneBoxes:
         bones, weights = inst._bones, inst._morph_weights
         if inst.method == UNSKINNED or bones is None:
             return self._rest_box(inst, exact=True)
+        if inst._skinner is not None:  # "compute, then draw": the box of the vertices drawn
+            return inst._skin_now()[3].copy()
         skinner = self.skinner(inst.mesh, inst.method, inst.bone_count, inst.rest_matrices)
         return skinner.bounds(bones, weights).astype(np.float64)
 
@@ -152,7 +154,7 @@ class SceneBoxes:
                 out[k], kinds[k] = cached[2], cached[3]  # not posed since: the same box
                 continue
             bones = inst._bones
-            rule = None if inst.method == UNSKINNED else methods.get(inst.variant).box_rule
+            rule = None if inst.method == UNSKINNED else methods.get(inst.pose.variant).box_rule
             if inst.method == UNSKINNED or bones is None:
                 self._keep(inst, out, kinds, k, self._rest_box(inst, exact=False), REST)
             elif rule is None:

@@ -21,7 +21,7 @@ from .gpu import Buffer, BufferWrite, DescriptorPool, ImageWrite, texel_buffer, 
 from .gpu.calls import vk
 from .material import Material
 from .mesh import SkinnedMesh
-from .skinner import morph_blocks, morph_packing
+from .skinner import Skinner, morph_blocks, morph_packing
 
 if TYPE_CHECKING:
     from .renderer import Renderer
@@ -193,6 +193,15 @@ class Instance:
     #: the pose as given to set_pose (a copy) and its morph weights, for :attr:`bounds`
     _bones: np.ndarray | None = field(default=None, repr=False)
     _morph_weights: np.ndarray | None = field(default=None, repr=False)
+    #: ``(pose, bones, morph weights)`` as set together by set_pose (read once per frame)
+    _posed: tuple | None = field(default=None, repr=False)
+    #: a method drawn by "compute, then draw" (:attr:`SkinningMethod.drawn_by_compute`): the
+    #: compute Skinner that skins its poses (the renderer's, closed with the instance)
+    _skinner: Skinner | None = field(default=None, repr=False)
+    #: ``(pose, positions rows, normals rows, box)`` of the last pose the Skinner skinned
+    _skinned: tuple | None = field(default=None, repr=False)
+    #: per frame slot, ``[positions Buffer, normals Buffer, the pose they hold]``
+    _posed_buffers: dict = field(default_factory=dict, repr=False)
 
     @property
     def bounds(self) -> np.ndarray:
@@ -214,8 +223,37 @@ class Instance:
     @property
     def variant(self) -> str:
         """The method whose shaders draw the current pose (a "dqs" pose with scale: "dqs_scale";
-        :data:`UNSKINNED` for unskinned instances)."""
-        return UNSKINNED if self.method == UNSKINNED else self.pose.variant
+        :data:`UNSKINNED` for unskinned instances and for methods drawn by "compute, then
+        draw", whose posed vertices are drawn unskinned)."""
+        if self.method == UNSKINNED or self.computed:
+            return UNSKINNED
+        return self.pose.variant
+
+    @property
+    def computed(self) -> bool:
+        """Drawn by "compute, then draw": its method has no vertex shader variants, so the
+        renderer's compute Skinner skins each new pose and the posed vertices are drawn
+        unskinned (:attr:`vkdqs.methods.SkinningMethod.drawn_by_compute`)."""
+        return self.method != UNSKINNED and methods.get(self.method).drawn_by_compute
+
+    def _skin_now(self) -> tuple:
+        """``(pose, positions rows (N, 4), normals rows (N, 4), box (2, 3))`` of the current
+        pose of a computed instance, skinned on the GPU once per pose (kept until re-posed)."""
+        posed, skinned, skinner = self._posed, self._skinned, self._skinner
+        assert posed is not None and skinner is not None
+        pose, bones, weights = posed
+        if skinned is not None and skinned[0] is pose:
+            return skinned
+        positions, normals, box = skinner.skin(bones, weights, bounds=True)
+        pad = np.zeros((len(positions), 1), np.float32)
+        skinned = (
+            pose,
+            np.ascontiguousarray(np.hstack([positions, pad])),
+            np.ascontiguousarray(np.hstack([normals, pad])),
+            box.astype(np.float64),
+        )
+        self._skinned = skinned
+        return skinned
 
     def set_pose(self, bones: ArrayLike, morph_weights: ArrayLike | None = None) -> None:
         """Validate and store this instance's pose (see :mod:`vkdqs.bones` for the layouts).
@@ -241,6 +279,7 @@ class Instance:
         weights = None if morph_weights is None else np.array(morph_weights, np.float32)
         self.pose, self.morph, self.morph_spec = pose, morph, spec
         self._bones, self._morph_weights = kept, weights
+        self._posed = (pose, kept, weights)
 
     def set_scalar(self, values: ArrayLike | None) -> None:
         """Colour this instance by a per-vertex scalar ``(N,)`` in 0..1 (clipped; NaN shows as

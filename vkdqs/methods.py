@@ -180,9 +180,10 @@ class SkinningMethod:
         Its shaders read the mesh's joints and weights; False where other per-vertex inputs
         stand for them ("ddm": the precomputation's Ω and bones).
     paths : tuple of str
-        Of :data:`PATHS`, the ones its shaders are built for. A method without "vertex" is
-        not drawn by the renderer or crowds (:meth:`check_path` says why), and is not
-        ``shown``.
+        Of :data:`PATHS`, the ones its shaders are built for. A method without "vertex" does
+        not draw crowds (:meth:`check_path` says why); the renderer draws its instances by
+        "compute, then draw" (:attr:`drawn_by_compute`: a compute Skinner skins each new pose,
+        the renderer draws the posed vertices unskinned).
     scale, reflection, collapse : bool
         Whether it takes joint matrices with scale or shear, mirrored ones, singular ones.
     crowds : bool
@@ -369,17 +370,25 @@ class SkinningMethod:
             return f"{self.label} needs each bone's rest frame (invertible inverse bind matrices)"
         return None
 
+    @property
+    def drawn_by_compute(self) -> bool:
+        """Whether the renderer draws its instances by "compute, then draw": it has no vertex
+        shader variants, so a compute Skinner the renderer keeps per instance skins each new
+        pose and the renderer draws the posed positions and normals with its unskinned
+        pipeline (crowds refuse it: :meth:`check_path`)."""
+        return "vertex" not in self.paths
+
     def check_path(self, path: str) -> str | None:
-        """Why its shaders cannot run on ``path`` (of :data:`PATHS`; "vertex" is also what the
-        renderer draws with), or None when they can."""
+        """Why its shaders cannot run on ``path`` (of :data:`PATHS`; "vertex" is also what
+        crowds draw with), or None when they can."""
         if path in self.paths:
             return None
         lacks = [VERTEX_LACKS[n] for n in sorted(self.needs) if n in VERTEX_LACKS]
         what = f" ({'; '.join(lacks)})" if lacks else ""
         return (
             f"{self.label} runs on the {' and '.join(self.paths)} path only{what}, not "
-            f"path={path!r}: the renderer and crowds draw with the vertex shader; skin it with "
-            "Skinner(path='compute') or bake it"
+            f"path={path!r}: crowds draw with the vertex shader; skin it with "
+            "Skinner(path='compute'), draw it as a Renderer instance, or bake it"
         )
 
     # -- what else it needs -----------------------------------------------------------------

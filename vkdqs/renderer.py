@@ -77,7 +77,7 @@ from .gpu.interrupts import deferred_interrupts
 from .material import Material
 from .mesh import SkinnedMesh
 from .overlay_pass import OverlayPass, check_overlay
-from .skinner import check_layout
+from .skinner import Skinner, check_layout
 from .targets import RenderTarget
 
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
@@ -309,6 +309,9 @@ class Renderer(ResourceOwner):
         """Destroy the renderer's Vulkan objects (not the target's). Safe to call twice."""
         with self._lock:
             self._boxes.close()
+            for inst in self.instances:
+                if inst._skinner is not None:
+                    inst._skinner.close()
             super().close()
             self._commands.clear()
             self._pipelines.clear()
@@ -431,11 +434,17 @@ class Renderer(ResourceOwner):
         ``method="cor"`` skins about the mesh's centers of rotation: ``centers`` ((N, 3)), or
         those of an earlier "cor" instance of the mesh, or computed now on the renderer's device
         (:func:`vkdqs.centers_of_rotation`). ``method="dqs_blender"`` needs ``rest_matrices``
-        ((B, 4, 4), see :class:`vkdqs.Skinner`) and poses of (B, 4, 4) matrices. A method
-        whose shaders run on the compute path only (``"ddm"``: Direct Delta Mush and its
-        ``ddm`` precomputation; ``"delta_mush"``: classic Delta Mush's compute passes and its
-        ``delta_mush`` bind) is refused, saying so
-        (:meth:`vkdqs.methods.SkinningMethod.check_path`).
+        ((B, 4, 4), see :class:`vkdqs.Skinner`) and poses of (B, 4, 4) matrices.
+
+        A method whose shaders run on the compute path only (``"ddm"``: Direct Delta Mush and
+        its ``ddm`` precomputation; ``"delta_mush"``, ``"delta_mush_dqs"``: classic Delta
+        Mush's compute passes and its ``delta_mush`` bind; either computed by the Skinner when
+        not given, and kept on the mesh) is drawn by "compute, then draw"
+        (:attr:`vkdqs.methods.SkinningMethod.drawn_by_compute`): the renderer keeps a compute
+        :class:`vkdqs.Skinner` for the instance (closed when the instance is removed or the
+        renderer closed), skins each new pose with it and draws the posed positions and normals
+        with its unskinned pipeline. The posed vertices go through the host: skinned and read
+        back once per pose, written into the instance's vertex buffers of each frame slot.
         """
         with self._lock:
             self._check_open()
@@ -445,9 +454,6 @@ class Renderer(ResourceOwner):
                 raise InputError(f"bone_count must be an int, got {bone_count!r}")
             mesh.mesh.check_joints(bone_count)
             given, rest = None, None
-            why = None if skinning is None else skinning.check_path("vertex")
-            if why:
-                raise InputError(why)
             if skinning is not None:
                 given, rest = skinning.check_inputs(
                     mesh.mesh,
@@ -481,8 +487,20 @@ class Renderer(ResourceOwner):
             if c.shape not in ((3,), (4,)) or not np.isfinite(c).all():
                 raise InputError(f"color must have 3 or 4 finite components, got {color!r}")
             inst.color = np.r_[c, 1.0] if c.shape == (3,) else c
-            if skinning is not None:
+            if skinning is not None and not inst.computed:
                 self._ensure_aux(mesh, skinning, bone_count, given)
+            if inst.computed:  # "compute, then draw": the Skinner that poses it, made last
+                inst._skinner = Skinner(
+                    self.device,
+                    mesh.mesh,
+                    bone_count=bone_count,
+                    method=method,
+                    centers=given,
+                    rest_matrices=rest,
+                    layout=mesh.layout,
+                    ddm=ddm,  # type: ignore[arg-type]  # checked by check_inputs
+                    delta_mush=delta_mush,  # type: ignore[arg-type]
+                )
             self.instances.append(inst)
             self._layout_stale = True
             return inst
@@ -499,11 +517,17 @@ class Renderer(ResourceOwner):
             self.instances = [i for i in self.instances if i is not inst]
             self._layout_stale = True
             self._boxes.forget(inst)
-            if inst._scalar_buffers:
+            if inst._scalar_buffers or inst._posed_buffers:
                 self.device.wait_idle()  # frames in flight may read them
                 for buf in inst._scalar_buffers.values():
                     self.release(buf)
+                for entry in inst._posed_buffers.values():
+                    self.release(entry[0])
+                    self.release(entry[1])
                 inst._scalar_buffers.clear()
+                inst._posed_buffers.clear()
+            if inst._skinner is not None:
+                inst._skinner.close()
 
     def add_crowd(
         self,
@@ -610,7 +634,7 @@ class Renderer(ResourceOwner):
                 raise InputError("posed_boxes(): that instance is not drawn by this renderer")
             if inst.method == UNSKINNED:
                 raise InputError("posed_boxes(): the instance is not skinned (method 'none')")
-            skinner = self._boxes.skinner(
+            skinner = inst._skinner or self._boxes.skinner(
                 inst.mesh, inst.method, inst.bone_count, inst.rest_matrices
             )
             return skinner.bounds_many(bones, morph_weights).astype(np.float64)
@@ -747,6 +771,9 @@ class Renderer(ResourceOwner):
     def _pipeline(self, inst: Instance, material: Material) -> Any:
         variant = inst.variant
         slots = inst.mesh.mesh.slots if variant != UNSKINNED else 4
+        # a computed instance's posed rows are float32 (its Skinner applied the morphs)
+        layout = "exact" if inst.computed else inst.mesh.layout
+        morph_spec = 0 if inst.computed else inst.morph_spec
         wire = self.wireframe and self.device.info.fill_mode_non_solid
         surface = inst.mesh.surface_buffers
         textured, colored = material.texture is not None, "colors" in surface
@@ -754,14 +781,14 @@ class Renderer(ResourceOwner):
         # interpolates every declared fragment input); the vertex buffers bound for them are
         # past the plain variants' inputs, so one binding serves both
         uses = textured or colored or inst.scalar is not None
-        inputs = si.render_inputs(slots, variant, uses, inst.mesh.layout)
+        inputs = si.render_inputs(slots, variant, uses, layout)
         desc = GraphicsPipelineDesc(
             vertex_shader=si.variant_name("render", variant, slots, uses),
             fragment_shader=si.variant_name("fragment", UNSKINNED, surface=uses),
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
             spec=(
                 (si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),
-                (si.MORPH_TARGETS_ID, inst.morph_spec),
+                (si.MORPH_TARGETS_ID, morph_spec),
             ),
             fragment_spec=si.fragment_spec(textured, colored, material.cutoff >= 0.0),
             wireframe=wire,
@@ -810,8 +837,9 @@ class Renderer(ResourceOwner):
         blocks["normal_matrix"] = np.swapaxes(normal, 1, 2)
         blocks["base_color"] = np.stack([inst.color for inst in self.instances])
         if self.debug_bone is not None:
-            # the heat map shows skinned instances only; rigid ("none") parts stay shaded
-            rigid = np.array([inst.method == UNSKINNED for inst in self.instances], dtype=bool)
+            # the heat map shows skinned instances only; rigid ("none") parts stay shaded, and
+            # so do instances drawn by "compute, then draw" (their unskinned shaders)
+            rigid = np.array([inst.variant == UNSKINNED for inst in self.instances], dtype=bool)
             blocks["debug"][rigid] = (0, -1, 0, 0)
         scalar = np.array([inst.scalar is not None for inst in self.instances], dtype=bool)
         if self.debug_bone is not None:  # the bone heat map (B) takes over skinned instances
@@ -835,6 +863,8 @@ class Renderer(ResourceOwner):
             if pose.scales is not None:
                 uniforms.write(pose.scales, slot.scales_at)
             uniforms.write(blocks[i : i + 1], slot.block_at)
+            if inst.computed and inst.visible:
+                self._write_posed(inst, frame)
             rows = inst.scalar
             if rows is not None:
                 buf = inst._scalar_buffers.get(frame.index)
@@ -844,6 +874,26 @@ class Renderer(ResourceOwner):
                     buf = self.own(Buffer(self.device, rows.nbytes, usage, label=label))
                     inst._scalar_buffers[frame.index] = buf
                 buf.write(rows)
+
+    def _write_posed(self, inst: Instance, frame: _Frame) -> None:
+        """Skin a computed instance's pose (once per pose, on the GPU) and write its positions
+        and normals into the vertex buffers of ``frame`` (whose fence has signalled), unless
+        they hold that pose already."""
+        pose, positions, normals, _ = inst._skin_now()
+        entry = inst._posed_buffers.get(frame.index)
+        if entry is None:
+            usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
+            label = f"{inst.mesh.label} {inst.method} posed"
+            entry = [
+                self.own(Buffer(self.device, positions.nbytes, usage, label=f"{label} positions")),
+                self.own(Buffer(self.device, normals.nbytes, usage, label=f"{label} normals")),
+                None,
+            ]
+            inst._posed_buffers[frame.index] = entry
+        if entry[2] is not pose:
+            entry[0].write(positions)
+            entry[1].write(normals)
+            entry[2] = pose
 
     def _state_key(self) -> tuple:
         w, h = self.target.extent
@@ -912,7 +962,11 @@ class Renderer(ResourceOwner):
                 continue
             rm = inst.mesh
             buffers = [b.handle for b in rm.vertex_buffers]
-            if inst.variant == UNSKINNED:
+            if inst.computed:
+                # its posed rows; the unread joints and weights inputs read the positions
+                positions, normals, _ = inst._posed_buffers[frame.index]
+                buffers = [positions.handle, normals.handle, positions.handle, positions.handle]
+            elif inst.variant == UNSKINNED:
                 buffers = buffers[: len(si.mesh_inputs(4))]
             elif si.has_aux(inst.variant):
                 assert rm.aux_buffer is not None

@@ -1,0 +1,122 @@
+"""Methods without vertex shaders ("ddm", "delta_mush", "delta_mush_dqs") drawn by "compute,
+then draw": the renderer's compute Skinner skins each new pose and the posed vertices are drawn
+with the unskinned pipeline. The image is the unskinned image of the Skinner's own vertices."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vkdqs import InputError, SkinnedMesh, methods, procedural
+from vkdqs.renderer import Renderer
+from vkdqs.skinner import Skinner
+from vkdqs.targets import OffscreenTarget
+
+from .imaging import CLEAR, covered
+
+W, H = 160, 120
+COMPUTED = ("ddm", "delta_mush", "delta_mush_dqs")
+
+
+def _posed_mesh(mesh, positions, normals):
+    """``mesh`` with ``positions`` and ``normals`` as its rest vertices (drawn unskinned)."""
+    return SkinnedMesh(positions, normals, mesh.joints, mesh.weights, indices=mesh.indices)
+
+
+def _pose(angle):
+    return procedural.twist_pose(angle) @ procedural.bend_pose(angle / 3.0)
+
+
+def test_the_registry_says_the_renderer_draws_them():
+    for name in COMPUTED:
+        m = methods.get(name)
+        assert m.drawn_by_compute and "vertex" not in m.paths
+        assert m.check_path("vertex") is not None  # crowds still refuse them
+    assert not any(m.drawn_by_compute for m in methods.METHODS.values() if m.name not in COMPUTED)
+
+
+@pytest.mark.parametrize("method", COMPUTED)
+def test_image_is_the_unskinned_image_of_the_skinners_vertices(device, method):
+    mesh = procedural.candy_wrapper()
+    model = np.eye(4)
+    model[:3, 3] = (0.25, -0.1, 0.0)
+    with (
+        OffscreenTarget(device, W, H) as target,
+        Renderer(device, target, clear_color=CLEAR) as renderer,
+        Skinner(device, mesh, bone_count=2, method=method) as skinner,
+    ):
+        rm = renderer.add_mesh(mesh)
+        inst = renderer.add_instance(rm, bone_count=2, method=method, model=model)
+        assert inst.variant == "none" and inst.computed
+        poses = [_pose(120.0), _pose(60.0), _pose(150.0)]
+        inst.set_pose(poses[0])
+        renderer.frame_scene()
+        images = []
+        for pose in (*poses, poses[0]):  # re-posed each frame: both frame slots rewritten
+            inst.set_pose(pose)
+            images.append(renderer.render_image())
+        assert (images[0] != images[1]).any() and (images[0] == images[3]).all()
+        inst.visible = False
+        for k, pose in enumerate((*poses, poses[0])):
+            positions, normals = skinner.skin(pose)
+            # the instance's box is exactly the skinned vertices', moved by the model
+            if k < len(poses):
+                inst.set_pose(pose)
+                want = np.stack([positions.min(axis=0), positions.max(axis=0)]) + model[:3, 3]
+                np.testing.assert_array_equal(inst.bounds, want)
+            other = renderer.add_mesh(_posed_mesh(mesh, positions, normals))
+            plain = renderer.add_instance(other, bone_count=2, method="none", model=model)
+            want_image = renderer.render_image()
+            assert covered(want_image).sum() > 500
+            np.testing.assert_array_equal(images[k], want_image)
+            renderer.remove_instance(plain)
+
+
+def test_given_data_is_used_and_morphs_are_skinned(device):
+    """A given ``ddm`` precomputation is the one drawn; morph weights go to the Skinner."""
+    mesh = procedural.candy_wrapper()
+    ddm = __import__("vkdqs").direct_delta_mush(mesh, bone_count=2, iterations=3, device=device)
+    with (
+        OffscreenTarget(device, W, H) as target,
+        Renderer(device, target, clear_color=CLEAR) as renderer,
+        Skinner(device, mesh, bone_count=2, method="ddm", ddm=ddm) as skinner,
+    ):
+        rm = renderer.add_mesh(mesh)
+        inst = renderer.add_instance(rm, bone_count=2, method="ddm", ddm=ddm, bones=_pose(90.0))
+        assert inst._skinner.ddm is ddm
+        renderer.frame_scene()
+        got = renderer.render_image()
+        positions, normals = skinner.skin(_pose(90.0))
+        np.testing.assert_array_equal(
+            inst.bounds, np.stack([positions.min(axis=0), positions.max(axis=0)])
+        )
+        inst.visible = False
+        renderer.add_instance(
+            renderer.add_mesh(_posed_mesh(mesh, positions, normals)), bone_count=2, method="none"
+        )
+        np.testing.assert_array_equal(got, renderer.render_image())
+
+
+def test_the_renderer_owns_and_closes_their_skinners(device):
+    mesh = procedural.candy_wrapper()
+    with OffscreenTarget(device, 32, 32) as target:
+        renderer = Renderer(device, target)
+        rm = renderer.add_mesh(mesh)
+        a = renderer.add_instance(rm, bone_count=2, method="delta_mush")
+        b = renderer.add_instance(rm, bone_count=2, method="delta_mush_dqs")
+        renderer.render_image()
+        sa, sb = a._skinner, b._skinner
+        assert sa is not None and sb is not None and not sa.closed and not sb.closed
+        renderer.remove_instance(a)
+        assert sa.closed and not sb.closed and not a._posed_buffers
+        renderer.render_image()
+        renderer.close()
+        assert sb.closed
+        # crowds still draw with the vertex shader only
+    with OffscreenTarget(device, 8, 8) as target, Renderer(device, target) as renderer:
+        rm = renderer.add_mesh(mesh)
+        clip = __import__("vkdqs").AnimationClip(np.tile(np.eye(4), (2, 2, 1, 1)), 10.0)
+        with pytest.raises(InputError, match="Delta Mush runs on the compute path only"):
+            renderer.add_crowd(rm, clip, count=2, method="delta_mush")
+        with pytest.raises(InputError, match="DDM"):
+            renderer.add_crowd(rm, clip, count=2, method="ddm")
