@@ -31,12 +31,15 @@ def test_demo_prints_the_table(device, capsys):
     rows = [line for line in out.splitlines() if line.strip().startswith(("0 |", "85 |", "170 |"))]
     assert len(rows) == 3
     methods = tuple(m.name for m in registry.shown())  # the columns, left to right
-    assert methods[:2] == ("lbs", "dqs") and {"cor", "blend", "dqs_blender"} <= set(methods)
+    assert methods[:2] == ("lbs", "dqs")
+    assert {"cor", "blend", "dqs_blender", "ddm"} <= set(methods)
     radius = dict(zip(methods, map(float, rows[2].split("|")[1].split()), strict=True))
     volume = dict(zip(methods, map(float, rows[2].split("|")[2].split()), strict=True))
     assert radius["dqs"] >= 0.95 and radius["lbs"] <= 0.2
     assert radius["cor"] >= 0.95 and radius["lbs"] < radius["blend"] < radius["dqs"]
     assert abs(radius["dqs_blender"] - radius["dqs"]) < 1e-3  # equal on rigid bones
+    # DDM smooths the twist: thicker than LBS, far thinner than DQS (its column prints 0.347)
+    assert radius["lbs"] < radius["ddm"] < 0.5
     # 170 degrees: LBS loses a quarter of the volume; DQS and CoR keep it
     assert abs(volume["dqs"] - 1) < 0.01 and abs(volume["cor"] - 1) < 0.01
     assert volume["lbs"] < 0.8 and volume["lbs"] < volume["blend"] < volume["dqs"]

@@ -153,12 +153,13 @@ def test_info_names_the_methods_each_skin_suits(tmp_path, capsys):
     assert cli.main(["info", str(rigid)]) == 0
     out = capsys.readouterr().out
     assert (
-        "skin 0 'chain': 8 joints, max 4 influences; methods lbs, dqs, blend, cor, dqs_blender"
+        "skin 0 'chain': 8 joints, max 4 influences; methods lbs, dqs, blend, cor, dqs_blender, ddm"
         in out
     )
     assert cli.main(["info", "--json", str(scaled)]) == 0
     skins = json.loads(capsys.readouterr().out)["skins"]
-    # blend and cor refuse scaled joint matrices; DQS runs two-phase; dqs_blender takes them
+    # blend, cor and ddm refuse scaled joint matrices; DQS runs two-phase; dqs_blender takes
+    # them
     assert [s["methods"] for s in skins] == [["lbs", "dqs", "dqs_blender"]] * 2
 
 

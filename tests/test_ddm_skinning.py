@@ -216,8 +216,8 @@ def test_a_model_file_computes_its_ddm_once_and_bakes_with_it(tmp_path, device):
 
 def test_the_command_line_bakes_ddm_and_refuses_what_cannot_show_it(tmp_path, capsys):
     """``info`` names DDM among the methods a bake also takes; ``bake --method ddm`` writes its
-    frames; ``export`` (UsdSkel has no DDM) points to bake; ``render`` says the renderer draws
-    with the vertex shader, which DDM has no variant of."""
+    frames; ``export`` (UsdSkel has no DDM) points to bake; ``render`` draws it ("compute, then
+    draw")."""
     from vkdqs.app import cli
 
     from .gltf_fixtures import make_rig
@@ -225,13 +225,16 @@ def test_the_command_line_bakes_ddm_and_refuses_what_cannot_show_it(tmp_path, ca
     model = tmp_path / "rigid.glb"
     make_rig(scaled=False).save(model)
     assert cli.main(["info", str(model)]) == 0
-    assert "; bake also dqs_scale, ddm" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "methods lbs, dqs, blend, cor, dqs_blender, ddm;" in out
+    assert "; bake also dqs_scale, delta_mush, delta_mush_dqs" in out
     out = tmp_path / "frames.glb"
     assert cli.main(["bake", str(model), "--method", "ddm", "--out", str(out), "--fps", "4"]) == 0
     assert "ddm)" in capsys.readouterr().out and out.stat().st_size > 0
     usd = tmp_path / "rig.usda"
     assert cli.main(["export", str(model), "--method", "ddm", "--out", str(usd)]) == 1
     assert "vkdqs bake MODEL --method ddm" in capsys.readouterr().err and not usd.exists()
-    with pytest.raises(SystemExit):
-        cli.main(["render", str(model), "--method", "ddm", "--out", str(tmp_path / "x.png")])
-    assert "DDM runs on the compute path only" in capsys.readouterr().err
+    png = tmp_path / "x.png"
+    args = ["render", str(model), "--method", "ddm", "--out", str(png), "--size", "80x60"]
+    assert cli.main([*args, "--samples", "1"]) == 0
+    assert "DDM" in capsys.readouterr().out and png.stat().st_size > 0

@@ -175,13 +175,13 @@ def test_a_model_file_bakes_delta_mush_with_the_default_bind(tmp_path, device):
 def test_the_command_line_bakes_delta_mush_and_refuses_what_cannot_show_it(tmp_path, capsys):
     """``info`` names it among the methods a bake also takes; ``bake --method delta_mush``
     writes its frames; ``export`` (UsdSkel has no Delta Mush) points to bake; ``render`` says
-    the renderer draws with the vertex shader."""
+    Delta Mush is not shown in scenes, naming what draws it."""
     from vkdqs.app import cli
 
     model = tmp_path / "rigid.glb"
     make_rig(scaled=False).save(model)
     assert cli.main(["info", str(model)]) == 0
-    assert "; bake also dqs_scale, ddm, delta_mush, delta_mush_dqs" in capsys.readouterr().out
+    assert "; bake also dqs_scale, delta_mush, delta_mush_dqs" in capsys.readouterr().out
     out = tmp_path / "frames.glb"
     args = ["bake", str(model), "--method", "delta_mush", "--out", str(out), "--fps", "4"]
     assert cli.main(args) == 0
@@ -193,7 +193,8 @@ def test_the_command_line_bakes_delta_mush_and_refuses_what_cannot_show_it(tmp_p
     assert "vkdqs bake MODEL --method delta_mush" in err and not usd.exists()
     with pytest.raises(SystemExit):
         cli.main(["render", str(model), "--method", "delta_mush", "--out", str(tmp_path / "x.png")])
-    assert "Delta Mush runs on the compute path only" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Delta Mush is not shown in scenes; Renderer.add_instance(method='delta_mush')" in err
 
 
 def test_a_batch_bakes_delta_mush_as_a_single_bake(tmp_path, device):

@@ -97,6 +97,27 @@ def test_given_data_is_used_and_morphs_are_skinned(device):
         np.testing.assert_array_equal(got, renderer.render_image())
 
 
+@pytest.mark.parametrize("method", COMPUTED)
+def test_culling_uses_the_exact_box_of_the_vertices_drawn(device, method):
+    """No bone-box rule covers the mushes' compute passes: culling takes the exact box."""
+    mesh = procedural.candy_wrapper()
+    with (
+        OffscreenTarget(device, W, H) as target,
+        Renderer(device, target, clear_color=CLEAR, cull_instances=True) as renderer,
+    ):
+        rm = renderer.add_mesh(mesh)
+        inst = renderer.add_instance(rm, bone_count=2, method=method, bones=_pose(120.0))
+        renderer.frame_scene()
+        img = renderer.render_image()
+        assert covered(img).sum() > 500
+        assert renderer.stats.instances_drawn == 1 and set(renderer.stats.boxes) == {"exact"}
+        far = np.eye(4)
+        far[:3, 3] = (1000.0, 0.0, 0.0)
+        inst.set_model(far)
+        renderer.render_image()
+        assert renderer.stats.instances_culled == 1
+
+
 def test_the_renderer_owns_and_closes_their_skinners(device):
     mesh = procedural.candy_wrapper()
     with OffscreenTarget(device, 32, 32) as target:

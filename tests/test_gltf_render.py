@@ -203,11 +203,12 @@ def test_viewer_plays_a_model(xvfb, rig_files):
         assert viewer.speed == 0.5
         viewer.handle_key(glfw.KEY_1)
         assert viewer.scene.methods == "dqs"
-        viewer.handle_key(glfw.KEY_7)  # all five, reframed: every copy's box in the window
+        viewer.handle_key(glfw.KEY_8)
+        assert viewer.scene.methods == "ddm"
+        viewer.handle_key(glfw.KEY_7)  # all six, reframed: every copy's box in the window
         assert viewer.scene.methods == "all"
-        assert "LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) (left to right)" in (
-            viewer.window_title
-        )
+        title = "LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) | DDM (left to right)"
+        assert title in viewer.window_title
         lo, hi = viewer.scene.shown_bounds()
         px = viewer.renderer.camera.project(np.array([lo, hi]), *viewer.target.extent)
         assert (px >= 0).all() and (px[:, 0] <= W).all() and (px[:, 1] <= H).all(), px

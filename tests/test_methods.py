@@ -224,12 +224,12 @@ def test_cli_render_all_methods(tmp_path, device, capsys):
     out = tmp_path / "all.png"
     args = ["render", "--out", str(out), "--size", "240x120", "--samples", "1", "--method", "all"]
     assert cli.main([*args, "--no-grid", "--no-labels"]) == 0  # the copies alone
-    label = "LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) (left to right), twist 170"
+    label = "LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) | DDM (left to right), twist 170"
     assert label in capsys.readouterr().out
     img = read_png(out)
-    # five cylinders: the image has five separate runs of covered columns
+    # six cylinders: the image has six separate runs of covered columns
     cols = covered(img).any(axis=0).astype(int)
-    assert np.count_nonzero(np.diff(cols) == 1) + cols[0] == 5
+    assert np.count_nonzero(np.diff(cols) == 1) + cols[0] == 6
     with pytest.raises(SystemExit):
         cli.main(["render", "--method", "lbs,nope"])
     assert "unknown 'nope'" in capsys.readouterr().err
@@ -253,4 +253,4 @@ def test_gltf_player_shows_blend(tmp_path, device):
         assert blend and all(i.visible and i.mesh.mesh.dqs_blend is not None for i in blend)
         player.show("all")
         r.render_image()
-        assert all(len(d.instances) == 5 for d in player.draws)
+        assert all(len(d.instances) == 6 for d in player.draws)

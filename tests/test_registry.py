@@ -150,8 +150,10 @@ def test_every_entry_is_complete_and_distinct():
         assert m.bone_stride in (32, 48) and m.crowd_texels in (2, 3, 5)
         assert m.scaled_variant is None or not registry.get(m.scaled_variant).shown
         assert set(m.paths) <= set(registry.PATHS) and "compute" in m.paths, m.name
-        # a method the renderer cannot draw is neither shown nor drawn by crowds
-        assert "vertex" in m.paths or not (m.shown or m.crowds or m.key), m.name
+        # a method without vertex shaders: the renderer draws it by "compute, then draw",
+        # crowds do not draw it
+        assert ("vertex" in m.paths) != m.drawn_by_compute, m.name
+        assert "vertex" in m.paths or not m.crowds, m.name
         # its shaders exist: the skinning kinds of its paths, both slot counts, crowds where it
         # draws them; no others. A method with a base has none of its own: it runs the base's,
         # so it reads the base's blocks, packs and takes poses as the base does
@@ -279,7 +281,7 @@ def test_select_methods_leaves_out_what_all_cannot_show():
     scaled = registry.SkinTraits(scale=True)
     shown, left = registry.select_methods("all", scaled)
     assert shown == ("lbs", "dqs", "dqs_blender")
-    assert set(left) == {"blend", "cor"} and "scale or shear" in left["blend"]
+    assert set(left) == {"blend", "cor", "ddm"} and "scale or shear" in left["blend"]
     with pytest.raises(InputError, match="CoR needs rigid joint matrices"):
         registry.select_methods("lbs,cor", scaled)
     mirrored = registry.SkinTraits(reflection=True)
@@ -300,16 +302,17 @@ def test_info_and_render_all_agree_on_a_scaled_skin(tmp_path, device, capsys):
     assert cli.main(["info", "--json", str(model)]) == 0
     skins = json.loads(capsys.readouterr().out)["skins"]
     suits = skins[0]["methods"]
-    assert suits == ["lbs", "dqs", "dqs_blender"] and set(skins[0]["refused"]) == {"blend", "cor"}
+    assert suits == ["lbs", "dqs", "dqs_blender"]
+    assert set(skins[0]["refused"]) == {"blend", "cor", "ddm"}
     out = tmp_path / "all.png"
     args = ["render", str(model), "--out", str(out), "--method", "all", "--size", "160x90"]
     assert cli.main([*args, "--samples", "1"]) == 0
     captured = capsys.readouterr()
     assert "LBS | DQS | DQS (Blender) (left to right)" in captured.out
-    for method in ("blend", "cor"):
+    for method in ("blend", "cor", "ddm"):
         assert f"left out {method}: " in captured.err
     assert cli.main(["info", str(model)]) == 0
-    assert "; not blend, cor: needs rigid joint matrices" in capsys.readouterr().out
+    assert "; not blend, cor, ddm: needs rigid joint matrices" in capsys.readouterr().out
     # a method named alone that cannot take the skin is an error with the reason
     assert cli.main([*args[:-4], "--method", "cor", "--size", "160x90"]) == 1
     assert "CoR needs rigid joint matrices" in capsys.readouterr().err
@@ -352,6 +355,10 @@ def test_a_bake_takes_every_method_from_the_file(tmp_path, device, method):
 
     part = scene_parts(scene)[0]
     geometry, extra = skinning_inputs(scene, part, method)
+    if "ddm_data" in registry.get(method).needs:  # the one the bake computed, kept on the mesh
+        from vkdqs.ddm_gpu import mesh_ddm
+
+        extra["ddm"] = mesh_ddm(geometry, part.bone_count, device=device)
     if "centers" in registry.get(method).needs:
         from vkdqs import centers_of_rotation
 

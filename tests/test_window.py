@@ -130,6 +130,7 @@ def test_viewer_shows_any_set_of_methods(xvfb, capsys):
             (glfw.KEY_4, "blend", ["blend"]),
             (glfw.KEY_5, "cor", ["cor"]),
             (glfw.KEY_6, "dqs_blender", ["dqs_blender"]),
+            (glfw.KEY_8, "ddm", ["ddm"]),  # drawn by "compute, then draw"
             (glfw.KEY_7, "all", [m.name for m in shown_methods()]),
             (glfw.KEY_1, "dqs", ["dqs"]),
         ):
@@ -139,7 +140,7 @@ def test_viewer_shows_any_set_of_methods(xvfb, capsys):
             viewer.step()
         viewer.handle_key(glfw.KEY_7)
         assert viewer.window_title.startswith(
-            "vkdqs: LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) (left to right), twist"
+            "vkdqs: LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) | DDM (left to right), twist"
         )
         # M walks the cycle forward, shift+M back, and wraps around.
         seen = []
@@ -157,7 +158,7 @@ def test_viewer_shows_any_set_of_methods(xvfb, capsys):
         assert scene.methods == "lbs"
         out = capsys.readouterr().out
         assert "showing: CoR, twist" in out and "showing: LBS, twist" in out
-        # all five drawn: the pixels around each copy's centre (its joint) are not background
+        # all six drawn: the pixels around each copy's centre (its joint) are not background
         viewer.handle_key(glfw.KEY_7)
         scene.set_twist(90.0)
         shot = viewer.screenshot()[..., :3].astype(int)

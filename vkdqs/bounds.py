@@ -154,7 +154,10 @@ class SceneBoxes:
                 out[k], kinds[k] = cached[2], cached[3]  # not posed since: the same box
                 continue
             bones = inst._bones
-            rule = None if inst.method == UNSKINNED else methods.get(inst.pose.variant).box_rule
+            # the rule of the shaders that posed it; "compute, then draw" methods' own (none:
+            # their compute passes may leave their base's bone boxes)
+            variant = inst.method if inst.computed else inst.pose.variant
+            rule = None if inst.method == UNSKINNED else methods.get(variant).box_rule
             if inst.method == UNSKINNED or bones is None:
                 self._keep(inst, out, kinds, k, self._rest_box(inst, exact=False), REST)
             elif rule is None:

@@ -701,7 +701,7 @@ METHODS: Mapping[str, SkinningMethod] = {
             influences=False,
             paths=("compute",),
             crowds=False,
-            shown=False,
+            key="8",
         ),
         SkinningMethod(
             "delta_mush",
@@ -802,7 +802,12 @@ def parse_methods(methods: str) -> tuple[str, ...]:
         why = f"unknown {bad[0]!r}" if bad else "a method repeats"
         if bad and bad[0] in METHODS:  # a method scenes do not show: say why
             hidden = METHODS[bad[0]]
-            why = hidden.check_path("vertex") or f"{hidden.label} is chosen by name only"
+            why = f"{hidden.label} is chosen by name only"
+            if hidden.drawn_by_compute:
+                why = (
+                    f"{hidden.label} is not shown in scenes; Renderer.add_instance("
+                    f"method={hidden.name!r}) draws it, vkdqs bake --method {hidden.name} bakes it"
+                )
         raise InputError(
             f"methods must be one of {', '.join(allowed)}, several joined by commas, "
             f"'both', 'all' or 'diff'; got {methods!r} ({why})"

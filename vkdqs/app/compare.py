@@ -68,12 +68,23 @@ def skin_methods(
 
 
 def reference(
-    method: str, mesh: SkinnedMesh, poses: NDArray, *, centers: NDArray | None = None
+    method: str,
+    mesh: SkinnedMesh,
+    poses: NDArray,
+    *,
+    centers: NDArray | None = None,
+    device: object = None,
 ) -> NDArray[np.float64]:
     """The float64 reference positions ``(P, N, 3)`` of :func:`skin_methods` for one method
-    (the registry's :meth:`~vkdqs.methods.SkinningMethod.reference`)."""
+    (the registry's :meth:`~vkdqs.methods.SkinningMethod.reference`). A method that needs a
+    Direct Delta Mush precomputation takes the one the Skinner skinned with (kept on the mesh
+    by :func:`vkdqs.ddm_gpu.mesh_ddm`; computed on ``device`` if there is none yet)."""
     skinning = registry.get(method)
     extra = _inputs(method, poses.shape[1], centers)
+    if "ddm_data" in skinning.needs:
+        from ..ddm_gpu import mesh_ddm
+
+        extra["ddm"] = mesh_ddm(mesh, poses.shape[1], device=device)  # type: ignore[arg-type]
     return np.stack([skinning.reference(mesh, pose, **extra)[0] for pose in poses])
 
 
