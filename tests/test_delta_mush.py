@@ -207,3 +207,24 @@ def test_bad_meshes_are_refused():
     bind = delta_mush_bind(p, np.array([[0, 1, 2]]))
     with pytest.raises(InputError, match="skinned_positions"):
         delta_mush_reference(bind, np.zeros((4, 3)))
+
+
+def test_a_neighbourhood_the_smoothing_collapses_is_not_mushed():
+    """A lone triangle shrinks to 1e-6 of its size under 10 steps of 0.5: no float32 frame
+    holds that, so its vertices are not mushed (they keep the skinned position), on the
+    reference as on the GPU (tests/test_real_rigs.py's one-triangle part); a mesh whose
+    neighbourhoods keep their size (the candy wrapper) has no such vertex."""
+    from vkdqs import procedural
+    from vkdqs.delta_mush import COLLAPSED, delta_mush_bind, delta_mush_reference
+
+    tri = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    bind = delta_mush_bind(tri, np.array([[0, 1, 2]]))
+    assert (np.diff(bind.offsets) == 0).all() and not bind.deltas.any()
+    moved = tri @ np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]) + 3.0
+    out, _ = delta_mush_reference(bind, moved)
+    np.testing.assert_array_equal(out, moved)
+    # one step less shrinking (a single iteration: 0.25 of the size) is mushed as before
+    bind1 = delta_mush_bind(tri, np.array([[0, 1, 2]]), iterations=1)
+    assert (np.diff(bind1.offsets) == 2).all() and 0.25 > COLLAPSED
+    mesh = procedural.candy_wrapper()
+    assert (np.diff(delta_mush_bind(mesh.positions, mesh.indices).offsets) > 0).all()

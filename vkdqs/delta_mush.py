@@ -63,6 +63,13 @@ DEFAULTS = {"iterations": 10, "step": 0.5}
 TANGENT_EPS = 1e-5
 #: Squared length under which an edge or a projected tangent counts as zero.
 TINY = 1e-30
+#: A vertex whose neighbourhood the bind's smoothing shrinks below this fraction of its rest
+#: size (its farthest neighbour's distance) is not mushed: it keeps its skinned position, as a
+#: vertex without neighbours does. Such a neighbourhood (a small separate part, e.g. a lone
+#: triangle, shrinks by (1 - 1.5 step) ** iterations: 1e-6 at the defaults) has no frame that
+#: float32 can hold: its smoothed edges are below the positions' rounding times 1e5 there, and
+#: the frame's error is the rounding over the smoothed size (6e-8 / 1e-2 of the extent here).
+COLLAPSED = 1e-2
 
 
 @dataclass(frozen=True)
@@ -260,6 +267,26 @@ def _check(positions: ArrayLike, faces: ArrayLike) -> tuple[NDArray, NDArray]:
     return p, tri.astype(np.int64).reshape(-1, 3)
 
 
+def _collapsed(
+    rest: NDArray, smoothed: NDArray, offsets: NDArray[np.int64], neighbours: NDArray[np.int64]
+) -> NDArray[np.bool_]:
+    """The vertices whose farthest neighbour the smoothing brought within :data:`COLLAPSED`
+    of its rest distance (vectorized over the edges)."""
+    n = len(offsets) - 1
+    degree = np.diff(offsets)
+    owner = np.repeat(np.arange(n), degree)
+    rows = np.flatnonzero(degree > 0)
+    before = np.zeros(n)
+    after = np.zeros(n)
+    if len(rows):  # each row's largest edge: rows are contiguous in the CSR order
+        starts = offsets[:-1][rows]
+        d0 = np.linalg.norm(rest[neighbours] - rest[owner], axis=1)
+        d1 = np.linalg.norm(smoothed[neighbours] - smoothed[owner], axis=1)
+        before[rows] = np.maximum.reduceat(d0, starts)
+        after[rows] = np.maximum.reduceat(d1, starts)
+    return (before > 0.0) & (after < COLLAPSED * before)
+
+
 def delta_mush_bind(
     positions: ArrayLike,
     faces: ArrayLike,
@@ -280,7 +307,10 @@ def delta_mush_bind(
     identical smoothed positions and frames (no crack) while the output normals stay each
     copy's own (a hard edge stays hard). Copies skinned apart (different weights) are each
     smoothed from their own position over the shared neighbours: their gap shrinks by
-    ``(1 - step) ** iterations``. ``weld=False`` smooths the triangles as indexed."""
+    ``(1 - step) ** iterations``. ``weld=False`` smooths the triangles as indexed.
+
+    A vertex whose neighbourhood the smoothing shrinks below :data:`COLLAPSED` of its rest size
+    (a small separate part: a lone triangle) is not mushed; it keeps its skinned position."""
     p, tri = _check(positions, faces)
     if isinstance(iterations, bool) or int(iterations) != iterations or iterations < 0:
         raise InputError(f"iterations must be an int >= 0, got {iterations!r}")
@@ -295,6 +325,13 @@ def delta_mush_bind(
     if (canonical != np.arange(n)).any():
         offsets, neighbours = expand_rows(offsets, neighbours, canonical)
     s = smooth(p, offsets, neighbours, int(iterations), float(step))
+    collapsed = _collapsed(p, s, offsets, neighbours)
+    if collapsed.any():  # not mushed: no neighbours, so smoothed = skinned and delta = 0
+        degree = np.diff(offsets)
+        keep = np.repeat(~collapsed, degree)
+        neighbours = neighbours[keep]
+        offsets = np.concatenate([[0], np.cumsum(np.where(collapsed, 0, degree))])
+        s = smooth(p, offsets, neighbours, int(iterations), float(step))
     frame_neighbour = farthest_neighbours(s, offsets, neighbours)
     f = frames(s, tri, frame_neighbour, canonical)
     deltas = np.einsum("nji,nj->ni", f, p - s)  # F^T (p - s)
