@@ -151,8 +151,9 @@ def test_delta_mush_refusals(device):
 
 
 def test_a_model_file_bakes_delta_mush_with_the_default_bind(tmp_path, device):
-    """The bake needs nothing from the user: the Skinner binds the part's geometry (default
-    parameters, kept on it); the frames are the reference's with that bind."""
+    """The bake needs nothing from the user: the model file's entry point binds the part's
+    mesh as its skin places it at rest (default parameters); the frames are the reference's
+    with that bind."""
     from vkdqs.gltf import load_gltf
     from vkdqs.gltf.parts import scene_parts, skin_matrices, skinning_inputs
 
@@ -162,11 +163,16 @@ def test_a_model_file_bakes_delta_mush_with_the_default_bind(tmp_path, device):
     baked = vkdqs.bake(scene, method="delta_mush", fps=4, end=0.5, device=device)
     part = scene_parts(scene)[0]
     geometry, extra = skinning_inputs(scene, part, "delta_mush")
-    assert extra == {}  # the Skinner binds the geometry itself
+    bind = extra["delta_mush"]
+    rest = scene.skinning_matrices(part.skin, None)
+    placed = vkdqs.reference.skin_lbs(
+        geometry.positions, geometry.normals, geometry.joints, geometry.weights, rest
+    )[0]
+    np.testing.assert_array_equal(bind.deltas, delta_mush_bind(placed, geometry.indices).deltas)
     n = geometry.vertex_count
     for k, t in enumerate(baked.times):
         mats = skin_matrices(scene, (part.skin,), scene.node_global_matrices(0, t))[part.skin]
-        want, _ = DM.reference(geometry, mats)
+        want, _ = DM.reference(geometry, mats, delta_mush=bind)
         np.testing.assert_allclose(baked.positions[k, :n], want, atol=2e-5 * geometry.extent)
     lbs = vkdqs.bake(scene, method="lbs", fps=4, end=0.5, device=device)
     assert np.abs(lbs.positions - baked.positions).max() > 1e-4 * geometry.extent
@@ -219,3 +225,23 @@ def test_a_batch_bakes_delta_mush_as_a_single_bake(tmp_path, device):
         assert set(got.files) == set(want.files)
         for k in got.files:
             np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+def test_model_files_bind_the_mesh_as_the_skin_places_it_at_rest(tmp_path, device):
+    """A quantized file stores its mesh divided by 9.2e-5 and scales it back with the joint
+    matrices (gltfpack), and a skin without inverse bind matrices places its mesh by the
+    joints' rest transforms: Delta Mush binds the mesh as the skin places it at rest, so its
+    offsets are in the posed mesh's units, and the quantized file bakes as the plain one."""
+    from vkdqs import bake
+
+    from .gltf_fixtures import make_rig
+
+    make_rig(joint_scale=9.2e-5).save(tmp_path / "quantized.glb")
+    make_rig().save(tmp_path / "plain.glb")
+    for method in ("delta_mush", "delta_mush_dqs"):
+        q = bake(tmp_path / "quantized.glb", method=method, fps=4, device=device)
+        p = bake(tmp_path / "plain.glb", method=method, fps=4, device=device)
+        extent = np.ptp(p.positions, axis=1).max()
+        assert np.isfinite(q.positions).all()
+        # measured: 5.8e-7 (delta_mush), 3.8e-6 (delta_mush_dqs) of the extent
+        np.testing.assert_allclose(q.positions, p.positions, rtol=0, atol=1e-5 * extent)

@@ -136,4 +136,17 @@ def skinning_inputs(
     extra: dict[str, np.ndarray] = {}
     if "rest_matrices" in needs and part.skin is not None:
         extra["rest_matrices"] = np.linalg.inv(scene.skins[part.skin].inverse_bind_matrices)
+    if "delta_mush_data" in needs and part.skin is not None:
+        # Delta Mush binds the rest mesh as the skin places it at rest (its offsets are then in
+        # the units the posed mesh has): for most files that is the mesh as stored, up to a
+        # rigid motion, but a quantized file's joint matrices scale it (gltfpack: 9.2e-5), and
+        # a skin without inverse bind matrices moves it by the joints' rest transforms
+        from ..delta_mush import DEFAULTS, delta_mush_bind
+        from ..reference import skin_lbs
+
+        rest = scene.skinning_matrices(part.skin, None)
+        placed, _ = skin_lbs(
+            geometry.positions, geometry.normals, geometry.joints, geometry.weights, rest
+        )
+        extra["delta_mush"] = delta_mush_bind(placed, geometry.indices, **DEFAULTS)
     return geometry, extra
