@@ -424,14 +424,22 @@ def _jobs(text: str) -> int:
     return value
 
 
-def _bake_out(text: str) -> Path:
-    """``bake --out``: a file name ending in one of the formats vkdqs bakes to."""
-    path = Path(text)
-    if path.suffix.lower() not in _BAKE_FORMATS:
-        raise argparse.ArgumentTypeError(
-            f"the output must end in {', '.join(_BAKE_FORMATS)}, got {text!r}"
-        )
-    return path
+def _output(formats: tuple[str, ...]) -> Callable[[str], Path]:
+    """An ``--out`` type: a file name ending in one of ``formats``."""
+
+    def parse(text: str) -> Path:
+        path = Path(text)
+        if path.suffix.lower() not in formats:
+            raise argparse.ArgumentTypeError(
+                f"the output must end in {', '.join(formats)}, got {text!r}"
+            )
+        return path
+
+    return parse
+
+
+#: ``bake --out``: a file name ending in one of the formats vkdqs bakes to.
+_bake_out = _output(_BAKE_FORMATS)
 
 
 def bake(
@@ -527,14 +535,8 @@ def bake(
 _EXPORT_FORMATS = (".usd", ".usda", ".usdc")  # vkdqs.baking.usdskel.FORMATS
 
 
-def _export_out(text: str) -> Path:
-    """``export --out``: a USD file name."""
-    path = Path(text)
-    if path.suffix.lower() not in _EXPORT_FORMATS:
-        raise argparse.ArgumentTypeError(
-            f"the rig is written to {', '.join(_EXPORT_FORMATS)}, got {text!r}"
-        )
-    return path
+#: ``export --out``: a USD file name.
+_export_out = _output(_EXPORT_FORMATS)
 
 
 def export(
