@@ -456,3 +456,27 @@ def test_the_manifest_is_not_written_through_a_link(tmp_path):
     with AppendLog(tmp_path / "log") as log, pytest.raises(OutputError, match="another vkdqs run"):
         log.append(b"{}")
         AppendLog(tmp_path / "log")
+
+
+def test_a_file_many_uris_name_is_read_once(tmp_path, monkeypatch):
+    """A hostile .gltf naming one large file from thousands of images costs one read of it
+    (as the loader decodes a shared file once), not one per URI; the digest still changes with
+    the file's content."""
+    from vkdqs.baking import batch_plan
+
+    (tmp_path / "big.bin").write_bytes(b"\1" * 4096)
+    doc = {
+        "asset": {"version": "2.0"},
+        "buffers": [{"uri": "big.bin", "byteLength": 4096}],
+        "images": [{"uri": "big.bin"} for _ in range(5000)],
+    }
+    (tmp_path / "m.gltf").write_text(json.dumps(doc))
+    reads = []
+    real = batch_plan._hash_file
+    monkeypatch.setattr(
+        batch_plan, "_hash_file", lambda path, h, **kw: reads.append(path) or real(path, h, **kw)
+    )
+    digest, names = describe(tmp_path / "m.gltf")
+    assert names == [] and len(reads) == 2  # the .gltf, then big.bin once
+    (tmp_path / "big.bin").write_bytes(b"\2" * 4096)
+    assert describe(tmp_path / "m.gltf")[0] != digest

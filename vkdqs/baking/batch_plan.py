@@ -157,15 +157,22 @@ def describe(path: Path) -> tuple[str | None, list[str | None] | None]:
     from ..gltf.errors import GltfError
     from ..gltf.uris import is_data_uri, resolve_uri
 
+    hashed: dict[Path, str] = {}  # each file read once, however many URIs name it
     for kind in ("buffers", "images"):
         items = doc.get(kind)
         for i, item in enumerate(items if isinstance(items, list) else []):  # over resources
             uri = item.get("uri") if isinstance(item, dict) else None
             if not isinstance(uri, str) or is_data_uri(uri):
                 continue
-            h.update(f"\0{kind}/{i}\0{uri}\0".encode("utf-8", "surrogatepass"))
+            where = f"{kind}/{i}"
+            h.update(f"\0{where}\0{uri}\0".encode("utf-8", "surrogatepass"))
             try:
-                _hash_file(resolve_uri(path.parent, uri, f"/{kind}/{i}/uri"), h, want_json=False)
+                file = resolve_uri(path.parent, uri, f"/{where}/uri")
+                if file in hashed:
+                    h.update(f"\0as {hashed[file]}".encode())
+                    continue
+                hashed[file] = where
+                _hash_file(file, h, want_json=False)
             except (GltfError, OSError):
                 h.update(b"\0missing")
     animations = doc.get("animations")
