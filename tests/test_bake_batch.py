@@ -480,3 +480,26 @@ def test_a_file_many_uris_name_is_read_once(tmp_path, monkeypatch):
     assert names == [] and len(reads) == 2  # the .gltf, then big.bin once
     (tmp_path / "big.bin").write_bytes(b"\2" * 4096)
     assert describe(tmp_path / "m.gltf")[0] != digest
+
+
+def test_listing_clips_reads_no_more_json_than_max_bytes(tmp_path, monkeypatch):
+    """The client reads a model's JSON to list its clips only up to the batch's ``max_bytes``
+    (a model the loader would refuse costs the client no more memory than loading it may);
+    past it, the worker's loader refuses the model (a failed pair is retried on every run, so
+    a digest without the external buffers it did not list never skips it)."""
+    _rig(tmp_path / "m.gltf", 2)
+    size = (tmp_path / "m.gltf").stat().st_size
+    assert describe(tmp_path / "m.gltf", max_json=size)[1] == ["linear", "step"]
+    digest, names = describe(tmp_path / "m.gltf", max_json=size - 1)
+    assert names is None and digest is not None
+    caps = []
+    real = batch.describe
+    monkeypatch.setattr(
+        batch, "describe", lambda path, max_json: caps.append(max_json) or real(path, max_json)
+    )
+    options = {"method": "dqs", "fps": None, "start": None, "end": None, "format": ".npz"}
+    for max_bytes, cap in ((None, batch.MAX_JSON_BYTES), (size - 1, size - 1)):
+        caps.clear()
+        model, out = [tmp_path / "m.gltf"], tmp_path / "out"
+        jobs, _ = batch._plan(model, out, "all", options, {}, max_bytes)
+        assert caps == [cap] and jobs[0]["labels"] == (None if max_bytes else ["linear", "step"])

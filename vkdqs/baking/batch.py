@@ -40,7 +40,7 @@ from typing import Any
 from .. import methods
 from ..errors import CapabilityError, InputError
 from ..files import _NAME_CHARS, AppendLog, read_lines
-from .batch_plan import describe, model_pairs, output_stems, pair_key
+from .batch_plan import MAX_JSON_BYTES, describe, model_pairs, output_stems, pair_key
 from .driver import FORMATS, MAX_FPS
 
 #: The manifest's name in the output folder.
@@ -399,7 +399,9 @@ def _plan(
     jobs: list[dict] = []
     skipped: dict[int, list[BatchRecord]] = {}
     for i, path in enumerate(paths):  # over models
-        digest, names = describe(path)
+        digest, names = describe(
+            path, MAX_JSON_BYTES if max_bytes is None else min(max_bytes, MAX_JSON_BYTES)
+        )
         pairs = (
             None if names is None else model_pairs(names, selection, stems[path], options["format"])
         )

@@ -132,18 +132,21 @@ def pair_key(digest: str | None, clip: str, options: Mapping[str, Any]) -> str |
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
-def describe(path: Path) -> tuple[str | None, list[str | None] | None]:
+def describe(
+    path: Path, max_json: int = MAX_JSON_BYTES
+) -> tuple[str | None, list[str | None] | None]:
     """(digest, animation names) of a model, read without loading it.
 
     The digest is the SHA-256 of the file's bytes and, for each buffer and image whose URI names
     a file (resolved in the model's folder as the loader resolves it), the URI and that file's
     bytes (or that it is missing); None when the model cannot be read. The names are those of
     the JSON's ``animations`` (None when the JSON cannot be read: the worker's loader reports
-    why).
+    why). JSON longer than ``max_json`` bytes is not read here (the batch passes its
+    ``max_bytes``, so listing clips costs no more memory than loading the model may).
     """
     h = hashlib.sha256(KEY_VERSION.encode() + b"\0")
     try:
-        text = _hash_file(path, h, want_json=True)
+        text = _hash_file(path, h, max_json=max_json)
     except OSError:
         return None, None
     doc: Any = None
@@ -172,7 +175,7 @@ def describe(path: Path) -> tuple[str | None, list[str | None] | None]:
                     h.update(f"\0as {hashed[file]}".encode())
                     continue
                 hashed[file] = where
-                _hash_file(file, h, want_json=False)
+                _hash_file(file, h, max_json=None)
             except (GltfError, OSError):
                 h.update(b"\0missing")
     animations = doc.get("animations")
@@ -184,9 +187,11 @@ def describe(path: Path) -> tuple[str | None, list[str | None] | None]:
     return h.hexdigest(), [n if isinstance(n, str) else None for n in names]
 
 
-def _hash_file(path: Path, h: Any, *, want_json: bool) -> bytes | None:
-    """Stream a regular file into ``h``; with ``want_json``, also return its glTF JSON text
-    (the whole ``.gltf``, a ``.glb``'s JSON chunk), None when there is none to read."""
+def _hash_file(path: Path, h: Any, *, max_json: int | None) -> bytes | None:
+    """Stream a regular file into ``h``; with ``max_json``, also return its glTF JSON text
+    (the whole ``.gltf``, a ``.glb``'s JSON chunk) when it is at most that long, None when
+    there is none to read."""
+    want_json = max_json is not None
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
@@ -205,13 +210,13 @@ def _hash_file(path: Path, h: Any, *, want_json: bool) -> bytes | None:
             return None
         if head[:4] == b"glTF" and len(head) >= 20:
             length, kind = struct.unpack_from("<II", head, 12)
-            if kind == 0x4E4F534A and length <= MAX_JSON_BYTES:
+            if kind == 0x4E4F534A and length <= max_json:
                 if 20 + length <= len(head):
                     json_text = head[20 : 20 + length]
                 else:
                     f.seek(20)
                     json_text = f.read(length)
-        elif st.st_size <= MAX_JSON_BYTES:
+        elif st.st_size <= max_json:
             f.seek(0)
             json_text = f.read()
         return json_text
