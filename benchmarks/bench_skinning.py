@@ -8,8 +8,9 @@ before timing (``--no-cor`` skips CoR and blend). For the compute path's DQS and
 exact box of the skinned positions: ``skin(bones, bounds=True)`` (vertices and box, the box
 reduced on the GPU in the same dispatch) and ``bounds(bones)`` (the box alone, no vertex written
 or read back), with their time as a ratio of ``skin(bones)``'s in the same rounds. And the lean
-vertex layout (``Skinner(layout="lean")``: 16-bit normals, joints and weights) beside the exact
-one, with the bytes a vertex each reads.
+vertex layout (``Skinner(layout="lean")``: octahedral snorm16 normals, uint8 joints, unorm16
+weights) beside the exact one, with the bytes a vertex each reads, end to end and GPU time alone
+(submit and wait of the recorded dispatch, the two layouts interleaved in each round).
 
 Every configuration runs once per round, in the same process, after warm-up; the table reports
 the median over rounds, and the ratios (DQS/LBS, compute vs numpy) are medians of per-round
@@ -107,6 +108,24 @@ def bench_size(
                 continue
             times[key].append(_timed(fn))
 
+    # The lean layout's GPU time alone against the exact one's, interleaved call by call.
+    gpu_layouts: dict[str, list[float]] = {}
+    for method, src in (("dqs", dq_poses), ("lbs", poses)):
+        pair = {"exact": skinners[("compute", method)], "lean": lean[method]}
+        for s in pair.values():
+            s.skin(src[0])
+        for _ in range(3 * rounds):
+            for name, s in pair.items():
+                gpu_layouts.setdefault(f"{method} {name}", []).append(
+                    _timed(s._cmd.submit_and_wait)
+                )
+    gpu_lean = {
+        method: float(
+            np.median(np.array(gpu_layouts[f"{method} lean"]) / gpu_layouts[f"{method} exact"])
+        )
+        for method in ("dqs", "lbs")
+    }
+
     # Where a compute-path call spends its time.
     parts = {}
     for method in methods:
@@ -149,7 +168,11 @@ def bench_size(
         }
     return {
         "n": n,
-        "bytes_per_vertex": {layout: si.layout_bytes(4, "dqs", layout) for layout in si.LAYOUTS},
+        "bytes_per_vertex": {
+            layout: si.layout_bytes(4, "dqs", s.vertex_layout)
+            for layout, s in (("exact", skinners[("compute", "dqs")]), ("lean", lean["dqs"]))
+        },
+        "gpu_ms": {k: 1e3 * float(np.median(v)) for k, v in gpu_layouts.items()},
         "centers_s": centers_s,
         "rows": rows,
         "ratios": {
@@ -169,6 +192,8 @@ def bench_size(
             ),
             "compute dqs lean/exact time": ratio(("compute", "dqs lean"), ("compute", "dqs")),
             "compute lbs lean/exact time": ratio(("compute", "lbs lean"), ("compute", "lbs")),
+            "compute dqs lean/exact GPU time": gpu_lean["dqs"],
+            "compute lbs lean/exact GPU time": gpu_lean["lbs"],
             "vertex dqs/lbs time": ratio(("vertex", "dqs"), ("vertex", "lbs")),
             "numpy32 dqs/lbs time": ratio(("numpy32", "dqs"), ("numpy32", "lbs")),
             "compute speedup over numpy32 (dqs)": ratio(("numpy32", "dqs"), ("compute", "dqs")),
@@ -215,6 +240,8 @@ def main() -> None:
             print(f"{'':>9}   {name}: {value:.2f}")
         layouts = ", ".join(f"{k} {v} B" for k, v in res["bytes_per_vertex"].items())
         print(f"{'':>9}   bytes a vertex reads (mesh rows): {layouts}")
+        gpu = ", ".join(f"{k} {v:.2f} ms" for k, v in res["gpu_ms"].items())
+        print(f"{'':>9}   compute GPU time (submit and wait, medians): {gpu}")
         for method, part in res["compute_parts"].items():
             print(
                 f"{'':>9}   compute/{method} parts: pack {part['pack_ms']:.2f} ms, "

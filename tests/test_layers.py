@@ -32,6 +32,7 @@ LAYERS = {
     "bone_boxes": 1,
     "clip": 1,
     "shader_interface": 1,
+    "vertex_packing": 1,
     "methods": 1,
     "cor": 1,
     "delta_mush": 1,

@@ -84,6 +84,7 @@ from vkdqs.shader_interface import (
     MORPH_TARGETS_ID,
     MORPH_TEXEL_FORMAT,
     MORPH_WEIGHTS,
+    OCT_NORMALS_ID,
     RENDER_BINDINGS,
     SAMPLE_COUNTS,
     SCALE_STRIDE,
@@ -143,6 +144,7 @@ VERTEX_INPUT_TYPES = {
     Format.R32G32B32_SFLOAT: ("float", 3, 32),
     Format.R32G32B32A32_SFLOAT: ("float", 4, 32),
     Format.R32G32B32A32_SINT: ("int", 4, 32),
+    Format.R32G32B32A32_UINT: ("uint", 4, 32),
 }
 #: Texel format -> (sampled scalar, SPIR-V Image Format: 0 Unknown, 3 R32f) of its texel buffer.
 TEXEL_TYPES = {
@@ -296,6 +298,8 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
     if v.kind in ("render", "readback", "compute"):
         want |= {MORPH_TARGETS_ID}
+    if v.kind in ("render", "readback", "compute", "crowd_render"):  # include/vertex_data.glsl
+        want |= {OCT_NORMALS_ID}
     if v.kind == "compute":  # skin.comp: vertices, their box, or both
         want |= {COMPUTE_OUTPUT_ID}
     if v.kind == "delta_mush":  # delta_mush.comp: which pass, reading what

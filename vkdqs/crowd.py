@@ -795,10 +795,10 @@ class Crowd:
         surface = self.mesh.surface_buffers
         textured, colored = material.texture is not None, "colors" in surface
         uses = textured or colored  # else: the factor only, no UV or colour input
-        inputs = si.crowd_render_inputs(slots, self.method, uses, self.mesh.layout)
-        spec: tuple[tuple[int, int], ...] = ()
+        inputs = si.crowd_render_inputs(slots, self.method, uses, self.mesh.vertex_layout)
+        spec: tuple[tuple[int, int], ...] = self.mesh.vertex_layout.spec
         if uses:
-            spec = (
+            spec += (
                 (si.CROWD_UVS_ID, int(textured and "uvs" in surface)),
                 (si.CROWD_COLORS_ID, int(colored)),
             )

@@ -48,7 +48,12 @@ class RenderMesh:
     """A :class:`SkinnedMesh` uploaded for drawing (vertex and index buffers) by one renderer."""
 
     def __init__(
-        self, renderer: Renderer, mesh: SkinnedMesh, label: str, layout: str = "exact"
+        self,
+        renderer: Renderer,
+        mesh: SkinnedMesh,
+        label: str,
+        layout: str = "exact",
+        vertex_layout: si.VertexLayout | None = None,
     ) -> None:
         if not isinstance(mesh, SkinnedMesh):
             raise InputError(f"mesh must be a vkdqs.SkinnedMesh, got {type(mesh).__name__}")
@@ -61,8 +66,10 @@ class RenderMesh:
         self.vertex_buffers: list[Buffer] = []
         #: the vertex layout of its buffers (:data:`vkdqs.shader_interface.LAYOUTS`)
         self.layout = layout
-        # The same (N, 4) rows the Skinner uploads: 4 buffers, or 6 with 8 influences.
-        for name, arr in si.mesh_arrays(mesh, layout).items():
+        #: its formats, as resolved for the mesh and device (vkdqs.skinner.resolve_layout)
+        self.vertex_layout = vertex_layout or si.as_layout(layout)
+        # The same rows the Skinner uploads: 4 buffers, or 6 with 8 influences.
+        for name, arr in si.mesh_arrays(mesh, self.vertex_layout).items():
             buf = renderer.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {name}"))
             buf.write(arr)
             self.vertex_buffers.append(buf)

@@ -77,7 +77,7 @@ from .gpu.interrupts import deferred_interrupts
 from .material import Material
 from .mesh import SkinnedMesh
 from .overlay_pass import OverlayPass, check_overlay
-from .skinner import Skinner, check_layout
+from .skinner import Skinner, resolve_layout
 from .targets import RenderTarget
 
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
@@ -329,8 +329,8 @@ class Renderer(ResourceOwner):
     ) -> RenderMesh:
         """Upload ``mesh`` once; draw it with any number of instances.
 
-        ``layout="lean"`` stores its normals, joints and weights in 16 bits (40 bytes a vertex
-        instead of 64; see :class:`vkdqs.Skinner`'s ``layout``), for instances and crowds alike.
+        ``layout="lean"`` packs its normals, joints and weights (32 bytes a vertex instead of
+        64; see :class:`vkdqs.Skinner`'s ``layout``), for instances and crowds alike.
 
         ``material`` colours it (a :class:`vkdqs.Material`; None: white, untextured, opaque,
         so the instance's colour shows). Several materials, three.js-style: ``material`` a list
@@ -343,9 +343,10 @@ class Renderer(ResourceOwner):
             self._check_open()
             label = label or f"mesh {len(self.meshes)}"
             materials, ranges = _check_groups(mesh, material, groups)
+            vertex_layout = None
             if isinstance(mesh, SkinnedMesh):  # else RenderMesh refuses it, naming the type
-                check_layout(self.device, layout, mesh, mesh.max_joint + 1, "dqs", "vertex")
-            rm = RenderMesh(self, mesh, label, layout)
+                vertex_layout = resolve_layout(self.device, layout, mesh, "vertex")
+            rm = RenderMesh(self, mesh, label, layout, vertex_layout)
             gpu = [self._material(m, f"{label} material {k}") for k, m in enumerate(materials)]
             rm.groups = [(first, count, gpu[k]) for first, count, k in ranges]
             self.meshes.append(rm)
@@ -772,7 +773,7 @@ class Renderer(ResourceOwner):
         variant = inst.variant
         slots = inst.mesh.mesh.slots if variant != UNSKINNED else 4
         # a computed instance's posed rows are float32 (its Skinner applied the morphs)
-        layout = "exact" if inst.computed else inst.mesh.layout
+        layout = si.EXACT if inst.computed else inst.mesh.vertex_layout
         morph_spec = 0 if inst.computed else inst.morph_spec
         wire = self.wireframe and self.device.info.fill_mode_non_solid
         surface = inst.mesh.surface_buffers
@@ -789,6 +790,7 @@ class Renderer(ResourceOwner):
             spec=(
                 (si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),
                 (si.MORPH_TARGETS_ID, morph_spec),
+                *layout.spec,
             ),
             fragment_spec=si.fragment_spec(textured, colored, material.cutoff >= 0.0),
             wireframe=wire,

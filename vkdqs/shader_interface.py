@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import methods
+from . import methods, vertex_packing
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .ddm import DirectDeltaMush
     from .mesh import SkinnedMesh
     from .methods import SkinningMethod
@@ -45,6 +47,9 @@ class Format(IntEnum):
     """``VkFormat`` values of vertex attributes, texel buffers and colour targets."""
 
     R8G8B8A8_UNORM = 37
+    R8G8B8A8_UINT = 41
+    R16G16_SNORM = 78
+    R16G16B16A16_UINT = 95
     R16G16B16A16_UNORM = 91
     R16G16B16A16_SNORM = 92
     R16G16B16A16_SINT = 96
@@ -84,6 +89,9 @@ VERTEX_COLORS_ID = 4
 #: skin.frag: discard below the material's alpha cutoff (false for opaque materials: no discard
 #: in the shader, so the rasterizer keeps early depth testing)
 ALPHA_MASK_ID = 5
+#: skin.comp, skin.vert and crowd.vert: the normals input holds octahedral xy (snorm16x2, the
+#: lean layout), decoded by include/vertex_data.glsl; false: xyz (float or snorm16x4)
+OCT_NORMALS_ID = 12
 
 #: crowd.vert: pass TEXCOORD_0 on (false when the material is untextured or the mesh has no
 #: UVs: the output is the constant row's 1.0 and the input is not fetched)
@@ -183,8 +191,6 @@ class MeshInput:
     location: int
     eight_only: bool = False  #: only in the 8-influence variants
     aux_only: bool = False  #: only in the variants of methods with an ``aux`` input
-    #: its format in the ``"lean"`` layout (texel and vertex alike), or None: as exact
-    lean_format: Format | None = None
     #: the mesh's joints or weights: only in the variants of methods that read them
     #: (:attr:`vkdqs.methods.SkinningMethod.influences`)
     influence: bool = False
@@ -198,54 +204,14 @@ class MeshInput:
 
 
 MESH_ROW_BYTES = 16
-_SNORM16, _SINT16, _UNORM16 = (
-    Format.R16G16B16A16_SNORM,
-    Format.R16G16B16A16_SINT,
-    Format.R16G16B16A16_UNORM,
-)
+_F32X4, _U32X4 = Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_UINT
 MESH_INPUTS = (
-    MeshInput("positions", Format.R32G32B32A32_SFLOAT, Format.R32G32B32_SFLOAT, 1, 0),
-    MeshInput(
-        "normals", Format.R32G32B32A32_SFLOAT, Format.R32G32B32_SFLOAT, 2, 1, lean_format=_SNORM16
-    ),
-    MeshInput(
-        "joints",
-        Format.R32G32B32A32_SINT,
-        Format.R32G32B32A32_SINT,
-        3,
-        2,
-        lean_format=_SINT16,
-        influence=True,
-    ),
-    MeshInput(
-        "weights",
-        Format.R32G32B32A32_SFLOAT,
-        Format.R32G32B32A32_SFLOAT,
-        4,
-        3,
-        lean_format=_UNORM16,
-        influence=True,
-    ),
-    MeshInput(
-        "joints_1",
-        Format.R32G32B32A32_SINT,
-        Format.R32G32B32A32_SINT,
-        7,
-        4,
-        True,
-        lean_format=_SINT16,
-        influence=True,
-    ),
-    MeshInput(
-        "weights_1",
-        Format.R32G32B32A32_SFLOAT,
-        Format.R32G32B32A32_SFLOAT,
-        8,
-        5,
-        True,
-        lean_format=_UNORM16,
-        influence=True,
-    ),
+    MeshInput("positions", _F32X4, Format.R32G32B32_SFLOAT, 1, 0),
+    MeshInput("normals", _F32X4, _F32X4, 2, 1),
+    MeshInput("joints", _U32X4, _U32X4, 3, 2, influence=True),
+    MeshInput("weights", _F32X4, _F32X4, 4, 3, influence=True),
+    MeshInput("joints_1", _U32X4, _U32X4, 7, 4, True, influence=True),
+    MeshInput("weights_1", _F32X4, _F32X4, 8, 5, True, influence=True),
     # xyz: the vertex's center of rotation ("cor"), w: its DQS blend weight ("blend")
     MeshInput("aux", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 9, 6, aux_only=True),
     # Direct Delta Mush (need "ddm_data", compute path only; :func:`ddm_arrays`): each vertex's Ω of
@@ -275,29 +241,111 @@ COMPUTE_OUT_FORMAT = Format.R32_SFLOAT
 
 
 #: The vertex layouts of a mesh on the GPU: ``"exact"`` (every row 32-bit: float positions,
-#: normals and weights, int joints; bit for bit the mesh's float32 values) and ``"lean"`` (float
-#: positions; normals snorm16, joints int16, weights unorm16 summing to exactly 1: 40 bytes a
-#: vertex instead of 64, 56 instead of 96 with 8 influences). The shaders are the same: the
-#: formats convert on fetch.
+#: normals and weights, uint joints; bit for bit the mesh's float32 values) and ``"lean"`` (float
+#: positions; normals octahedral snorm16x2, joints uint8 (at most 256 joints) or uint16, weights
+#: unorm16 summing to exactly 1, or unorm8 where they are multiples of 1/255: 32 bytes a vertex
+#: instead of 64, 44 instead of 96 with 8 influences). The shaders are the same: the formats
+#: convert on fetch and a specialization constant (:data:`OCT_NORMALS_ID`) unfolds the normals.
 LAYOUTS = ("exact", "lean")
-#: The most joints the lean layout's int16 indices hold.
-LEAN_MAX_JOINTS = 2**15
+#: The most joints the lean layout's uint16 indices hold.
+LEAN_MAX_JOINTS = 2**16
+
+#: Per input, the lean layout's formats, narrowest first (:func:`lean_layout` takes the first
+#: the mesh's values fit and the device reads; the exact format last, always read).
+LEAN_FORMATS = {
+    "normals": (Format.R16G16_SNORM, Format.R16G16B16A16_SNORM, _F32X4),
+    "joints": (Format.R8G8B8A8_UINT, Format.R16G16B16A16_UINT, _U32X4),
+    "weights": (Format.R8G8B8A8_UNORM, Format.R16G16B16A16_UNORM, _F32X4),
+}
+_FORMAT_BYTES = {
+    Format.R16G16_SNORM: 4,
+    Format.R8G8B8A8_UINT: 4,
+    Format.R8G8B8A8_UNORM: 4,
+    Format.R16G16B16A16_SNORM: 8,
+    Format.R16G16B16A16_UINT: 8,
+    Format.R16G16B16A16_UNORM: 8,
+}
+
+
+@dataclass(frozen=True)
+class VertexLayout:
+    """A mesh's layout on the GPU as resolved for one mesh and device: ``name`` the one asked
+    for (:data:`LAYOUTS`) and the format of each input it narrows (normals, joints, weights;
+    the ``_1`` inputs of 8 slots as their first four's)."""
+
+    name: str = "exact"
+    formats: tuple[tuple[str, Format], ...] = ()
+
+    def format(self, name: str) -> Format | None:
+        """The narrowed format of input ``name``, or None (the exact one)."""
+        return dict(self.formats).get(name.removesuffix("_1"))
+
+    @property
+    def oct_normals(self) -> bool:
+        """Whether the normals are octahedral xy (the shaders' :data:`OCT_NORMALS_ID`)."""
+        return self.format("normals") == Format.R16G16_SNORM
+
+    @property
+    def spec(self) -> tuple[tuple[int, int], ...]:
+        """The specialization constant the skinning shaders read it with."""
+        return ((OCT_NORMALS_ID, int(self.oct_normals)),)
+
+
+EXACT = VertexLayout()
+#: The lean layout of a mesh of at most 256 joints whose weights are not bytes, on a device
+#: that reads every narrow format (lavapipe does)
+LEAN = VertexLayout(
+    "lean",
+    (
+        ("normals", Format.R16G16_SNORM),
+        ("joints", Format.R8G8B8A8_UINT),
+        ("weights", Format.R16G16B16A16_UNORM),
+    ),
+)
+
+
+def as_layout(layout: str | VertexLayout) -> VertexLayout:
+    """A :class:`VertexLayout`: itself, or :data:`EXACT` / :data:`LEAN` by name."""
+    if isinstance(layout, VertexLayout):
+        return layout
+    return {"exact": EXACT, "lean": LEAN}[layout]
+
+
+def lean_layout(mesh: SkinnedMesh, reads: Callable[[Format], bool]) -> VertexLayout:
+    """The lean layout of ``mesh``: per input the first of :data:`LEAN_FORMATS` its values fit
+    (uint8 joints below 256, unorm8 weights that are multiples of 1/255) and ``reads`` (the
+    device's format features for the path) accepts."""
+    joint_max = int(mesh.joints.max(initial=0))
+    fits = {
+        Format.R8G8B8A8_UINT: joint_max < 256,
+        Format.R16G16B16A16_UINT: joint_max < LEAN_MAX_JOINTS,
+        Format.R8G8B8A8_UNORM: vertex_packing.bytes_exact(mesh.weights),
+    }
+    return VertexLayout(
+        "lean",
+        tuple(
+            (name, next(f for f in options if fits.get(f, True) and reads(f)))
+            for name, options in LEAN_FORMATS.items()
+        ),
+    )
 
 
 def row_bytes(fmt: int) -> int:
     """Bytes of one vertex's row in a mesh buffer of format ``fmt`` (its vertex stride)."""
-    return 8 if fmt in (_SNORM16, _SINT16, _UNORM16) else MESH_ROW_BYTES
+    return _FORMAT_BYTES.get(fmt, MESH_ROW_BYTES)
 
 
-def layout_bytes(slots: int, method: str = "dqs", layout: str = "exact") -> int:
+def layout_bytes(slots: int, method: str = "dqs", layout: str | VertexLayout = "exact") -> int:
     """Bytes a vertex's mesh rows take in ``layout`` (the rows a variant reads)."""
     return sum(row_bytes(m.texel_format) * m.texels for m in mesh_inputs(slots, method, layout))
 
 
-def mesh_inputs(slots: int, method: str = "dqs", layout: str = "exact") -> tuple[MeshInput, ...]:
+def mesh_inputs(
+    slots: int, method: str = "dqs", layout: str | VertexLayout = "exact"
+) -> tuple[MeshInput, ...]:
     """The inputs a variant for ``slots`` (4 or 8) influence slots and ``method`` reads, in
     location order (the per-vertex ``aux`` row only for methods with one), with their formats
-    in ``layout`` (:data:`LAYOUTS`)."""
+    in ``layout`` (:data:`LAYOUTS` or a resolved :class:`VertexLayout`)."""
     aux = has_aux(method)
     m_ = skinning(method)
     needs = frozenset() if m_ is None else m_.needs
@@ -312,14 +360,15 @@ def mesh_inputs(slots: int, method: str = "dqs", layout: str = "exact") -> tuple
     )
     if slots == 4:
         out = tuple(dataclasses.replace(m, texels=m.texels // 2) if m.per_slot else m for m in out)
-    if layout == "lean":
-        out = tuple(
-            m
-            if m.lean_format is None
-            else dataclasses.replace(m, texel_format=m.lean_format, vertex_format=m.lean_format)
-            for m in out
+    lay = as_layout(layout)
+    return tuple(
+        m
+        if lay.format(m.name) is None
+        else dataclasses.replace(
+            m, texel_format=lay.format(m.name), vertex_format=lay.format(m.name)
         )
-    return out
+        for m in out
+    )
 
 
 def ddm_slots(ddm: DirectDeltaMush) -> int:
@@ -378,7 +427,7 @@ SURFACE_INPUTS = (
 
 
 def render_inputs(
-    slots: int, method: str = "dqs", surface: bool = False, layout: str = "exact"
+    slots: int, method: str = "dqs", surface: bool = False, layout: str | VertexLayout = "exact"
 ) -> tuple[MeshInput, ...]:
     """The vertex inputs of a rendering variant (``skin.vert``, not readback), in location
     order: :func:`mesh_inputs`, then for the ``surface`` variants :data:`SURFACE_INPUTS` (7, 8)
@@ -397,49 +446,45 @@ def surface_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
     return out
 
 
-def mesh_arrays(mesh: SkinnedMesh, layout: str = "exact") -> dict[str, np.ndarray]:
-    """The mesh as the shaders read it: one (N, 4) array per :func:`mesh_inputs` entry, 32-bit
-    (``"exact"``) or, ``"lean"``, 16-bit normals, joints and weights (:func:`lean_weights`)."""
+def mesh_arrays(mesh: SkinnedMesh, layout: str | VertexLayout = "exact") -> dict[str, np.ndarray]:
+    """The mesh as the shaders read it: one array of rows per :func:`mesh_inputs` entry (and
+    ``joints_1``/``weights_1`` with 8 slots), each in its ``layout`` format (32-bit in the exact
+    layout; :mod:`vkdqs.vertex_packing` encodes the lean one's)."""
+    lay = as_layout(layout)
     n = mesh.vertex_count
     pad = np.zeros((n, 1), np.float32)
-    if layout == "lean":
-        normals = np.rint(np.clip(np.hstack([mesh.normals, pad]), -1.0, 1.0) * 32767.0)
-        weights = lean_weights(mesh.weights)
-        joints = mesh.joints.astype(np.int16)  # the caller checked < LEAN_MAX_JOINTS
-        arrays = {
-            "positions": np.hstack([mesh.positions, pad]),
-            "normals": normals.astype(np.int16),
-            "joints": np.ascontiguousarray(joints[:, :4]),
-            "weights": np.ascontiguousarray(weights[:, :4]),
-        }
-        if mesh.slots == 8:
-            arrays["joints_1"] = np.ascontiguousarray(joints[:, 4:])
-            arrays["weights_1"] = np.ascontiguousarray(weights[:, 4:])
-        return arrays
+    normals = lay.format("normals")
+    if normals == Format.R16G16_SNORM:
+        packed_normals = vertex_packing.oct_encode(mesh.normals)
+    elif normals == Format.R16G16B16A16_SNORM:
+        packed_normals = np.rint(np.clip(np.hstack([mesh.normals, pad]), -1, 1) * 32767.0)
+        packed_normals = packed_normals.astype(np.int16)
+    else:
+        packed_normals = np.hstack([mesh.normals, pad])
+    joint_type = {Format.R8G8B8A8_UINT: np.uint8, Format.R16G16B16A16_UINT: np.uint16}
+    joints = mesh.joints.astype(joint_type.get(lay.format("joints"), np.uint32))
+    weights = lay.format("weights")
+    if weights == Format.R8G8B8A8_UNORM:
+        packed_weights = vertex_packing.unorm_weights(mesh.weights, 255)
+    elif weights == Format.R16G16B16A16_UNORM:
+        packed_weights = vertex_packing.unorm_weights(mesh.weights)
+    else:
+        packed_weights = mesh.weights
     arrays = {
         "positions": np.hstack([mesh.positions, pad]),
-        "normals": np.hstack([mesh.normals, pad]),
-        "joints": np.ascontiguousarray(mesh.joints[:, :4], dtype=np.int32),
-        "weights": np.ascontiguousarray(mesh.weights[:, :4]),
+        "normals": np.ascontiguousarray(packed_normals),
+        "joints": np.ascontiguousarray(joints[:, :4]),
+        "weights": np.ascontiguousarray(packed_weights[:, :4]),
     }
     if mesh.slots == 8:
-        arrays["joints_1"] = np.ascontiguousarray(mesh.joints[:, 4:], dtype=np.int32)
-        arrays["weights_1"] = np.ascontiguousarray(mesh.weights[:, 4:])
+        arrays["joints_1"] = np.ascontiguousarray(joints[:, 4:])
+        arrays["weights_1"] = np.ascontiguousarray(packed_weights[:, 4:])
     return arrays
 
 
 def lean_weights(weights: np.ndarray) -> np.ndarray:
-    """(N, S) uint16 weights in 1/65535 steps that sum to exactly 65535 on every vertex with
-    weight (largest remainders round up), each within 1/65535 of the float weight; all-zero rows
-    stay zero."""
-    w = np.asarray(weights, np.float64) * 65535.0
-    floor = np.floor(w)
-    short = np.rint(65535.0 * (w.sum(axis=1) > 0) - floor.sum(axis=1)).astype(np.int64)
-    order = np.argsort(-(w - floor), axis=1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(w.shape[1])[None], axis=1)
-    out = floor + (rank < short[:, None])
-    return out.astype(np.uint16)
+    """The lean layout's unorm16 weights (:func:`vkdqs.vertex_packing.unorm_weights`)."""
+    return vertex_packing.unorm_weights(weights)
 
 
 @dataclass(frozen=True)
@@ -1048,7 +1093,7 @@ CROWD_CULL_BINDINGS = (
 
 
 def crowd_render_inputs(
-    slots: int, method: str = "dqs", surface: bool = True, layout: str = "exact"
+    slots: int, method: str = "dqs", surface: bool = True, layout: str | VertexLayout = "exact"
 ) -> tuple[MeshInput, ...]:
     """The vertex inputs of ``crowd_<method>[_8][_surface].vert``: :func:`mesh_inputs`, then
     for the ``surface`` variant :data:`SURFACE_INPUTS` (7, 8: the material's UV and colour; a

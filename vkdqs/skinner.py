@@ -115,13 +115,14 @@ class _Program:
         self.set = self.pool.allocate(self.set_layout)
         morph_spec = (si.MORPH_TARGETS_ID, si.morph_spec(s.morph_packing, morphs))
         spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morph_spec)
+        spec += s.vertex_layout.spec
         if kind == "compute":
             spec = (*spec, (si.COMPUTE_OUTPUT_ID, self.output))
             desc = ComputePipelineDesc(self.name, spec, dispatch_base=True)
             self.pipeline = s._pipelines.compute(desc, self.layout)
             texels = [
                 TexelWrite(self.bindings[m.binding], s._views[m.name])
-                for m in si.mesh_inputs(s.slots, method, s.layout)
+                for m in si.mesh_inputs(s.slots, method, s.vertex_layout)
             ]
             texels.append(TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view))
             write_descriptors(dev, self.set, texels)
@@ -131,9 +132,9 @@ class _Program:
                 fragment_shader=None,
                 vertex_inputs=tuple(
                     (m.location, int(m.vertex_format))
-                    for m in si.mesh_inputs(s.slots, method, s.layout)
+                    for m in si.mesh_inputs(s.slots, method, s.vertex_layout)
                 ),
-                spec=(spec[0], morph_spec),
+                spec=(spec[0], morph_spec, *s.vertex_layout.spec),
                 topology=vk.VK_PRIMITIVE_TOPOLOGY_POINT_LIST,
                 rasterizer_discard=True,
                 cull_back=False,
@@ -193,11 +194,16 @@ class Skinner(ResourceOwner):
     layout : {"exact", "lean"}
         How the mesh's vertices are stored on the GPU. ``"exact"``: 32-bit rows, the mesh's
         float32 values bit for bit (64 bytes a vertex, 96 with 8 influences). ``"lean"``: float
-        positions, snorm16 normals, int16 joints and unorm16 weights summing to exactly 1 (40
-        bytes, 56 with 8 influences): weights move by at most 1/65535 each, so positions move
-        by at most ``4 / 65535`` (8 influences: ``8 / 65535``) of the largest distance between
-        a vertex's bones' images of it; normals by 1e-5 to 1e-4 rad (more where a vertex's
-        bones turn its normal nearly opposite ways, as in LBS's collapse).
+        positions, octahedral snorm16x2 normals, uint8 joints (uint16 where the mesh names a
+        joint past 255) and unorm16 weights summing to exactly 1 (unorm8 where they already
+        are multiples of 1/255): 32 bytes a vertex, 44 with 8 influences; a format the device
+        cannot read falls back to the next wider one (:attr:`vertex_layout` says which).
+        unorm16 weights move by at most 1/65535 each (unorm8 ones not at all), so positions
+        move by at most ``4 / 65535`` (8 influences: ``8 / 65535``) of the largest distance
+        between a vertex's bones' images of it; rest normals by at most 5e-5 rad
+        (:data:`vkdqs.vertex_packing.OCT_NORMAL_MAX_ANGLE`), skinned ones typically 1e-5 to
+        1e-4 rad (more where a vertex's bones turn its normal nearly opposite ways, as in LBS's
+        collapse).
 
     Notes
     -----
@@ -227,7 +233,9 @@ class Skinner(ResourceOwner):
         skinning = self._check_args(mesh, bone_count, method, path)
         bone_count = int(bone_count)
         #: the mesh's vertex layout on the GPU (:data:`vkdqs.shader_interface.LAYOUTS`)
-        self.layout = check_layout(device, layout, mesh, bone_count, method, path)
+        self.layout = layout
+        #: its formats, as resolved for this mesh and device (:func:`resolve_layout`)
+        self.vertex_layout = resolve_layout(device, layout, mesh, path)
         self.centers, self.rest_matrices = skinning.check_inputs(
             mesh,
             bone_count,
@@ -334,8 +342,8 @@ class Skinner(ResourceOwner):
         dev = self.device
         label = f"skinner {self.method}/{self.path}"
         usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-        self.inputs = si.mesh_inputs(self.slots, self.method, self.layout)
-        self.arrays = si.mesh_arrays(self.mesh, self.layout)
+        self.inputs = si.mesh_inputs(self.slots, self.method, self.vertex_layout)
+        self.arrays = si.mesh_arrays(self.mesh, self.vertex_layout)
         if self.skinning.aux:
             self.arrays["aux"] = si.aux_array(
                 self.vertex_count, centers=self.centers, dqs_blend=self.mesh.dqs_blend
@@ -966,29 +974,18 @@ def _check_limits(
         )
 
 
-def check_layout(
-    device: Device, layout: str, mesh: SkinnedMesh, bone_count: int, method: str, path: str
-) -> str:
-    """``layout`` checked against what the mesh, the skeleton and the device can do."""
+def resolve_layout(device: Device, layout: str, mesh: SkinnedMesh, path: str) -> si.VertexLayout:
+    """``layout`` checked, and resolved to the formats the mesh's values fit and ``device``
+    reads on ``path`` (uniform texel buffers for compute, vertex buffers for the vertex path):
+    a narrow format the device cannot read falls back to the next wider one
+    (:data:`vkdqs.shader_interface.LEAN_FORMATS`)."""
     if layout not in si.LAYOUTS:
         raise InputError(f"layout must be one of {si.LAYOUTS}, got {layout!r}")
     if layout == "exact":
-        return layout
-    if bone_count > si.LEAN_MAX_JOINTS:
-        raise InputError(
-            f"layout='lean' stores joint indices as int16: at most {si.LEAN_MAX_JOINTS} bones, "
-            f"got {bone_count} (use layout='exact')"
-        )
+        return si.EXACT
     need = (
         vk.VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT
         if path == "compute"
         else vk.VK_FORMAT_FEATURE_VERTEX_BUFFER_BIT
     )
-    for m in si.mesh_inputs(mesh.slots, method, layout):
-        if not device.buffer_format_features(m.texel_format) & need:
-            raise CapabilityError(
-                f"{device.info.name!r} cannot read {m.texel_format.name} {m.name} "
-                f"{'texel' if path == 'compute' else 'vertex'} buffers, which layout='lean' "
-                "uses; use layout='exact'"
-            )
-    return layout
+    return si.lean_layout(mesh, lambda f: bool(device.buffer_format_features(f) & need))

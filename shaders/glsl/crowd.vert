@@ -45,13 +45,14 @@ mat2x4 crowd_bone(int i) {
 #define BONE(i) crowd_bone(i)
 #define SKIN_BONES_EXTERNAL
 #include "include/skin.glsl"
+#include "include/vertex_data.glsl"
 
 layout(location = 0) in vec3 in_position;
-layout(location = 1) in vec3 in_normal;
-layout(location = 2) in ivec4 in_bone_ids;
+layout(location = 1) in vec4 in_normal;  // mesh_normal() reads it
+layout(location = 2) in uvec4 in_bone_ids;
 layout(location = 3) in vec4 in_weights;
 #ifdef SKIN_INFLUENCES_8
-layout(location = 4) in ivec4 in_bone_ids_1;
+layout(location = 4) in uvec4 in_bone_ids_1;
 layout(location = 5) in vec4 in_weights_1;
 #endif
 #ifdef SKIN_AUX
@@ -89,16 +90,16 @@ void main() {
     int base = copy * int(pc.joint_count);
     // zero-weight slots may name any joint: clamp, so no read leaves this copy's bones
     int last = int(pc.joint_count) - 1;
-    ivec4 j = clamp(in_bone_ids, 0, last) + base;
+    ivec4 j = clamp(ivec4(in_bone_ids), 0, last) + base;
 #ifdef SKIN_INFLUENCES_8
-    ivec4 j1 = clamp(in_bone_ids_1, 0, last) + base;
+    ivec4 j1 = clamp(ivec4(in_bone_ids_1), 0, last) + base;
 #define SKIN_INFLUENCES j, in_weights, j1, in_weights_1
 #else
 #define SKIN_INFLUENCES j, in_weights
 #endif
     vec3 p;
     vec3 n;
-    skin_vertex(SKIN_INFLUENCES, SKIN_AUX_ARG in_position, in_normal, p, n);
+    skin_vertex(SKIN_INFLUENCES, SKIN_AUX_ARG in_position, mesh_normal(in_normal), p, n);
     int c = 8 * copy;
     mat4 model = mat4(texelFetch(copies, c), texelFetch(copies, c + 1), texelFetch(copies, c + 2),
                       texelFetch(copies, c + 3));
@@ -107,9 +108,9 @@ void main() {
     vec4 world = model * vec4(p, 1.0);
     out_world_position = world.xyz;
     out_normal = normal_matrix * n;
-    out_bone_weight = dot(vec4(equal(in_bone_ids, ivec4(inst.debug.y))), in_weights);
+    out_bone_weight = dot(vec4(equal(ivec4(in_bone_ids), ivec4(inst.debug.y))), in_weights);
 #ifdef SKIN_INFLUENCES_8
-    out_bone_weight += dot(vec4(equal(in_bone_ids_1, ivec4(inst.debug.y))), in_weights_1);
+    out_bone_weight += dot(vec4(equal(ivec4(in_bone_ids_1), ivec4(inst.debug.y))), in_weights_1);
 #endif
     out_color = texelFetch(copies, c + 7);
 #ifdef CROWD_SURFACE

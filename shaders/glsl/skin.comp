@@ -17,22 +17,23 @@
 
 #include "include/skin.glsl"
 #include "include/morph.glsl"
+#include "include/vertex_data.glsl"
 
 layout(local_size_x_id = 1) in;
 
 layout(set = 0, binding = 1) uniform samplerBuffer in_positions;   // rgba32f, xyz used
-layout(set = 0, binding = 2) uniform samplerBuffer in_normals;     // rgba32f, xyz used
+layout(set = 0, binding = 2) uniform samplerBuffer in_normals;     // mesh_normal() reads it
 layout(set = 0, binding = 5, r32f) uniform writeonly imageBuffer out_data;
 #ifdef SKIN_DDM
 // Direct Delta Mush reads its precomputation instead of the joints and weights
 layout(set = 0, binding = 13) uniform samplerBuffer in_ddm_omega;  // rgba32f, DDM_OMEGA_TEXELS a vertex
 layout(set = 0, binding = 14) uniform isamplerBuffer in_ddm_bones; // rgba32i, 8 x 16-bit bones
 #else
-layout(set = 0, binding = 3) uniform isamplerBuffer in_joints;     // rgba32i
-layout(set = 0, binding = 4) uniform samplerBuffer in_weights;     // rgba32f
+layout(set = 0, binding = 3) uniform usamplerBuffer in_joints;     // rgba32ui (lean: 16 or 8 bits)
+layout(set = 0, binding = 4) uniform samplerBuffer in_weights;     // rgba32f (lean: unorm16 or 8)
 #endif
 #if defined(SKIN_INFLUENCES_8) && !defined(SKIN_DDM)
-layout(set = 0, binding = 7) uniform isamplerBuffer in_joints_1;   // rgba32i, slots 4..7
+layout(set = 0, binding = 7) uniform usamplerBuffer in_joints_1;   // as in_joints, slots 4..7
 layout(set = 0, binding = 8) uniform samplerBuffer in_weights_1;   // rgba32f, slots 4..7
 #endif
 #ifdef SKIN_AUX
@@ -70,7 +71,7 @@ uint float_key(float f) {
 vec3 skin_one(uint v) {
     int iv = int(v);
     vec3 p = texelFetch(in_positions, iv).xyz;
-    vec3 n = texelFetch(in_normals, iv).xyz;
+    vec3 n = mesh_normal(texelFetch(in_normals, iv));
 #ifdef SKIN_DDM
     vec3 rest = p;
     morph_vertex(iv, p, n);
@@ -78,9 +79,9 @@ vec3 skin_one(uint v) {
                     p - rest, n, pc.diag2, p, n);
 #else
     morph_vertex(iv, p, n);
-    skin_vertex(texelFetch(in_joints, iv), texelFetch(in_weights, iv),
+    skin_vertex(ivec4(texelFetch(in_joints, iv)), texelFetch(in_weights, iv),
 #ifdef SKIN_INFLUENCES_8
-                texelFetch(in_joints_1, iv), texelFetch(in_weights_1, iv),
+                ivec4(texelFetch(in_joints_1, iv)), texelFetch(in_weights_1, iv),
 #endif
 #ifdef SKIN_AUX
                 texelFetch(in_aux, iv),

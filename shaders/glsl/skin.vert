@@ -11,17 +11,18 @@
 
 #include "include/skin.glsl"
 #include "include/morph.glsl"
+#include "include/vertex_data.glsl"
 
 layout(location = 0) in vec3 in_position;
-layout(location = 1) in vec3 in_normal;
-layout(location = 2) in ivec4 in_bone_ids;
+layout(location = 1) in vec4 in_normal;  // mesh_normal() reads it
+layout(location = 2) in uvec4 in_bone_ids;
 layout(location = 3) in vec4 in_weights;
 #ifdef SKIN_INFLUENCES_8
-layout(location = 4) in ivec4 in_bone_ids_1;
+layout(location = 4) in uvec4 in_bone_ids_1;
 layout(location = 5) in vec4 in_weights_1;
-#define SKIN_INFLUENCES in_bone_ids, in_weights, in_bone_ids_1, in_weights_1
+#define SKIN_INFLUENCES ivec4(in_bone_ids), in_weights, ivec4(in_bone_ids_1), in_weights_1
 #else
-#define SKIN_INFLUENCES in_bone_ids, in_weights
+#define SKIN_INFLUENCES ivec4(in_bone_ids), in_weights
 #endif
 #ifdef SKIN_AUX
 layout(location = 6) in vec4 in_aux;  // xyz: center of rotation, w: DQS blend weight
@@ -67,7 +68,7 @@ layout(location = 4) out vec4 out_color;
 
 void main() {
     vec3 p = in_position;
-    vec3 n = in_normal;
+    vec3 n = mesh_normal(in_normal);
     morph_vertex(gl_VertexIndex, p, n);  // the renderer draws with vertexOffset 0
 #ifndef SKIN_NONE
     skin_vertex(SKIN_INFLUENCES, SKIN_AUX_ARG p, n, p, n);
@@ -91,9 +92,9 @@ void main() {
 #ifdef SURFACE
     out_scalar = in_scalar;
 #endif
-    out_bone_weight = dot(vec4(equal(in_bone_ids, ivec4(inst.debug.y))), in_weights);
+    out_bone_weight = dot(vec4(equal(in_bone_ids, uvec4(inst.debug.y))), in_weights);
 #ifdef SKIN_INFLUENCES_8
-    out_bone_weight += dot(vec4(equal(in_bone_ids_1, ivec4(inst.debug.y))), in_weights_1);
+    out_bone_weight += dot(vec4(equal(in_bone_ids_1, uvec4(inst.debug.y))), in_weights_1);
 #endif
 #ifdef SURFACE
     out_uv = in_uv;
