@@ -374,7 +374,7 @@ def test_crowd_scene_plays_a_gltf_rig_out_of_phase(device, tmp_path):
             assert "LBS/DQS blend (left) | CoR (right)" in scene.label()
             assert covered(candy.render_image()).sum() > 200
             scene.show("all")
-            assert set(scene.crowds) == {"lbs", "dqs", "blend", "cor", "dqs_blender"}
+            assert set(scene.crowds) == {"lbs", "dqs", "blend", "cor", "dqs_blender", "ddm"}
             assert all(c.visible for c in scene.crowds.values())
             with pytest.raises(InputError, match="methods must be one of"):
                 scene.show("dqs_scale")

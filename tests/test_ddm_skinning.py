@@ -1,5 +1,6 @@
-"""``method="ddm"``: Direct Delta Mush through the registry's Skinner (compute path), against
-the float64 reference :func:`vkdqs.ddm.skin_reference` of the same float32 Ω.
+"""``method="ddm"``: Direct Delta Mush through the registry's Skinner (the compute path, and the
+vertex path's readback of skin.vert), against the float64 reference
+:func:`vkdqs.ddm.skin_reference` of the same float32 Ω.
 
 The difference is the shader's float32 arithmetic (the sum over 8 slots, ``Q̄ - q pᵀ``, the
 Jacobi eigenvectors of the polar rotation): measured 1e-8 to 1.5e-6 of the extent for positions
@@ -59,14 +60,15 @@ def _assert_close(mesh, got, want):
     assert np.abs(got[1] - want[1]).max() < NORMAL_TOL
 
 
+@pytest.mark.parametrize("path", ("compute", "vertex"))
 @pytest.mark.parametrize("case", list(CASES))
-def test_ddm_skins_as_its_reference(device, case):
+def test_ddm_skins_as_its_reference(device, case, path):
     make, make_pose, params = CASES[case]
     mesh, bones = make()
     ddm = vkdqs.direct_delta_mush(mesh, bone_count=bones, device=device, **params)
     rigid = dq.to_matrices(dq.random_rigid(bones, np.random.default_rng(1)))
     batch = np.stack([make_pose(), rigid])
-    with Skinner(device, mesh, bone_count=bones, method="ddm", ddm=ddm) as skinner:
+    with Skinner(device, mesh, bone_count=bones, method="ddm", ddm=ddm, path=path) as skinner:
         assert skinner.slots == (4 if ddm.max_bones <= 4 else 8)
         many = skinner.skin_many(batch)
         for k, pose in enumerate(batch):
@@ -107,7 +109,8 @@ def test_without_smoothing_ddm_is_lbs(device):
     assert np.abs(n - want_n).max() < 1e-6
 
 
-def test_morph_targets_move_the_rest_shape_ddm_smoothed(device):
+@pytest.mark.parametrize("path", ("compute", "vertex"))
+def test_morph_targets_move_the_rest_shape_ddm_smoothed(device, path):
     """Morph deltas move each vertex before skinning, in the frame its Ω is about (the
     smoothing stays the rest mesh's): the registry's reference, for one pose and a batch."""
     base, bones = _tube16()
@@ -130,7 +133,7 @@ def test_morph_targets_move_the_rest_shape_ddm_smoothed(device):
     ddm = vkdqs.direct_delta_mush(mesh, bone_count=bones, device=device)
     pose = bone_chain_pose(16, 90.0, length=4.0)
     weights = np.array([[1.0, 0.5], [0.0, 0.0], [0.3, 1.0]], np.float32)
-    with Skinner(device, mesh, bone_count=bones, method="ddm", ddm=ddm) as skinner:
+    with Skinner(device, mesh, bone_count=bones, method="ddm", ddm=ddm, path=path) as skinner:
         one = skinner.skin(pose, morph_weights=weights[0])
         many = skinner.skin_many(np.stack([pose] * 3), morph_weights=weights)
     _assert_close(mesh, one, DDM.reference(mesh, pose, ddm=ddm, morph_weights=weights[0]))
@@ -169,8 +172,6 @@ def test_ddm_refusals(device):
     other = SkinnedMesh(mesh.positions * 2, mesh.normals, mesh.joints, mesh.weights, mesh.indices)
     with pytest.raises(InputError, match="computed for another mesh"):
         Skinner(device, other, bone_count=bones, method="ddm", ddm=ddm)
-    with pytest.raises(InputError, match="DDM runs on the compute path only"):
-        Skinner(device, mesh, bone_count=bones, method="ddm", path="vertex", ddm=ddm)
     with pytest.raises(InputError, match="needs rigid bone matrices"):
         with Skinner(device, mesh, bone_count=bones, method="ddm", ddm=ddm) as skinner:
             skinner.skin(np.tile(np.diag([2.0, 1.0, 1.0, 1.0]), (bones, 1, 1)))
@@ -181,9 +182,10 @@ def test_ddm_refusals(device):
         Skinner(
             device, tube(300, bone_count=12, influences=4), bone_count=12, method="ddm", ddm=wide
         )
-    # crowds draw with the vertex shader; the renderer draws its instances by "compute, then
-    # draw" (tests/test_draw_compute.py)
-    assert DDM.check(np.tile(np.eye(4), (2, 1, 1)), crowd=True) == "DDM does not draw crowds"
+    # crowds draw it (tests/test_ddm_render.py) with the rule of its instances: rigid clips
+    assert DDM.check(np.tile(np.eye(4), (2, 1, 1)), crowd=True) is None
+    scaled = np.tile(np.diag([2.0, 1.0, 1.0, 1.0]), (2, 1, 1))
+    assert "needs rigid joint matrices in a crowd's clip" in DDM.check(scaled, crowd=True)
 
 
 def test_a_model_file_computes_its_ddm_once_and_bakes_with_it(tmp_path, device):

@@ -1,6 +1,7 @@
-"""Methods without vertex shaders ("ddm", "delta_mush", "delta_mush_dqs") drawn by "compute,
-then draw": the renderer's compute Skinner skins each new pose and the posed vertices are drawn
-with the unskinned pipeline. The image is the unskinned image of the Skinner's own vertices."""
+"""Methods without vertex shaders (classic Delta Mush: "delta_mush", "delta_mush_dqs") drawn by
+"compute, then draw": the renderer's compute Skinner skins each new pose and the posed vertices
+are drawn with the unskinned pipeline. The image is the unskinned image of the Skinner's own
+vertices. (Direct Delta Mush has vertex shaders: tests/test_ddm_render.py.)"""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from vkdqs.targets import OffscreenTarget
 from .imaging import CLEAR, covered
 
 W, H = 160, 120
-COMPUTED = ("ddm", "delta_mush", "delta_mush_dqs")
+COMPUTED = ("delta_mush", "delta_mush_dqs")
 
 
 def _posed_mesh(mesh, positions, normals):
@@ -72,31 +73,6 @@ def test_image_is_the_unskinned_image_of_the_skinners_vertices(device, method):
             renderer.remove_instance(plain)
 
 
-def test_given_data_is_used_and_morphs_are_skinned(device):
-    """A given ``ddm`` precomputation is the one drawn; morph weights go to the Skinner."""
-    mesh = procedural.candy_wrapper()
-    ddm = __import__("vkdqs").direct_delta_mush(mesh, bone_count=2, iterations=3, device=device)
-    with (
-        OffscreenTarget(device, W, H) as target,
-        Renderer(device, target, clear_color=CLEAR) as renderer,
-        Skinner(device, mesh, bone_count=2, method="ddm", ddm=ddm) as skinner,
-    ):
-        rm = renderer.add_mesh(mesh)
-        inst = renderer.add_instance(rm, bone_count=2, method="ddm", ddm=ddm, bones=_pose(90.0))
-        assert inst._skinner.ddm is ddm
-        renderer.frame_scene()
-        got = renderer.render_image()
-        positions, normals = skinner.skin(_pose(90.0))
-        np.testing.assert_array_equal(
-            inst.bounds, np.stack([positions.min(axis=0), positions.max(axis=0)])
-        )
-        inst.visible = False
-        renderer.add_instance(
-            renderer.add_mesh(_posed_mesh(mesh, positions, normals)), bone_count=2, method="none"
-        )
-        np.testing.assert_array_equal(got, renderer.render_image())
-
-
 @pytest.mark.parametrize("method", COMPUTED)
 def test_culling_uses_the_exact_box_of_the_vertices_drawn(device, method):
     """No bone-box rule covers the mushes' compute passes: culling takes the exact box."""
@@ -139,5 +115,3 @@ def test_the_renderer_owns_and_closes_their_skinners(device):
         clip = __import__("vkdqs").AnimationClip(np.tile(np.eye(4), (2, 2, 1, 1)), 10.0)
         with pytest.raises(InputError, match="Delta Mush runs on the compute path only"):
             renderer.add_crowd(rm, clip, count=2, method="delta_mush")
-        with pytest.raises(InputError, match="DDM"):
-            renderer.add_crowd(rm, clip, count=2, method="ddm")

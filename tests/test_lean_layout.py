@@ -52,6 +52,8 @@ def test_bytes_a_vertex():
     # or 4 slots (160 bytes) where the precomputation keeps at most 4 bones a vertex
     assert si.layout_bytes(8, "ddm") == 368 and si.layout_bytes(4, "ddm") == 208
     assert si.layout_bytes(8, "ddm", "lean") == 356
+    # ... and once a mesh, its bounding-box diagonal's texel (si.ddm_diag2)
+    assert si.layout_extra_bytes(8, "ddm") == 16 and si.layout_extra_bytes(8, "lbs") == 0
 
 
 def _spread(mesh, pose, method):
@@ -90,7 +92,8 @@ def test_lean_layout_error_budget(device, method, slots, path):
         nbytes = sum(b.size for b in lean._mesh_buffers.values())
         shader_slots = lean.slots  # the mesh's, or (ddm) its precomputation's
     assert lean.vertex_layout == si.LEAN  # 10 joints, random weights, lavapipe reads them all
-    assert nbytes == si.layout_bytes(shader_slots, method, "lean") * mesh.vertex_count
+    per_vertex = si.layout_bytes(shader_slots, method, "lean") * mesh.vertex_count
+    assert nbytes == per_vertex + si.layout_extra_bytes(shader_slots, method, "lean")
     for pose, p, n, ep, en, box in zip(batch, lean_p, lean_n, exact_p, exact_n, boxes, strict=True):
         want, _ = skinning.reference(mesh, pose, **extra)
         scale = max(mesh.extent, np.abs(want).max())

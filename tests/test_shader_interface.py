@@ -41,6 +41,7 @@ from tests.spirv_reflect import (
     instructions,
     words_of,
 )
+from vkdqs import methods
 from vkdqs.shader_interface import (
     ALPHA_MASK_ID,
     BONE_SCALES,
@@ -95,6 +96,7 @@ from vkdqs.shader_interface import (
     Format,
     Stage,
     Variant,
+    attributes,
     bindings_of,
     bone_stride,
     crowd_render_inputs,
@@ -217,6 +219,12 @@ def check_texel_formats(v: Variant, mod: Module) -> list[str]:
     elif v.kind == "compute":
         want = [(m.binding, m.texel_format) for m in mesh_inputs(v.slots, v.method)]
         want.append((COMPUTE_OUT, COMPUTE_OUT_FORMAT))
+    elif v.kind in ("render", "readback", "crowd_render") and v.method != "none":
+        # the mesh's inputs read as texels on every path (Direct Delta Mush's Ω and bones)
+        texels = mesh_inputs(v.slots, v.method)
+        want = [(m.binding, m.texel_format) for m in texels if m.location < 0]
+        if not want:
+            return []
     else:
         return []
     ds, problems = set0(mod), []
@@ -268,7 +276,7 @@ def check_vertex_inputs(v: Variant, mod: Module) -> list[str]:
         host_inputs = (
             render_inputs(v.slots, v.method, surface_variant(v))
             if v.kind == "render"
-            else mesh_inputs(v.slots, v.method)
+            else attributes(mesh_inputs(v.slots, v.method))
         )
     host = {m.location: m for m in host_inputs}
     shader, problems = mod.inputs(), []
@@ -335,6 +343,8 @@ def check_instance_block(v: Variant, mod: Module) -> list[str]:
     if v.kind not in ("render", "fragment", "crowd_render", "crowd_fragment"):
         return []
     d = set0(mod).get(INSTANCE)
+    if d is None and v.kind == "crowd_render" and not methods.get(v.method).influences:
+        return []  # crowd.vert reads it for the bone heat map only: no weights to show (DDM)
     if d is None or d.type != "UNIFORM_BUFFER":
         return [f"no uniform block at binding {INSTANCE}"]
     return block_problems(mod.members(d.type_id), INSTANCE_BLOCK)

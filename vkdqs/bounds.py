@@ -31,6 +31,7 @@ from .skinner import Skinner
 
 if TYPE_CHECKING:
     from .crowd import Crowd
+    from .ddm import DirectDeltaMush
     from .drawables import Instance, RenderMesh
     from .gpu import Device
 
@@ -104,11 +105,23 @@ class SceneBoxes:
         return tuple(self._skinners.values())
 
     def skinner(
-        self, mesh: RenderMesh, method: str, bone_count: int, rest: NDArray | None
+        self,
+        mesh: RenderMesh,
+        method: str,
+        bone_count: int,
+        rest: NDArray | None,
+        ddm: DirectDeltaMush | None = None,
     ) -> Skinner:
         """The compute Skinner that measures boxes of ``mesh`` posed by ``method`` (one per
-        mesh, method, bone count and rest frames), made on first use."""
-        key = (id(mesh), method, bone_count, None if rest is None else id(rest))
+        mesh, method, bone count, rest frames and Direct Delta Mush precomputation: the
+        instance's or crowd's own), made on first use."""
+        key = (
+            id(mesh),
+            method,
+            bone_count,
+            None if rest is None else id(rest),
+            None if ddm is None else id(ddm),
+        )
         skinner = self._skinners.get(key)
         if skinner is None:
             skinner = Skinner(
@@ -119,6 +132,7 @@ class SceneBoxes:
                 centers=mesh.centers if "centers" in methods.get(method).needs else None,
                 rest_matrices=rest,
                 layout=mesh.layout,  # the vertices it measures are those drawn
+                ddm=ddm,
             )
             self._skinners[key] = skinner
         return skinner
@@ -130,7 +144,9 @@ class SceneBoxes:
             return self._rest_box(inst, exact=True)
         if inst._skinner is not None:  # "compute, then draw": the box of the vertices drawn
             return inst._skin_now()[3].copy()
-        skinner = self.skinner(inst.mesh, inst.method, inst.bone_count, inst.rest_matrices)
+        skinner = self.skinner(
+            inst.mesh, inst.method, inst.bone_count, inst.rest_matrices, inst.ddm
+        )
         return skinner.bounds(bones, weights).astype(np.float64)
 
     def cheapest(self, inst: Instance) -> tuple[NDArray[np.float64], str]:
@@ -243,7 +259,9 @@ class SceneBoxes:
         """(K, 2, 3): each of ``crowd``'s clips' box over its frames, the union of the frames'
         exact boxes (measured on the GPU once, kept on the crowd)."""
         if crowd.clip_boxes is None:
-            skinner = self.skinner(crowd.mesh, crowd.method, crowd.joint_count, crowd.rest_matrices)
+            skinner = self.skinner(
+                crowd.mesh, crowd.method, crowd.joint_count, crowd.rest_matrices, crowd.ddm
+            )
             boxes = [skinner.bounds_many(clip.frames) for clip in crowd.clips]
             crowd.clip_boxes = np.stack(
                 [np.stack([b[:, 0].min(axis=0), b[:, 1].max(axis=0)]) for b in boxes]

@@ -27,22 +27,29 @@ a texture or a base colour), else :data:`DEFAULT_TINT`.
 Bones, frames and copies live in rgba32f texel buffers (on lavapipe texel fetches are far faster
 than storage-buffer reads), not in the 64 KiB uniform block. Limits (checked with
 :class:`~vkdqs.LimitError`): the bones of all copies (``count * joints * t`` texels, ``t``
-2 for DQS and cor, 3 for LBS, 5 for blend and dqs_blender), the clip (``frames * joints * t``)
-and the copies (``count * 8``) must each fit ``maxTexelBufferElements`` (2^27 on lavapipe: e.g.
-1.3M copies of a 50-joint DQS rig); the sampling dispatch (``count * joints / 64`` groups) must
-fit ``maxComputeWorkGroupCount[0]`` (65535 groups: 4.2M bones); and ``count <=``
-:data:`MAX_COPIES`. Memory is 16 bytes a texel, per frame in flight for bones and copies.
+2 for DQS and cor, 3 for LBS and ddm, 5 for blend and dqs_blender), the clip
+(``frames * joints * t``) and the copies (``count * 8``) must each fit
+``maxTexelBufferElements`` (2^27 on lavapipe: e.g. 1.3M copies of a 50-joint DQS rig); the
+sampling dispatch (``count * joints / 64`` groups) must fit ``maxComputeWorkGroupCount[0]``
+(65535 groups: 4.2M bones); and ``count <=`` :data:`MAX_COPIES`. Memory is 16 bytes a texel,
+per frame in flight for bones and copies.
 
 Methods: "dqs", "lbs", "blend" (per-vertex LBS/DQS blend by the mesh's ``dqs_blend``: the
 sampling pass writes each bone's blended DQ and its linearly blended matrix rows, 5 texels),
 "cor" (optimized centers of rotation: DQ bones, as "dqs", and the mesh's per-vertex centers,
 computed once per mesh like a "cor" instance's) and "dqs_blender" (Blender's Preserve Volume,
 with the bones' ``rest_matrices``: the DQ of Blender's split and the matrix rows, 5 texels,
-sampled as for "blend"; clips with scale welcome). The vertex shader skins with
-``skin_vertex()`` of ``include/skin.glsl``, as ordinary instances do.
+sampled as for "blend"; clips with scale welcome) and "ddm" (Direct Delta Mush: matrix rows,
+sampled as for "lbs"; each vertex's Ω and bones are the mesh's texel buffers, uploaded once per
+precomputation, given as ``ddm=`` or the mesh's default, and shared by every copy and by the
+mesh's "ddm" instances: they must fit ``maxTexelBufferElements``, 20 texels a vertex with 8
+slots, 10 with 4, else :class:`~vkdqs.LimitError`). The vertex shader skins with
+``skin_vertex()`` of ``include/skin.glsl``, as ordinary instances do ("ddm":
+``ddm_skin_vertex()`` through ``include/ddm_inputs.glsl``, as its instances do).
 
-DQS, blend and cor crowds need rigid clips (no scale or shear): use ``method="lbs"`` (or
-"dqs_blender") for clips with scale.
+DQS, blend, cor and ddm crowds need rigid clips (no scale or shear): use ``method="lbs"`` (or
+"dqs_blender") for clips with scale. Between two frames a "ddm" copy's bones are the linear
+blend of the frames' rows (as for LBS), which its polar step makes a rotation again.
 All copies of a crowd share the winding of culling: if any model matrix mirrors (det < 0) the
 crowd is drawn without back-face culling.
 """
@@ -266,6 +273,7 @@ class Crowd:
         label: str,
         rest_matrices: ArrayLike | None = None,
         centers: ArrayLike | None = None,
+        ddm: object = None,
     ) -> None:
         clips = _check_clips(clips)
         clip = clips[0]
@@ -301,10 +309,15 @@ class Crowd:
         self._init_copies()
         #: per-vertex centers of rotation given for the methods that need them (validated)
         self.centers, rest = skinning.check_inputs(
-            mesh.mesh, clip.joint_count, centers=centers, rest_matrices=rest_matrices
+            mesh.mesh, clip.joint_count, centers=centers, rest_matrices=rest_matrices, ddm=ddm
         )
         #: the bones' rest frames, for "dqs_blender" (validated)
         self.rest_matrices = rest
+        #: "ddm": the Direct Delta Mush precomputation every copy skins with (given, or the
+        #: mesh's default), its texels the mesh's (uploaded once, shared with its instances)
+        self.ddm = None
+        if "ddm_data" in skinning.needs:
+            self.ddm = mesh._ensure_ddm(owner, ddm, clip.joint_count, method)
         #: (K, 2, 3) box of each clip over its frames (Renderer.crowd_bounds measures it once)
         self.clip_boxes: np.ndarray | None = None
         packed = np.concatenate([pack_clip(c, method, rest) for c in clips])
@@ -409,6 +422,7 @@ class Crowd:
         )
         render_set = self._pool.allocate(self._layouts.render_set)
         b = {x.binding: x for x in si.CROWD_RENDER_BINDINGS}
+        ddm = {} if self.ddm is None else self.mesh.ddm_views(self.ddm)
         write_descriptors(
             dev,
             render_set,
@@ -417,6 +431,7 @@ class Crowd:
                 BufferWrite(b[si.INSTANCE], block, 0, block.size),
                 TexelWrite(b[si.CROWD_COPIES], copies_view),
                 TexelWrite(b[si.CROWD_VISIBLE], visible_view),
+                *(TexelWrite(b[m.binding], ddm[m.name]) for m in si.DDM_INPUTS if ddm),
             ],
         )
         cull_set = self._pool.allocate(self._layouts.cull_set)
@@ -746,7 +761,7 @@ class Crowd:
         graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
         layout = self._layouts.render.handle
         rm = self.mesh
-        buffers = [b.handle for b in rm.vertex_buffers]
+        buffers = [b.handle for b in rm.vertex_buffers[: len(self._attributes())]]
         if self.skinning.aux:
             assert rm.aux_buffer is not None  # made by Renderer.add_crowd
             buffers.append(rm.aux_buffer.handle)
@@ -791,7 +806,7 @@ class Crowd:
         (texture fetch and vertex colours specialized on or off, doubleSided not culled). An
         untextured material on a mesh without colours draws with the variants without UV and
         colour inputs (``surface`` False), as cheap as crowds were before materials."""
-        slots = self.mesh.mesh.slots
+        slots = self.slots
         surface = self.mesh.surface_buffers
         textured, colored = material.texture is not None, "colors" in surface
         uses = textured or colored  # else: the factor only, no UV or colour input
@@ -817,6 +832,17 @@ class Crowd:
             ),
             samples=samples,
         )
+
+    @property
+    def slots(self) -> int:
+        """The influence slots of its vertex shader variant: the mesh's, or for "ddm" its
+        precomputation's (:func:`si.ddm_slots`)."""
+        return self.mesh.mesh.slots if self.ddm is None else si.ddm_slots(self.ddm)
+
+    def _attributes(self) -> tuple[si.MeshInput, ...]:
+        """The mesh's rows its vertex shader reads as attributes (positions and normals, then
+        joints and weights where the method reads them)."""
+        return si.attributes(si.mesh_inputs(self.slots, self.method, self.mesh.layout))
 
     def read_bones(self) -> np.ndarray:
         """The bones the GPU sampled for the last rendered frame, float32: ``(count, J, 2, 4)``

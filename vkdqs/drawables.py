@@ -17,13 +17,22 @@ from . import bones as bone_packing
 from . import methods
 from . import shader_interface as si
 from .errors import InputError
-from .gpu import Buffer, BufferWrite, DescriptorPool, ImageWrite, texel_buffer, write_descriptors
+from .gpu import (
+    Buffer,
+    BufferView,
+    BufferWrite,
+    DescriptorPool,
+    ImageWrite,
+    texel_buffer,
+    write_descriptors,
+)
 from .gpu.calls import vk
 from .material import Material
 from .mesh import SkinnedMesh
-from .skinner import Skinner, morph_blocks, morph_packing
+from .skinner import Skinner, check_ddm_fits, morph_blocks, morph_packing
 
 if TYPE_CHECKING:
+    from .ddm import DirectDeltaMush
     from .renderer import Renderer
 
 __all__ = ["SINGULAR_DET", "UNSKINNED", "Instance", "RenderMesh"]
@@ -113,6 +122,44 @@ class RenderMesh:
         self.aux_buffer: Buffer | None = None
         #: (N, 3) float32 centers of rotation, once a "cor" instance needed them
         self.centers: np.ndarray | None = None
+        #: per Direct Delta Mush precomputation its instances and crowds use (by id, the object
+        #: kept): ``(ddm, {input name: BufferView})``, the texels every one of them reads
+        self._ddm: dict[int, tuple[object, dict[str, BufferView]]] = {}
+
+    def _ensure_ddm(
+        self, renderer: Renderer, ddm: object, bone_count: int, method: str = "ddm"
+    ) -> DirectDeltaMush:
+        """The Direct Delta Mush precomputation an instance or crowd of this mesh skins with:
+        ``ddm`` (checked by the caller's ``check_inputs``) or the mesh's default one
+        (:func:`vkdqs.ddm_gpu.mesh_ddm`, computed once on the renderer's device), its texels
+        uploaded once (:meth:`ddm_views`; LimitError where they do not fit)."""
+        if ddm is None:
+            from .ddm_gpu import mesh_ddm
+
+            ddm = mesh_ddm(self.mesh, bone_count, device=renderer.device)
+            methods.get(method).check_inputs(self.mesh, bone_count, ddm=ddm)
+        if id(ddm) not in self._ddm:
+            self._upload_ddm(renderer, ddm)  # type: ignore[arg-type]  # checked
+        return ddm  # type: ignore[return-value]
+
+    def ddm_views(self, ddm: DirectDeltaMush) -> dict[str, BufferView]:
+        """The texel views of ``ddm``'s Ω and bones uploaded by :meth:`_ensure_ddm`."""
+        return self._ddm[id(ddm)][1]
+
+    def _upload_ddm(self, renderer: Renderer, ddm: DirectDeltaMush) -> None:
+        """Upload ``ddm``'s Ω and bones (:func:`si.ddm_arrays`) as texel buffers, once per
+        precomputation, shared by every instance and crowd copy that skins with it; owned by
+        the renderer."""
+        check_ddm_fits(renderer.device, ddm)
+        views = {}
+        for m, (name, arr) in zip(si.DDM_INPUTS, si.ddm_arrays(ddm).items(), strict=True):
+            assert m.name == name
+            buffer, view = texel_buffer(
+                renderer.device, arr, int(m.texel_format), label=f"{self.label} {name}"
+            )
+            renderer.own(buffer)
+            views[name] = renderer.own(view)
+        self._ddm[id(ddm)] = (ddm, views)
 
     def _ensure_aux(self, renderer: Renderer, centers: np.ndarray | None = None) -> Buffer:
         if self.aux_buffer is not None and centers is None:
@@ -209,6 +256,9 @@ class Instance:
     _skinned: tuple | None = field(default=None, repr=False)
     #: per frame slot, ``[positions Buffer, normals Buffer, the pose they hold]``
     _posed_buffers: dict = field(default_factory=dict, repr=False)
+    #: the Direct Delta Mush precomputation a "ddm" instance skins with (its texels are the
+    #: mesh's, :meth:`RenderMesh._ensure_ddm`), else None
+    ddm: DirectDeltaMush | None = field(default=None, repr=False)
 
     @property
     def bounds(self) -> np.ndarray:
@@ -235,6 +285,17 @@ class Instance:
         if self.method == UNSKINNED or self.computed:
             return UNSKINNED
         return self.pose.variant
+
+    @property
+    def slots(self) -> int:
+        """The influence slots of its vertex shader variant: 4 when drawn unskinned, its
+        precomputation's for a method that reads no joints and weights (:func:`si.ddm_slots`),
+        else the mesh's."""
+        if self.variant == UNSKINNED:
+            return 4
+        if self.ddm is not None:
+            return si.ddm_slots(self.ddm)
+        return self.mesh.mesh.slots
 
     @property
     def computed(self) -> bool:

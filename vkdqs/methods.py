@@ -17,8 +17,9 @@ Adding a method: a :class:`SkinningMethod` entry in :data:`METHODS`, its float64
 GLSL block in ``shaders/glsl/include/skin.glsl`` (under its ``define``), ``build_shaders.py``,
 and its tests (``tests/test_registry.py`` runs every entry on every path against its reference).
 A method with per-vertex data of its own (Direct Delta Mush's Ω: the need "ddm_data") also lists
-its texel inputs in :data:`vkdqs.shader_interface.MESH_INPUTS`; one without vertex-shader
-variants says so in ``paths``. A method that skins with another's shaders and then runs compute
+its texel inputs in :data:`vkdqs.shader_interface.MESH_INPUTS` (read on every path through one
+include, ``shaders/glsl/include/ddm_inputs.glsl``); one without vertex-shader variants says so in
+``paths``. A method that skins with another's shaders and then runs compute
 passes over the skinned mesh (classic Delta Mush: ``base="lbs"``, the need "delta_mush_data")
 has no shader variants of its own: the Skinner records its passes after the base's dispatch.
 """
@@ -72,8 +73,6 @@ NEEDS = ("centers", "rest_matrices", "dqs_blend", "ddm_data", "delta_mush_data")
 #: Why a method with one of these needs cannot run on the vertex shader (what
 #: :meth:`SkinningMethod.check_path` says).
 VERTEX_LACKS = {
-    "ddm_data": "it reads its ddm_data per vertex from texel buffers, which the vertex shaders "
-    "do not bind",
     "delta_mush_data": "it smooths the skinned mesh over its edges in compute passes after the "
     "skinning: a vertex needs its neighbours' skinned positions, which a vertex shader does not "
     "have",
@@ -698,8 +697,6 @@ _SKINS: tuple[SkinningMethod, ...] = (
         bone_rows=True,
         needs=frozenset({"ddm_data"}),
         influences=False,
-        paths=("compute",),
-        crowds=False,
         key="8",
     ),
 )

@@ -115,7 +115,11 @@ class _Slot:
     block_at: int
     morph_at: int
 
-    def writes(self, uniforms: Buffer, morph_view: BufferView) -> list[BufferWrite | TexelWrite]:
+    def writes(
+        self, uniforms: Buffer, morph_view: BufferView, ddm_views: dict[str, BufferView]
+    ) -> list[BufferWrite | TexelWrite]:
+        """The set's descriptors; ``ddm_views``: the mesh's Direct Delta Mush texels of a "ddm"
+        instance (empty for the others, whose shaders do not read those bindings)."""
         b = {x.binding: x for x in si.RENDER_BINDINGS}
         return [
             BufferWrite(b[si.BONES], uniforms, self.bones_at, self.bones_size),
@@ -123,6 +127,7 @@ class _Slot:
             BufferWrite(b[si.BONE_SCALES], uniforms, self.scales_at, self.scales_size),
             BufferWrite(b[si.MORPH_WEIGHTS], uniforms, self.morph_at, si.MORPH_BLOCK.itemsize),
             TexelWrite(b[si.MORPH_DELTAS], morph_view),
+            *(TexelWrite(b[m.binding], ddm_views[m.name]) for m in si.DDM_INPUTS if ddm_views),
         ]
 
 
@@ -437,10 +442,16 @@ class Renderer(ResourceOwner):
         (:func:`vkdqs.centers_of_rotation`). ``method="dqs_blender"`` needs ``rest_matrices``
         ((B, 4, 4), see :class:`vkdqs.Skinner`) and poses of (B, 4, 4) matrices.
 
-        A method whose shaders run on the compute path only (``"ddm"``: Direct Delta Mush and
-        its ``ddm`` precomputation; ``"delta_mush"``, ``"delta_mush_dqs"``: classic Delta
-        Mush's compute passes and its ``delta_mush`` bind; either computed by the Skinner when
-        not given, and kept on the mesh) is drawn by "compute, then draw"
+        ``method="ddm"`` (Direct Delta Mush) skins with ``ddm``, its precomputation (or the
+        mesh's default one, :func:`vkdqs.ddm_gpu.mesh_ddm`, computed once on the renderer's
+        device), drawn by its vertex shader; its Ω and bones are texel buffers of the mesh,
+        uploaded once per precomputation and shared by its instances and crowds
+        (:class:`~vkdqs.LimitError` past ``maxTexelBufferElements``).
+
+        A method whose shaders run on the compute path only (``"delta_mush"``,
+        ``"delta_mush_dqs"``: classic Delta Mush's compute passes and its ``delta_mush`` bind,
+        computed by the Skinner when not given, and kept on the mesh) is drawn by "compute, then
+        draw"
         (:attr:`vkdqs.methods.SkinningMethod.drawn_by_compute`): the renderer keeps a compute
         :class:`vkdqs.Skinner` for the instance (closed when the instance is removed or the
         renderer closed), skins each new pose with it and draws the posed positions and normals
@@ -490,6 +501,8 @@ class Renderer(ResourceOwner):
             inst.color = np.r_[c, 1.0] if c.shape == (3,) else c
             if skinning is not None and not inst.computed:
                 self._ensure_aux(mesh, skinning, bone_count, given)
+                if "ddm_data" in skinning.needs:  # its Ω, uploaded once per mesh
+                    inst.ddm = mesh._ensure_ddm(self, ddm, bone_count, method)
             if inst.computed:  # "compute, then draw": the Skinner that poses it, made last
                 inst._skinner = Skinner(
                     self.device,
@@ -541,6 +554,7 @@ class Renderer(ResourceOwner):
         label: str | None = None,
         centers: ArrayLike | None = None,
         rest_matrices: ArrayLike | None = None,
+        ddm: object = None,
     ) -> Crowd:
         """``count`` copies of ``mesh`` playing ``clip`` (a :class:`vkdqs.AnimationClip`), or
         each one of ``clips`` (chosen per copy with ``crowd.set_clips``), sampled on the GPU and
@@ -548,10 +562,12 @@ class Renderer(ResourceOwner):
         wear the mesh's materials (those given to :meth:`add_mesh`), each copy's colour
         (``crowd.set_colors``) multiplying in, as an instance's does.
 
-        ``method`` is "dqs", "lbs", "blend" (needs the mesh's ``dqs_blend``), "cor" or
-        "dqs_blender". "cor" skins about the mesh's centers of rotation: ``centers`` ((N, 3)),
-        or those of an earlier "cor" instance or crowd of the mesh, or computed now on the
-        renderer's device, as for :meth:`add_instance`. "dqs_blender" needs ``rest_matrices``
+        ``method`` is "dqs", "lbs", "blend" (needs the mesh's ``dqs_blend``), "cor",
+        "dqs_blender" or "ddm" (Direct Delta Mush: ``ddm``, its precomputation, or the mesh's
+        default one, as for :meth:`add_instance`; rigid clips). "cor" skins about the mesh's
+        centers of rotation: ``centers`` ((N, 3)), or those of an earlier "cor" instance or
+        crowd of the mesh, or computed now on the renderer's device, as for
+        :meth:`add_instance`. "dqs_blender" needs ``rest_matrices``
         ((J, 4, 4), as for :meth:`add_instance`)."""
         with self._lock:
             self._check_open()
@@ -571,6 +587,7 @@ class Renderer(ResourceOwner):
                 label or f"crowd {len(self.crowds)}",
                 rest_matrices,
                 centers,
+                ddm,
             )
             try:
                 self._ensure_aux(mesh, crowd.skinning, crowd.joint_count, crowd.centers)
@@ -636,7 +653,7 @@ class Renderer(ResourceOwner):
             if inst.method == UNSKINNED:
                 raise InputError("posed_boxes(): the instance is not skinned (method 'none')")
             skinner = inst._skinner or self._boxes.skinner(
-                inst.mesh, inst.method, inst.bone_count, inst.rest_matrices
+                inst.mesh, inst.method, inst.bone_count, inst.rest_matrices, inst.ddm
             )
             return skinner.bounds_many(bones, morph_weights).astype(np.float64)
 
@@ -765,13 +782,14 @@ class Renderer(ResourceOwner):
             )
             frame.sets = [self._pool.allocate(self._set_layout) for _ in self.instances]
             for ds, slot, inst in zip(frame.sets, self._slots, self.instances, strict=True):
-                write_descriptors(dev, ds, slot.writes(frame.uniforms, inst.mesh.morph_view))
+                ddm = {} if inst.ddm is None else inst.mesh.ddm_views(inst.ddm)
+                write_descriptors(dev, ds, slot.writes(frame.uniforms, inst.mesh.morph_view, ddm))
         self._layout_gen += 1
         self._layout_stale = False
 
     def _pipeline(self, inst: Instance, material: Material) -> Any:
         variant = inst.variant
-        slots = inst.mesh.mesh.slots if variant != UNSKINNED else 4
+        slots = inst.slots
         # a computed instance's posed rows are float32 (its Skinner applied the morphs)
         layout = si.EXACT if inst.computed else inst.mesh.vertex_layout
         morph_spec = 0 if inst.computed else inst.morph_spec
@@ -840,8 +858,12 @@ class Renderer(ResourceOwner):
         blocks["base_color"] = np.stack([inst.color for inst in self.instances])
         if self.debug_bone is not None:
             # the heat map shows skinned instances only; rigid ("none") parts stay shaded, and
-            # so do instances drawn by "compute, then draw" (their unskinned shaders)
-            rigid = np.array([inst.variant == UNSKINNED for inst in self.instances], dtype=bool)
+            # so do instances drawn by "compute, then draw" (their unskinned shaders) and those
+            # of a method without joints and weights to show (Direct Delta Mush)
+            rigid = np.array(
+                [inst.variant == UNSKINNED or inst.ddm is not None for inst in self.instances],
+                dtype=bool,
+            )
             blocks["debug"][rigid] = (0, -1, 0, 0)
         scalar = np.array([inst.scalar is not None for inst in self.instances], dtype=bool)
         if self.debug_bone is not None:  # the bone heat map (B) takes over skinned instances
@@ -970,6 +992,8 @@ class Renderer(ResourceOwner):
                 buffers = [positions.handle, normals.handle, positions.handle, positions.handle]
             elif inst.variant == UNSKINNED:
                 buffers = buffers[: len(si.mesh_inputs(4))]
+            elif inst.ddm is not None:  # positions and normals: its Ω is read as texels
+                buffers = buffers[: len(si.attributes(si.mesh_inputs(inst.slots, inst.variant)))]
             elif si.has_aux(inst.variant):
                 assert rm.aux_buffer is not None
                 buffers.append(rm.aux_buffer.handle)

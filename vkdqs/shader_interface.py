@@ -196,11 +196,12 @@ class MeshInput:
     influence: bool = False
     #: only in the variants of methods with this need (:data:`vkdqs.methods.NEEDS`), or None
     need: str | None = None
-    #: texels a vertex (compute path only where more than one: ``(N * texels, 4)`` rows), in
-    #: the 8-slot variants
+    #: texels a vertex (``(N * texels, 4)`` rows), in the 8-slot variants
     texels: int = 1
     #: its texels are per slot: the 4-slot variants read half of ``texels``
     per_slot: bool = False
+    #: texels after the last vertex's: data of the whole mesh (``ddm_bones``: :func:`ddm_diag2`)
+    extra_texels: int = 0
 
 
 MESH_ROW_BYTES = 16
@@ -214,9 +215,10 @@ MESH_INPUTS = (
     MeshInput("weights_1", _F32X4, _F32X4, 8, 5, True, influence=True),
     # xyz: the vertex's center of rotation ("cor"), w: its DQS blend weight ("blend")
     MeshInput("aux", Format.R32G32B32A32_SFLOAT, Format.R32G32B32A32_SFLOAT, 9, 6, aux_only=True),
-    # Direct Delta Mush (need "ddm_data", compute path only; :func:`ddm_arrays`): each vertex's Ω of
-    # 4 or 8 slots (10 floats a slot: 10 or 20 texels), and its slots' bones (16
-    # bits each, two to an int: one texel)
+    # Direct Delta Mush (need "ddm_data"; :func:`ddm_arrays`): each vertex's Ω of 4 or 8 slots
+    # (10 floats a slot: 10 or 20 texels), and its slots' bones (16 bits each, two to an int: one
+    # texel; one more after the last vertex's holds :func:`ddm_diag2`). Texel buffers on every
+    # path (location -1: no vertex attribute), read by include/ddm_inputs.glsl
     MeshInput(
         "ddm_omega",
         Format.R32G32B32A32_SFLOAT,
@@ -228,9 +230,18 @@ MESH_INPUTS = (
         per_slot=True,
     ),
     MeshInput(
-        "ddm_bones", Format.R32G32B32A32_SINT, Format.R32G32B32A32_SINT, 14, -1, need="ddm_data"
+        "ddm_bones",
+        Format.R32G32B32A32_SINT,
+        Format.R32G32B32A32_SINT,
+        14,
+        -1,
+        need="ddm_data",
+        extra_texels=1,
     ),
 )
+#: Direct Delta Mush's texel inputs (:func:`ddm_arrays`), bound at their ``binding`` in every
+#: variant of "ddm" (compute, readback, render and crowd: one include declares them).
+DDM_INPUTS = tuple(m for m in MESH_INPUTS if m.need == "ddm_data")
 #: The per-vertex scalar the rendering shaders show as a heat map in debug mode 2 (0..1, e.g.
 #: |DQS - LBS| scaled on the host): every rendering variant (not readback, not compute) reads it
 #: at location 9 from its own vertex buffer of (N, 4) float32 rows (x used). Instances without a
@@ -336,8 +347,23 @@ def row_bytes(fmt: int) -> int:
 
 
 def layout_bytes(slots: int, method: str = "dqs", layout: str | VertexLayout = "exact") -> int:
-    """Bytes a vertex's mesh rows take in ``layout`` (the rows a variant reads)."""
+    """Bytes a vertex's mesh rows take in ``layout`` (the rows a variant reads); the mesh's
+    whole takes :func:`layout_extra_bytes` more."""
     return sum(row_bytes(m.texel_format) * m.texels for m in mesh_inputs(slots, method, layout))
+
+
+def layout_extra_bytes(
+    slots: int, method: str = "dqs", layout: str | VertexLayout = "exact"
+) -> int:
+    """Bytes of the rows after the last vertex's (:attr:`MeshInput.extra_texels`): once a mesh."""
+    inputs = mesh_inputs(slots, method, layout)
+    return sum(row_bytes(m.texel_format) * m.extra_texels for m in inputs)
+
+
+def attributes(inputs: tuple[MeshInput, ...]) -> tuple[MeshInput, ...]:
+    """The ``inputs`` a vertex shader reads as vertex attributes (those with a location; the
+    others, Direct Delta Mush's, are texel buffers on every path)."""
+    return tuple(m for m in inputs if m.location >= 0)
 
 
 def mesh_inputs(
@@ -377,22 +403,39 @@ def ddm_slots(ddm: DirectDeltaMush) -> int:
     return 4 if ddm.max_bones <= 4 else 8
 
 
+def ddm_diag2(positions: np.ndarray) -> np.float32:
+    """The rest mesh's squared bounding-box diagonal in float32, the scale of DDM's
+    vanished-covariance test: skin.comp's push constant and the last ``ddm_bones`` texel hold
+    this same value, so every path tests alike."""
+    p = np.asarray(positions, np.float32)
+    return np.float32(np.sum(np.ptp(p, axis=0) ** 2) if len(p) else 0.0)
+
+
+def ddm_arrays_rows(ddm: DirectDeltaMush) -> dict[str, int]:
+    """The texels of each of :func:`ddm_arrays`'s buffers, without making them."""
+    n, inputs = ddm.omega.shape[0], mesh_inputs(ddm_slots(ddm), "ddm")
+    return {m.name: n * m.texels + m.extra_texels for m in inputs if m.location < 0}
+
+
 def ddm_arrays(ddm: DirectDeltaMush) -> dict[str, np.ndarray]:
     """The ``ddm_omega`` ((N * S * 10 / 4, 4) float32: each vertex's S = :func:`ddm_slots`
-    slots' 10 values of Ω, in slot order, two slots to five texels) and ``ddm_bones`` ((N, 4)
-    int32: slot ``2 k`` in the low 16 bits of lane ``k``, slot ``2 k + 1`` in the high ones;
-    lanes past S / 2 zero) rows of a precomputation with at most 8 slots and 2**16 bones
-    (:func:`vkdqs.methods.check_ddm`)."""
+    slots' 10 values of Ω, in slot order, two slots to five texels) and ``ddm_bones`` ((N + 1,
+    4) int32: slot ``2 k`` in the low 16 bits of lane ``k``, slot ``2 k + 1`` in the high ones;
+    lanes past S / 2 zero; the last row's x the float32 bits of :func:`ddm_diag2` of the rest
+    mesh, for the vertex shaders) rows of a precomputation with at most 8 slots and 2**16 bones
+    (:func:`vkdqs.methods.check_ddm`). Read by ``include/ddm_inputs.glsl`` alone."""
     n, kept = ddm.omega.shape[:2]
     slots = ddm_slots(ddm)
     omega = np.zeros((n, slots, 10), np.float32)
     omega[:, :kept] = ddm.omega
     bones = np.zeros((n, 8), np.uint32)
     bones[:, :kept] = ddm.bones
-    packed = bones[:, 0::2] | (bones[:, 1::2] << np.uint32(16))
+    packed = np.zeros((n + 1, 4), np.uint32)
+    packed[:n] = bones[:, 0::2] | (bones[:, 1::2] << np.uint32(16))
+    packed[n, 0] = ddm_diag2(ddm.origin).view(np.uint32)
     return {
         "ddm_omega": omega.reshape(n * slots * 10 // 4, 4),
-        "ddm_bones": np.ascontiguousarray(packed.view(np.int32)),
+        "ddm_bones": packed.view(np.int32),
     }
 
 
@@ -431,9 +474,9 @@ def render_inputs(
 ) -> tuple[MeshInput, ...]:
     """The vertex inputs of a rendering variant (``skin.vert``, not readback), in location
     order: :func:`mesh_inputs`, then for the ``surface`` variants :data:`SURFACE_INPUTS` (7, 8)
-    and :data:`SCALAR_INPUT` (9)."""
+    and :data:`SCALAR_INPUT` (9); texel inputs left out (:func:`attributes`)."""
     extra = (*SURFACE_INPUTS, SCALAR_INPUT) if surface else ()
-    return (*mesh_inputs(slots, method, layout), *extra)
+    return (*attributes(mesh_inputs(slots, method, layout)), *extra)
 
 
 def surface_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
@@ -519,6 +562,11 @@ def readback_bindings(method: str) -> tuple[Binding, ...]:
     """The descriptor set of ``skin_<method>[_8]_readback.vert``."""
     v = Stage.VERTEX
     out = [Binding(BONES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, v)]
+    out += [
+        Binding(m.binding, DescriptorType.UNIFORM_TEXEL_BUFFER, v)
+        for m in mesh_inputs(8, method)
+        if m.location < 0
+    ]
     out.append(Binding(READBACK_OUT, DescriptorType.STORAGE_BUFFER, v))
     if has_second_block(method):
         out.append(Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER_DYNAMIC, v))
@@ -531,13 +579,15 @@ def readback_bindings(method: str) -> tuple[Binding, ...]:
 
 #: The renderer's one set layout, shared by every rendering variant (the second block is bound
 #: for all of them, read by the methods that have one; skin_none uses only the instance block
-#: and the morph bindings).
+#: and the morph bindings; Direct Delta Mush's texels, :data:`DDM_INPUTS`, are written for its
+#: instances only, the mesh's like the morph deltas).
 RENDER_BINDINGS = (
     Binding(BONES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
     Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
     Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
     Binding(MORPH_DELTAS, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
     Binding(MORPH_WEIGHTS, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
+    *(Binding(m.binding, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX) for m in DDM_INPUTS),
 )
 
 #: The renderer's material set (set :data:`MATERIAL_SET`, one per material): the base-colour
@@ -1077,11 +1127,14 @@ CROWD_SAMPLE_BINDINGS = (
     Binding(CROWD_POSITIONS, DescriptorType.STORAGE_BUFFER, Stage.COMPUTE),
     Binding(CROWD_BONES_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
 )
+#: The crowd draw's set (every crowd variant); Direct Delta Mush's texels (:data:`DDM_INPUTS`,
+#: the mesh's, shared by all copies) are written for its crowds only.
 CROWD_RENDER_BINDINGS = (
     Binding(CROWD_BONES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
     Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
     Binding(CROWD_COPIES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
     Binding(CROWD_VISIBLE, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
+    *(Binding(m.binding, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX) for m in DDM_INPUTS),
 )
 CROWD_CULL_BINDINGS = (
     Binding(CROWD_CULL_COPIES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE),
@@ -1098,8 +1151,8 @@ def crowd_render_inputs(
     """The vertex inputs of ``crowd_<method>[_8][_surface].vert``: :func:`mesh_inputs`, then
     for the ``surface`` variant :data:`SURFACE_INPUTS` (7, 8: the material's UV and colour; a
     constant row without them). Untextured materials on meshes without colours draw with the
-    variant without them: what crowds cost before materials."""
-    return (*mesh_inputs(slots, method, layout), *(SURFACE_INPUTS if surface else ()))
+    variant without them: what crowds cost before materials. Texel inputs left out."""
+    return (*attributes(mesh_inputs(slots, method, layout)), *(SURFACE_INPUTS if surface else ()))
 
 
 def crowd_variant_name(kind: str, method: str, slots: int = 4, surface: bool = False) -> str:

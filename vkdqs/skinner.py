@@ -132,7 +132,7 @@ class _Program:
                 fragment_shader=None,
                 vertex_inputs=tuple(
                     (m.location, int(m.vertex_format))
-                    for m in si.mesh_inputs(s.slots, method, s.vertex_layout)
+                    for m in si.attributes(si.mesh_inputs(s.slots, method, s.vertex_layout))
                 ),
                 spec=(spec[0], morph_spec, *s.vertex_layout.spec),
                 topology=vk.VK_PRIMITIVE_TOPOLOGY_POINT_LIST,
@@ -140,9 +140,13 @@ class _Program:
                 cull_back=False,
             )
             self.pipeline = s._pipelines.graphics(gdesc, self.layout, s._render_pass)
-            write_descriptors(
-                dev, self.set, [TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view)]
-            )
+            texels = [
+                TexelWrite(self.bindings[m.binding], s._views[m.name])
+                for m in si.mesh_inputs(s.slots, method, s.vertex_layout)
+                if m.location < 0  # read as texels on this path too (Direct Delta Mush's)
+            ]
+            texels.append(TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view))
+            write_descriptors(dev, self.set, texels)
         self.capacity = 0  # the Skinner's capacity this set's buffer descriptors point at
 
 
@@ -178,7 +182,7 @@ class Skinner(ResourceOwner):
         For ``"cor"``: each vertex's center of rotation; computed on this device with
         :func:`vkdqs.centers_of_rotation` (the mesh needs triangles) when not given.
     ddm : DirectDeltaMush, optional
-        For ``"ddm"`` (Direct Delta Mush, compute path only): the mesh's precomputation,
+        For ``"ddm"`` (Direct Delta Mush): the mesh's precomputation,
         :func:`vkdqs.direct_delta_mush` (at most 8 bones a vertex); computed on this device
         with the default parameters (the mesh needs triangles) and kept on the mesh
         (:func:`vkdqs.ddm_gpu.mesh_ddm`) when not given. Poses are rigid
@@ -268,6 +272,8 @@ class Skinner(ResourceOwner):
         #: the mesh's morph deltas as the shaders read them (sparse or dense layout)
         self.morph_packing = morph_packing(mesh)
         _check_limits(device, mesh, bone_count, method, path, self.morph_packing)
+        if ddm is not None:
+            check_ddm_fits(device, ddm)
         #: the (first workgroup, count) runs a morphing pose skins with the morph code, and
         #: those without (their vertices have no non-zero delta); the vertex path draws the same
         self._morph_runs, self._plain_runs = morph_workgroup_runs(self.morph_packing, si.LOCAL_SIZE)
@@ -357,7 +363,7 @@ class Skinner(ResourceOwner):
             buf = self.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {m.name}"))
             buf.write(arr)
             self._mesh_buffers[m.name] = buf
-            if self.path == "compute":
+            if self.path == "compute" or m.location < 0:
                 fmt = int(m.texel_format)
                 self._views[m.name] = self.own(BufferView(dev, buf, fmt, label=f"{label} {m.name}"))
         # Morph-target deltas (one zero texel for a mesh without targets: same shaders)
@@ -558,7 +564,7 @@ class Skinner(ResourceOwner):
         n = self.vertex_count
         bind_point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         parts = self._parts(program)
-        diag2 = np.float32(np.sum(np.ptp(self.mesh.positions, axis=0) ** 2) if n else 0.0)
+        diag2 = si.ddm_diag2(self.mesh.positions)
         for p in range(poses):
             push = np.array(
                 [n, p * n * 3, (poses + p) * n * 3, p * si.BOX_STRIDE // 4, diag2.view(np.uint32)],
@@ -588,7 +594,7 @@ class Skinner(ResourceOwner):
             renderArea=vk.VkRect2D(offset=vk.VkOffset2D(0, 0), extent=vk.VkExtent2D(1, 1)),
         )
         vk.vkCmdBeginRenderPass(cmd, begin, vk.VK_SUBPASS_CONTENTS_INLINE)
-        buffers = [self._mesh_buffers[m.name].handle for m in self.inputs]
+        buffers = [self._mesh_buffers[m.name].handle for m in si.attributes(self.inputs)]
         vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
         # the same runs as the compute path's, in vertices (gl_VertexIndex counts from first)
         size = si.LOCAL_SIZE
@@ -972,6 +978,22 @@ def _check_limits(
             f"mesh has {n} vertices: {groups} workgroups exceed "
             f"maxComputeWorkGroupCount[0] = {info.max_compute_work_group_count[0]}"
         )
+
+
+def check_ddm_fits(device: Device, ddm: DirectDeltaMush) -> None:
+    """Refuse a Direct Delta Mush precomputation whose texel buffers
+    (:func:`vkdqs.shader_interface.ddm_arrays`) exceed the device's maxTexelBufferElements
+    (LimitError naming it): every path, instances and crowds alike, reads them as texels."""
+    limit = device.info.max_texel_buffer_elements
+    fewer = " or direct_delta_mush(..., max_bones=4) (half the texels)"
+    for name, count in si.ddm_arrays_rows(ddm).items():
+        if count > limit:
+            raise LimitError(
+                f"Direct Delta Mush's {name} of {ddm.omega.shape[0]} vertices take {count} "
+                f"texels, more than a texel buffer holds on {device.info.name!r} "
+                f"(maxTexelBufferElements {limit}); use fewer vertices"
+                f"{fewer if si.ddm_slots(ddm) == 8 else ''}"
+            )
 
 
 def resolve_layout(device: Device, layout: str, mesh: SkinnedMesh, path: str) -> si.VertexLayout:

@@ -12,6 +12,9 @@
 // (vkdqs/methods.py); the bones' layout follows from them: 2 texels (the DQ), 3 with
 // SKIN_BONES_ROWS (the matrix rows), 5 with SKIN_SECOND_BLOCK (the DQ, then the second block's
 // rows); SKIN_AUX adds the aux input at location 6, SKIN_INFLUENCES_8 the inputs at 4 and 5.
+// SKIN_DDM (Direct Delta Mush) reads no joints and weights: each vertex's Omega and bones come
+// from the mesh's texel buffers (include/ddm_inputs.glsl), shared by every copy, and each slot's
+// bone is read at the copy's first bone plus the slot's joint.
 
 // Texel buffers: on lavapipe texel fetches are much faster than storage-buffer reads.
 layout(set = 0, binding = 0) uniform samplerBuffer bones;   // rgba32f, BONE_TEXELS per bone
@@ -42,18 +45,29 @@ mat2x4 crowd_bone(int i) {
     return mat2x4(texelFetch(bones, t), texelFetch(bones, t + 1));
 }
 #endif
+#ifdef SKIN_DDM
+// Direct Delta Mush names each slot's bone by its joint: the copy's first bone is added here
+int ddm_copy_base = 0;
+#define BONE(i) crowd_bone(ddm_copy_base + (i))
+#else
 #define BONE(i) crowd_bone(i)
+#endif
 #define SKIN_BONES_EXTERNAL
 #include "include/skin.glsl"
 #include "include/vertex_data.glsl"
 
 layout(location = 0) in vec3 in_position;
 layout(location = 1) in vec4 in_normal;  // mesh_normal() reads it
+#ifdef SKIN_DDM
+// each vertex's Omega and bones, shared by all copies (include/ddm_inputs.glsl, as skin.vert)
+#include "include/ddm_inputs.glsl"
+#else
 layout(location = 2) in uvec4 in_bone_ids;
 layout(location = 3) in vec4 in_weights;
 #ifdef SKIN_INFLUENCES_8
 layout(location = 4) in uvec4 in_bone_ids_1;
 layout(location = 5) in vec4 in_weights_1;
+#endif
 #endif
 #ifdef SKIN_AUX
 layout(location = 6) in vec4 in_aux;  // xyz: center of rotation, w: DQS blend weight
@@ -88,6 +102,14 @@ layout(push_constant) uniform PushConstants {
 void main() {
     int copy = int(texelFetch(visible, gl_InstanceIndex).x);
     int base = copy * int(pc.joint_count);
+    vec3 p;
+    vec3 n;
+#ifdef SKIN_DDM
+    // its bones are within the skeleton (vkdqs.methods.check_ddm); crowds are not morphed
+    ddm_copy_base = base;
+    ddm_skin_input(gl_VertexIndex, in_position, vec3(0.0), mesh_normal(in_normal), ddm_mesh_diag2(),
+                   p, n);
+#else
     // zero-weight slots may name any joint: clamp, so no read leaves this copy's bones
     int last = int(pc.joint_count) - 1;
     ivec4 j = clamp(ivec4(in_bone_ids), 0, last) + base;
@@ -97,9 +119,8 @@ void main() {
 #else
 #define SKIN_INFLUENCES j, in_weights
 #endif
-    vec3 p;
-    vec3 n;
     skin_vertex(SKIN_INFLUENCES, SKIN_AUX_ARG in_position, mesh_normal(in_normal), p, n);
+#endif
     int c = 8 * copy;
     mat4 model = mat4(texelFetch(copies, c), texelFetch(copies, c + 1), texelFetch(copies, c + 2),
                       texelFetch(copies, c + 3));
@@ -108,9 +129,13 @@ void main() {
     vec4 world = model * vec4(p, 1.0);
     out_world_position = world.xyz;
     out_normal = normal_matrix * n;
+#ifdef SKIN_DDM
+    out_bone_weight = 0.0;  // no joints and weights to show
+#else
     out_bone_weight = dot(vec4(equal(ivec4(in_bone_ids), ivec4(inst.debug.y))), in_weights);
 #ifdef SKIN_INFLUENCES_8
     out_bone_weight += dot(vec4(equal(ivec4(in_bone_ids_1), ivec4(inst.debug.y))), in_weights_1);
+#endif
 #endif
     out_color = texelFetch(copies, c + 7);
 #ifdef CROWD_SURFACE

@@ -26,8 +26,7 @@ layout(set = 0, binding = 2) uniform samplerBuffer in_normals;     // mesh_norma
 layout(set = 0, binding = 5, r32f) uniform writeonly imageBuffer out_data;
 #ifdef SKIN_DDM
 // Direct Delta Mush reads its precomputation instead of the joints and weights
-layout(set = 0, binding = 13) uniform samplerBuffer in_ddm_omega;  // rgba32f, DDM_OMEGA_TEXELS a vertex
-layout(set = 0, binding = 14) uniform isamplerBuffer in_ddm_bones; // rgba32i, 8 x 16-bit bones
+#include "include/ddm_inputs.glsl"
 #else
 layout(set = 0, binding = 3) uniform usamplerBuffer in_joints;     // rgba32ui (lean: 16 or 8 bits)
 layout(set = 0, binding = 4) uniform samplerBuffer in_weights;     // rgba32f (lean: unorm16 or 8)
@@ -75,8 +74,7 @@ vec3 skin_one(uint v) {
 #ifdef SKIN_DDM
     vec3 rest = p;
     morph_vertex(iv, p, n);
-    ddm_skin_vertex(in_ddm_omega, iv * DDM_OMEGA_TEXELS, texelFetch(in_ddm_bones, iv), rest,
-                    p - rest, n, pc.diag2, p, n);
+    ddm_skin_input(iv, rest, p - rest, n, pc.diag2, p, n);
 #else
     morph_vertex(iv, p, n);
     skin_vertex(ivec4(texelFetch(in_joints, iv)), texelFetch(in_weights, iv),

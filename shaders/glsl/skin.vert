@@ -8,6 +8,9 @@
 //   SKIN_READBACK  writes each skinned position and normal to a storage buffer at
 //                  gl_VertexIndex instead of feeding a rasterizer (drawn as points with rasterizer
 //                  discard), so tests read back exactly what this shader computes.
+//   SKIN_DDM       Direct Delta Mush: no joints and weights; each vertex's Omega and bones come
+//                  from texel buffers (include/ddm_inputs.glsl, as in skin.comp), and the bone
+//                  heat map has no weights to show (out_bone_weight 0).
 
 #include "include/skin.glsl"
 #include "include/morph.glsl"
@@ -15,6 +18,9 @@
 
 layout(location = 0) in vec3 in_position;
 layout(location = 1) in vec4 in_normal;  // mesh_normal() reads it
+#ifdef SKIN_DDM
+#include "include/ddm_inputs.glsl"
+#else
 layout(location = 2) in uvec4 in_bone_ids;
 layout(location = 3) in vec4 in_weights;
 #ifdef SKIN_INFLUENCES_8
@@ -23,6 +29,7 @@ layout(location = 5) in vec4 in_weights_1;
 #define SKIN_INFLUENCES ivec4(in_bone_ids), in_weights, ivec4(in_bone_ids_1), in_weights_1
 #else
 #define SKIN_INFLUENCES ivec4(in_bone_ids), in_weights
+#endif
 #endif
 #ifdef SKIN_AUX
 layout(location = 6) in vec4 in_aux;  // xyz: center of rotation, w: DQS blend weight
@@ -69,9 +76,16 @@ layout(location = 4) out vec4 out_color;
 void main() {
     vec3 p = in_position;
     vec3 n = mesh_normal(in_normal);
+#ifdef SKIN_DDM
+    // as skin.comp: Omega is about the rest position, the morph delta moves the vertex in it
+    vec3 rest = p;
+    morph_vertex(gl_VertexIndex, p, n);  // the renderer draws with vertexOffset 0
+    ddm_skin_input(gl_VertexIndex, rest, p - rest, n, ddm_mesh_diag2(), p, n);
+#else
     morph_vertex(gl_VertexIndex, p, n);  // the renderer draws with vertexOffset 0
 #ifndef SKIN_NONE
     skin_vertex(SKIN_INFLUENCES, SKIN_AUX_ARG p, n, p, n);
+#endif
 #endif
 #ifdef SKIN_READBACK
     out_normal = n;
@@ -92,9 +106,13 @@ void main() {
 #ifdef SURFACE
     out_scalar = in_scalar;
 #endif
+#ifdef SKIN_DDM
+    out_bone_weight = 0.0;
+#else
     out_bone_weight = dot(vec4(equal(in_bone_ids, uvec4(inst.debug.y))), in_weights);
 #ifdef SKIN_INFLUENCES_8
     out_bone_weight += dot(vec4(equal(in_bone_ids_1, uvec4(inst.debug.y))), in_weights_1);
+#endif
 #endif
 #ifdef SURFACE
     out_uv = in_uv;

@@ -797,7 +797,7 @@ class GltfScene:
                     "rest_skinning_scale": [float(cols.min()), float(cols.max())],
                     "methods": [m.name for m in methods.shown() if m.check(traits) is None],
                     "refused": {m.name: why for m in methods.shown() if (why := m.check(traits))},
-                    # methods scenes do not show (compute-only ones such as "ddm", variants
+                    # methods scenes do not show (compute-only ones such as "delta_mush", variants
                     # chosen by name) that skin it: what ``vkdqs bake --method`` also takes
                     "bake_also": [
                         m.name

@@ -25,8 +25,8 @@
 //                     running sum, in slot order;
 //   SKIN_DDM          Direct Delta Mush (Le & Lewis 2019, variant 0; include/ddm.glsl): each
 //                     vertex's precomputed Omega and bones stand for its joints and weights,
-//                     so skin.comp calls ddm_skin_vertex() instead of skin_vertex() (compute
-//                     only: the vertex shaders have no variant of it);
+//                     so skin.comp, skin.vert and crowd.vert call ddm_skin_vertex() (through
+//                     include/ddm_inputs.glsl, which reads them) instead of skin_vertex();
 //   SKIN_INFLUENCES_8 eight influences per vertex (two ivec4/vec4 pairs) instead of four.
 
 #include "dqs.glsl"
