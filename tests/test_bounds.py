@@ -89,6 +89,32 @@ def test_partial_workgroups_and_single_vertices(device, n):
         np.testing.assert_array_equal(skinner.bounds(pose), box)
 
 
+@pytest.mark.parametrize("n", [1, 2, 5, 7, 13, 1001])
+def test_skin_many_boxes_of_poses_that_start_inside_a_texel(device, n):
+    """skin(bounds=True) reduces the positions after the skinning, reading them as rgba32f
+    texels: with 3 n floats a pose, pose p starts at float 3 n p, inside a texel (for odd n, at
+    each offset 0..3 in turn). Each pose lies far from its neighbours, whose floats (and the
+    normals', after the last pose) would spoil its box if read; the extremes sit at either end
+    of the mesh, in the vertices the partial texels hold."""
+    rng = np.random.default_rng(n)
+    mesh = rig(rng, n, 4, 4)
+    pos = mesh.positions.copy()
+    pos[0] = (-3.0, 2.5, -1.5)  # the first vertex: min x and z, max y
+    pos[-1] = (3.0, -2.5, 1.5) if n > 1 else pos[0]  # the last: max x and z, min y
+    mesh = SkinnedMesh(pos, mesh.normals, mesh.joints, mesh.weights, mesh.indices)
+    count = 6
+    batch = np.broadcast_to(np.eye(4), (count, 4, 4, 4)).copy()
+    batch[:, :, :3, 3] = (100.0 * (np.arange(count) - 2.5))[:, None, None] * [1.0, -1.0, 0.5]
+    with Skinner(device, mesh, bone_count=4, method="lbs") as skinner:
+        p, _, boxes = skinner.skin_many(batch, bounds=True)
+        np.testing.assert_array_equal(skinner.bounds_many(batch), boxes)
+    for q, box in zip(p, boxes, strict=True):
+        np.testing.assert_array_equal(box, reference_box(q))
+    want = pos[None].astype(np.float64) + batch[:, :1, :3, 3]  # rigid translations
+    np.testing.assert_allclose(boxes[:, 0], want.min(axis=1), rtol=0, atol=1e-4)
+    np.testing.assert_allclose(boxes[:, 1], want.max(axis=1), rtol=0, atol=1e-4)
+
+
 @pytest.mark.parametrize("offset", [(-50.0, -60.0, -70.0), (50.0, 60.0, 70.0), (0.0, 0.0, 0.0)])
 def test_boxes_on_either_side_of_zero(device, offset):
     """All-negative, all-positive and mixed coordinates: the keys order floats of either sign."""

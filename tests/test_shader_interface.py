@@ -46,6 +46,9 @@ from vkdqs.shader_interface import (
     ALPHA_MASK_ID,
     BONE_SCALES,
     BONES,
+    BOUNDS_EDGES_ID,
+    BOUNDS_POSITIONS,
+    BOUNDS_TEXEL_FORMAT,
     CENTERS_OUT,
     CENTERS_TEXELS,
     COMPUTE_OUT,
@@ -125,6 +128,7 @@ STAGE_OF_KIND = {
     "overlay": Stage.VERTEX,
     "overlay_fragment": Stage.FRAGMENT,
     "delta_mush": Stage.COMPUTE,
+    "bounds": Stage.COMPUTE,
 }
 #: Kinds whose pipeline layout serves that one module, which keeps every binding of it.
 EXACT_KINDS = (
@@ -136,6 +140,7 @@ EXACT_KINDS = (
     "crowd_cull",
     "overlay_fragment",
     "delta_mush",
+    "bounds",
 )
 #: The descriptor type a shader sees for a host descriptor type.
 SHADER_TYPE = {DescriptorType.UNIFORM_BUFFER_DYNAMIC: DescriptorType.UNIFORM_BUFFER}
@@ -216,6 +221,8 @@ def check_texel_formats(v: Variant, mod: Module) -> list[str]:
         out = COMPUTE_OUT_FORMAT
         want = [*DELTA_MUSH_TEXELS, (DELTA_MUSH_SRC_OUT, out), (DELTA_MUSH_DST_OUT, out)]
         want.append((DELTA_MUSH_SRC, DELTA_MUSH_SCRATCH_FORMAT))
+    elif v.kind == "bounds":  # the Skinner's output, as rgba32f texels
+        want = [(BOUNDS_POSITIONS, BOUNDS_TEXEL_FORMAT)]
     elif v.kind == "compute":
         want = [(m.binding, m.texel_format) for m in mesh_inputs(v.slots, v.method)]
         want.append((COMPUTE_OUT, COMPUTE_OUT_FORMAT))
@@ -301,6 +308,7 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
         "crowd_sample",
         "crowd_cull",
         "delta_mush",
+        "bounds",
     )
     bones = v.method != "none" and not v.kind.startswith("crowd")  # crowds: runtime arrays
     want = ({MAX_BONES_ID} if bones else set()) | ({LOCAL_SIZE_ID} if compute else set())
@@ -312,6 +320,8 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
         want |= {COMPUTE_OUTPUT_ID}
     if v.kind == "delta_mush":  # delta_mush.comp: which pass, reading what
         want |= {DELTA_MUSH_PASS_ID, DELTA_MUSH_FROM_OUT_ID, DELTA_MUSH_OVERFLOW_ID}
+    if v.kind == "bounds":  # bounds.comp: the edge dispatch or the main one
+        want |= {BOUNDS_EDGES_ID}
     surface = surface_variant(v)  # with the UV and colour inputs
     if v.kind == "crowd_render" and surface:  # crowd.vert: UV and colour passed on or constant
         want |= {CROWD_UVS_ID, CROWD_COLORS_ID}

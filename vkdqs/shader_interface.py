@@ -171,6 +171,18 @@ BOX_STRIDE = 32
 #: vertices each skin.comp invocation skins when it reduces a box: a workgroup then covers
 #: LOCAL_SIZE * BOX_STEPS vertices (skin.comp's BOX_STEPS)
 BOX_STEPS = 16
+#: bounds.comp (Skinner.skin(bounds=True): the box of the positions skin.comp wrote, reduced in
+#: a second dispatch): its rgba32f view of the Skinner's output and the Boxes buffer
+BOUNDS_POSITIONS = 0
+BOUNDS_BOXES = 1
+BOUNDS_TEXEL_FORMAT = Format.R32G32B32A32_SFLOAT
+#: groups of 12 floats (4 vertices' positions) each bounds.comp invocation reduces
+#: (bounds.comp's BOUNDS_STEPS)
+BOUNDS_STEPS = 16
+#: bounds.comp: the edge dispatch (each pose's first and last BOUNDS_EDGE vertices) or the main
+#: one (the whole groups of 12 floats in between)
+BOUNDS_EDGES_ID = 12
+BOUNDS_EDGE = 8
 MORPH_DELTAS = 10  #: rgba32f uniform texel buffer of morph-target deltas (every skin.* variant)
 MORPH_WEIGHTS = 11  #: MorphBlock: every morph target's weight (dense: the active ones listed)
 
@@ -558,6 +570,12 @@ def compute_bindings(method: str, slots: int) -> tuple[Binding, ...]:
     return tuple(sorted(out, key=lambda b: b.binding))
 
 
+BOUNDS_BINDINGS = (
+    Binding(BOUNDS_POSITIONS, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE),
+    Binding(BOUNDS_BOXES, DescriptorType.STORAGE_BUFFER, Stage.COMPUTE),
+)
+
+
 def readback_bindings(method: str) -> tuple[Binding, ...]:
     """The descriptor set of ``skin_<method>[_8]_readback.vert``."""
     v = Stage.VERTEX
@@ -837,6 +855,7 @@ CENTERS_PUSH_BYTES = 16  #: uint first_vertex, vertex_count; int bone_count; flo
 #: uint vertex_count, columns, row_invocations, first; float gamma, delta, c_rotation,
 #: c_translation
 DDM_PUSH_BYTES = 32
+BOUNDS_PUSH_BYTES = 8  #: uint vertex_count, first_pose
 OVERLAY_PUSH_BYTES = 8  #: ivec2 size, the overlay image's width and height (fragment stage)
 
 # -- the renderer's instance block ------------------------------------------------------------
@@ -891,6 +910,7 @@ class Kind(str, Enum):
     CROWD_RENDER = "crowd_render"  #: crowd.vert
     CROWD_FRAGMENT = "crowd_fragment"  #: skin.frag compiled with CROWD
     DELTA_MUSH = "delta_mush"  #: delta_mush.comp: Delta Mush's passes after skinning
+    BOUNDS = "bounds"  #: bounds.comp: the box of the vertices skin.comp wrote
 
 
 #: Each kind's GLSL source (relative to shaders/glsl), stage and the defines it always has.
@@ -908,6 +928,7 @@ _SOURCES = {
     Kind.CROWD_RENDER: ("crowd.vert", Stage.VERTEX, ()),
     Kind.CROWD_FRAGMENT: ("skin.frag", Stage.FRAGMENT, ("CROWD",)),
     Kind.DELTA_MUSH: ("delta_mush.comp", Stage.COMPUTE, ()),
+    Kind.BOUNDS: ("bounds.comp", Stage.COMPUTE, ()),
 }
 #: The defines of each crowd sampling layout (:attr:`vkdqs.methods.SkinningMethod.crowd_layout`).
 CROWD_LAYOUT_DEFINES = {"dq": (), "rows": ("SKIN_BONES_ROWS",), "dq_rows": ("SKIN_SECOND_BLOCK",)}
@@ -991,7 +1012,7 @@ def _build_variants() -> tuple[Variant, ...]:
     rendering also with the surface inputs; none for a method with a ``base``, which runs its
     base's), the unskinned baseline, the fragment shaders, the
     precomputations (centers of rotation, Direct Delta Mush) and overlay, then the crowd
-    variants of the methods that draw crowds."""
+    variants of the methods that draw crowds, Delta Mush's passes and the bounds pass."""
     out = []
     for m in methods.METHODS.values():
         if m.base is not None:  # skins with its base's variants (classic Delta Mush: LBS's)
@@ -1012,7 +1033,7 @@ def _build_variants() -> tuple[Variant, ...]:
         for slots in (4, 8):
             out += [Variant(Kind.CROWD_RENDER, m.name, slots, s) for s in (False, True)]
     out += [Variant(Kind.CROWD_FRAGMENT, UNSKINNED, 4, s) for s in (False, True)]
-    out += [Variant(Kind.DELTA_MUSH)]
+    out += [Variant(Kind.DELTA_MUSH), Variant(Kind.BOUNDS)]
     return tuple(out)
 
 
@@ -1039,6 +1060,7 @@ def bindings_of(v: Variant) -> tuple[Binding, ...]:
         Kind.OVERLAY: lambda: OVERLAY_BINDINGS,
         Kind.OVERLAY_FRAGMENT: lambda: OVERLAY_BINDINGS,
         Kind.DELTA_MUSH: lambda: DELTA_MUSH_BINDINGS,
+        Kind.BOUNDS: lambda: BOUNDS_BINDINGS,
     }.get(v.kind, lambda: RENDER_BINDINGS)()
 
 
@@ -1058,6 +1080,7 @@ def push_bytes_of(v: Variant) -> int:
         Kind.OVERLAY: OVERLAY_PUSH_BYTES,
         Kind.OVERLAY_FRAGMENT: OVERLAY_PUSH_BYTES,
         Kind.DELTA_MUSH: DELTA_MUSH_PUSH_BYTES,
+        Kind.BOUNDS: BOUNDS_PUSH_BYTES,
     }[v.kind]
 
 

@@ -41,6 +41,7 @@ import numpy as np
 from . import bones as bone_packing
 from . import methods
 from . import shader_interface as si
+from .bounds_pass import BoundsPass
 from .errors import CapabilityError, InputError, LimitError
 from .gpu import (
     Buffer,
@@ -304,7 +305,7 @@ class Skinner(ResourceOwner):
         self._programs: dict[tuple[str, bool, int], _Program] = {}
         self._pipelines = PipelineCache(self)
         self._capacity = 0
-        self._recorded: tuple[tuple[str, bool, int], int] | None = None
+        self._recorded: tuple[tuple[str, bool, int], int, bool] | None = None
         self._warned_scale = False
         try:
             self._create()
@@ -379,7 +380,11 @@ class Skinner(ResourceOwner):
         self._bone_buffer: Buffer | None = None
         self._out_buffer: Buffer | None = None
         self._out_view: BufferView | None = None
+        #: the output as rgba32f texels (the bounds pass reads the positions through it)
+        self._out_texels: BufferView | None = None
         self._box_buffer: Buffer | None = None
+        #: bounds.comp after the skinning (skin(bounds=True)), made on first use
+        self._bounds_pass: BoundsPass | None = None
         self._label = label
         self._program(self.method)  # build the main pipeline now, so errors surface here
 
@@ -459,9 +464,16 @@ class Skinner(ResourceOwner):
             return
         dev, n = self.device, self.vertex_count
         # Every submission is waited for, so the GPU no longer uses the old buffers.
-        old_objects = (self._out_view, self._out_buffer, self._bone_buffer, self._box_buffer)
+        old_objects = (
+            self._out_view,
+            self._out_texels,
+            self._out_buffer,
+            self._bone_buffer,
+            self._box_buffer,
+        )
         self._capacity, self._recorded = 0, None
         self._bone_buffer = self._out_buffer = self._out_view = self._box_buffer = None
+        self._out_texels = None
         for old in old_objects:
             if old is not None:
                 self.release(old)
@@ -477,16 +489,24 @@ class Skinner(ResourceOwner):
         compute = self.path == "compute"
         out_usage = (
             vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
+            | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
             if compute
             else vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
         )
+        # a whole number of rgba32f texels (the bounds pass's view of the positions)
         self._out_buffer = self.own(
-            Buffer(dev, poses * n * 24, out_usage, label=f"{label} output", readback=True)
+            Buffer(
+                dev, align(poses * n * 24, 16), out_usage, label=f"{label} output", readback=True
+            )
         )
-        self._out_view = None
+        self._out_view = self._out_texels = None
         if compute:
             fmt = int(si.COMPUTE_OUT_FORMAT)
             self._out_view = self.own(BufferView(dev, self._out_buffer, fmt, label=label))
+            fmt = int(si.BOUNDS_TEXEL_FORMAT)
+            self._out_texels = self.own(
+                BufferView(dev, self._out_buffer, fmt, label=f"{label} positions")
+            )
             self._box_buffer = self.own(
                 Buffer(
                     dev,
@@ -500,16 +520,31 @@ class Skinner(ResourceOwner):
         self._recorded = None
         for program in self._programs.values():
             self._write_buffer_descriptors(program)
+        if self._bounds_pass is not None:
+            assert self._out_texels is not None and self._box_buffer is not None
+            self._bounds_pass.write_set(self._out_texels, self._box_buffer)
 
-    def _record(self, program: _Program, poses: int) -> None:
-        """Record the command buffer for a batch of ``poses`` poses (once per batch size)."""
-        if self._recorded == (program.key, poses):
+    def _boxes_after(self) -> BoundsPass:
+        """The bounds pass, made on first use and pointed at the current buffers."""
+        if self._bounds_pass is None:
+            self._bounds_pass = BoundsPass(self)
+            if self._capacity:
+                assert self._out_texels is not None and self._box_buffer is not None
+                self._bounds_pass.write_set(self._out_texels, self._box_buffer)
+        return self._bounds_pass
+
+    def _record(self, program: _Program, poses: int, box_pass: bool = False) -> None:
+        """Record the command buffer for a batch of ``poses`` poses (once per batch size);
+        ``box_pass``: then reduce each pose's box from its vertices (:class:`BoundsPass`)."""
+        if self._recorded == (program.key, poses, box_pass):
             return
         self._recorded = None  # until end(): a failure half-way leaves it to be recorded again
         cmd = self._cmd.begin()
         if self.path == "compute":
             self._record_dispatches(cmd, program, poses)
             self._record_after(cmd, program, poses)
+            if box_pass:
+                self._boxes_after().record(cmd, poses)
         else:
             self._record_draws(cmd, program, poses)
         stage = (
@@ -524,7 +559,7 @@ class Skinner(ResourceOwner):
             cmd, stage, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [barrier], 0, None, 0, None
         )
         self._cmd.end()
-        self._recorded = (program.key, poses)
+        self._recorded = (program.key, poses, box_pass)
 
     def _record_after(self, cmd: Any, program: _Program, poses: int) -> None:
         """Record the compute passes over the ``poses`` poses' output after the skinning
@@ -635,9 +670,11 @@ class Skinner(ResourceOwner):
         not read the vertices back) and each pose's (2, 3) box into ``boxes`` ((P, 2, 3), or
         None); ``morphs``: (P,) MORPH_BLOCK records, or None (no morph targets applied).
 
-        The compute path reduces the boxes on the GPU in the same dispatch (and, without
-        ``out``, does not write the vertices at all); the vertex path reads the vertices back
-        and takes their min and max (the same exact values)."""
+        The compute path reduces the boxes on the GPU in the same submission: with ``out``, a
+        second dispatch reads the skinned positions (:class:`BoundsPass`; the skinning dispatch
+        is the one without boxes), without it the skinning dispatch reduces them and writes no
+        vertex; the vertex path reads the vertices back and takes their min and max (the same
+        exact values)."""
         if packed.variant != self.method and not self._warned_scale:
             log.info("vkdqs: bones have scale/shear; using two-phase DQS")
             self._warned_scale = True
@@ -650,9 +687,8 @@ class Skinner(ResourceOwner):
         # the box the skinning dispatch reduces is the skinned mesh's: after compute passes
         # (Delta Mush) the boxes come from the vertices read back
         gpu_box = boxes is not None and self.path == "compute" and self._post is None
-        output = (si.OUTPUT_VERTICES if out is not None or not gpu_box else 0) | (
-            si.OUTPUT_BOX if gpu_box else 0
-        )
+        box_pass = gpu_box and out is not None  # skin(bounds=True): bounds.comp after skinning
+        output = si.OUTPUT_BOX if gpu_box and out is None else si.OUTPUT_VERTICES
         host = (
             out
             if out is not None or gpu_box
@@ -661,6 +697,8 @@ class Skinner(ResourceOwner):
         with deferred_interrupts():
             self._ensure_capacity(chunk)
             program = self._program(packed.variant, active, output)
+            if box_pass:
+                self._boxes_after()
         for start in range(0, total, chunk):
             poses = min(chunk, total - start)
             slots = np.zeros((poses, self._slot_bytes // 4), np.float32)
@@ -676,7 +714,7 @@ class Skinner(ResourceOwner):
                 block = morphs[start : start + poses].view(np.float32).reshape(poses, -1)
                 slots[:, first : first + block.shape[1]] = block
             with deferred_interrupts():
-                self._record(program, poses)
+                self._record(program, poses, box_pass)
                 assert self._bone_buffer is not None and self._out_buffer is not None
                 self._bone_buffer.write(slots)
                 if gpu_box:
@@ -730,7 +768,8 @@ class Skinner(ResourceOwner):
             non-zero.
         bounds : bool
             Also return the exact axis-aligned box of the skinned positions, reduced on the
-            GPU in the same dispatch (compute path; the vertex path takes it from the
+            GPU in the same submission (compute path: a second dispatch over the positions the
+            skinning wrote; the vertex path takes it from the
             vertices it reads back).
 
         Returns
@@ -866,6 +905,7 @@ class Skinner(ResourceOwner):
             super().close()
             self._programs.clear()
             self._pipelines.clear()
+            self._bounds_pass = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

@@ -43,6 +43,8 @@ layout(set = 0, binding = 12) buffer Boxes {
     uint boxes[];
 };
 
+#include "include/box.glsl"
+
 // Bit 0: write the skinned vertices; bit 1: reduce their box. A specialization constant, so the
 // unused code is compiled away (skin() without bounds costs what it did before bounds existed).
 layout(constant_id = 8) const uint COMPUTE_OUTPUT = 1u;
@@ -59,12 +61,6 @@ layout(push_constant) uniform PushConstants {
 
 // vertices an invocation skins when it reduces a box (shader_interface.BOX_STEPS)
 const uint BOX_STEPS = 16u;
-
-// An order-preserving key of a float: a < b (not NaN) exactly when key(a) < key(b) as uints.
-uint float_key(float f) {
-    uint u = floatBitsToUint(f);
-    return (u & 0x80000000u) != 0u ? ~u : (u | 0x80000000u);
-}
 
 // Skin vertex v, write it (WRITE_VERTICES) and return its position.
 vec3 skin_one(uint v) {
@@ -119,11 +115,6 @@ void main() {
         }
     }
     if (lo.x <= hi.x) {  // skinned a vertex
-        atomicMax(boxes[pc.box_base], ~float_key(lo.x));
-        atomicMax(boxes[pc.box_base + 1u], ~float_key(lo.y));
-        atomicMax(boxes[pc.box_base + 2u], ~float_key(lo.z));
-        atomicMax(boxes[pc.box_base + 3u], float_key(hi.x));
-        atomicMax(boxes[pc.box_base + 4u], float_key(hi.y));
-        atomicMax(boxes[pc.box_base + 5u], float_key(hi.z));
+        fold_box(pc.box_base, lo, hi);
     }
 }
