@@ -183,7 +183,9 @@ def test_ddm_refusals(device):
         )
     # crowds draw with the vertex shader; the renderer draws its instances by "compute, then
     # draw" (tests/test_draw_compute.py)
-    assert DDM.check(np.tile(np.eye(4), (2, 1, 1)), crowd=True) == "DDM does not draw crowds"
+    why = DDM.check(np.tile(np.eye(4), (2, 1, 1)), crowd=True)
+    assert why == DDM.check_crowds() and why.startswith("DDM runs on the compute path only (")
+    assert "texel buffers, which the vertex shaders do not bind" in why
 
 
 def test_a_model_file_computes_its_ddm_once_and_bakes_with_it(tmp_path, device):
@@ -226,8 +228,8 @@ def test_the_command_line_bakes_ddm_and_refuses_what_cannot_show_it(tmp_path, ca
     make_rig(scaled=False).save(model)
     assert cli.main(["info", str(model)]) == 0
     out = capsys.readouterr().out
-    assert "methods lbs, dqs, blend, cor, dqs_blender, ddm;" in out
-    assert "; bake also dqs_scale, delta_mush, delta_mush_dqs" in out
+    assert "methods lbs, dqs, blend, cor, dqs_blender, ddm, delta_mush;" in out
+    assert "; bake also dqs_scale, delta_mush_dqs" in out
     out = tmp_path / "frames.glb"
     assert cli.main(["bake", str(model), "--method", "ddm", "--out", str(out), "--fps", "4"]) == 0
     assert "ddm)" in capsys.readouterr().out and out.stat().st_size > 0
