@@ -7,10 +7,11 @@ The pictures and the plot come from the GPU (:class:`vkdqs.Skinner`,
 :class:`vkdqs.DeltaMushSkinner`, :func:`vkdqs.direct_delta_mush`) and each position is checked
 against its float64 reference first (:func:`skin_checked` raises if any differs by more than
 1e-5 of the mesh's extent; the plot allows DDM :data:`DDM_PLOT_TOLERANCE` and prints each pose
-past 1e-5). The renderer does not draw Delta Mush or DDM itself (DDM runs on
-the compute path only), so every copy is skinned on the compute path and drawn as an unskinned
-mesh of its posed vertices. The table is float64 throughout (:mod:`vkdqs.delta_mush`,
-:mod:`vkdqs.ddm`). The plot needs matplotlib (``pip install 'vkdqs[docs]'``).
+past 1e-5). Every copy is skinned on the compute path and drawn as an unskinned mesh of its
+posed vertices, as the renderer draws an instance of a mush ("compute, then draw"), so that
+the pictures show exactly the positions checked. The table is float64 throughout
+(:mod:`vkdqs.delta_mush`, :mod:`vkdqs.ddm`). The plot needs matplotlib
+(``pip install 'vkdqs[docs]'``).
 """
 
 from __future__ import annotations
@@ -40,10 +41,11 @@ TOLERANCE = 1e-5
 #: The methods shown, left to right.
 SHOWN = ("lbs", "dqs", "dm", "ddm")
 NAMES = {"lbs": "LBS", "dqs": "DQS", "dm": "Delta Mush (LBS)", "ddm": "DDM"}
-#: Delta Mush is not a registry method (yet): its colour here.
-COLORS = {m: registry.get(m).color for m in ("lbs", "dqs", "ddm")} | {"dm": (0.5, 0.3, 0.5, 1.0)}
-#: The pictures' and the plot's Delta Mush: DeltaMushSkinner's defaults, over LBS.
-DM = {"iterations": 10, "step": 0.5}
+#: The registry's tints ("dm": method="delta_mush", as the viewer tints it).
+COLORS = {m: registry.get({"dm": "delta_mush"}.get(m, m)).color for m in SHOWN}
+#: The pictures' and the plot's Delta Mush: the defaults (method="delta_mush",
+#: DeltaMushSkinner), over LBS.
+DM = dict(dm_ref.DEFAULTS)
 #: The pictures' and the plot's DDM: vkdqs.direct_delta_mush's defaults (p, λ, κ, α).
 DDM = dict(ddm_ref.DEFAULTS)
 #: DDM's tolerance on the plot's poses: at one of them (bent 150 degrees) a vertex of the joint

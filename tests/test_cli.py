@@ -32,7 +32,7 @@ def test_demo_prints_the_table(device, capsys):
     assert len(rows) == 3
     methods = tuple(m.name for m in registry.shown())  # the columns, left to right
     assert methods[:2] == ("lbs", "dqs")
-    assert {"cor", "blend", "dqs_blender", "ddm"} <= set(methods)
+    assert {"cor", "blend", "dqs_blender", "ddm", "delta_mush"} <= set(methods)
     radius = dict(zip(methods, map(float, rows[2].split("|")[1].split()), strict=True))
     volume = dict(zip(methods, map(float, rows[2].split("|")[2].split()), strict=True))
     assert radius["dqs"] >= 0.95 and radius["lbs"] <= 0.2
@@ -40,14 +40,32 @@ def test_demo_prints_the_table(device, capsys):
     assert abs(radius["dqs_blender"] - radius["dqs"]) < 1e-3  # equal on rigid bones
     # DDM smooths the twist: thicker than LBS, far thinner than DQS (its column prints 0.347)
     assert radius["lbs"] < radius["ddm"] < 0.5
+    # Delta Mush over LBS likewise smooths the pinch into a neck (its column prints 0.2)
+    assert radius["lbs"] < radius["delta_mush"] < 0.5
     # 170 degrees: LBS loses a quarter of the volume; DQS and CoR keep it
     assert abs(volume["dqs"] - 1) < 0.01 and abs(volume["cor"] - 1) < 0.01
     assert volume["lbs"] < 0.8 and volume["lbs"] < volume["blend"] < volume["dqs"]
+    # neither mush gives the volume back: the wrapper has no rest detail to restore
+    assert volume["ddm"] < 0.8 and abs(volume["delta_mush"] - volume["lbs"]) < 0.02
     rest = rows[0].split("|")[1].split() + rows[0].split("|")[2].split()
     assert rest == ["1.000"] * (2 * len(methods))
     errors = out.split("max |error|")[1].splitlines()[1]
     values = dict(item.strip().rsplit(" ", 1) for item in errors.split(","))
     assert set(values) == {registry.label(m) for m in methods} | {"CoR centers"}
+    assert all(float(v) < 1e-5 for v in values.values()), values
+
+
+def test_demo_on_the_vertex_path_skins_the_mushes_by_compute(device, capsys):
+    """The mushes have no vertex shader: ``demo --path vertex`` skins them on the compute path
+    (as the renderer draws them) and says so, every column within its float64 reference."""
+    assert cli.main(["demo", "--step", "170", "--no-window", "--path", "vertex"]) == 0
+    out = capsys.readouterr().out
+    mushes = [m.label for m in registry.shown() if "vertex" not in m.paths]
+    assert mushes == ["Delta Mush"]  # DDM has vertex shaders
+    assert "(Delta Mush: skinned on the compute path; it has no vertex shader)" in out
+    errors = out.split("max |error|")[1].splitlines()[1]
+    values = dict(item.strip().rsplit(" ", 1) for item in errors.split(","))
+    assert set(values) == {m.label for m in registry.shown()} | {"CoR centers"}
     assert all(float(v) < 1e-5 for v in values.values()), values
 
 

@@ -28,7 +28,11 @@ def candy() -> SkinnedMesh:
 
 def test_the_entry_is_lbs_under_the_mush():
     assert DM.base == "lbs" and DM.shaders == "lbs" and DM.needs == {"delta_mush_data"}
-    assert DM.paths == ("compute",) and not (DM.crowds or DM.shown or DM.key)
+    # shown (viewer key 9, drawn by "compute, then draw"); over DQS it is chosen by name only
+    assert DM.paths == ("compute",) and DM.drawn_by_compute and not DM.crowds
+    assert DM.shown and DM.key == "9" and DM in methods.shown()
+    over_dqs = methods.get("delta_mush_dqs")
+    assert not (over_dqs.shown or over_dqs.key or over_dqs.crowds)
     assert DM.box_rule is None and DM.usdskel is None
     lbs = methods.get("lbs")
     assert (DM.defines, DM.bone_stride, DM.pack_bones) == (
@@ -142,9 +146,17 @@ def test_delta_mush_refusals(device):
         inst = renderer.add_instance(rm, bone_count=2, method="delta_mush", delta_mush=bind)
         assert inst._skinner.delta_mush is bind
         clip = AnimationClip(np.tile(np.eye(4), (2, 2, 1, 1)), 10.0)
-        with pytest.raises(InputError, match="got 'delta_mush': Delta Mush runs on the compute"):
+        with pytest.raises(InputError, match="got 'delta_mush': Delta Mush does not draw crowds"):
             renderer.add_crowd(rm, clip, count=2, method="delta_mush")
-    assert DM.check(np.tile(np.eye(4), (2, 1, 1)), crowd=True) == "Delta Mush does not draw crowds"
+    # the real reason: one instanced draw, each copy its own smoothing passes every frame
+    why = DM.check(np.tile(np.eye(4), (2, 1, 1)), crowd=True)
+    assert (
+        why
+        == DM.check_crowds()
+        == methods.get("delta_mush_dqs").check_crowds().replace("Delta Mush (DQS)", "Delta Mush")
+    )
+    assert why.startswith("Delta Mush does not draw crowds: a crowd draws all its copies in one")
+    assert "its own smoothing passes over the whole mesh each frame" in why
     # it takes what LBS takes: any joint matrix
     mirrored = np.tile(np.diag([-1.0, 1.0, 1.0, 1.0]), (2, 1, 1))
     assert DM.check(mirrored) is None
@@ -179,15 +191,18 @@ def test_a_model_file_bakes_delta_mush_with_the_default_bind(tmp_path, device):
 
 
 def test_the_command_line_bakes_delta_mush_and_refuses_what_cannot_show_it(tmp_path, capsys):
-    """``info`` names it among the methods a bake also takes; ``bake --method delta_mush``
-    writes its frames; ``export`` (UsdSkel has no Delta Mush) points to bake; ``render`` says
-    Delta Mush is not shown in scenes, naming what draws it."""
+    """``info`` names it among the methods a skin suits (over DQS among those a bake also
+    takes); ``bake --method delta_mush`` writes its frames; ``export`` (UsdSkel has no Delta
+    Mush) points to bake; ``render`` draws it ("compute, then draw"); Delta Mush over DQS is
+    not shown in scenes, and ``render`` names what draws it."""
     from vkdqs.app import cli
 
     model = tmp_path / "rigid.glb"
     make_rig(scaled=False).save(model)
     assert cli.main(["info", str(model)]) == 0
-    assert "; bake also dqs_scale, delta_mush, delta_mush_dqs" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "methods lbs, dqs, blend, cor, dqs_blender, ddm, delta_mush;" in out
+    assert "; bake also dqs_scale, delta_mush_dqs" in out
     out = tmp_path / "frames.glb"
     args = ["bake", str(model), "--method", "delta_mush", "--out", str(out), "--fps", "4"]
     assert cli.main(args) == 0
@@ -197,10 +212,15 @@ def test_the_command_line_bakes_delta_mush_and_refuses_what_cannot_show_it(tmp_p
     err = capsys.readouterr().err
     assert "method 'delta_mush' (Delta Mush) has no UsdSkel equivalent" in err
     assert "vkdqs bake MODEL --method delta_mush" in err and not usd.exists()
+    png = tmp_path / "x.png"
+    args = ["render", str(model), "--out", str(png), "--size", "80x60", "--samples", "1"]
+    assert cli.main([*args, "--method", "delta_mush"]) == 0
+    assert "x.png (80x60, Delta Mush, " in capsys.readouterr().out and png.stat().st_size > 0
     with pytest.raises(SystemExit):
-        cli.main(["render", str(model), "--method", "delta_mush", "--out", str(tmp_path / "x.png")])
+        cli.main([*args, "--method", "delta_mush_dqs"])
     err = capsys.readouterr().err
-    assert "Delta Mush is not shown in scenes; Renderer.add_instance(method='delta_mush')" in err
+    assert "Delta Mush (DQS) is not shown in scenes; Renderer.add_instance(" in err
+    assert "method='delta_mush_dqs') draws it" in err
 
 
 def test_a_batch_bakes_delta_mush_as_a_single_bake(tmp_path, device):

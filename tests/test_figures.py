@@ -23,7 +23,8 @@ def test_figure_curves(device):
     figures = _script()
     data = figures.curves(device, np.array([0.0, 135.0, 170.0]))
     assert len(data["max_error"]) == 2 * len(compared_methods())
-    assert max(data["max_error"].values()) < 1e-5
+    assert max(data["max_error"].values()) < 1e-5 and data["beyond"] == []
+    assert {"ddm", "delta_mush"} <= set(compared_methods())  # the shown mushes too
     for key in ("volume_twist", "volume_bend", "bulge_bend"):
         assert set(data[key]) == set(compared_methods())
         for m in compared_methods():
@@ -37,6 +38,9 @@ def test_figure_curves(device):
     assert bulge["dqs"][1] > 0.08 and bulge["cor"][1] < 0.5 * bulge["dqs"][1]
     assert bulge["lbs"][1] < 0.01
     np.testing.assert_allclose(bulge["dqs_blender"], bulge["dqs"], atol=1e-4)
+    # neither mush gives LBS's lost volume back on the twist; Delta Mush hardly bulges
+    assert twist["ddm"][2] < 0.8 and abs(twist["delta_mush"][2] - twist["lbs"][2]) < 0.02
+    assert bulge["delta_mush"][1] < 0.1 * bulge["dqs"][1]
 
 
 MUSH_SCRIPT = SCRIPT.with_name("make_mush_figures.py")

@@ -205,9 +205,11 @@ def test_viewer_plays_a_model(xvfb, rig_files):
         assert viewer.scene.methods == "dqs"
         viewer.handle_key(glfw.KEY_8)
         assert viewer.scene.methods == "ddm"
-        viewer.handle_key(glfw.KEY_7)  # all six, reframed: every copy's box in the window
+        viewer.handle_key(glfw.KEY_9)
+        assert viewer.scene.methods == "delta_mush"
+        viewer.handle_key(glfw.KEY_7)  # all seven, reframed: every copy's box in the window
         assert viewer.scene.methods == "all"
-        title = "LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) | DDM (left to right)"
+        title = "LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) | DDM | Delta Mush (left to right)"
         assert title in viewer.window_title
         lo, hi = viewer.scene.shown_bounds()
         px = viewer.renderer.camera.project(np.array([lo, hi]), *viewer.target.extent)

@@ -45,6 +45,7 @@ LAYERS = {
     "delta_mush_gpu": 3,
     "renderer": 3,
     "bounds": 3,
+    "bounds_pass": 3,
     "drawables": 3,
     "overlay_pass": 3,
     "crowd": 3,

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from vkdqs import InputError, SkinnedMesh, dq, procedural, reference
+from vkdqs import methods as registry
 from vkdqs.renderer import Renderer
 from vkdqs.skinner import Skinner
 from vkdqs.targets import OffscreenTarget
@@ -224,12 +225,13 @@ def test_cli_render_all_methods(tmp_path, device, capsys):
     out = tmp_path / "all.png"
     args = ["render", "--out", str(out), "--size", "240x120", "--samples", "1", "--method", "all"]
     assert cli.main([*args, "--no-grid", "--no-labels"]) == 0  # the copies alone
-    label = "LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) | DDM (left to right), twist 170"
+    label = f"{' | '.join(m.label for m in registry.shown())} (left to right), twist 170"
+    assert label.startswith("LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) | DDM | Delta Mush")
     assert label in capsys.readouterr().out
     img = read_png(out)
-    # six cylinders: the image has six separate runs of covered columns
+    # seven cylinders: the image has seven separate runs of covered columns
     cols = covered(img).any(axis=0).astype(int)
-    assert np.count_nonzero(np.diff(cols) == 1) + cols[0] == 6
+    assert np.count_nonzero(np.diff(cols) == 1) + cols[0] == 7
     with pytest.raises(SystemExit):
         cli.main(["render", "--method", "lbs,nope"])
     assert "unknown 'nope'" in capsys.readouterr().err
@@ -253,4 +255,4 @@ def test_gltf_player_shows_blend(tmp_path, device):
         assert blend and all(i.visible and i.mesh.mesh.dqs_blend is not None for i in blend)
         player.show("all")
         r.render_image()
-        assert all(len(d.instances) == 6 for d in player.draws)
+        assert all(len(d.instances) == 7 for d in player.draws)

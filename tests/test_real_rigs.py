@@ -86,7 +86,9 @@ def poses(scene, part):
 def inputs(scene, part, method, device):
     """The geometry and keyword arguments ``method`` takes for ``part``, all from the file
     (centers of rotation computed on the GPU, as the entry points do; a Direct Delta Mush
-    precomputation with the default parameters, kept on the geometry as the Skinner keeps it)."""
+    precomputation with the default parameters, kept on the geometry as the Skinner keeps it;
+    a Delta Mush bind of the part as its skin places it at rest, which the loader's entry points
+    bind, so the float64 reference mushes with the bind the GPU does)."""
     geometry, extra = skinning_inputs(scene, part, method)
     if "ddm_data" in registry.get(method).needs:
         from vkdqs.ddm_gpu import mesh_ddm
@@ -100,10 +102,12 @@ def inputs(scene, part, method, device):
 
 
 def part_accepts(scene, part, method):
-    """Whether ``method`` skins ``part`` at every time (its packer's verdict)."""
+    """Whether ``method`` skins ``part`` at every time (its packer's verdict; the packer takes
+    the rest frames of what the file gives, not a Delta Mush bind)."""
     _, extra = skinning_inputs(scene, part, method)
+    rest = {k: v for k, v in extra.items() if k == "rest_matrices"}
     try:
-        registry.get(method).pack(poses(scene, part), part.bone_count, batched=True, **extra)
+        registry.get(method).pack(poses(scene, part), part.bone_count, batched=True, **rest)
     except InputError:
         return False
     return True

@@ -280,7 +280,8 @@ def test_the_capability_table():
 def test_select_methods_leaves_out_what_all_cannot_show():
     scaled = registry.SkinTraits(scale=True)
     shown, left = registry.select_methods("all", scaled)
-    assert shown == ("lbs", "dqs", "dqs_blender")
+    # Delta Mush runs LBS's shaders, so it takes what LBS takes: scale, mirroring
+    assert shown == ("lbs", "dqs", "dqs_blender", "delta_mush")
     assert set(left) == {"blend", "cor", "ddm"} and "scale or shear" in left["blend"]
     with pytest.raises(InputError, match="CoR needs rigid joint matrices"):
         registry.select_methods("lbs,cor", scaled)
@@ -288,7 +289,7 @@ def test_select_methods_leaves_out_what_all_cannot_show():
     with pytest.raises(InputError, match="DQS cannot skin a mirrored"):
         registry.select_methods("diff", mirrored)
     assert registry.select_methods("diff") == ((registry.DIFF,), {})
-    assert registry.select_methods("all", mirrored)[0] == ("lbs", "dqs_blender")
+    assert registry.select_methods("all", mirrored)[0] == ("lbs", "dqs_blender", "delta_mush")
 
 
 # -- the layers agree: info, --method all, the player, crowds and the bake ---------------------
@@ -302,13 +303,13 @@ def test_info_and_render_all_agree_on_a_scaled_skin(tmp_path, device, capsys):
     assert cli.main(["info", "--json", str(model)]) == 0
     skins = json.loads(capsys.readouterr().out)["skins"]
     suits = skins[0]["methods"]
-    assert suits == ["lbs", "dqs", "dqs_blender"]
+    assert suits == ["lbs", "dqs", "dqs_blender", "delta_mush"]
     assert set(skins[0]["refused"]) == {"blend", "cor", "ddm"}
     out = tmp_path / "all.png"
     args = ["render", str(model), "--out", str(out), "--method", "all", "--size", "160x90"]
     assert cli.main([*args, "--samples", "1"]) == 0
     captured = capsys.readouterr()
-    assert "LBS | DQS | DQS (Blender) (left to right)" in captured.out
+    assert "LBS | DQS | DQS (Blender) | Delta Mush (left to right)" in captured.out
     for method in ("blend", "cor", "ddm"):
         assert f"left out {method}: " in captured.err
     assert cli.main(["info", str(model)]) == 0

@@ -111,6 +111,7 @@ def test_viewer_shows_any_set_of_methods(xvfb, capsys):
     from vkdqs.methods import shown as shown_methods
 
     assert "5 CoR" in HELP and "M/shift+M" in HELP
+    assert "8 DDM, 9 Delta Mush, 3 both" in HELP  # every shown method's key, in order
     viewer = Viewer(size=(480, 240), samples=1, validation=validation_available())
     glfw, scene = viewer.glfw, viewer.scene
     try:
@@ -130,7 +131,8 @@ def test_viewer_shows_any_set_of_methods(xvfb, capsys):
             (glfw.KEY_4, "blend", ["blend"]),
             (glfw.KEY_5, "cor", ["cor"]),
             (glfw.KEY_6, "dqs_blender", ["dqs_blender"]),
-            (glfw.KEY_8, "ddm", ["ddm"]),  # drawn by "compute, then draw"
+            (glfw.KEY_8, "ddm", ["ddm"]),  # drawn by its vertex shader
+            (glfw.KEY_9, "delta_mush", ["delta_mush"]),  # drawn by "compute, then draw"
             (glfw.KEY_7, "all", [m.name for m in shown_methods()]),
             (glfw.KEY_1, "dqs", ["dqs"]),
         ):
@@ -140,7 +142,8 @@ def test_viewer_shows_any_set_of_methods(xvfb, capsys):
             viewer.step()
         viewer.handle_key(glfw.KEY_7)
         assert viewer.window_title.startswith(
-            "vkdqs: LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) | DDM (left to right), twist"
+            "vkdqs: LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) | DDM | Delta Mush (left to "
+            "right), twist"
         )
         # M walks the cycle forward, shift+M back, and wraps around.
         seen = []
@@ -158,7 +161,7 @@ def test_viewer_shows_any_set_of_methods(xvfb, capsys):
         assert scene.methods == "lbs"
         out = capsys.readouterr().out
         assert "showing: CoR, twist" in out and "showing: LBS, twist" in out
-        # all six drawn: the pixels around each copy's centre (its joint) are not background
+        # all seven drawn: the pixels around each copy's centre (its joint) are not background
         viewer.handle_key(glfw.KEY_7)
         scene.set_twist(90.0)
         shot = viewer.screenshot()[..., :3].astype(int)
@@ -174,7 +177,7 @@ def test_viewer_shows_any_set_of_methods(xvfb, capsys):
         viewer.close()
 
 
-def test_viewer_crowd(xvfb):
+def test_viewer_crowd(xvfb, capsys):
     from vkdqs.app.viewer import Viewer
 
     with Viewer(size=(320, 240), samples=1, validation=validation_available(), crowd=16) as viewer:
@@ -189,6 +192,17 @@ def test_viewer_crowd(xvfb):
         # the cycle shows every crowd method
         seen = {viewer.cycle_methods() for _ in range(8)}
         assert {"blend", "cor", "dqs_blender", "all"} <= seen
+        # key 9 (classic Delta Mush) says why crowds do not draw it; all names it as left out
+        # (DDM's crowds draw: tests/test_ddm_render.py)
+        capsys.readouterr()
+        viewer.handle_key(viewer.glfw.KEY_9)
+        assert viewer.scene.methods != "delta_mush"
+        out = capsys.readouterr().out
+        assert "cannot show DELTA_MUSH" in out and "its own smoothing passes" in out
+        viewer.handle_key(viewer.glfw.KEY_7)
+        out = capsys.readouterr().out
+        assert "left out ddm" not in out
+        assert "left out delta_mush: Delta Mush does not draw crowds: a crowd draws" in out
         viewer.run(max_frames=2)
 
 

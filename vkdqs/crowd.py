@@ -280,7 +280,7 @@ class Crowd:
         skinning = methods.get(method)
         if not skinning.crowds:
             crowd = ", ".join(m.name for m in methods.METHODS.values() if m.crowds)
-            why = skinning.check_path("vertex") or f"{skinning.label} does not draw crowds"
+            why = skinning.check_crowds()
             raise InputError(f"crowd method must be one of {crowd}, got {method!r}: {why}")
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
             raise InputError(f"count must be an int, got {count!r}")

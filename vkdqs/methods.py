@@ -77,6 +77,12 @@ VERTEX_LACKS = {
     "skinning: a vertex needs its neighbours' skinned positions, which a vertex shader does not "
     "have",
 }
+#: Why crowds do not draw a method with one of these needs (what :meth:`SkinningMethod.check`
+#: and :meth:`SkinningMethod.check_crowds` say), before what its shaders' path lacks.
+CROWD_LACKS = {
+    "delta_mush_data": "a crowd draws all its copies in one instanced draw, and every copy "
+    "would need its own smoothing passes over the whole mesh each frame",
+}
 #: The paths a method's shaders may run on: the compute shader (``Skinner(path="compute")``)
 #: and the vertex shader (``path="vertex"``, the renderer's instances).
 PATHS = ("compute", "vertex")
@@ -351,7 +357,7 @@ class SkinningMethod:
         any batch shape), or None when it can. ``crowd``: drawn as a crowd."""
         traits = skin if isinstance(skin, SkinTraits) else SkinTraits.of_matrices(skin)
         if crowd and not self.crowds:
-            return f"{self.label} does not draw crowds"
+            return self.check_crowds()
         if traits.max_influences > self.max_influences:
             return (
                 f"{self.label} takes at most {self.max_influences} influences a vertex, the skin "
@@ -377,6 +383,20 @@ class SkinningMethod:
         pose and the renderer draws the posed positions and normals with its unskinned
         pipeline (crowds refuse it: :meth:`check_path`)."""
         return "vertex" not in self.paths
+
+    def check_crowds(self) -> str | None:
+        """Why crowds do not draw it, or None when they do: the reason its needs give
+        (:data:`CROWD_LACKS`), then what the vertex shader crowds draw with lacks
+        (:meth:`check_path`)."""
+        if self.crowds:
+            return None
+        lacks = [CROWD_LACKS[n] for n in sorted(self.needs) if n in CROWD_LACKS]
+        if lacks:
+            return (
+                f"{self.label} does not draw crowds: {'; '.join(lacks)}; draw its copies as "
+                "Renderer instances (each skinned by its own compute passes) or bake it"
+            )
+        return self.check_path("vertex") or f"{self.label} does not draw crowds"
 
     def check_path(self, path: str) -> str | None:
         """Why its shaders cannot run on ``path`` (of :data:`PATHS`; "vertex" is also what
@@ -703,10 +723,18 @@ _SKINS: tuple[SkinningMethod, ...] = (
 
 
 def _mushed(
-    base: str, name: str, label: str, color: tuple[float, float, float, float], summary: str
+    base: str,
+    name: str,
+    label: str,
+    color: tuple[float, float, float, float],
+    summary: str,
+    *,
+    key: str | None = None,
 ) -> SkinningMethod:
     """Classic Delta Mush over ``base``: the base's shaders, pose packing and capability rule,
-    then the Delta Mush passes (compute path only; no crowds, boxes, USD or scene copy)."""
+    then the Delta Mush passes (compute path only; no crowds, boxes or USD). Shown in scenes
+    (drawn by "compute, then draw") where it has a viewer ``key``; chosen by name only where
+    not."""
     skin = next(m for m in _SKINS if m.name == base)
     return dataclasses.replace(
         skin,
@@ -719,8 +747,8 @@ def _mushed(
         paths=("compute",),
         crowds=False,
         crowd_scale=False,
-        shown=False,
-        key=None,
+        shown=key is not None,
+        key=key,
         box_rule=None,
         usdskel=None,
         base=base,
@@ -739,6 +767,7 @@ METHODS: Mapping[str, SkinningMethod] = {
             (0.35, 0.55, 0.45, 1.0),
             "classic Delta Mush (Mancewicz et al. 2014): LBS, then the skinned mesh smoothed "
             "and its rest detail added back, in compute passes",
+            key="9",
         ),
         _mushed(
             "dqs",

@@ -81,8 +81,9 @@ def demo(
     no_window: bool = False,
 ) -> int:
     """Print the candy-wrapper table (every method scenes show: LBS, DQS, the 50% LBS/DQS
-    blend, CoR, Blender's DQS; twists 0...170 degrees every ``step``), then open the viewer, or
-    render ``vkdqs-demo.png`` without a display (not with ``no_window``)."""
+    blend, CoR, Blender's DQS, DDM, Delta Mush; twists 0...170 degrees every ``step``; the
+    mushes on the compute path whatever ``path``), then open the viewer, or render
+    ``vkdqs-demo.png`` without a display (not with ``no_window``)."""
     _need_vulkan()
     from .. import procedural
     from ..centers import centers_of_rotation
@@ -103,7 +104,18 @@ def demo(
             f"rest radius {rest_radius:.3f}, rest volume {rest_volume:.3f}"
         )
         centers = centers_of_rotation(mesh, bone_count=2, device=dev, progress=False)
-        results = skin_methods(dev, mesh, poses, bone_count=2, path=path, centers=centers)
+        # a method without shaders on ``path`` (the mushes have no vertex shader) skins on the
+        # compute path, as the renderer draws it
+        elsewhere = [m for m in compared if path not in registry.get(m).paths]
+        results = {}
+        for on, these in (
+            (path, [m for m in compared if m not in elsewhere]),
+            ("compute", elsewhere),
+        ):
+            if these:
+                results |= skin_methods(
+                    dev, mesh, poses, these, bone_count=2, path=on, centers=centers
+                )
     center_err = np.abs(centers - centers_of_rotation_reference(mesh, bone_count=2)).max()
     errors = {
         m: np.abs(results[m] - reference(m, mesh, poses, centers=centers)).max() for m in compared
@@ -126,6 +138,10 @@ def demo(
             + " ".join(f"{x:{width}.3f}" for x in v)
         )
     print()
+    if elsewhere:
+        names_elsewhere = ", ".join(registry.label(m) for m in elsewhere)
+        has = "they have" if len(elsewhere) > 1 else "it has"
+        print(f"({names_elsewhere}: skinned on the compute path; {has} no {path} shader)")
     print(
         f"GPU vs float64 reference, max |error| (mesh extent {mesh.extent:.2f}):\n  "
         + ", ".join(f"{n} {errors[m]:.1e}" for n, m in zip(names, compared, strict=True))
@@ -133,8 +149,8 @@ def demo(
     )
     print("LBS collapses the twisted middle (the candy-wrapper artifact); DQS, CoR (optimized")
     print("centers of rotation) and Blender's DQS keep its radius and volume; blend (50% DQS)")
-    print("lies in between. DDM (Direct Delta Mush) keeps more of the middle than LBS, far less")
-    print("than DQS.")
+    print("lies in between. DDM (Direct Delta Mush) and Delta Mush (over LBS) smooth the pinch:")
+    print("more of the middle than LBS, far less than DQS, and neither gives back the volume.")
     print()
     if no_window:
         return 0

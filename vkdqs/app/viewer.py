@@ -203,6 +203,7 @@ class Viewer:
         self.should_close = False
         self._method_keys = {getattr(glfw, k): m for k, m in METHOD_KEYS.items()}
         self.set_title()
+        self.say_left_out()
         glfw.set_key_callback(self.window, self._on_key)
         glfw.set_mouse_button_callback(self.window, self._on_button)
         glfw.set_cursor_pos_callback(self.window, self._on_cursor)
@@ -276,9 +277,16 @@ class Viewer:
             return False
         if len(self.scene.shown_methods) != before:
             self.scene.frame_camera()
-        if hasattr(self, "title"):  # not while __init__ shows the first methods
+        if hasattr(self, "title"):  # not while __init__ shows the first methods (it says them)
             self.set_title()
+            self.say_left_out()
         return True
+
+    def say_left_out(self) -> None:
+        """Print the methods ``all`` left out of what is shown, with why (as ``vkdqs render``
+        does): those the model's skins refuse, and in crowds the mushes."""
+        for method, why in self.scene.left_out.items():
+            print(f"left out {method}: {why}")
 
     def set_title(self, suffix: str = "") -> None:
         """Title: the viewer's title, the scene's label (the copies, left to right), ``suffix``."""

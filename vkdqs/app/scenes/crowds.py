@@ -187,7 +187,10 @@ class CrowdScene:
         if not made:
             raise InputError(f"{self.name}: " + "; ".join(self._refused[m] for m in wanted))
         self.methods = methods
-        self.left_out = {m: self._refused[m] for m in wanted if m in self._refused}
+        # "all": the shown methods crowds do not draw (the mushes), then the clip's refusals
+        self.left_out = _not_in_crowds(methods) | {
+            m: self._refused[m] for m in wanted if m in self._refused
+        }
         width = self._side * self._pitch
         shown = self._shown()
         for method, crowd in self.crowds.items():
@@ -275,14 +278,23 @@ def _crowd_methods_of(methods: str) -> tuple[str, ...]:
     return parse_methods(methods)
 
 
+def _not_in_crowds(methods: str) -> dict[str, str]:
+    """The shown methods ``"all"`` leaves out of crowds, with why
+    (:meth:`~vkdqs.methods.SkinningMethod.check_crowds`); none for any other ``methods``."""
+    if methods != "all":
+        return {}
+    return {m.name: why for m in registry.shown() if (why := m.check_crowds())}
+
+
 def _check_crowd_methods(methods: str) -> str:
     """Crowds draw the registry's methods that draw crowds, one or several (see
-    :func:`parse_methods`), "both" or "all"."""
+    :func:`parse_methods`), "both" or "all"; a method they do not draw is refused with why."""
     bad = [m for m in _crowd_methods_of(methods) if m != DIFF and not registry.get(m).crowds]
     if bad or methods == DIFF:
         crowd = ", ".join(m.name for m in registry.shown() if m.crowds)
+        why = f": {registry.get(bad[0]).check_crowds()}" if bad else ""
         raise InputError(
             f"a crowd shows {crowd} (several joined by commas), 'both' or "
-            f"'all'; not {(bad or [methods])[0]!r} (got {methods!r})"
+            f"'all'; not {(bad or [methods])[0]!r} (got {methods!r}){why}"
         )
     return methods
