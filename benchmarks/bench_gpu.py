@@ -7,16 +7,18 @@ speed. This measures, in one run:
   GPU timestamps (read + write bytes over the time), between buffers of the memory vkdqs's own
   buffers use (host-visible, device-local where the driver offers it);
 * **skinning** at each ``--sizes`` (1M, 10M and 50M vertices by default; a 64-bone tube, 4
-  influences, DQS and LBS, compute path): ``skin(bones)`` with the vertices read back, and
-  ``bounds(bones)``, which writes no vertex (the box alone: the GPU work without the output);
-* **crowds** of ``--crowd-counts`` copies (4096 and 16384) of a 5k-vertex, 64-joint tube, GPU time
-  a frame from timestamps.
+  influences, DQS and LBS, compute path), in both vertex layouts (``layout="exact"``: float
+  normals and weights, 32-bit joints; ``"lean"``: packed): ``skin(bones)`` with the vertices read
+  back, and ``bounds(bones)``, which writes no vertex (the box alone: the GPU work without the
+  output);
+* **crowds** of ``--crowd-counts`` copies (4096 and 16384) of a 5k-vertex, 64-joint tube in both
+  layouts, GPU time a frame from timestamps.
 
 Each result is printed as a fraction of the floor: (bytes a vertex x vertices a second) /
-measured bandwidth, where a skinned vertex reads its four mesh rows (``MESH_ROW_BYTES`` each:
-position, normal, joints, weights) and writes 24 bytes (none for ``bounds``), and a crowd vertex
-reads its four rows. Medians over ``--rounds`` after a warm-up; JSON in
-``benchmarks/results/gpu.json``.
+measured bandwidth, where a skinned vertex reads its mesh rows in its layout
+(``shader_interface.layout_bytes`` of the layout the device took) and writes 24 bytes (none for
+``bounds``), and a crowd vertex reads its rows. Medians over ``--rounds`` after a warm-up; JSON
+in ``benchmarks/results/gpu.json``.
 
     benchmarks/gpu_run.sh            # the prepared run (under 5 minutes on a discrete GPU)
     python benchmarks/bench_gpu.py --sizes 1000000 --crowd-counts 256 --allow-any-device
@@ -28,6 +30,7 @@ Without a discrete GPU it exits with status 2 and says which device it found, un
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -47,9 +50,10 @@ from vkdqs.targets import OffscreenTarget
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BONES = 64
-#: bytes a skinned vertex reads (its four mesh rows) and writes (position and normal, float32)
-READ_BYTES = 4 * si.MESH_ROW_BYTES
+#: bytes a skinned vertex writes (position and normal, float32)
 WRITE_BYTES = 24
+#: the vertex layouts each row is measured in
+LAYOUTS = ("exact", "lean")
 
 
 def copy_bandwidth(device: Device, nbytes: int, rounds: int) -> float:
@@ -95,40 +99,48 @@ def skinning_rows(device: Device, sizes: list[int], rounds: int, bandwidth: floa
         made_s = time.perf_counter() - t0
         pose = procedural.bone_chain_pose(BONES, 40.0)
         for method in ("dqs", "lbs"):
-            skinner = None
-            try:
-                skinner = Skinner(device, mesh, bone_count=BONES, method=method)
-                skinner._batch_limit()  # one pose's output must fit the device's texel limit
-            except LimitError as exc:  # e.g. 6 N output texels past maxTexelBufferElements
-                if skinner is not None:
-                    skinner.close()
-                rows.append({"vertices": n, "method": method, "skipped": str(exc)})
-                continue
-            with skinner:
-                skinner.max_batch_bytes = max(skinner.max_batch_bytes, skinner.pose_bytes)
-                cases = {
-                    "skin (readback)": (
-                        lambda s=skinner, p=pose: s.skin(p),
-                        READ_BYTES + WRITE_BYTES,
-                    ),
-                    "bounds (no vertex out)": (lambda s=skinner, p=pose: s.bounds(p), READ_BYTES),
-                }
-                for case, (fn, per_vertex) in cases.items():
-                    seconds = _median_s(fn, rounds)
-                    rate = n / seconds
-                    rows.append(
-                        {
-                            "vertices": n,
-                            "method": method,
-                            "case": case,
-                            "ms": 1e3 * seconds,
-                            "mvertices_per_s": rate / 1e6,
-                            "bytes_per_vertex": per_vertex,
-                            "fraction_of_floor": per_vertex * rate / bandwidth,
-                            "mesh_made_s": made_s,
-                        }
-                    )
+            for layout in LAYOUTS:
+                rows += _skinning_cases(device, mesh, pose, method, layout, rounds, bandwidth)
+        for r in rows:
+            r.setdefault("mesh_made_s", made_s)
         del mesh
+    return rows
+
+
+def _skinning_cases(device, mesh, pose, method, layout, rounds, bandwidth) -> list[dict]:
+    """The readback and box-only rows of one method and layout (a skip row where one pose's
+    output passes the device's texel limit)."""
+    n = mesh.vertex_count
+    head = {"vertices": n, "method": method, "layout": layout}
+    skinner = None
+    try:
+        skinner = Skinner(device, mesh, bone_count=BONES, method=method, layout=layout)
+        skinner._batch_limit()  # one pose's output must fit the device's texel limit
+    except LimitError as exc:  # e.g. 6 N output texels past maxTexelBufferElements
+        if skinner is not None:
+            skinner.close()
+        return [{**head, "skipped": str(exc)}]
+    rows = []
+    with skinner:
+        skinner.max_batch_bytes = max(skinner.max_batch_bytes, skinner.pose_bytes)
+        read = si.layout_bytes(skinner.slots, method, skinner.vertex_layout)
+        cases = {
+            "skin (readback)": (lambda s=skinner, p=pose: s.skin(p), read + WRITE_BYTES),
+            "bounds (no vertex out)": (lambda s=skinner, p=pose: s.bounds(p), read),
+        }
+        for case, (fn, per_vertex) in cases.items():
+            seconds = _median_s(fn, rounds)
+            rate = n / seconds
+            rows.append(
+                {
+                    **head,
+                    "case": case,
+                    "ms": 1e3 * seconds,
+                    "mvertices_per_s": rate / 1e6,
+                    "bytes_per_vertex": per_vertex,
+                    "fraction_of_floor": per_vertex * rate / bandwidth,
+                }
+            )
     return rows
 
 
@@ -138,43 +150,43 @@ def crowd_rows(device: Device, counts: list[int], rounds: int, bandwidth: float)
     mesh = procedural.tube(n, bone_count=joints, influences=4)
     angles = 50.0 * np.sin(np.linspace(0.0, 2.0 * np.pi, 31))
     clip = AnimationClip(np.stack([procedural.bone_chain_pose(joints, a) for a in angles]), 30.0)
-    for count in counts:
-        for method in ("dqs", "lbs"):
-            with (
-                OffscreenTarget(device, 320, 240) as target,
-                Renderer(device, target, gpu_timing=True) as renderer,
-            ):
-                crowd = renderer.add_crowd(
-                    renderer.add_mesh(mesh), clip, count=count, method=method
-                )
-                side = int(np.ceil(np.sqrt(count)))
-                models = np.tile(np.eye(4), (count, 1, 1))
-                models[:, 0, 3] = 3.0 * (np.arange(count) % side)
-                models[:, 2, 3] = 3.0 * (np.arange(count) // side)
-                crowd.set_models(models)
-                crowd.set_times(np.random.default_rng(0).uniform(0.0, clip.duration, count))
-                renderer.frame_scene()  # every copy in view: none culled
-                gpu = []
-                for f in range(rounds + 2):
-                    crowd.advance(1.0 / 60.0)
-                    renderer.render_image()
-                    if f >= 2:
-                        assert renderer.gpu_ms is not None
-                        gpu.append(renderer.gpu_ms)
-                ms = float(np.median(gpu))
-                rate = count * n / (ms / 1e3)
-                rows.append(
-                    {
-                        "copies": count,
-                        "vertices": count * n,
-                        "method": method,
-                        "gpu_ms": ms,
-                        "mvertices_per_s": rate / 1e6,
-                        "bytes_per_vertex": READ_BYTES,
-                        "fraction_of_floor": READ_BYTES * rate / bandwidth,
-                        "copies_drawn": renderer.stats.copies_drawn,
-                    }
-                )
+    for count, method, layout in itertools.product(counts, ("dqs", "lbs"), LAYOUTS):
+        with (
+            OffscreenTarget(device, 320, 240) as target,
+            Renderer(device, target, gpu_timing=True) as renderer,
+        ):
+            rm = renderer.add_mesh(mesh, layout=layout)
+            read = si.layout_bytes(4, method, rm.vertex_layout)
+            crowd = renderer.add_crowd(rm, clip, count=count, method=method)
+            side = int(np.ceil(np.sqrt(count)))
+            models = np.tile(np.eye(4), (count, 1, 1))
+            models[:, 0, 3] = 3.0 * (np.arange(count) % side)
+            models[:, 2, 3] = 3.0 * (np.arange(count) // side)
+            crowd.set_models(models)
+            crowd.set_times(np.random.default_rng(0).uniform(0.0, clip.duration, count))
+            renderer.frame_scene()  # every copy in view: none culled
+            gpu = []
+            for f in range(rounds + 2):
+                crowd.advance(1.0 / 60.0)
+                renderer.render_image()
+                if f >= 2:
+                    assert renderer.gpu_ms is not None
+                    gpu.append(renderer.gpu_ms)
+            ms = float(np.median(gpu))
+            rate = count * n / (ms / 1e3)
+            rows.append(
+                {
+                    "copies": count,
+                    "vertices": count * n,
+                    "method": method,
+                    "layout": layout,
+                    "gpu_ms": ms,
+                    "mvertices_per_s": rate / 1e6,
+                    "bytes_per_vertex": read,
+                    "fraction_of_floor": read * rate / bandwidth,
+                    "copies_drawn": renderer.stats.copies_drawn,
+                }
+            )
     return rows
 
 
@@ -204,19 +216,24 @@ def main() -> int:
         seconds = time.perf_counter() - t0
     print(f"device: {info.name} ({info.device_type}), {os.cpu_count()} CPUs")
     print(f"copy bandwidth (read + write): {bandwidth / 1e9:.1f} GB/s")
-    print(f"{'N':>10} {'method':<6} {'case':<24} | {'ms':>9} {'M vtx/s':>9} {'B/vtx':>6} | floor")
+    print(
+        f"{'N':>10} {'method':<6} {'layout':<6} {'case':<24} | {'ms':>9} {'M vtx/s':>9} "
+        f"{'B/vtx':>6} | floor"
+    )
     for r in skinning:
         if "skipped" in r:
-            print(f"{r['vertices']:>10} {r['method']:<6} skipped: {r['skipped']}")
+            print(f"{r['vertices']:>10} {r['method']:<6} {r['layout']:<6} skipped: {r['skipped']}")
             continue
         print(
-            f"{r['vertices']:>10} {r['method']:<6} {r['case']:<24} | {r['ms']:9.2f} "
+            f"{r['vertices']:>10} {r['method']:<6} {r['layout']:<6} {r['case']:<24} | "
+            f"{r['ms']:9.2f} "
             f"{r['mvertices_per_s']:9.1f} {r['bytes_per_vertex']:6d} | "
             f"{r['fraction_of_floor']:.3f}"
         )
     for r in crowds:
         print(
-            f"crowd x{r['copies']:<6} {r['method']:<6} {r['vertices']:>10} vertices | "
+            f"crowd x{r['copies']:<6} {r['method']:<6} {r['layout']:<6} "
+            f"{r['vertices']:>10} vertices | "
             f"{r['gpu_ms']:8.2f} GPU ms {r['mvertices_per_s']:9.1f} M vtx/s "
             f"{r['bytes_per_vertex']:3d} B/vtx | floor {r['fraction_of_floor']:.3f}"
         )

@@ -205,3 +205,30 @@ def test_delta_mush_benchmark_smoke(tmp_path, device):
     }
     assert res["ratios"]["delta mush/lbs over lbs time"] > 0
     assert res["max_error_over_extent"] < 1e-5
+
+
+def test_gpu_benchmark_smoke(tmp_path, device):
+    """benchmarks/gpu_run.sh's script: refuses a CPU device (exit 2, naming it); with
+    --allow-any-device, every row in both layouts, each layout's bytes a vertex, and the floor."""
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "bench_gpu.py"), "--sizes", "2000"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if device.info.device_type != "discrete GPU":
+        assert result.returncode == 2 and "no discrete GPU" in result.stderr
+    out = tmp_path / "gpu.json"
+    args = ["--sizes", "2000", "--crowd-counts", "4", "--rounds", "1", "--copy-mib", "4"]
+    text = _run("bench_gpu.py", *args, "--allow-any-device", "--out", str(out))
+    assert "copy bandwidth" in text
+    res = json.loads(out.read_text())
+    assert res["copy_bandwidth_bytes_per_s"] > 0
+    skin = {(r["method"], r["layout"], r["case"]): r for r in res["skinning"]}
+    assert len(skin) == 8 and all(0 < r["fraction_of_floor"] for r in skin.values())
+    for method in ("dqs", "lbs"):
+        exact, lean = (skin[(method, lay, "bounds (no vertex out)")] for lay in ("exact", "lean"))
+        assert (exact["bytes_per_vertex"], lean["bytes_per_vertex"]) == (64, 32)
+        assert skin[(method, "lean", "skin (readback)")]["bytes_per_vertex"] == 32 + 24
+    crowds = {(r["method"], r["layout"]): r for r in res["crowds"]}
+    assert len(crowds) == 4 and all(r["copies_drawn"] == 4 for r in crowds.values())
