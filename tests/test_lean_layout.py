@@ -39,6 +39,10 @@ def test_bytes_a_vertex():
     assert si.layout_bytes(4) == 64 and si.layout_bytes(4, layout="lean") == 32
     assert si.layout_bytes(8) == 96 and si.layout_bytes(8, layout="lean") == 44
     assert si.layout_bytes(4, "cor", "lean") == 48  # the aux row stays float
+    # the compute path's packed rows: one rgba32ui texel a vertex (two with 8 slots)
+    assert si.layout_bytes(4, layout=si.LEAN_PACKED) == 32
+    assert si.layout_bytes(8, layout=si.LEAN_PACKED) == 48
+    assert si.layout_bytes(8, "ddm", si.LEAN_PACKED) == 356  # DDM reads no joints: not packed
     wide = si.VertexLayout(
         "lean",
         (
@@ -91,9 +95,13 @@ def test_lean_layout_error_budget(device, method, slots, path):
         exact_p, exact_n = exact.skin_many(batch)
         nbytes = sum(b.size for b in lean._mesh_buffers.values())
         shader_slots = lean.slots  # the mesh's, or (ddm) its precomputation's
-    assert lean.vertex_layout == si.LEAN  # 10 joints, random weights, lavapipe reads them all
-    per_vertex = si.layout_bytes(shader_slots, method, "lean") * mesh.vertex_count
-    assert nbytes == per_vertex + si.layout_extra_bytes(shader_slots, method, "lean")
+    # 10 joints, random weights, lavapipe reads them all; the compute path packs the rows of
+    # the methods that read joints and weights
+    packed = path == "compute" and skinning.influences
+    assert lean.vertex_layout == (si.LEAN_PACKED if packed else si.LEAN)
+    layout = lean.vertex_layout
+    per_vertex = si.layout_bytes(shader_slots, method, layout) * mesh.vertex_count
+    assert nbytes == per_vertex + si.layout_extra_bytes(shader_slots, method, layout)
     for pose, p, n, ep, en, box in zip(batch, lean_p, lean_n, exact_p, exact_n, boxes, strict=True):
         want, _ = skinning.reference(mesh, pose, **extra)
         scale = max(mesh.extent, np.abs(want).max())
@@ -239,15 +247,18 @@ def test_byte_weights_are_stored_as_bytes_without_error(device, path):
 
 def test_formats_the_device_cannot_read_fall_back(device, monkeypatch):
     """Where the device reads no octahedral normals or uint8 joints, the lean layout takes
-    snorm16x4 normals and uint16 joints, and skins within the same budget."""
+    snorm16x4 normals and uint16 joints, and skins within the same budget (the vertex path's
+    attributes; the compute path's packed rows fetch none of them, rgba32ui only)."""
     real = device.buffer_format_features
     refused = {si.Format.R16G16_SNORM, si.Format.R8G8B8A8_UINT}
     monkeypatch.setattr(device, "buffer_format_features", lambda f: 0 if f in refused else real(f))
     rng = np.random.default_rng(9)
     mesh = rig(rng, 600, 4, 8)
     pose = poses("dqs", 8, rng, 1)[0]
-    layout, (p, n), (_, en) = _skin_both(device, mesh, 8, pose, "compute")
+    layout, (p, n), (_, en) = _skin_both(device, mesh, 8, pose, "vertex")
+    packed, _, _ = _skin_both(device, mesh, 8, pose, "compute")
     monkeypatch.undo()
+    assert packed == si.LEAN_PACKED
     assert layout.format("normals") == si.Format.R16G16B16A16_SNORM and not layout.oct_normals
     assert layout.format("joints") == si.Format.R16G16B16A16_UINT
     want, _ = registry.get("dqs").reference(mesh, pose)

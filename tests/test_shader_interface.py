@@ -89,6 +89,7 @@ from vkdqs.shader_interface import (
     MORPH_TEXEL_FORMAT,
     MORPH_WEIGHTS,
     OCT_NORMALS_ID,
+    PACKED_ROWS_ID,
     RENDER_BINDINGS,
     SAMPLE_COUNTS,
     SCALE_STRIDE,
@@ -318,6 +319,8 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
         want |= {OCT_NORMALS_ID}
     if v.kind == "compute":  # skin.comp: vertices, their box, or both
         want |= {COMPUTE_OUTPUT_ID}
+    if v.kind == "compute" and "SKIN_DDM" not in v.defines:  # the lean layout's packed rows
+        want |= {PACKED_ROWS_ID}
     if v.kind == "delta_mush":  # delta_mush.comp: which pass, reading what
         want |= {DELTA_MUSH_PASS_ID, DELTA_MUSH_FROM_OUT_ID, DELTA_MUSH_OVERFLOW_ID}
     if v.kind == "bounds":  # bounds.comp: the edge dispatch or the main one

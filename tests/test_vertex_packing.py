@@ -4,6 +4,7 @@ GPU side of each bound is in tests/test_lean_layout.py."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from vkdqs import shader_interface as si
 from vkdqs import vertex_packing as vp
@@ -69,7 +70,44 @@ def test_lean_formats_follow_the_mesh_and_the_device():
     assert fallback.format("joints") == si.Format.R32G32B32A32_UINT
     assert fallback.format("weights") == si.Format.R32G32B32A32_SFLOAT
     assert fallback.spec == ((si.OCT_NORMALS_ID, 0),)
+    # the compute path's packed rows need uint8 joints, and rgba32ui texels (every device)
+    assert not si.lean_layout(mesh, lambda f: True, packed=True).packed
+    small = rig(rng, 60, 4, 200)
+    packed = si.lean_layout(small, lambda f: True, packed=True)
+    assert packed.packed and packed.spec == ((si.OCT_NORMALS_ID, 1), (si.PACKED_ROWS_ID, 1))
+    assert not si.lean_layout(small, lambda f: f != si.Format.R32G32B32A32_UINT, packed=True).packed
     arrays = si.mesh_arrays(mesh, fallback)
     assert arrays["normals"].dtype == np.int16 and arrays["normals"].shape == (60, 4)
     np.testing.assert_array_equal(arrays["weights"], mesh.weights)
     np.testing.assert_array_equal(si.mesh_arrays(mesh, every)["joints"], mesh.joints)
+
+
+@pytest.mark.parametrize("slots", (4, 8))
+@pytest.mark.parametrize("byte_weights", (False, True))
+def test_packed_rows_hold_the_lean_values(slots, byte_weights):
+    """The compute path's packed rows hold, word by word, the narrow formats' values: the
+    octahedral snorm16 pair, uint8 joints and unorm16 weights (unorm8 ones times 257)."""
+    from .test_registry import rig
+
+    rng = np.random.default_rng(slots + 2 * byte_weights)
+    mesh = rig(rng, 50, slots, 200)
+    if byte_weights:
+        steps = rng.multinomial(255, np.ones(slots) / slots, size=50)
+        mesh = type(mesh)(mesh.positions, mesh.normals, mesh.joints, steps / 255.0, mesh.indices)
+    layout = si.lean_layout(mesh, lambda f: True, packed=True)
+    assert layout.packed
+    arrays = si.mesh_arrays(mesh, layout)
+    assert sorted(arrays) == (
+        ["joints", "joints_1", "positions"] if slots == 8 else ["joints", "positions"]
+    )
+    rows = np.hstack([arrays["joints"], arrays.get("joints_1", np.zeros((50, 0), np.uint32))])
+    halves = lambda w: np.stack([w & 0xFFFF, w >> 16], axis=-1).reshape(len(w), -1)  # noqa: E731
+    octa = halves(rows[:, :1]).astype(np.uint16).view(np.int16)
+    np.testing.assert_array_equal(octa, vp.oct_encode(mesh.normals))
+    joint_words = rows[:, [1, 4][: slots // 4]]
+    joints = (joint_words[:, :, None] >> np.array([0, 8, 16, 24], np.uint32)) & 0xFF
+    np.testing.assert_array_equal(joints.reshape(50, slots), mesh.joints)
+    weights = halves(rows[:, [2, 3, 5, 6][: slots // 2]])
+    want = vp.unorm_weights(mesh.weights, 255 if byte_weights else 65535)
+    np.testing.assert_array_equal(weights, want.astype(np.int64) * (257 if byte_weights else 1))
+    assert rows[:, 7:].sum() == 0  # the eighth word is free

@@ -92,6 +92,9 @@ ALPHA_MASK_ID = 5
 #: skin.comp, skin.vert and crowd.vert: the normals input holds octahedral xy (snorm16x2, the
 #: lean layout), decoded by include/vertex_data.glsl; false: xyz (float or snorm16x4)
 OCT_NORMALS_ID = 12
+#: skin.comp: the lean layout's packed rows (:func:`packed_rows`): the normal, joints and
+#: weights one rgba32ui texel, fetched as 32-bit words and unpacked by include/vertex_data.glsl
+PACKED_ROWS_ID = 13
 
 #: crowd.vert: pass TEXCOORD_0 on (false when the material is untextured or the mesh has no
 #: UVs: the output is the constant row's 1.0 and the input is not fetched)
@@ -214,6 +217,9 @@ class MeshInput:
     per_slot: bool = False
     #: texels after the last vertex's: data of the whole mesh (``ddm_bones``: :func:`ddm_diag2`)
     extra_texels: int = 0
+    #: a view of that input's buffer, not a buffer of its own: the packed rows' unread bindings
+    #: (:attr:`VertexLayout.packed`)
+    alias: str | None = None
 
 
 MESH_ROW_BYTES = 16
@@ -298,6 +304,10 @@ class VertexLayout:
 
     name: str = "exact"
     formats: tuple[tuple[str, Format], ...] = ()
+    #: the compute path's packed rows (:func:`packed_rows`): the normals, joints and weights,
+    #: encoded as ``formats`` say (unorm8 weights as multiples of 257 in 16 bits, the same
+    #: values), in one rgba32ui texel a vertex (two with 8 slots), 32-bit fetches only
+    packed: bool = False
 
     def format(self, name: str) -> Format | None:
         """The narrowed format of input ``name``, or None (the exact one)."""
@@ -311,7 +321,8 @@ class VertexLayout:
     @property
     def spec(self) -> tuple[tuple[int, int], ...]:
         """The specialization constant the skinning shaders read it with."""
-        return ((OCT_NORMALS_ID, int(self.oct_normals)),)
+        packed = ((PACKED_ROWS_ID, 1),) if self.packed else ()  # skin.comp only reads it
+        return ((OCT_NORMALS_ID, int(self.oct_normals)), *packed)
 
 
 EXACT = VertexLayout()
@@ -327,6 +338,10 @@ LEAN = VertexLayout(
 )
 
 
+#: :data:`LEAN` as the compute path packs it (methods that read joints and weights)
+LEAN_PACKED = dataclasses.replace(LEAN, packed=True)
+
+
 def as_layout(layout: str | VertexLayout) -> VertexLayout:
     """A :class:`VertexLayout`: itself, or :data:`EXACT` / :data:`LEAN` by name."""
     if isinstance(layout, VertexLayout):
@@ -334,11 +349,28 @@ def as_layout(layout: str | VertexLayout) -> VertexLayout:
     return {"exact": EXACT, "lean": LEAN}[layout]
 
 
-def lean_layout(mesh: SkinnedMesh, reads: Callable[[Format], bool]) -> VertexLayout:
+def lean_layout(
+    mesh: SkinnedMesh, reads: Callable[[Format], bool], packed: bool = False
+) -> VertexLayout:
     """The lean layout of ``mesh``: per input the first of :data:`LEAN_FORMATS` its values fit
     (uint8 joints below 256, unorm8 weights that are multiples of 1/255) and ``reads`` (the
-    device's format features for the path) accepts."""
+    device's format features for the path) accepts. ``packed`` (the compute path, a method that
+    reads joints and weights): packed rows where the joints are below 256 and the device reads
+    rgba32ui texels (every Vulkan device does), the narrow formats not fetched at all."""
     joint_max = int(mesh.joints.max(initial=0))
+    if packed and joint_max < 256 and reads(_U32X4):
+        weights = Format.R8G8B8A8_UNORM
+        if not vertex_packing.bytes_exact(mesh.weights):
+            weights = Format.R16G16B16A16_UNORM
+        return VertexLayout(
+            "lean",
+            (
+                ("normals", Format.R16G16_SNORM),
+                ("joints", Format.R8G8B8A8_UINT),
+                ("weights", weights),
+            ),
+            packed=True,
+        )
     fits = {
         Format.R8G8B8A8_UINT: joint_max < 256,
         Format.R16G16B16A16_UINT: joint_max < LEAN_MAX_JOINTS,
@@ -361,7 +393,8 @@ def row_bytes(fmt: int) -> int:
 def layout_bytes(slots: int, method: str = "dqs", layout: str | VertexLayout = "exact") -> int:
     """Bytes a vertex's mesh rows take in ``layout`` (the rows a variant reads); the mesh's
     whole takes :func:`layout_extra_bytes` more."""
-    return sum(row_bytes(m.texel_format) * m.texels for m in mesh_inputs(slots, method, layout))
+    inputs = mesh_inputs(slots, method, layout)
+    return sum(row_bytes(m.texel_format) * m.texels for m in inputs if m.alias is None)
 
 
 def layout_extra_bytes(
@@ -399,6 +432,8 @@ def mesh_inputs(
     if slots == 4:
         out = tuple(dataclasses.replace(m, texels=m.texels // 2) if m.per_slot else m for m in out)
     lay = as_layout(layout)
+    if lay.packed and influences:
+        return tuple(_packed_input(m) for m in out)
     return tuple(
         m
         if lay.format(m.name) is None
@@ -407,6 +442,44 @@ def mesh_inputs(
         )
         for m in out
     )
+
+
+def _packed_input(m: MeshInput) -> MeshInput:
+    """``m`` in the packed rows: the joints inputs hold them (rgba32ui), the normals and weights
+    inputs become float views of their buffer (bound, not read)."""
+    joints = {"normals": "joints", "weights": "joints", "weights_1": "joints_1"}
+    if m.name in ("joints", "joints_1"):
+        return dataclasses.replace(m, texel_format=_U32X4, vertex_format=_U32X4)
+    if m.name in joints:
+        return dataclasses.replace(
+            m, texel_format=_F32X4, vertex_format=_F32X4, alias=joints[m.name]
+        )
+    return m
+
+
+def packed_rows(mesh: SkinnedMesh, layout: VertexLayout) -> dict[str, np.ndarray]:
+    """The packed rows (:attr:`VertexLayout.packed`) of a mesh of joints below 256: ``joints``
+    ((N, 4) uint32: x the octahedral normal's snorm16x2, y joints 0..3 as uint8 (low byte
+    first), zw weights 0..3 as unorm16) and with 8 slots ``joints_1`` (x joints 4..7, yz
+    weights 4..7, w zero); include/vertex_data.glsl unpacks them."""
+    n = mesh.vertex_count
+    if layout.format("weights") == Format.R8G8B8A8_UNORM:  # k/255 is exactly 257 k/65535
+        weights = vertex_packing.unorm_weights(mesh.weights, 255).astype(np.uint32) * 257
+    else:
+        weights = vertex_packing.unorm_weights(mesh.weights).astype(np.uint32)
+    joints = mesh.joints.astype(np.uint32)
+    shifts = np.array([0, 8, 16, 24], np.uint32)
+    rows = {"joints": np.zeros((n, 4), np.uint32)}
+    rows["joints"][:, 0] = vertex_packing.oct_encode(mesh.normals).view(np.uint16).astype(
+        np.uint32
+    ) @ np.array([1, 1 << 16], np.uint32)
+    rows["joints"][:, 1] = (joints[:, :4] << shifts).sum(axis=1, dtype=np.uint32)
+    rows["joints"][:, 2:] = weights[:, 0:4:2] | (weights[:, 1:4:2] << np.uint32(16))
+    if mesh.slots == 8:
+        rows["joints_1"] = np.zeros((n, 4), np.uint32)
+        rows["joints_1"][:, 0] = (joints[:, 4:] << shifts).sum(axis=1, dtype=np.uint32)
+        rows["joints_1"][:, 1:3] = weights[:, 4:8:2] | (weights[:, 5:8:2] << np.uint32(16))
+    return rows
 
 
 def ddm_slots(ddm: DirectDeltaMush) -> int:
@@ -508,6 +581,8 @@ def mesh_arrays(mesh: SkinnedMesh, layout: str | VertexLayout = "exact") -> dict
     lay = as_layout(layout)
     n = mesh.vertex_count
     pad = np.zeros((n, 1), np.float32)
+    if lay.packed:
+        return {"positions": np.hstack([mesh.positions, pad]), **packed_rows(mesh, lay)}
     normals = lay.format("normals")
     if normals == Format.R16G16_SNORM:
         packed_normals = vertex_packing.oct_encode(mesh.normals)

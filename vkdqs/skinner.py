@@ -240,7 +240,7 @@ class Skinner(ResourceOwner):
         #: the mesh's vertex layout on the GPU (:data:`vkdqs.shader_interface.LAYOUTS`)
         self.layout = layout
         #: its formats, as resolved for this mesh and device (:func:`resolve_layout`)
-        self.vertex_layout = resolve_layout(device, layout, mesh, path)
+        self.vertex_layout = resolve_layout(device, layout, mesh, path, skinning.influences)
         self.centers, self.rest_matrices = skinning.check_inputs(
             mesh,
             bone_count,
@@ -360,10 +360,13 @@ class Skinner(ResourceOwner):
         self._mesh_buffers: dict[str, Buffer] = {}
         self._views: dict[str, BufferView] = {}
         for m in self.inputs:
-            arr = self.arrays[m.name]
-            buf = self.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {m.name}"))
-            buf.write(arr)
-            self._mesh_buffers[m.name] = buf
+            if m.alias is None:
+                arr = self.arrays[m.name]
+                buf = self.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {m.name}"))
+                buf.write(arr)
+                self._mesh_buffers[m.name] = buf
+        for m in self.inputs:  # the packed rows' unread bindings view the rows' buffer
+            buf = self._mesh_buffers[m.alias or m.name]
             if self.path == "compute" or m.location < 0:
                 fmt = int(m.texel_format)
                 self._views[m.name] = self.own(BufferView(dev, buf, fmt, label=f"{label} {m.name}"))
@@ -1036,11 +1039,15 @@ def check_ddm_fits(device: Device, ddm: DirectDeltaMush) -> None:
             )
 
 
-def resolve_layout(device: Device, layout: str, mesh: SkinnedMesh, path: str) -> si.VertexLayout:
+def resolve_layout(
+    device: Device, layout: str, mesh: SkinnedMesh, path: str, influences: bool = False
+) -> si.VertexLayout:
     """``layout`` checked, and resolved to the formats the mesh's values fit and ``device``
     reads on ``path`` (uniform texel buffers for compute, vertex buffers for the vertex path):
     a narrow format the device cannot read falls back to the next wider one
-    (:data:`vkdqs.shader_interface.LEAN_FORMATS`)."""
+    (:data:`vkdqs.shader_interface.LEAN_FORMATS`). On the compute path, for a method that
+    reads joints and weights (``influences``), the packed rows where they fit (uint8 joints:
+    :func:`vkdqs.shader_interface.lean_layout`)."""
     if layout not in si.LAYOUTS:
         raise InputError(f"layout must be one of {si.LAYOUTS}, got {layout!r}")
     if layout == "exact":
@@ -1050,4 +1057,8 @@ def resolve_layout(device: Device, layout: str, mesh: SkinnedMesh, path: str) ->
         if path == "compute"
         else vk.VK_FORMAT_FEATURE_VERTEX_BUFFER_BIT
     )
-    return si.lean_layout(mesh, lambda f: bool(device.buffer_format_features(f) & need))
+    return si.lean_layout(
+        mesh,
+        lambda f: bool(device.buffer_format_features(f) & need),
+        packed=influences and path == "compute",
+    )

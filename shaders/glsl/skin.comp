@@ -30,6 +30,9 @@ layout(set = 0, binding = 5, r32f) uniform writeonly imageBuffer out_data;
 #else
 layout(set = 0, binding = 3) uniform usamplerBuffer in_joints;     // rgba32ui (lean: 16 or 8 bits)
 layout(set = 0, binding = 4) uniform samplerBuffer in_weights;     // rgba32f (lean: unorm16 or 8)
+// The lean layout's packed rows (PACKED_ROWS, include/vertex_data.glsl): in_joints (and
+// in_joints_1) hold them as rgba32ui; in_normals and in_weights are views of the same buffer,
+// bound (the set layout has them) but not read.
 #endif
 #if defined(SKIN_INFLUENCES_8) && !defined(SKIN_DDM)
 layout(set = 0, binding = 7) uniform usamplerBuffer in_joints_1;   // as in_joints, slots 4..7
@@ -66,16 +69,42 @@ const uint BOX_STEPS = 16u;
 vec3 skin_one(uint v) {
     int iv = int(v);
     vec3 p = texelFetch(in_positions, iv).xyz;
-    vec3 n = mesh_normal(texelFetch(in_normals, iv));
 #ifdef SKIN_DDM
+    vec3 n = mesh_normal(texelFetch(in_normals, iv));
     vec3 rest = p;
     morph_vertex(iv, p, n);
     ddm_skin_input(iv, rest, p - rest, n, pc.diag2, p, n);
 #else
-    morph_vertex(iv, p, n);
-    skin_vertex(ivec4(texelFetch(in_joints, iv)), texelFetch(in_weights, iv),
+    vec3 n;
+    ivec4 joints;
+    vec4 weights;
 #ifdef SKIN_INFLUENCES_8
-                ivec4(texelFetch(in_joints_1, iv)), texelFetch(in_weights_1, iv),
+    ivec4 joints_1;
+    vec4 weights_1;
+#endif
+    if (PACKED_ROWS) {  // the lean layout's one texel: normal, joints and weights in 32-bit words
+        uvec4 row = texelFetch(in_joints, iv);
+        n = packed_normal(row);
+        joints = packed_joints(row.y);
+        weights = packed_weights(row.zw);
+#ifdef SKIN_INFLUENCES_8
+        uvec4 row_1 = texelFetch(in_joints_1, iv);
+        joints_1 = packed_joints(row_1.x);
+        weights_1 = packed_weights(row_1.yz);
+#endif
+    } else {
+        n = mesh_normal(texelFetch(in_normals, iv));
+        joints = ivec4(texelFetch(in_joints, iv));
+        weights = texelFetch(in_weights, iv);
+#ifdef SKIN_INFLUENCES_8
+        joints_1 = ivec4(texelFetch(in_joints_1, iv));
+        weights_1 = texelFetch(in_weights_1, iv);
+#endif
+    }
+    morph_vertex(iv, p, n);
+    skin_vertex(joints, weights,
+#ifdef SKIN_INFLUENCES_8
+                joints_1, weights_1,
 #endif
 #ifdef SKIN_AUX
                 texelFetch(in_aux, iv),
