@@ -585,7 +585,7 @@ def main() -> None:
             )
     if culling_rows:
         cw, ch = CULL_SIZE
-        print(f"culling ({cw}x{ch}, camera on half of the grid): culled, unculled and only the "
+        print(f"culling (camera on half of the grid, {cw}x{ch}): culled, unculled and only the "
               "copies in view, interleaved; ratios of GPU ms and of process CPU ms:")  # fmt: skip
         head = f"{'mesh':<8} {'method':<6} {'copies':>6} | {'drawn':>5} {'GPU ms':>7} "
         head += f"{'CPU ms':>6} | {'unculled':>8} {'CPU ms':>6} | {'visible':>7} {'GPU ms':>7} | "
