@@ -26,11 +26,18 @@ path of a glTF character), against the untextured crowd measured next to it in t
 ms a frame (every thread's CPU time: on lavapipe the GPU work itself, and less disturbed by
 other processes than the timestamps).
 
-**Culling** (``--culling-counts``, 4096 by default; none with no value): the crowd with the camera
-on about half of its grid (the other half out of view), with ``cull_copies`` on (the GPU
-tests every copy's box and draws the copies in view with an indirect draw) and off (every copy
-drawn), their rounds interleaved: the ratio of GPU ms a frame and each one's main-thread CPU ms
-a frame, and how many copies the GPU drew.
+**Culling** (``--culling-counts``, 4096 by default; none with no value): a fair "about half
+out of view" crowd. The copies stand on the usual grid (3 units apart: a copy's box is 2 x 10 x
+2, so copies do not pile up); the camera looks across the crowd from above its left half, 0.5
+rad (29 deg) down, at a 1280x720 target (``--culling-size``), zoomed in until at most 45% of
+the copies' centres project into the image (about half of the copies' boxes reach into the
+view). Three crowds, their rounds interleaved: ``cull_copies`` on (**culled**: the GPU tests
+every copy's box and draws the copies in view with an indirect draw), off (**unculled**: every
+copy drawn) and **only visible**: a crowd of just the copies whose box is in view (the host's
+``outside_frustum`` on the same boxes), culling off, seen by the same camera: what a perfect
+culling would cost. Reported: the copies each drew, GPU ms and main-thread CPU ms a frame, and
+the ratios culled/unculled (GPU ms and process CPU ms: every thread, on lavapipe the GPU work
+itself) and culled/only visible (what culled copies still cost: 1.0 is the floor).
 
 Every frame is read back (``render_image``) at a small resolution. Reported: the median over
 rounds of the frame time (fps) and of the main thread's CPU time a frame (Python + driver calls;
@@ -51,6 +58,7 @@ Prints a table and writes benchmarks/results/crowd.json.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import sys
@@ -61,6 +69,8 @@ import numpy as np
 
 from vkdqs import AnimationClip, dq, procedural
 from vkdqs import methods as registry
+from vkdqs.bounds import outside_frustum
+from vkdqs.geometry import transform_boxes
 from vkdqs.gpu.device import Device
 from vkdqs.material import Material
 from vkdqs.mesh import SkinnedMesh
@@ -71,6 +81,9 @@ W, H = 160, 120
 FPS = 30.0
 RESULTS = Path(__file__).resolve().parent / "results"
 MESHES = {"rig1.7k": (1_700, 24), "tube5k": (5_000, 64)}
+#: the culling rows' target (``--culling-size``) and camera pitch (radians down)
+CULL_SIZE = (1280, 720)
+CULL_PITCH = 0.5
 
 
 def make_clip(joints: int) -> AnimationClip:
@@ -119,36 +132,70 @@ def textured(mesh: SkinnedMesh) -> tuple[SkinnedMesh, Material]:
     return textured_mesh, Material(texture=rgba)
 
 
-def crowd_run(device, mesh, clip, count, method, material=None, culling=True, half=False):
-    target = OffscreenTarget(device, W, H)
+def crowd_run(
+    device, mesh, clip, count, method, material=None, culling=True, half=False, subset=None
+):
+    """A crowd of ``count`` copies on the grid, framed whole or, with ``half``, as the culling
+    rows see it (:func:`frame_half`); ``subset`` ``(keep, camera)``: only the copies ``keep``
+    of the grid of ``count``, each with its time, seen by ``camera``."""
+    size = CULL_SIZE if half else (W, H)
+    target = OffscreenTarget(device, *size)
     renderer = Renderer(device, target, gpu_timing=True, cull_copies=culling)
     rm = renderer.add_mesh(mesh, material=material)
-    crowd = renderer.add_crowd(rm, clip, count=count, method=method)
     models = grid(count)
-    crowd.set_models(models)
-    crowd.set_times(np.random.default_rng(0).uniform(0.0, clip.duration, count))
+    times = np.random.default_rng(0).uniform(0.0, clip.duration, count)
+    keep = np.ones(count, bool) if subset is None else subset[0]
+    crowd = renderer.add_crowd(rm, clip, count=int(keep.sum()), method=method)
+    crowd.set_models(models[keep])
+    crowd.set_times(times[keep])
     renderer.frame_scene()
-    if half:  # looking down on the grid's left half: about half of the copies in view
-        lo, hi = renderer.scene_bounds()
-        mid = 0.5 * (lo + hi)
-        renderer.camera.pitch = 1.5  # from above (radians; the poles are at +-pi/2)
-        renderer.camera.frame(lo, np.array([mid[0], hi[1], hi[2]]), aspect=W / H)
-        # closer, until about half of the copies' centres project into the image
-        for _ in range(40):
-            x = renderer.camera.project(models[:, :3, 3], W, H)
-            inside = ((x >= 0) & (x <= [W, H])).all(axis=1).mean()
-            if inside <= 0.45:
-                break
-            renderer.camera.zoom(0.9)
+    if subset is not None:
+        renderer.camera = copy.deepcopy(subset[1])
+    elif half:
+        frame_half(renderer, models, size)
     return target, renderer, lambda f: crowd.advance(1.0 / 60.0)
 
 
-def half_culled_run(device, mesh, clip, count, method):
-    return crowd_run(device, mesh, clip, count, method, culling=True, half=True)
+def frame_half(renderer: Renderer, models: np.ndarray, size: tuple[int, int]) -> None:
+    """Look across the grid's left half from above (:data:`CULL_PITCH` down), then closer until
+    at most 45% of the copies' centres project into the image: about half of the copies'
+    boxes in view."""
+    w, h = size
+    lo, hi = renderer.scene_bounds()
+    mid = 0.5 * (lo + hi)
+    renderer.camera.pitch = CULL_PITCH
+    renderer.camera.frame(lo, np.array([mid[0], hi[1], hi[2]]), aspect=w / h)
+    for _ in range(40):
+        x = renderer.camera.project(models[:, :3, 3], w, h)
+        if ((x >= 0) & (x <= [w, h])).all(axis=1).mean() <= 0.45:
+            break
+        renderer.camera.zoom(0.9)
 
 
-def half_unculled_run(device, mesh, clip, count, method):
-    return crowd_run(device, mesh, clip, count, method, culling=False, half=True)
+def culling_runs(count: int) -> dict:
+    """The culling rows' three runs for :func:`bench_interleaved`: culled, unculled, and only
+    the copies in view (made after the culled one, from its boxes and camera)."""
+    made = {}
+
+    def culled(device, mesh, clip, n, method):
+        made["culled"] = crowd_run(device, mesh, clip, n, method, culling=True, half=True)
+        return made["culled"]
+
+    def unculled(device, mesh, clip, n, method):
+        return crowd_run(device, mesh, clip, n, method, culling=False, half=True)
+
+    def only_visible(device, mesh, clip, n, method):
+        _, renderer, step = made["culled"]
+        step(0)
+        renderer.render_image()  # measures the crowd's cull boxes
+        boxes = renderer.crowds[0].cull_boxes
+        assert boxes is not None
+        world = transform_boxes(np.broadcast_to(boxes[0], (n, 2, 3)), grid(n))
+        keep = ~outside_frustum(world, renderer.camera.view_projection(CULL_SIZE[0] / CULL_SIZE[1]))
+        subset = (keep, renderer.camera)
+        return crowd_run(device, mesh, clip, n, method, culling=False, half=True, subset=subset)
+
+    return {"culled": culled, "unculled": unculled, "only visible": only_visible}
 
 
 def instance_run(device, mesh, clip, count, method):
@@ -362,6 +409,7 @@ def per_vertex_net(gpu_ms: float, empty_ms: float, vertices: int) -> float:
 
 
 def main() -> None:
+    global CULL_SIZE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--counts", type=int, nargs="+", default=[1, 256, 1024, 4096])
     parser.add_argument("--meshes", nargs="+", default=list(MESHES), choices=list(MESHES))
@@ -389,11 +437,16 @@ def main() -> None:
         default=[4096],
         help="copies of the culling rows (half the grid out of view, culled and not)",
     )
+    parser.add_argument(
+        "--culling-size", type=int, nargs=2, default=list(CULL_SIZE), metavar=("W", "H"),
+        help="the culling rows' target size",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=RESULTS / "crowd.json")
     parser.add_argument("--pygfx", action="store_true", help="add pygfx as an outside reference")
     parser.add_argument("--pygfx-only", action="store_true", help="only pygfx, into --out")
     parser.add_argument("--max-pygfx", type=int, default=256)
     args = parser.parse_args()
+    CULL_SIZE = tuple(args.culling_size)
     if args.pygfx_only:
         pygfx_only(args)
         return
@@ -466,14 +519,16 @@ def main() -> None:
                 for count in args.culling_counts:
                     if count < 1:
                         continue
-                    pair = {"culled": half_culled_run, "unculled": half_unculled_run}
                     measured = bench_interleaved(
-                        device, pair, mesh, clip, count, method, args.rounds, args.frames
-                    )
+                        device, culling_runs(count), mesh, clip, count, method, args.rounds,
+                        args.frames,
+                    )  # fmt: skip
                     row = {"mesh": mesh_name, "method": method, "copies": count} | measured
-                    row["culled/unculled GPU ms"] = (
-                        measured["culled"]["gpu_ms"] / measured["unculled"]["gpu_ms"]
-                    )
+                    c, u, v = (measured[k] for k in ("culled", "unculled", "only visible"))
+                    for key in ("gpu_ms", "process_cpu_ms"):
+                        what = "GPU ms" if key == "gpu_ms" else "process CPU ms"
+                        row[f"culled/unculled {what}"] = c[key] / u[key]
+                        row[f"culled/only visible {what}"] = c[key] / v[key]
                     culling_rows.append(row)
 
     pygfx, info = {}, pygfx_info() if args.pygfx else None
@@ -529,20 +584,27 @@ def main() -> None:
                 f"{r['textured/untextured process CPU ms']:9.2f} | {u['fps']:9.1f} {t['fps']:8.1f}"
             )
     if culling_rows:
-        print("culling (camera on half of the grid), on and off, interleaved:")
-        head = f"{'mesh':<8} {'method':<6} {'copies':>6} | {'drawn':>6} {'GPU ms':>8} "
-        head += f"{'CPU ms':>7} | {'unculled GPU ms':>15} {'CPU ms':>7} | {'GPU ratio':>9}"
+        cw, ch = CULL_SIZE
+        print(f"culling (camera on half of the grid, {cw}x{ch}): culled, unculled and only the "
+              "copies in view, interleaved; ratios of GPU ms and of process CPU ms:")  # fmt: skip
+        head = f"{'mesh':<8} {'method':<6} {'copies':>6} | {'drawn':>5} {'GPU ms':>7} "
+        head += f"{'CPU ms':>6} | {'unculled':>8} {'CPU ms':>6} | {'visible':>7} {'GPU ms':>7} | "
+        head += f"{'c/u GPU':>7} {'c/u CPU':>7} | {'c/v GPU':>7} {'c/v CPU':>7}"
         print(head)
         for r in culling_rows:
-            c, u = r["culled"], r["unculled"]
+            c, u, v = r["culled"], r["unculled"], r["only visible"]
             print(
-                f"{r['mesh']:<8} {r['method']:<6} {r['copies']:>6} | {c['copies_drawn']:>6} "
-                f"{c['gpu_ms']:8.2f} {c['cpu_ms']:7.2f} | {u['gpu_ms']:15.2f} "
-                f"{u['cpu_ms']:7.2f} | {r['culled/unculled GPU ms']:9.2f}"
+                f"{r['mesh']:<8} {r['method']:<6} {r['copies']:>6} | {c['copies_drawn']:>5} "
+                f"{c['gpu_ms']:7.1f} {c['cpu_ms']:6.2f} | {u['gpu_ms']:8.1f} {u['cpu_ms']:6.2f} | "
+                f"{v['copies_drawn']:>7} {v['gpu_ms']:7.1f} | "
+                f"{r['culled/unculled GPU ms']:7.2f} {r['culled/unculled process CPU ms']:7.2f} | "
+                f"{r['culled/only visible GPU ms']:7.2f} "
+                f"{r['culled/only visible process CPU ms']:7.2f}"
             )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"device": name, "cpus": os.cpu_count(), "width": W, "height": H}
     meta |= {"empty_gpu_ms": empty_ms, "args": sys.argv[1:]}
+    meta |= {"culling_size": list(CULL_SIZE), "culling_pitch": CULL_PITCH}
     if info is not None:
         meta["pygfx"] = info | {"max_pygfx": args.max_pygfx}
     data = {"meta": meta, "single_instance": singles, "results": results}

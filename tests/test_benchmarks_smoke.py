@@ -103,9 +103,9 @@ def test_bake_benchmark_smoke(tmp_path, device):
 def test_crowd_benchmark_smoke(tmp_path, device):
     out = tmp_path / "crowd.json"
     args = ["--counts", "1", "3", "--meshes", "rig1.7k", "--rounds", "1", "--frames", "1"]
-    args += ["--culling-counts", "64"]
+    args += ["--culling-counts", "64", "--culling-size", "160", "120"]
     text = _run("bench_crowd.py", *args, "--max-instances", "1", "--out", str(out))
-    assert "culling (camera on half of the grid)" in text
+    assert "culling (camera on half of the grid, 160x120)" in text
     assert "crowd fps" in text
     results = json.loads(out.read_text())["results"]
     assert [(r["method"], r["copies"]) for r in results] == [
@@ -134,11 +134,15 @@ def test_crowd_benchmark_smoke(tmp_path, device):
         assert r["crowd/single GPU per vertex"] > 0
     assert results[0]["instances"]["gpu_ms"] > 0
     assert results[0]["crowd/instances GPU per vertex"] > 0
-    # the culling rows: half the grid out of view, drawn by the GPU's count, and every copy
-    # drawn with culling off
+    # the culling rows: half the grid out of view, drawn by the GPU's count, every copy drawn
+    # with culling off, and the crowd of only the copies in view (the host's test) as many
+    assert data["meta"]["culling_size"] == [160, 120]
     for row in data["culling"]:
-        assert 0 < row["culled"]["copies_drawn"] < 64 and row["unculled"]["copies_drawn"] == 64
-        assert row["culled/unculled GPU ms"] > 0
+        drawn = row["culled"]["copies_drawn"]
+        assert 0 < drawn < 64 and row["unculled"]["copies_drawn"] == 64
+        assert row["only visible"]["copies_drawn"] == drawn
+        for what in ("GPU ms", "process CPU ms"):
+            assert row[f"culled/unculled {what}"] > 0 and row[f"culled/only visible {what}"] > 0
     assert [(r["method"], r["copies"]) for r in data["culling"]] == [("dqs", 64), ("lbs", 64)]
 
 
