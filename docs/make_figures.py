@@ -107,8 +107,26 @@ def render(
     return write_png(path, np.ascontiguousarray(image[..., :3]))
 
 
-def plot(path: Path, data: dict[str, object]) -> Path:
-    """Volume / rest against twist and bend, and bulge against bend, one line per method."""
+#: Line styles: Blender's DQS lies on DQS for rigid bones: dashed; Delta Mush (a green near
+#: CoR's) dash-dotted.
+STYLES = {"dqs_blender": (0, (4, 3)), "delta_mush": (0, (6, 2, 1.5, 2))}
+
+
+def plot(
+    path: Path,
+    data: dict[str, object],
+    methods: tuple[str, ...] | None = None,
+    colors: dict[str, tuple[float, ...]] | None = None,
+    names: dict[str, str] | None = None,
+    styles: dict[str, object] | None = None,
+) -> Path:
+    """Volume / rest against twist and bend, and bulge against bend, one line per method
+    (``compared_methods()`` in their registry colours and :data:`NAMES` unless given; the
+    Delta Mush figures' script draws its own four with it)."""
+    methods = compared_methods() if methods is None else methods
+    colors = {m: registry.get(m).color for m in methods} if colors is None else colors
+    names = NAMES if names is None else names
+    styles = STYLES if styles is None else styles
     import matplotlib
 
     matplotlib.use("Agg")
@@ -121,18 +139,15 @@ def plot(path: Path, data: dict[str, object]) -> Path:
         ("volume_bend", "bend (degrees)", "volume / rest"),
         ("bulge_bend", "bend (degrees)", "bulge / radius"),
     )
-    # Blender's DQS lies on DQS for rigid bones: dashed; Delta Mush (a green near CoR's)
-    # dash-dotted
-    styles = {"dqs_blender": (0, (4, 3)), "delta_mush": (0, (6, 2, 1.5, 2))}
     for ax, (key, xlabel, ylabel) in zip(axes, panels, strict=True):
-        for m in compared_methods():
+        for m in methods:
             ax.plot(
                 angles,
                 data[key][m],
-                color=registry.get(m).color[:3],
+                color=colors[m][:3],
                 linestyle=styles.get(m, "-"),
                 linewidth=1.6,
-                label=NAMES[m],
+                label=names[m],
             )
         ax.set_xlabel(xlabel, fontsize=8)
         ax.set_ylabel(ylabel, fontsize=8)

@@ -29,9 +29,11 @@ from vkdqs import delta_mush as dm_ref
 from vkdqs import dq, procedural, reference
 from vkdqs import methods as registry
 from vkdqs.app.compare import bend_bulge
-from vkdqs.files import atomic_output
 from vkdqs.geometry import weld as weld_positions
 from vkdqs.mesh import SkinnedMesh
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # make_figures.py beside it
+from make_figures import plot, shrink  # the plot and the PNG shrinking they share
 
 DOCS = Path(__file__).resolve().parent
 #: Picture and plot size in pixels.
@@ -265,46 +267,6 @@ def render(
     return write_png(path, np.ascontiguousarray(image[..., :3])), skinned["max_error"]
 
 
-def plot(path: Path, data: dict[str, object]) -> Path:
-    """Volume / rest against twist and bend, and bulge against bend, one line per method."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    angles = data["angles"]
-    fig, axes = plt.subplots(1, 3, figsize=(SIZE[0] / 100, SIZE[1] / 100), dpi=100)
-    panels = (
-        ("volume_twist", "twist (degrees)", "volume / rest"),
-        ("volume_bend", "bend (degrees)", "volume / rest"),
-        ("bulge_bend", "bend (degrees)", "bulge / radius"),
-    )
-    for ax, (key, xlabel, ylabel) in zip(axes, panels, strict=True):
-        for m in SHOWN:
-            ax.plot(angles, data[key][m], color=COLORS[m][:3], linewidth=1.6, label=NAMES[m])
-        ax.set_xlabel(xlabel, fontsize=8)
-        ax.set_ylabel(ylabel, fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.set_xticks(np.arange(0, angles[-1] + 1, 45))
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7, frameon=False)
-    fig.tight_layout()
-    with atomic_output(path) as f:
-        fig.savefig(f, format="png")
-    plt.close(fig)
-    return path
-
-
-def shrink(path: Path, colors: int = 256) -> None:
-    """Re-save ``path`` as an optimized palette PNG (Pillow, which matplotlib brings)."""
-    from PIL import Image
-
-    with Image.open(path) as img:
-        small = img.convert("RGB").quantize(colors, method=Image.Quantize.MEDIANCUT)
-    with atomic_output(path) as f:
-        small.save(f, format="PNG", optimize=True)
-
-
 # ---------------------------------------------------------------------------------------------
 # The table: how far DDM is from Delta Mush (float64)
 
@@ -459,7 +421,7 @@ def figures(out: Path, step: float) -> None:
             path, errors = render(out / name, device, spacing=spacing, **kw)
             written.append(path)
             data["max_error"] |= {f"{m} {name}": e for m, e in errors.items()}
-    written.append(plot(out / "mush-volume-bulge.png", data))
+    written.append(plot(out / "mush-volume-bulge.png", data, SHOWN, COLORS, NAMES, styles={}))
     for path in written:
         shrink(path)
         print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
