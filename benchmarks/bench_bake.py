@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -40,6 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import _bench  # benchmarks/_bench.py: timing, the machine, the JSON
 import numpy as np
 
 import vkdqs
@@ -48,7 +47,7 @@ from vkdqs.gltf import load_gltf
 from vkdqs.gltf.save import GltfBuilder
 from vkdqs.gpu.device import Device
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = _bench.RESULTS
 FPS = 30.0
 MODELS = {"rig": (1728, 24), "tube": (100_000, 64)}
 
@@ -115,12 +114,6 @@ def numpy_bake(scene, frames: int) -> np.ndarray:
     return out
 
 
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
 def bench_model(device, name, path, frames, rounds, warmup, numpy_frames) -> dict:
     scene = load_gltf(path)
     end = (frames - 1) / FPS
@@ -141,7 +134,7 @@ def bench_model(device, name, path, frames, rounds, warmup, numpy_frames) -> dic
     times: dict[str, list[float]] = {k: [] for k in calls}
     for _ in range(rounds):
         for key, (_count, fn) in calls.items():
-            times[key].append(_timed(fn))
+            times[key].append(_bench.timed(fn))
     rows = {
         key: {
             "frames": count,
@@ -282,13 +275,7 @@ def main() -> None:
     models = dict(MODELS, tube=(args.tube_vertices, MODELS["tube"][1]))
     seconds = args.frames / FPS + 1.0
     with tempfile.TemporaryDirectory() as tmp, Device() as device:
-        machine = {
-            "device": device.info.name,
-            "device_type": device.info.device_type,
-            "cpu_count": os.cpu_count(),
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-        }
+        machine = _bench.machine(device)
         paths = {
             name: make_model(Path(tmp) / f"{name}.glb", n, j, seconds)
             for name, (n, j) in models.items()
@@ -345,9 +332,8 @@ def main() -> None:
                 f"({row['runs']} runs)"
             )
         print(f"  scaling, 2 workers / 1: {batch['scaling 2 workers / 1 (files/s)']:.2f}x")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     data = {"machine": machine, "fps": FPS, "results": results, "memory": memory, "batch": batch}
-    args.out.write_text(json.dumps(data, indent=2) + "\n")
+    _bench.write_json(args.out, data)
     print(f"wrote {args.out}")
 
 

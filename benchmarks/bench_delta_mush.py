@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
-import os
-import platform
 import time
 from pathlib import Path
 
+import _bench  # benchmarks/_bench.py: timing, the machine, the JSON
 import numpy as np
 
 from vkdqs import procedural, reference
@@ -35,13 +33,7 @@ from vkdqs.gpu.device import Device
 from vkdqs.skinner import Skinner
 
 BONES = 64
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+RESULTS = _bench.RESULTS
 
 
 def bench_size(
@@ -80,7 +72,7 @@ def bench_size(
         for key, fn in calls.items():
             if key.startswith("reference") and r >= reference_rounds:
                 continue
-            times[key].append(_timed(fn))
+            times[key].append(_bench.timed(fn))
     pose = poses[5]
     got = skinners["delta mush/lbs"].skin(pose)[0]
     want = delta_mush_reference(bind, reference.skin_lbs(*args, pose)[0])[0]
@@ -126,13 +118,7 @@ def main() -> None:
     args = parser.parse_args()
 
     with Device() as device:
-        machine = {
-            "device": device.info.name,
-            "device_type": device.info.device_type,
-            "cpu_count": os.cpu_count(),
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-        }
+        machine = _bench.machine(device)
         results = [
             bench_size(device, n, args.iterations, args.rounds, args.warmup, args.reference_rounds)
             for n in args.sizes
@@ -153,8 +139,7 @@ def main() -> None:
             print(f"{'':>9}   {name}: {value:.2f}")
         print(f"{'':>9}   max |GPU - reference| / extent: {res['max_error_over_extent']:.2e}")
         print("-" * 62)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"machine": machine, "results": results}, indent=2) + "\n")
+    _bench.write_json(args.out, {"machine": machine, "results": results})
     print(f"wrote {args.out}")
 
 

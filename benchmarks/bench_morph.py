@@ -30,12 +30,9 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
-import os
-import platform
-import time
 from pathlib import Path
 
+import _bench  # benchmarks/_bench.py: timing, the machine, the JSON
 import numpy as np
 
 from vkdqs import SkinnedMesh, dq, procedural
@@ -43,19 +40,7 @@ from vkdqs.gpu.device import Device
 from vkdqs.skinner import Skinner
 
 BONES = 64
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def _cpu_timed(fn) -> float:
-    t0 = time.process_time()
-    fn()
-    return time.process_time() - t0
+RESULTS = _bench.RESULTS
 
 
 def face_regions(rng: np.random.Generator, targets: int, n: int) -> np.ndarray:
@@ -123,11 +108,11 @@ def bench_size(
             fn()
     for _ in range(rounds):
         for key, fn in calls.items():
-            times[key].append(_timed(fn))
+            times[key].append(_bench.timed(fn))
             # the same call's command buffer again, GPU only (no packing, no readback copy)
             s = skinners[(key[0], "none" if key[1] == "no morphs" else "morph")]
-            gpu[key].append(_timed(s._cmd.submit_and_wait))
-            gpu_cpu[key].append(_cpu_timed(s._cmd.submit_and_wait))
+            gpu[key].append(_bench.timed(s._cmd.submit_and_wait))
+            gpu_cpu[key].append(_bench.cpu_timed(s._cmd.submit_and_wait))
     packing = skinners[(paths[0], "morph")].morph_packing
     for s in skinners.values():
         s.close()
@@ -206,18 +191,8 @@ def main() -> None:
                 )
             for key, value in res["ratios"].items():
                 print(f"  {key}: {value:.3f}x")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
-                "config": {k: v for k, v in vars(args).items() if k != "out"},
-                "results": results,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    config = {k: v for k, v in vars(args).items() if k != "out"}
+    _bench.write_json(args.out, {"machine": _bench.machine(), "config": config, "results": results})
     print(f"\nwrote {args.out}")
 
 

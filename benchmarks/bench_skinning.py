@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
-import os
-import platform
 import time
 from pathlib import Path
 
+import _bench  # benchmarks/_bench.py: timing, the machine, the JSON
 import numpy as np
 
 from vkdqs import SkinnedMesh, dq, procedural, reference
@@ -41,13 +39,7 @@ from vkdqs.gpu.device import Device
 from vkdqs.skinner import Skinner
 
 BONES = 64
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+RESULTS = _bench.RESULTS
 
 
 def bench_size(
@@ -106,7 +98,7 @@ def bench_size(
         for key, fn in calls.items():
             if key[0] == "numpy32" and r >= numpy_rounds:
                 continue
-            times[key].append(_timed(fn))
+            times[key].append(_bench.timed(fn))
 
     # The lean layout's GPU time alone against the exact one's, interleaved call by call.
     gpu_layouts: dict[str, list[float]] = {}
@@ -117,7 +109,7 @@ def bench_size(
         for _ in range(3 * rounds):
             for name, s in pair.items():
                 gpu_layouts.setdefault(f"{method} {name}", []).append(
-                    _timed(s._cmd.submit_and_wait)
+                    _bench.timed(s._cmd.submit_and_wait)
                 )
     gpu_lean = {
         method: float(
@@ -133,9 +125,11 @@ def bench_size(
         src = dq_poses if method in ("dqs", "cor") else poses
         s.skin(src[0])
         pose = src[1]
-        pack = [_timed(lambda s=s, p=pose: s._pack(p, batched=False)) for _ in range(rounds)]
-        gpu = [_timed(s._cmd.submit_and_wait) for _ in range(rounds)]
-        read = [_timed(lambda s=s: s._out_buffer.read(np.float32, 6 * n)) for _ in range(rounds)]
+        pack = [_bench.timed(lambda s=s, p=pose: s._pack(p, batched=False)) for _ in range(rounds)]
+        gpu = [_bench.timed(s._cmd.submit_and_wait) for _ in range(rounds)]
+        read = [
+            _bench.timed(lambda s=s: s._out_buffer.read(np.float32, 6 * n)) for _ in range(rounds)
+        ]
         parts[method] = {
             "pack_ms": 1e3 * float(np.median(pack)),
             "gpu_ms": 1e3 * float(np.median(gpu)),
@@ -214,13 +208,7 @@ def main() -> None:
     args = parser.parse_args()
 
     with Device() as device:
-        machine = {
-            "device": device.info.name,
-            "device_type": device.info.device_type,
-            "cpu_count": os.cpu_count(),
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-        }
+        machine = _bench.machine(device)
         results = [
             bench_size(device, n, args.rounds, args.warmup, args.numpy_rounds, not args.no_cor)
             for n in args.sizes
@@ -248,8 +236,7 @@ def main() -> None:
                 f"GPU {part['gpu_ms']:.2f} ms, readback {part['readback_ms']:.2f} ms"
             )
         print("-" * 62)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"machine": machine, "results": results}, indent=2) + "\n")
+    _bench.write_json(args.out, {"machine": machine, "results": results})
     print(f"wrote {args.out}")
 
 
