@@ -322,6 +322,11 @@ def mesh_inputs(slots: int, method: str = "dqs", layout: str = "exact") -> tuple
     return out
 
 
+#: The bone of the first slot of each of a vertex's absent slot pairs (:func:`ddm_arrays`;
+#: ddm.glsl's DDM_ABSENT): the shader skins with the pairs before it only.
+DDM_ABSENT = 0xFFFF
+
+
 def ddm_slots(ddm: DirectDeltaMush) -> int:
     """The slots of the shader variant that skins with ``ddm``: 4 where it keeps at most 4
     bones a vertex (half the data and work a vertex), else 8 (unused slots zero)."""
@@ -332,14 +337,20 @@ def ddm_arrays(ddm: DirectDeltaMush) -> dict[str, np.ndarray]:
     """The ``ddm_omega`` ((N * S * 10 / 4, 4) float32: each vertex's S = :func:`ddm_slots`
     slots' 10 values of Ω, in slot order, two slots to five texels) and ``ddm_bones`` ((N, 4)
     int32: slot ``2 k`` in the low 16 bits of lane ``k``, slot ``2 k + 1`` in the high ones;
-    lanes past S / 2 zero) rows of a precomputation with at most 8 slots and 2**16 bones
-    (:func:`vkdqs.methods.check_ddm`)."""
+    lanes past S / 2 zero) rows of a precomputation with at most 8 slots and 2**16 - 1 bones
+    (:func:`vkdqs.methods.check_ddm`). A slot pair whose slots and all later ones have a zero
+    Ω (absent: fewer bones reach the vertex than it has slots) has bone :data:`DDM_ABSENT` in
+    its first slot, so the shader stops there (Ω is sorted strongest first)."""
     n, kept = ddm.omega.shape[:2]
     slots = ddm_slots(ddm)
     omega = np.zeros((n, slots, 10), np.float32)
     omega[:, :kept] = ddm.omega
     bones = np.zeros((n, 8), np.uint32)
     bones[:, :kept] = ddm.bones
+    nonzero = omega.any(axis=2)  # [n, slots]
+    live = np.where(nonzero.any(axis=1), slots - np.argmax(nonzero[:, ::-1], axis=1), 0)
+    absent = np.arange(0, 8, 2)[None, :] >= live[:, None]  # pairs from the first absent one
+    bones[:, 0::2][absent] = DDM_ABSENT
     packed = bones[:, 0::2] | (bones[:, 1::2] << np.uint32(16))
     return {
         "ddm_omega": omega.reshape(n * slots * 10 // 4, 4),
