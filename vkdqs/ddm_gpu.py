@@ -165,6 +165,7 @@ class _SmoothingJob(ResourceOwner):
             raise
 
     def _create(self, rows: NDArray, entries: NDArray, texels: int) -> None:
+        # texels // 3: one item a column of a vertex, at most
         dev, label = self.device, "direct delta mush"
         limit = dev.info.max_texel_buffer_elements
         for name, count in (("rows", len(rows)), ("entries", len(entries)), ("values", texels)):
@@ -181,6 +182,13 @@ class _SmoothingJob(ResourceOwner):
             buf = self.own(Buffer(dev, max(arr.nbytes, 16), uniform, label=f"{label} {name}"))
             buf.write(arr)
             self.csr.append(self.own(BufferView(dev, buf, sint, label=f"{label} {name}")))
+        items = self.own(
+            Buffer(dev, max(texels // _TEXELS_PER_BONE, 1) * 4, uniform, label=f"{label} items")
+        )
+        self.items = items
+        self.item_view = self.own(
+            BufferView(dev, items, int(si.Format.R32_UINT), label=f"{label} items")
+        )
         self.values, self.reads, self.writes = [], [], []
         for i in range(4):
             buf = self.own(
@@ -217,24 +225,28 @@ class _SmoothingJob(ResourceOwner):
                     TexelWrite(b[si.DDM_PREVIOUS], self.reads[previous]),
                     TexelWrite(b[si.DDM_NEXT], self.writes[out]),
                     TexelWrite(b[si.DDM_SUM], self.writes[3]),
+                    TexelWrite(b[si.DDM_ITEMS], self.item_view),
                 ],
             )
             self.sets[key] = s
         return self.sets[key]
 
     def expand(
-        self, vertices: int, columns: int, spread: float, coefficients: NDArray, progress: Any
+        self, items: int, columns: int, spread: float, coefficients: NDArray, progress: Any
     ) -> None:
         """Add the terms ``1..`` of the expansion (``coefficients``: ``[K, 2]``, for λ and κ)
-        to the sum in buffer 3, from ``T_0`` in buffer 0."""
-        invocations = vertices * columns
+        to the sum in buffer 3, from ``T_0`` in buffer 0, at the first ``items`` work items
+        (buffers 1 and 2 zero elsewhere)."""
+        invocations = items
+        if not invocations:  # no bone of this chunk weighs on any vertex
+            return
         groups = math.ceil(invocations / si.LOCAL_SIZE)
         gx = min(groups, self.device.info.max_compute_work_group_count[0])
         gy = math.ceil(groups / gx)
         if gy > self.device.info.max_compute_work_group_count[1]:
             raise LimitError(f"direct delta mush: {invocations} invocations are too many")
         push = np.zeros(8, np.uint32)
-        push[:3] = (vertices, columns, gx * si.LOCAL_SIZE)
+        push[:3] = (items, columns, gx * si.LOCAL_SIZE)
         push[4:6].view(np.float32)[:] = ((1.0 - spread) / (1.0 + spread), 2.0 / (1.0 + spread))
         point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
@@ -332,6 +344,30 @@ def _csr_texels(positions: NDArray, faces: ArrayLike) -> tuple[NDArray, NDArray,
     d = diagonal[usable]
     ratio = math.sqrt(d.sum() / d.min()) if d.size else 1.0
     return rows, entries, max(float(spread.max(initial=0.0)), 1.0), ratio
+
+
+def _reach(rows: NDArray, entries: NDArray, seeds: NDArray, hops: int) -> NDArray:
+    """Where ``hops`` sparse products (the rows and entries texels, the neighbours each row
+    reads) can carry each column's nonzero values: ``seeds`` ``[V, C]`` (bool) grown by ``hops``
+    steps over the graph (``scipy.sparse.csgraph.dijkstra``, nearest seed only, cut at
+    ``hops``). Every other value of the expansion's terms is exactly zero."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import dijkstra
+
+    n = seeds.shape[0]
+    starts, counts = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
+    ends = np.cumsum(counts)
+    flat = np.arange(ends[-1] if n else 0) - np.repeat(ends - counts - starts, counts)
+    graph = csr_matrix(
+        (np.ones(flat.size), entries[flat, 0], np.concatenate([[0], ends])), shape=(n, n)
+    )
+    out = seeds.copy()
+    for c in range(seeds.shape[1]):  # one search per column (bone), in C
+        sources = np.flatnonzero(seeds[:, c])
+        if hops and 0 < sources.size < n:
+            far = dijkstra(graph, indices=sources, min_only=True, limit=hops, unweighted=True)
+            out[:, c] = np.isfinite(far)
+    return out
 
 
 def _keep_strongest(values: NDArray, bones: NDArray, alpha: float, keep: int) -> tuple:
@@ -472,9 +508,16 @@ def direct_delta_mush(
                 values = np.zeros((n, len(columns), 12), np.float32)
                 values[:, :, :10] = col_w[:, :, None] * uu[:, None, :]
                 values[:, :, 10] = col_w
+                # only the values the passes can reach are computed, the rest stay zero
+                items = np.flatnonzero(_reach(rows, entries, col_w != 0, len(coefficients) - 1))
+                if items.size:
+                    job.items.write(items.astype(np.uint32))
                 job.values[0].write(values)
+                zeros = np.zeros_like(values)
+                job.values[1].write(zeros)
+                job.values[2].write(zeros)
                 job.values[3].write(values * coefficients[0, lanes].astype(np.float32))
-                job.expand(n, len(columns), spread, coefficients, bar)
+                job.expand(items.size, len(columns), spread, coefficients, bar)
                 job.values[3].read_into(values)
                 smoothed = values[:, :, :11].astype(np.float64)
                 ids = np.asarray(columns)

@@ -545,18 +545,21 @@ CENTERS_BINDINGS = (
 #: ``ddm_smooth.comp``, Direct Delta Mush's smoothing as a Chebyshev expansion
 #: (:mod:`vkdqs.ddm_gpu`): the CSR rows (first entry, count) and entries (neighbour, bits of its
 #: normalized weight) as rgba32i texels; the expansion's last two terms (rgba32f texels); the next
-#: term and the running sum (rgba32f storage texels, the sum read and written).
+#: term and the running sum (rgba32f storage texels, the sum read and written); the work items
+#: (r32ui: ``vertex * columns + column`` of each value the expansion can reach).
 DDM_ROWS = 0
 DDM_NEIGHBOURS = 1
 DDM_CURRENT = 2
 DDM_PREVIOUS = 3
 DDM_NEXT = 4
 DDM_SUM = 5
+DDM_ITEMS = 6
 DDM_TEXELS = (
     (DDM_ROWS, Format.R32G32B32A32_SINT),
     (DDM_NEIGHBOURS, Format.R32G32B32A32_SINT),
     (DDM_CURRENT, Format.R32G32B32A32_SFLOAT),
     (DDM_PREVIOUS, Format.R32G32B32A32_SFLOAT),
+    (DDM_ITEMS, Format.R32_UINT),
 )
 DDM_OUT_FORMAT = Format.R32G32B32A32_SFLOAT  #: the next term's and the sum's storage views
 DDM_BINDINGS = (
