@@ -232,21 +232,15 @@ class _SmoothingJob(ResourceOwner):
         return self.sets[key]
 
     def expand(
-        self, items: int, columns: int, spread: float, coefficients: NDArray, progress: Any
+        self, within: NDArray, columns: int, spread: float, coefficients: NDArray, progress: Any
     ) -> None:
         """Add the terms ``1..`` of the expansion (``coefficients``: ``[K, 2]``, for λ and κ)
-        to the sum in buffer 3, from ``T_0`` in buffer 0, at the first ``items`` work items
-        (buffers 1 and 2 zero elsewhere)."""
-        invocations = items
-        if not invocations:  # no bone of this chunk weighs on any vertex
-            return
-        groups = math.ceil(invocations / si.LOCAL_SIZE)
-        gx = min(groups, self.device.info.max_compute_work_group_count[0])
-        gy = math.ceil(groups / gx)
-        if gy > self.device.info.max_compute_work_group_count[1]:
-            raise LimitError(f"direct delta mush: {invocations} invocations are too many")
+        to the sum in buffer 3, from ``T_0`` in buffer 0: term k at the first ``within[k]``
+        work items (those ``k`` hops from their column's nonzero values, where ``T_k`` can be
+        nonzero; buffers 1 and 2 zero elsewhere)."""
+        limits = self.device.info.max_compute_work_group_count
         push = np.zeros(8, np.uint32)
-        push[:3] = (items, columns, gx * si.LOCAL_SIZE)
+        push[1] = columns
         push[4:6].view(np.float32)[:] = ((1.0 - spread) / (1.0 + spread), 2.0 / (1.0 + spread))
         point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
@@ -264,6 +258,13 @@ class _SmoothingJob(ResourceOwner):
             vk.vkCmdBindPipeline(cmd, point, self.pipeline.handle)
             for k in terms[first : first + PASSES_PER_SUBMIT]:
                 out = min({0, 1, 2} - {current, previous})
+                items = int(within[k])
+                groups = math.ceil(items / si.LOCAL_SIZE)
+                gx = max(min(groups, limits[0]), 1)
+                gy = math.ceil(groups / gx)
+                if gy > limits[1]:
+                    raise LimitError(f"direct delta mush: {items} invocations are too many")
+                push[0], push[2] = items, gx * si.LOCAL_SIZE
                 push[3] = k == 1
                 push[6:8].view(np.float32)[:] = coefficients[k]
                 vk.vkCmdPushConstants(
@@ -347,10 +348,10 @@ def _csr_texels(positions: NDArray, faces: ArrayLike) -> tuple[NDArray, NDArray,
 
 
 def _reach(rows: NDArray, entries: NDArray, seeds: NDArray, hops: int) -> NDArray:
-    """Where ``hops`` sparse products (the rows and entries texels, the neighbours each row
-    reads) can carry each column's nonzero values: ``seeds`` ``[V, C]`` (bool) grown by ``hops``
-    steps over the graph (``scipy.sparse.csgraph.dijkstra``, nearest seed only, cut at
-    ``hops``). Every other value of the expansion's terms is exactly zero."""
+    """How many sparse products (the rows and entries texels: the neighbours each row reads)
+    carry each column's nonzero values (``seeds``, ``[V, C]`` bool) to each vertex: ``[V, C]``
+    hop counts (``scipy.sparse.csgraph.dijkstra``, nearest seed, cut at ``hops``; ``hops + 1``
+    beyond). Term ``T_k`` of the expansion is exactly zero where the count exceeds ``k``."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import dijkstra
 
@@ -361,12 +362,12 @@ def _reach(rows: NDArray, entries: NDArray, seeds: NDArray, hops: int) -> NDArra
     graph = csr_matrix(
         (np.ones(flat.size), entries[flat, 0], np.concatenate([[0], ends])), shape=(n, n)
     )
-    out = seeds.copy()
+    out = np.where(seeds, 0, hops + 1).astype(np.int32)
     for c in range(seeds.shape[1]):  # one search per column (bone), in C
         sources = np.flatnonzero(seeds[:, c])
         if hops and 0 < sources.size < n:
             far = dijkstra(graph, indices=sources, min_only=True, limit=hops, unweighted=True)
-            out[:, c] = np.isfinite(far)
+            out[:, c] = np.where(np.isfinite(far), far, hops + 1)
     return out
 
 
@@ -375,9 +376,11 @@ def _keep_strongest(values: NDArray, bones: NDArray, alpha: float, keep: int) ->
     Ψ, then w'), by ``|Ω[9]| = |(1 - α) Ψ[9] + α w'|`` as :func:`vkdqs.ddm.truncate` ranks."""
     strength = np.abs((1.0 - alpha) * values[:, :, 9] + alpha * values[:, :, 10])
     order = np.argsort(-strength, axis=1, kind="stable")[:, :keep]
-    return np.take_along_axis(values, order[:, :, None], axis=1), np.take_along_axis(
-        bones, order, axis=1
-    )
+    n, m = values.shape[:2]
+    rows = (order + m * np.arange(n)[:, None]).ravel()  # whole rows: faster than take_along_axis
+    return values.reshape(n * m, -1)[rows].reshape(n, -1, values.shape[2]), bones.reshape(-1)[
+        rows
+    ].reshape(n, -1)
 
 
 def _chunks(bone_count: int, vertices: int) -> list[list[int]]:
@@ -508,8 +511,12 @@ def direct_delta_mush(
                 values = np.zeros((n, len(columns), 12), np.float32)
                 values[:, :, :10] = col_w[:, :, None] * uu[:, None, :]
                 values[:, :, 10] = col_w
-                # only the values the passes can reach are computed, the rest stay zero
-                items = np.flatnonzero(_reach(rows, entries, col_w != 0, len(coefficients) - 1))
+                # only the values the passes can reach are computed, the rest stay zero: the
+                # items in order of hops, term k computed at the first within[k]
+                hops = _reach(rows, entries, col_w != 0, len(coefficients) - 1).ravel()
+                items = np.flatnonzero(hops < len(coefficients))
+                items = items[np.argsort(hops[items], kind="stable")]
+                within = np.searchsorted(hops[items], np.arange(len(coefficients)), side="right")
                 if items.size:
                     job.items.write(items.astype(np.uint32))
                 job.values[0].write(values)
@@ -517,7 +524,7 @@ def direct_delta_mush(
                 job.values[1].write(zeros)
                 job.values[2].write(zeros)
                 job.values[3].write(values * coefficients[0, lanes].astype(np.float32))
-                job.expand(items.size, len(columns), spread, coefficients, bar)
+                job.expand(within, len(columns), spread, coefficients, bar)
                 job.values[3].read_into(values)
                 smoothed = values[:, :, :11].astype(np.float64)
                 ids = np.asarray(columns)
