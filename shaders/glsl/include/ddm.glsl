@@ -148,15 +148,11 @@ void ddm_skin_vertex(samplerBuffer omega, int first, ivec4 slot_bones, vec3 o, v
                      float diag2, out vec3 skinned_p, out vec3 skinned_n) {
     vec4 rest = vec4(o, 1.0);
     mat4 q = mat4(0.0);
-    // the live pairs, those before the first absent one: a loop bound the compiler cannot
-    // unroll, so a SIMD group leaves the loop when its lanes are done (lavapipe predicates an
-    // if, or a break in an unrolled loop, and runs its body regardless)
-    int pairs = 0;
     for (int k = 0; k < DDM_SLOTS / 2; ++k) {
-        pairs += (pairs == k && (uint(slot_bones[k]) & 0xffffu) != DDM_ABSENT) ? 1 : 0;
-    }
-    for (int k = 0; k < pairs; ++k) {
         uint pair = uint(slot_bones[k]);
+        if ((pair & 0xffffu) == DDM_ABSENT) {
+            break;
+        }
         int t = first + 5 * k;
         vec4 t0 = texelFetch(omega, t);
         vec4 t1 = texelFetch(omega, t + 1);
