@@ -4,9 +4,10 @@ compute path, in the same run, on the same vertices.
 For N vertices (``--bones`` bones, 4 influences): a 10k-vertex tube (``--base``) and its
 precomputation, repeated (the values do not change the work a vertex costs; the precomputation
 of 1M vertices would take longer than the benchmark). Times ``skin`` of ``method="ddm"`` and
-``method="lbs"`` Skinners of that mesh (median of ``--rounds`` after a warm-up, each with the
-readback of positions and normals) and ``bounds`` (the dispatch alone: no vertex written or read
-back, the normals compiled away). The issue's target: DDM at most 2.5x LBS at 1M vertices.
+``method="lbs"`` Skinners of that mesh (median of ``--rounds`` after a warm-up, DDM and LBS
+alternating round by round, each with the readback of positions and normals) and ``bounds``
+(the dispatch alone: no vertex written or read back, the normals compiled away). The issue's
+target: DDM at most 2.5x LBS at 1M vertices.
 
 The weights: each vertex of the tube takes its 4 nearest bones of the chain with a smooth
 falloff (:func:`vkdqs.procedural.tube`), every vertex within two bones of a joint; on the 10k
@@ -41,14 +42,18 @@ from vkdqs.skinner import Skinner
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def _median_time(call, rounds: int) -> float:
-    call()  # warm up
-    times = []
+def _interleaved(calls: dict, rounds: int) -> dict:
+    """Median seconds of each call, the calls alternating round by round after a warm-up (so
+    the machine's load weighs on each alike)."""
+    for call in calls.values():
+        call()  # warm up
+    times: dict = {name: [] for name in calls}
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+        for name, call in calls.items():
+            t0 = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - t0)
+    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 def bench(
@@ -78,10 +83,15 @@ def bench(
     live = np.bincount(d.omega.any(axis=2).sum(axis=1), minlength=d.max_bones + 1)
     out = {"n": n, "base": base_n, "bones": bones, "max_bones": max_bones}
     out["live_slots"] = live.tolist()
-    for method, extra in (("ddm", {"ddm": tiled}), ("lbs", {})):
-        with Skinner(device, mesh, bone_count=bones, method=method, **extra) as skinner:
-            out[f"{method}_s"] = _median_time(lambda s=skinner: s.skin(pose), rounds)
-            out[f"{method}_bounds_s"] = _median_time(lambda s=skinner: s.bounds(pose), rounds)
+    with (
+        Skinner(device, mesh, bone_count=bones, method="ddm", ddm=tiled) as ddm_skinner,
+        Skinner(device, mesh, bone_count=bones, method="lbs") as lbs_skinner,
+    ):
+        skinners = {"ddm": ddm_skinner, "lbs": lbs_skinner}
+        for mode, key in (("skin", "{}_s"), ("bounds", "{}_bounds_s")):  # DDM and LBS alternate
+            calls = {m: (lambda s=s, f=mode: getattr(s, f)(pose)) for m, s in skinners.items()}
+            for m, t in _interleaved(calls, rounds).items():
+                out[key.format(m)] = t
     out["ddm_over_lbs"] = out["ddm_s"] / out["lbs_s"]
     out["bounds_ddm_over_lbs"] = out["ddm_bounds_s"] / out["lbs_bounds_s"]
     return out

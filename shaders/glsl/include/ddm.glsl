@@ -141,9 +141,9 @@ mat3x4 ddm_bone(uint i, vec4 rest) {
 // Skins one vertex: its slots' Omega (10 values a slot, about its rest position o) at texels
 // first .. first + DDM_OMEGA_TEXELS of omega, two slots in five texels; slot_bones its slots'
 // bones (16 bits each, slot 2k in lane k's low half; DDM_ABSENT from the first absent pair
-// on, where the loop stops: a SIMD group runs to its lanes' largest live count); d its
-// displacement from o (a morph
-// target's delta; zero without), n its normal; diag2 as ddm_finish.
+// on, where the loop stops: a saving where a SIMD group's lanes all stop, on devices that
+// branch; lavapipe predicates the unrolled loop and reads every pair); d its displacement
+// from o (a morph target's delta; zero without), n its normal; diag2 as ddm_finish.
 void ddm_skin_vertex(samplerBuffer omega, int first, ivec4 slot_bones, vec3 o, vec3 d, vec3 n,
                      float diag2, out vec3 skinned_p, out vec3 skinned_n) {
     vec4 rest = vec4(o, 1.0);
