@@ -64,6 +64,7 @@ def test_ddm_skin_benchmark_smoke(tmp_path, device):
     assert [r["max_bones"] for r in rows] == [8, 4]
     for res in rows:
         assert res["n"] == 3000 and res["ddm_over_lbs"] > 0 and res["bounds_ddm_over_lbs"] > 0
+        assert len(res["live_slots"]) <= res["max_bones"] + 1 and sum(res["live_slots"]) == 3000
 
 
 def test_render_benchmark_smoke(tmp_path, device):

@@ -17,6 +17,7 @@ import pytest
 import vkdqs
 from vkdqs import SkinnedMesh, dq
 from vkdqs import methods as registry
+from vkdqs import shader_interface as si
 from vkdqs.ddm_gpu import mesh_ddm
 from vkdqs.errors import InputError
 from vkdqs.procedural import bend_pose, bone_chain_pose, candy_wrapper, tube, twist_pose
@@ -29,6 +30,10 @@ DDM = registry.get("ddm")
 
 def _tube16():
     return tube(16 * 40, bone_count=16, influences=4, segments=16, length=4.0), 16
+
+
+def _tube16_long():
+    return tube(16 * 160, bone_count=16, influences=4, segments=16, length=4.0), 16
 
 
 def _candy():
@@ -44,6 +49,13 @@ CASES = {
     ),
     # at most 4 bones a vertex: the 4-slot shaders
     "tube16-4bones": (_tube16, lambda: bone_chain_pose(16, 150.0, length=4.0), dict(max_bones=4)),
+    # one short step: few bones reach each vertex, 1 to 8 live slots (the shader stops at the
+    # first absent pair: test_absent_slots_are_marked)
+    "tube16-p2": (
+        _tube16_long,
+        lambda: bone_chain_pose(16, 120.0, length=4.0),
+        dict(iterations=2, rotation_step=1.0, translation_step=1.0),
+    ),
     "candy-twist": (_candy, lambda: twist_pose(170.0, bone_count=2), {}),
     "candy-bend": (_candy, lambda: bend_pose(90.0, bone_count=2), {}),
     "candy-p0": (
@@ -82,6 +94,22 @@ def test_ddm_skins_as_its_reference(device, case, path):
         p, _, box = skinner.skin(batch[0], bounds=True)
     np.testing.assert_array_equal(p, many[0][0])
     np.testing.assert_array_equal(box, np.stack([p.min(axis=0), p.max(axis=0)]))
+
+
+def test_absent_slots_are_marked(device):
+    """The packing marks each vertex's first pair of absent slots (zero Ω in it and after it),
+    where the shader's loop stops; a mesh with from 4 to 8 live slots a vertex skins as its
+    reference (test_ddm_skins_as_its_reference's "tube16-p2")."""
+    make, _, params = CASES["tube16-p2"]
+    mesh, bones = make()
+    ddm = vkdqs.direct_delta_mush(mesh, bone_count=bones, device=device, **params)
+    live = ddm.omega.any(axis=2).sum(axis=1)
+    assert live.min() <= 4 and live.max() == 8  # absent pairs, and vertices with none
+    assert (ddm.omega.any(axis=2) == (np.arange(8) < live[:, None])).all()  # sorted: live first
+    packed = si.ddm_arrays(ddm)["ddm_bones"].view(np.uint32)
+    first = packed & np.uint32(0xFFFF)
+    absent = np.arange(4)[None, :] >= (live[:, None] + 1) // 2
+    np.testing.assert_array_equal(first == si.DDM_ABSENT, absent)
 
 
 def test_ddm_is_not_lbs(device):

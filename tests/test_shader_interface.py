@@ -160,6 +160,7 @@ TEXEL_TYPES = {
     Format.R32G32B32A32_SINT: ("int", 0),
     Format.R32_SFLOAT: ("float", 3),
     Format.R32G32B32A32_UINT: ("uint", 0),
+    Format.R32_UINT: ("uint", 0),  # sampled (usamplerBuffer): no image format
 }
 NUMPY_SCALARS = {"f": "float", "i": "int", "u": "uint"}
 

@@ -15,6 +15,13 @@ whose smoothing gives each vertex's ``p_i`` (smoothing is linear); after each ch
 keeps each vertex's ``max_bones`` strongest bones and at the end assembles Ω
 (:func:`vkdqs.ddm.omega_from_smoothed`).
 
+Each pass is one sparse product, so term ``T_k`` of a bone's column is exactly zero more than
+``k`` edges from the vertices that bone weighs on: the host counts those hops (:func:`_reach`,
+a breadth-first search a bone) and the passes run on a list of work items, (vertex, column)
+pairs in order of hops, term ``k`` on those within ``k`` hops only. The rest of the values
+stay zero, so the result is the dense computation's, bit for bit, at a fraction of its work
+where bones weigh on small parts of the mesh (a 100k-vertex tube with 64 bones: about a tenth).
+
 The smoothing runs about the centre of the mesh's bounding box, and the result is stored about
 each vertex's own rest position (``DirectDeltaMush.origin``, see :func:`vkdqs.ddm.reframe`):
 Ω's entries are products of coordinates, and ``Q̄ - q pᵀ`` a difference of them, which float32
@@ -165,6 +172,7 @@ class _SmoothingJob(ResourceOwner):
             raise
 
     def _create(self, rows: NDArray, entries: NDArray, texels: int) -> None:
+        # texels // 3: one item a column of a vertex, at most
         dev, label = self.device, "direct delta mush"
         limit = dev.info.max_texel_buffer_elements
         for name, count in (("rows", len(rows)), ("entries", len(entries)), ("values", texels)):
@@ -181,6 +189,13 @@ class _SmoothingJob(ResourceOwner):
             buf = self.own(Buffer(dev, max(arr.nbytes, 16), uniform, label=f"{label} {name}"))
             buf.write(arr)
             self.csr.append(self.own(BufferView(dev, buf, sint, label=f"{label} {name}")))
+        items = self.own(
+            Buffer(dev, max(texels // _TEXELS_PER_BONE, 1) * 4, uniform, label=f"{label} items")
+        )
+        self.items = items
+        self.item_view = self.own(
+            BufferView(dev, items, int(si.Format.R32_UINT), label=f"{label} items")
+        )
         self.values, self.reads, self.writes = [], [], []
         for i in range(4):
             buf = self.own(
@@ -217,24 +232,22 @@ class _SmoothingJob(ResourceOwner):
                     TexelWrite(b[si.DDM_PREVIOUS], self.reads[previous]),
                     TexelWrite(b[si.DDM_NEXT], self.writes[out]),
                     TexelWrite(b[si.DDM_SUM], self.writes[3]),
+                    TexelWrite(b[si.DDM_ITEMS], self.item_view),
                 ],
             )
             self.sets[key] = s
         return self.sets[key]
 
     def expand(
-        self, vertices: int, columns: int, spread: float, coefficients: NDArray, progress: Any
+        self, within: NDArray, columns: int, spread: float, coefficients: NDArray, progress: Any
     ) -> None:
         """Add the terms ``1..`` of the expansion (``coefficients``: ``[K, 2]``, for λ and κ)
-        to the sum in buffer 3, from ``T_0`` in buffer 0."""
-        invocations = vertices * columns
-        groups = math.ceil(invocations / si.LOCAL_SIZE)
-        gx = min(groups, self.device.info.max_compute_work_group_count[0])
-        gy = math.ceil(groups / gx)
-        if gy > self.device.info.max_compute_work_group_count[1]:
-            raise LimitError(f"direct delta mush: {invocations} invocations are too many")
+        to the sum in buffer 3, from ``T_0`` in buffer 0: term k at the first ``within[k]``
+        work items (those ``k`` hops from their column's nonzero values, where ``T_k`` can be
+        nonzero; buffers 1 and 2 zero elsewhere)."""
+        limits = self.device.info.max_compute_work_group_count
         push = np.zeros(8, np.uint32)
-        push[:3] = (vertices, columns, gx * si.LOCAL_SIZE)
+        push[1] = columns
         push[4:6].view(np.float32)[:] = ((1.0 - spread) / (1.0 + spread), 2.0 / (1.0 + spread))
         point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
@@ -252,6 +265,13 @@ class _SmoothingJob(ResourceOwner):
             vk.vkCmdBindPipeline(cmd, point, self.pipeline.handle)
             for k in terms[first : first + PASSES_PER_SUBMIT]:
                 out = min({0, 1, 2} - {current, previous})
+                items = int(within[k])
+                groups = math.ceil(items / si.LOCAL_SIZE)
+                gx = max(min(groups, limits[0]), 1)
+                gy = math.ceil(groups / gx)
+                if gy > limits[1]:
+                    raise LimitError(f"direct delta mush: {items} invocations are too many")
+                push[0], push[2] = items, gx * si.LOCAL_SIZE
                 push[3] = k == 1
                 push[6:8].view(np.float32)[:] = coefficients[k]
                 vk.vkCmdPushConstants(
@@ -334,14 +354,40 @@ def _csr_texels(positions: NDArray, faces: ArrayLike) -> tuple[NDArray, NDArray,
     return rows, entries, max(float(spread.max(initial=0.0)), 1.0), ratio
 
 
+def _reach(rows: NDArray, entries: NDArray, seeds: NDArray, hops: int) -> NDArray:
+    """How many sparse products (the rows and entries texels: the neighbours each row reads)
+    carry each column's nonzero values (``seeds``, ``[V, C]`` bool) to each vertex: ``[V, C]``
+    hop counts (``scipy.sparse.csgraph.dijkstra``, nearest seed, cut at ``hops``; ``hops + 1``
+    beyond). Term ``T_k`` of the expansion is exactly zero where the count exceeds ``k``."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import dijkstra
+
+    n = seeds.shape[0]
+    starts, counts = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
+    ends = np.cumsum(counts)
+    flat = np.arange(ends[-1] if n else 0) - np.repeat(ends - counts - starts, counts)
+    graph = csr_matrix(
+        (np.ones(flat.size), entries[flat, 0], np.concatenate([[0], ends])), shape=(n, n)
+    )
+    out = np.where(seeds, 0, hops + 1).astype(np.int32)
+    for c in range(seeds.shape[1]):  # one search per column (bone), in C
+        sources = np.flatnonzero(seeds[:, c])
+        if hops and 0 < sources.size < n:
+            far = dijkstra(graph, indices=sources, min_only=True, limit=hops, unweighted=True)
+            out[:, c] = np.where(np.isfinite(far), far, hops + 1)
+    return out
+
+
 def _keep_strongest(values: NDArray, bones: NDArray, alpha: float, keep: int) -> tuple:
     """The ``keep`` strongest of each vertex's smoothed columns (``[V, M, 11]``: 10 values of
     Ψ, then w'), by ``|Ω[9]| = |(1 - α) Ψ[9] + α w'|`` as :func:`vkdqs.ddm.truncate` ranks."""
     strength = np.abs((1.0 - alpha) * values[:, :, 9] + alpha * values[:, :, 10])
     order = np.argsort(-strength, axis=1, kind="stable")[:, :keep]
-    return np.take_along_axis(values, order[:, :, None], axis=1), np.take_along_axis(
-        bones, order, axis=1
-    )
+    n, m = values.shape[:2]
+    rows = (order + m * np.arange(n)[:, None]).ravel()  # whole rows: faster than take_along_axis
+    return values.reshape(n * m, -1)[rows].reshape(n, -1, values.shape[2]), bones.reshape(-1)[
+        rows
+    ].reshape(n, -1)
 
 
 def _chunks(bone_count: int, vertices: int) -> list[list[int]]:
@@ -367,8 +413,8 @@ def direct_delta_mush(
     """Direct Delta Mush (Le & Lewis 2019, variant 0) precomputed on the GPU.
 
     Computes what :func:`vkdqs.ddm.precompute_reference` followed by
-    :func:`vkdqs.ddm.truncate` computes, with the smoothing on the GPU (float32 Jacobi sweeps;
-    the module docstring says how many).
+    :func:`vkdqs.ddm.truncate` computes, with the smoothing on the GPU (a float32 Chebyshev
+    expansion, on the values each bone's weights can reach; the module docstring says how).
 
     Parameters
     ----------
@@ -472,9 +518,20 @@ def direct_delta_mush(
                 values = np.zeros((n, len(columns), 12), np.float32)
                 values[:, :, :10] = col_w[:, :, None] * uu[:, None, :]
                 values[:, :, 10] = col_w
+                # only the values the passes can reach are computed, the rest stay zero: the
+                # items in order of hops, term k computed at the first within[k]
+                hops = _reach(rows, entries, col_w != 0, len(coefficients) - 1).ravel()
+                items = np.flatnonzero(hops < len(coefficients))
+                items = items[np.argsort(hops[items], kind="stable")]
+                within = np.searchsorted(hops[items], np.arange(len(coefficients)), side="right")
+                if items.size:
+                    job.items.write(items.astype(np.uint32))
                 job.values[0].write(values)
+                zeros = np.zeros_like(values)
+                job.values[1].write(zeros)
+                job.values[2].write(zeros)
                 job.values[3].write(values * coefficients[0, lanes].astype(np.float32))
-                job.expand(n, len(columns), spread, coefficients, bar)
+                job.expand(within, len(columns), spread, coefficients, bar)
                 job.values[3].read_into(values)
                 smoothed = values[:, :, :11].astype(np.float64)
                 ids = np.asarray(columns)

@@ -467,7 +467,7 @@ class SkinningMethod:
 #: Ω is read as 8 slots, unused ones zero) and the most bones its skeleton may have (the slots'
 #: bone indices are packed two to an int, 16 bits each).
 DDM_MAX_SLOTS = 8
-DDM_MAX_BONES = 2**16
+DDM_MAX_BONES = 2**16 - 1  # bone 0xffff marks a vertex's absent slots (shader_interface)
 
 
 def check_ddm(ddm: object, mesh: SkinnedMesh, bone_count: int, method: str = "ddm") -> None:

@@ -482,6 +482,11 @@ def packed_rows(mesh: SkinnedMesh, layout: VertexLayout) -> dict[str, np.ndarray
     return rows
 
 
+#: The bone of the first slot of each of a vertex's absent slot pairs (:func:`ddm_arrays`;
+#: ddm.glsl's DDM_ABSENT): the shader skins with the pairs before it only.
+DDM_ABSENT = 0xFFFF
+
+
 def ddm_slots(ddm: DirectDeltaMush) -> int:
     """The slots of the shader variant that skins with ``ddm``: 4 where it keeps at most 4
     bones a vertex (half the data and work a vertex), else 8 (unused slots zero)."""
@@ -507,14 +512,21 @@ def ddm_arrays(ddm: DirectDeltaMush) -> dict[str, np.ndarray]:
     slots' 10 values of Ω, in slot order, two slots to five texels) and ``ddm_bones`` ((N + 1,
     4) int32: slot ``2 k`` in the low 16 bits of lane ``k``, slot ``2 k + 1`` in the high ones;
     lanes past S / 2 zero; the last row's x the float32 bits of :func:`ddm_diag2` of the rest
-    mesh, for the vertex shaders) rows of a precomputation with at most 8 slots and 2**16 bones
-    (:func:`vkdqs.methods.check_ddm`). Read by ``include/ddm_inputs.glsl`` alone."""
+    mesh, for the vertex shaders) rows of a precomputation with at most 8 slots and 2**16 - 1
+    bones (:func:`vkdqs.methods.check_ddm`). A slot pair whose slots and all later ones have a
+    zero Ω (absent: fewer bones reach the vertex than it has slots) has bone
+    :data:`DDM_ABSENT` in its first slot, so the shader stops there (Ω is sorted strongest
+    first). Read by ``include/ddm_inputs.glsl`` alone."""
     n, kept = ddm.omega.shape[:2]
     slots = ddm_slots(ddm)
     omega = np.zeros((n, slots, 10), np.float32)
     omega[:, :kept] = ddm.omega
     bones = np.zeros((n, 8), np.uint32)
     bones[:, :kept] = ddm.bones
+    nonzero = omega.any(axis=2)  # [n, slots]
+    live = np.where(nonzero.any(axis=1), slots - np.argmax(nonzero[:, ::-1], axis=1), 0)
+    absent = np.arange(0, 8, 2)[None, :] >= live[:, None]  # pairs from the first absent one
+    bones[:, 0::2][absent] = DDM_ABSENT
     packed = np.zeros((n + 1, 4), np.uint32)
     packed[:n] = bones[:, 0::2] | (bones[:, 1::2] << np.uint32(16))
     packed[n, 0] = ddm_diag2(ddm.origin).view(np.uint32)
@@ -722,18 +734,21 @@ CENTERS_BINDINGS = (
 #: ``ddm_smooth.comp``, Direct Delta Mush's smoothing as a Chebyshev expansion
 #: (:mod:`vkdqs.ddm_gpu`): the CSR rows (first entry, count) and entries (neighbour, bits of its
 #: normalized weight) as rgba32i texels; the expansion's last two terms (rgba32f texels); the next
-#: term and the running sum (rgba32f storage texels, the sum read and written).
+#: term and the running sum (rgba32f storage texels, the sum read and written); the work items
+#: (r32ui: ``vertex * columns + column`` of each value the expansion can reach).
 DDM_ROWS = 0
 DDM_NEIGHBOURS = 1
 DDM_CURRENT = 2
 DDM_PREVIOUS = 3
 DDM_NEXT = 4
 DDM_SUM = 5
+DDM_ITEMS = 6
 DDM_TEXELS = (
     (DDM_ROWS, Format.R32G32B32A32_SINT),
     (DDM_NEIGHBOURS, Format.R32G32B32A32_SINT),
     (DDM_CURRENT, Format.R32G32B32A32_SFLOAT),
     (DDM_PREVIOUS, Format.R32G32B32A32_SFLOAT),
+    (DDM_ITEMS, Format.R32_UINT),
 )
 DDM_OUT_FORMAT = Format.R32G32B32A32_SFLOAT  #: the next term's and the sum's storage views
 DDM_BINDINGS = (

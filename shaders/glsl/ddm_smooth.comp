@@ -8,6 +8,8 @@
 // with gamma = (1 - r) / (1 + r), delta = 2 / (1 + r); a vertex with none (D_v = 0) has
 // D^-1 L = 0 there, A x = -x. A column is three rgba32f texels: the 10 values of w u u^T
 // (step lambda, coefficient c_rotation), then the weight (step kappa, c_translation), a pad.
+// Invocation i works on item i, one (vertex, column) the expansion reaches (a column's support
+// grown by the passes' reach): the others stay zero, as the host fills them.
 
 layout(local_size_x_id = 1) in;
 
@@ -17,9 +19,10 @@ layout(set = 0, binding = 2) uniform samplerBuffer current;     // rgba32f: T_k
 layout(set = 0, binding = 3) uniform samplerBuffer previous;    // rgba32f: T_(k-1)
 layout(set = 0, binding = 4, rgba32f) uniform writeonly imageBuffer next;  // T_(k+1)
 layout(set = 0, binding = 5, rgba32f) uniform imageBuffer sum;   // the expansion so far
+layout(set = 0, binding = 6) uniform usamplerBuffer items;      // r32ui: vertex * columns + column
 
 layout(push_constant) uniform PushConstants {
-    uint vertex_count;
+    uint item_count;
     uint columns;          // per vertex
     uint row_invocations;  // invocations per row of the 2-D dispatch
     uint first;            // 1: T_1 = A T_0, else 2 A T_k - T_(k-1)
@@ -30,10 +33,11 @@ layout(push_constant) uniform PushConstants {
 } pc;
 
 void main() {
-    uint g = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * pc.row_invocations;
-    if (g >= pc.vertex_count * pc.columns) {
+    uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * pc.row_invocations;
+    if (i >= pc.item_count) {
         return;
     }
+    uint g = texelFetch(items, int(i)).x;
     int stride = 3 * int(pc.columns);
     int v = int(g / pc.columns);
     int t = v * stride + 3 * int(g % pc.columns);

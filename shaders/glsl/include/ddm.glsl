@@ -11,6 +11,9 @@ const int DDM_SLOTS = 8;
 const int DDM_SLOTS = 4;
 #endif
 const int DDM_OMEGA_TEXELS = DDM_SLOTS * 10 / 4;
+// The bone of a pair's first slot where it and every later slot are absent (zero Omega;
+// vkdqs.shader_interface.DDM_ABSENT): a vertex is skinned with the pairs before it only.
+const uint DDM_ABSENT = 0xffffu;
 
 // |Q - q p^T|_F <= DDM_DEGENERATE_EPS * d^2 (d the rest mesh's bounding-box diagonal): the
 // covariance vanished (no smoothing): positions need no fallback, normals take LBS's
@@ -137,20 +140,25 @@ mat3x4 ddm_bone(uint i, vec4 rest) {
 
 // Skins one vertex: its slots' Omega (10 values a slot, about its rest position o) at texels
 // first .. first + DDM_OMEGA_TEXELS of omega, two slots in five texels; slot_bones its slots'
-// bones (16 bits each, slot 2k in lane k's low half); d its displacement from o (a morph
-// target's delta; zero without), n its normal; diag2 as ddm_finish.
+// bones (16 bits each, slot 2k in lane k's low half; DDM_ABSENT from the first absent pair
+// on, where the loop stops: a saving where a SIMD group's lanes all stop, on devices that
+// branch; lavapipe predicates the unrolled loop and reads every pair); d its displacement
+// from o (a morph target's delta; zero without), n its normal; diag2 as ddm_finish.
 void ddm_skin_vertex(samplerBuffer omega, int first, ivec4 slot_bones, vec3 o, vec3 d, vec3 n,
                      float diag2, out vec3 skinned_p, out vec3 skinned_n) {
     vec4 rest = vec4(o, 1.0);
     mat4 q = mat4(0.0);
     for (int k = 0; k < DDM_SLOTS / 2; ++k) {
+        uint pair = uint(slot_bones[k]);
+        if ((pair & 0xffffu) == DDM_ABSENT) {
+            break;
+        }
         int t = first + 5 * k;
         vec4 t0 = texelFetch(omega, t);
         vec4 t1 = texelFetch(omega, t + 1);
         vec4 t2 = texelFetch(omega, t + 2);
         vec4 t3 = texelFetch(omega, t + 3);
         vec4 t4 = texelFetch(omega, t + 4);
-        uint pair = uint(slot_bones[k]);
         ddm_add(ddm_bone(pair & 0xffffu, rest), t0, t1.xyz, vec2(t1.w, t2.x), t2.y, q);
         ddm_add(ddm_bone(pair >> 16, rest), vec4(t2.zw, t3.xy), vec3(t3.zw, t4.x), t4.yz, t4.w, q);
     }
@@ -161,6 +169,9 @@ void ddm_skin_vertex(samplerBuffer omega, int first, ivec4 slot_bones, vec3 o, v
         for (int k = 0; k < DDM_SLOTS / 2; ++k) {
             int t = first + 5 * k;
             uint pair = uint(slot_bones[k]);
+            if ((pair & 0xffffu) == DDM_ABSENT) {
+                break;
+            }
             lin += BONE(int(pair & 0xffffu)) * texelFetch(omega, t + 2).y;
             lin += BONE(int(pair >> 16)) * texelFetch(omega, t + 4).w;
         }
