@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from vkdqs import InputError, SkinnedMesh, methods, procedural
+from vkdqs.gpu import Buffer
 from vkdqs.renderer import Renderer
 from vkdqs.skinner import Skinner
 from vkdqs.targets import OffscreenTarget
@@ -115,3 +116,57 @@ def test_the_renderer_owns_and_closes_their_skinners(device):
         clip = __import__("vkdqs").AnimationClip(np.tile(np.eye(4), (2, 2, 1, 1)), 10.0)
         with pytest.raises(InputError, match="every copy would need its own smoothing passes"):
             renderer.add_crowd(rm, clip, count=2, method="delta_mush")
+
+
+@pytest.mark.parametrize("method", COMPUTED)
+def test_a_reposed_frame_reads_no_vertex_back(device, method, monkeypatch):
+    """Each new pose is skinned into the frame slot's vertex buffers on the GPU: the host
+    reads back its box (one 32-byte record) and the image, never a vertex; the buffers hold
+    the Skinner's own vertices (within float32 rounding of the float64 reference) and the
+    image is the unskinned image of them."""
+    mesh = procedural.candy_wrapper()
+    reads = []
+
+    def counted(name):
+        real = getattr(Buffer, name)
+
+        def read(self, *args, **kwargs):
+            reads.append((self.label, name))
+            return real(self, *args, **kwargs)
+
+        return read
+
+    with (
+        OffscreenTarget(device, W, H) as target,
+        Renderer(device, target, clear_color=CLEAR) as renderer,
+        Skinner(device, mesh, bone_count=2, method=method) as skinner,
+    ):
+        rm = renderer.add_mesh(mesh)
+        inst = renderer.add_instance(rm, bone_count=2, method=method)
+        renderer.frame_scene()
+        renderer.render_image()
+        monkeypatch.setattr(Buffer, "read", counted("read"))
+        monkeypatch.setattr(Buffer, "read_into", counted("read_into"))
+        images = []
+        for angle in (120.0, 60.0, 150.0):
+            inst.set_pose(_pose(angle))
+            images.append(renderer.render_image())
+            skinned = [r for r in reads if "skinner" in r[0]]
+            assert skinned == [(r[0], "read") for r in skinned] and len(skinned) == 1
+            assert "boxes" in skinned[0][0]
+            reads.clear()
+        monkeypatch.undo()
+        inst.visible = False
+        slots = [e for e in inst._posed_buffers.values() if e[2] is inst.pose]
+        assert len(slots) == 1  # the last frame's slot holds the last pose
+        positions, normals = skinner.skin(_pose(150.0))
+        n = mesh.vertex_count
+        np.testing.assert_array_equal(slots[0][0].read(np.float32, 3 * n).reshape(n, 3), positions)
+        np.testing.assert_array_equal(slots[0][1].read(np.float32, 3 * n).reshape(n, 3), normals)
+        ref_p, _ = methods.get(method).reference(mesh, _pose(150.0))
+        np.testing.assert_allclose(positions, ref_p, rtol=0, atol=1e-5 * mesh.extent)
+        other = renderer.add_mesh(_posed_mesh(mesh, positions, normals))
+        renderer.add_instance(other, bone_count=2, method="none")
+        want = renderer.render_image()
+        assert covered(want).sum() > 500
+        np.testing.assert_array_equal(images[-1], want)

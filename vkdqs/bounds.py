@@ -143,7 +143,7 @@ class SceneBoxes:
         if inst.method == UNSKINNED or bones is None:
             return self._rest_box(inst, exact=True)
         if inst._skinner is not None:  # "compute, then draw": the box of the vertices drawn
-            return inst._skin_now()[3].copy()
+            return inst._box_now().copy()
         skinner = self.skinner(
             inst.mesh, inst.method, inst.bone_count, inst.rest_matrices, inst.ddm
         )

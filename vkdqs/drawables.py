@@ -252,9 +252,10 @@ class Instance:
     #: a method drawn by "compute, then draw" (:attr:`SkinningMethod.drawn_by_compute`): the
     #: compute Skinner that skins its poses (the renderer's, closed with the instance)
     _skinner: Skinner | None = field(default=None, repr=False)
-    #: ``(pose, positions rows, normals rows, box)`` of the last pose the Skinner skinned
+    #: ``(pose, box)`` of the last pose the Skinner skinned or measured
     _skinned: tuple | None = field(default=None, repr=False)
-    #: per frame slot, ``[positions Buffer, normals Buffer, the pose they hold]``
+    #: per frame slot, ``[positions Buffer, normals Buffer, the pose they hold]``: (N, 3)
+    #: float32 rows the Skinner's output is copied into on the GPU
     _posed_buffers: dict = field(default_factory=dict, repr=False)
     #: the Direct Delta Mush precomputation a "ddm" instance skins with (its texels are the
     #: mesh's, :meth:`RenderMesh._ensure_ddm`), else None
@@ -304,24 +305,27 @@ class Instance:
         unskinned (:attr:`vkdqs.methods.SkinningMethod.drawn_by_compute`)."""
         return self.method != UNSKINNED and methods.get(self.method).drawn_by_compute
 
-    def _skin_now(self) -> tuple:
-        """``(pose, positions rows (N, 4), normals rows (N, 4), box (2, 3))`` of the current
-        pose of a computed instance, skinned on the GPU once per pose (kept until re-posed)."""
+    def _box_now(self) -> np.ndarray:
+        """The exact (2, 3) box in mesh space of a computed instance's current pose, from its
+        Skinner (kept until re-posed; measured on the GPU without reading vertices back)."""
         posed, skinned, skinner = self._posed, self._skinned, self._skinner
         assert posed is not None and skinner is not None
         pose, bones, weights = posed
-        if skinned is not None and skinned[0] is pose:
-            return skinned
-        positions, normals, box = skinner.skin(bones, weights, bounds=True)
-        pad = np.zeros((len(positions), 1), np.float32)
-        skinned = (
-            pose,
-            np.ascontiguousarray(np.hstack([positions, pad])),
-            np.ascontiguousarray(np.hstack([normals, pad])),
-            box.astype(np.float64),
-        )
-        self._skinned = skinned
-        return skinned
+        if skinned is None or skinned[0] is not pose:
+            skinned = (pose, skinner.bounds(bones, weights).astype(np.float64))
+            self._skinned = skinned
+        return skinned[1]
+
+    def _skin_into(self, positions: Buffer, normals: Buffer) -> object:
+        """Skin a computed instance's current pose into the vertex buffers ``positions`` and
+        ``normals`` on the GPU (:meth:`Skinner._skin_into`; no frame in flight may read them);
+        keep its box, and return the pose they now hold."""
+        posed, skinner = self._posed, self._skinner
+        assert posed is not None and skinner is not None
+        pose, bones, weights = posed
+        box = skinner._skin_into(bones, weights, positions, normals)
+        self._skinned = (pose, box.astype(np.float64))
+        return pose
 
     def set_pose(self, bones: ArrayLike, morph_weights: ArrayLike | None = None) -> None:
         """Validate and store this instance's pose (see :mod:`vkdqs.bones` for the layouts).

@@ -193,6 +193,19 @@ def _check_groups(
     return materials, ranges
 
 
+def _computed_inputs(
+    inputs: tuple[tuple[int, int], ...], constant: tuple[int, ...]
+) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...], tuple[tuple[int, int], ...]]:
+    """(vertex inputs, constant inputs, strides) of an instance drawn by "compute, then draw":
+    positions and normals are tightly packed R32G32B32 rows (the Skinner's output, copied),
+    the unskinned variant's unread joints and weights one constant row."""
+    rows = {m.location for m in si.MESH_INPUTS if m.name in ("positions", "normals")}
+    unread = tuple(m.location for m in si.MESH_INPUTS if m.influence and not m.eight_only)
+    f32x3 = int(si.Format.R32G32B32_SFLOAT)
+    out = tuple((loc, f32x3 if loc in rows else fmt) for loc, fmt in inputs)
+    return out, (*unread, *constant), tuple((loc, 12) for loc in sorted(rows))
+
+
 class Renderer(ResourceOwner):
     """Draws skinned mesh instances into ``target`` (an Offscreen- or SwapchainTarget).
 
@@ -801,10 +814,17 @@ class Renderer(ResourceOwner):
         # past the plain variants' inputs, so one binding serves both
         uses = textured or colored or inst.scalar is not None
         inputs = si.render_inputs(slots, variant, uses, layout)
+        vertex_inputs = tuple((m.location, int(m.vertex_format)) for m in inputs)
+        constant = tuple(m.location for m in si.SURFACE_INPUTS if uses and m.name not in surface)
+        strides: tuple[tuple[int, int], ...] = ()
+        if inst.computed:
+            # its Skinner's (N, 3) float32 positions and normals, as copied (stride 12); the
+            # unread joints and weights inputs read one row (stride 0)
+            vertex_inputs, constant, strides = _computed_inputs(vertex_inputs, constant)
         desc = GraphicsPipelineDesc(
             vertex_shader=si.variant_name("render", variant, slots, uses),
             fragment_shader=si.variant_name("fragment", UNSKINNED, surface=uses),
-            vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
+            vertex_inputs=vertex_inputs,
             spec=(
                 (si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),
                 (si.MORPH_TARGETS_ID, morph_spec),
@@ -813,9 +833,8 @@ class Renderer(ResourceOwner):
             fragment_spec=si.fragment_spec(textured, colored, material.cutoff >= 0.0),
             wireframe=wire,
             cull_back=self.cull and not material.double_sided,
-            constant_inputs=tuple(
-                m.location for m in si.SURFACE_INPUTS if uses and m.name not in surface
-            ),
+            constant_inputs=constant,
+            strides=strides,
             # a model matrix with det < 0 mirrors the mesh and flips its winding (as glTF
             # requires renderers to handle)
             clockwise=inst.mirrored,
@@ -900,24 +919,24 @@ class Renderer(ResourceOwner):
                 buf.write(rows)
 
     def _write_posed(self, inst: Instance, frame: _Frame) -> None:
-        """Skin a computed instance's pose (once per pose, on the GPU) and write its positions
-        and normals into the vertex buffers of ``frame`` (whose fence has signalled), unless
-        they hold that pose already."""
-        pose, positions, normals, _ = inst._skin_now()
+        """Skin a computed instance's pose on the GPU straight into the vertex buffers of
+        ``frame`` (whose fence has signalled), unless they hold that pose already: once per
+        pose and frame slot, nothing read back but its box (:meth:`Skinner._skin_into`)."""
         entry = inst._posed_buffers.get(frame.index)
         if entry is None:
-            usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
+            usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
             label = f"{inst.mesh.label} {inst.method} posed"
+            # (N, 3) float32 rows; at least one 16-byte row for the stride-0 unread inputs
+            size = max(12 * inst.mesh.mesh.vertex_count, si.MESH_ROW_BYTES)
             entry = [
-                self.own(Buffer(self.device, positions.nbytes, usage, label=f"{label} positions")),
-                self.own(Buffer(self.device, normals.nbytes, usage, label=f"{label} normals")),
+                self.own(Buffer(self.device, size, usage, label=f"{label} positions")),
+                self.own(Buffer(self.device, size, usage, label=f"{label} normals")),
                 None,
             ]
             inst._posed_buffers[frame.index] = entry
-        if entry[2] is not pose:
-            entry[0].write(positions)
-            entry[1].write(normals)
-            entry[2] = pose
+        posed = inst._posed
+        if posed is not None and entry[2] is not posed[0]:
+            entry[2] = inst._skin_into(entry[0], entry[1])
 
     def _state_key(self) -> tuple:
         w, h = self.target.extent
@@ -987,7 +1006,7 @@ class Renderer(ResourceOwner):
             rm = inst.mesh
             buffers = [b.handle for b in rm.vertex_buffers]
             if inst.computed:
-                # its posed rows; the unread joints and weights inputs read the positions
+                # its posed rows; the unread joints and weights inputs read its first row
                 positions, normals, _ = inst._posed_buffers[frame.index]
                 buffers = [positions.handle, normals.handle, positions.handle, positions.handle]
             elif inst.variant == UNSKINNED:

@@ -66,6 +66,7 @@ from .gpu import (
 from .gpu.calls import align, vk
 from .gpu.interrupts import deferred_interrupts
 from .mesh import SkinnedMesh
+from .output_copies import OutputCopies
 
 if TYPE_CHECKING:
     from .ddm import DirectDeltaMush
@@ -388,6 +389,8 @@ class Skinner(ResourceOwner):
         self._box_buffer: Buffer | None = None
         #: bounds.comp after the skinning (skin(bounds=True)), made on first use
         self._bounds_pass: BoundsPass | None = None
+        #: the copies of a pose's vertices into a renderer's vertex buffers (_skin_into)
+        self._copies = OutputCopies(self)
         self._label = label
         self._program(self.method)  # build the main pipeline now, so errors surface here
 
@@ -490,7 +493,7 @@ class Skinner(ResourceOwner):
             )
         )
         compute = self.path == "compute"
-        out_usage = (
+        out_usage = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | (  # _skin_into copies from it
             vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
             | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
             if compute
@@ -668,6 +671,7 @@ class Skinner(ResourceOwner):
         out: np.ndarray | None,
         morphs: np.ndarray | None = None,
         boxes: np.ndarray | None = None,
+        copy_to: tuple[Buffer, Buffer] | None = None,
     ) -> None:
         """Skin the poses of ``packed`` in chunks, writing (2, P, N, 3) into ``out`` (None: do
         not read the vertices back) and each pose's (2, 3) box into ``boxes`` ((P, 2, 3), or
@@ -676,8 +680,11 @@ class Skinner(ResourceOwner):
         The compute path reduces the boxes on the GPU in the same submission: with ``out``, a
         second dispatch reads the skinned positions (:class:`BoundsPass`; the skinning dispatch
         is the one without boxes), without it the skinning dispatch reduces them and writes no
-        vertex; the vertex path reads the vertices back and takes their min and max (the same
-        exact values)."""
+        vertex (after compute passes, Delta Mush's, bounds.comp reads the vertices they wrote);
+        the vertex path reads the vertices back and takes their min and max (the same exact
+        values). ``copy_to``: (positions, normals) vertex buffers that one pose's vertices are
+        copied into on the GPU, in the same submission (compute path, nothing read back but the
+        box; :class:`vkdqs.output_copies.OutputCopies`)."""
         if packed.variant != self.method and not self._warned_scale:
             log.info("vkdqs: bones have scale/shear; using two-phase DQS")
             self._warned_scale = True
@@ -687,14 +694,16 @@ class Skinner(ResourceOwner):
         # Ctrl-C waits (deferred_interrupts) while buffers, descriptor sets, the recorded command
         # buffer and a submission change together, and lands between chunks, where the Skinner
         # is consistent: a KeyboardInterrupt leaves it usable and correct.
-        # the box the skinning dispatch reduces is the skinned mesh's: after compute passes
-        # (Delta Mush) the boxes come from the vertices read back
-        gpu_box = boxes is not None and self.path == "compute" and self._post is None
-        box_pass = gpu_box and out is not None  # skin(bounds=True): bounds.comp after skinning
-        output = si.OUTPUT_BOX if gpu_box and out is None else si.OUTPUT_VERTICES
+        assert copy_to is None or (self.path == "compute" and total == 1)
+        gpu_box = boxes is not None and self.path == "compute"
+        # bounds.comp after the vertices are written (read back, copied, or after compute
+        # passes, Delta Mush's, which the skinning dispatch's own box would not see); else the
+        # skinning dispatch reduces the box and writes no vertex
+        box_pass = gpu_box and (out is not None or copy_to is not None or self._post is not None)
+        output = si.OUTPUT_BOX if gpu_box and not box_pass else si.OUTPUT_VERTICES
         host = (
             out
-            if out is not None or gpu_box
+            if out is not None or gpu_box or copy_to is not None
             else np.empty((2, chunk, self.vertex_count, 3), np.float32)
         )
         with deferred_interrupts():
@@ -723,7 +732,8 @@ class Skinner(ResourceOwner):
                 if gpu_box:
                     assert self._box_buffer is not None
                     self._box_buffer.write(np.zeros(poses * si.BOX_STRIDE, np.uint8))
-                self._cmd.submit_and_wait()
+                then = () if copy_to is None else (self._copies.command(*copy_to),)
+                self._cmd.submit_and_wait(then)
                 if gpu_box:
                     assert self._box_buffer is not None and boxes is not None
                     keys = self._box_buffer.read(np.uint32, poses * si.BOX_STRIDE // 4)
@@ -796,12 +806,30 @@ class Skinner(ResourceOwner):
     def bounds(self, bones: object, morph_weights: object = None) -> np.ndarray:
         """The exact (2, 3) box (min, max) of the mesh skinned with one pose, without reading
         the vertices back: on the compute path the dispatch reduces the box and writes no
-        vertex at all. Arguments as for :meth:`skin`."""
+        vertex at all (after Delta Mush's passes: bounds.comp reduces the vertices they
+        wrote). Arguments as for :meth:`skin`."""
         batch, morphs = self._one_pose(bones, morph_weights)
         boxes = np.empty((1, 2, 3), np.float32)
         with self._lock:
             self._check_open()
             self._run(batch, None, morphs, boxes)
+        return boxes[0]
+
+    def _skin_into(
+        self, bones: object, morph_weights: object, positions: Buffer, normals: Buffer
+    ) -> np.ndarray:
+        """Skin one pose and copy its (N, 3) float32 positions and normals into the vertex
+        buffers ``positions`` and ``normals`` (12 N bytes each, usable as transfer
+        destinations) on the GPU, in one submission that is waited for; returns its exact
+        (2, 3) box, the only thing read back. The renderer's "compute, then draw" (compute
+        path); the caller makes sure no frame in flight reads those buffers."""
+        batch, morphs = self._one_pose(bones, morph_weights)
+        boxes = np.empty((1, 2, 3), np.float32)
+        with self._lock:
+            self._check_open()
+            if self.path != "compute":
+                raise InputError("_skin_into() copies the compute path's output")
+            self._run(batch, None, morphs, boxes, copy_to=(positions, normals))
         return boxes[0]
 
     def _one_pose(

@@ -7,6 +7,7 @@ owners on different threads record at the same time with no shared lock.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import vulkan as vk
@@ -120,8 +121,9 @@ class CommandBuffer(DeviceObject):
         with vk_errors(f"ending command buffer {self.label!r}"):
             vk.vkEndCommandBuffer(self.handle)
 
-    def submit_and_wait(self) -> None:
-        """Submit to the device's queue and block until the GPU has finished it.
+    def submit_and_wait(self, then: Sequence[CommandBuffer] = ()) -> None:
+        """Submit to the device's queue and block until the GPU has finished it (and ``then``:
+        recorded command buffers submitted after it in the same submission, under its fence).
 
         Ctrl-C is deferred until the fence is waited for and reset
         (:func:`~vkdqs.gpu.interrupts.deferred_interrupts`): no submission outlives the call.
@@ -132,7 +134,8 @@ class CommandBuffer(DeviceObject):
                 "owner submits it with the fence of its frame"
             )
         vk_device = self.device.handle
-        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[self.handle])
+        handles = [self.handle, *(c.handle for c in then)]
+        submit = vk.VkSubmitInfo(commandBufferCount=len(handles), pCommandBuffers=handles)
         with deferred_interrupts():
             self.device.submit([submit], self.fence, f"submitting {self.label!r}")
             doing = f"waiting for {self.label!r} (timeout {FENCE_TIMEOUT_NS / 1e9:.0f} s)"

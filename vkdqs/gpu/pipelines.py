@@ -255,6 +255,9 @@ class GraphicsPipelineDesc:
     #: locations of ``vertex_inputs`` fed by one row for every vertex (binding stride 0): the
     #: renderer's constant white/UV row for meshes without colours or texture coordinates
     constant_inputs: tuple[int, ...] = ()
+    #: (location, stride) pairs overriding the stride of those locations' rows: a computed
+    #: instance's tightly packed (N, 3) float32 positions and normals (stride 12)
+    strides: tuple[tuple[int, int], ...] = ()
 
 
 def _stage(stage: int, module: ShaderModule, spec_info: Any) -> Any:
@@ -265,11 +268,18 @@ def _stage(stage: int, module: ShaderModule, spec_info: Any) -> Any:
     )
 
 
-def _vertex_input_state(inputs: tuple[tuple[int, int], ...], constant: tuple[int, ...] = ()) -> Any:
+def _vertex_input_state(
+    inputs: tuple[tuple[int, int], ...],
+    constant: tuple[int, ...] = (),
+    strides: tuple[tuple[int, int], ...] = (),
+) -> Any:
     rate = vk.VK_VERTEX_INPUT_RATE_VERTEX
+    given = dict(strides)
     bindings = [
         vk.VkVertexInputBindingDescription(
-            binding=i, stride=0 if loc in constant else row_bytes(fmt), inputRate=rate
+            binding=i,
+            stride=0 if loc in constant else given.get(loc, row_bytes(fmt)),
+            inputRate=rate,
         )
         for i, (loc, fmt) in enumerate(inputs)
     ]
@@ -368,7 +378,9 @@ class GraphicsPipeline(DeviceObject):
             info = vk.VkGraphicsPipelineCreateInfo(
                 stageCount=len(stages),
                 pStages=stages,
-                pVertexInputState=_vertex_input_state(desc.vertex_inputs, desc.constant_inputs),
+                pVertexInputState=_vertex_input_state(
+                    desc.vertex_inputs, desc.constant_inputs, desc.strides
+                ),
                 pInputAssemblyState=vk.VkPipelineInputAssemblyStateCreateInfo(
                     topology=desc.topology
                 ),

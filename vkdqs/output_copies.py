@@ -1,0 +1,89 @@
+"""GPU copies of a Skinner's output into vertex buffers that draw it (:class:`OutputCopies`).
+
+The renderer draws a method without vertex shaders (classic Delta Mush) by "compute, then
+draw": its Skinner skins the pose, and one pose's positions and normals ((N, 3) float32 each,
+the output's layout) are copied with ``vkCmdCopyBuffer`` into the instance's vertex buffers
+of a frame slot, in the Skinner's own submission, which it waits for. Nothing is read back but
+the pose's 24-byte box, and no vertex goes through the host (:meth:`Skinner._skin_into`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .gpu import Buffer, CommandBuffer
+from .gpu.calls import vk
+
+if TYPE_CHECKING:
+    from .skinner import Skinner
+
+__all__ = ["OutputCopies"]
+
+
+class OutputCopies:
+    """One recorded command buffer per destination pair (a frame slot's positions and
+    normals), submitted after the Skinner's own in the same submission. Owned by the Skinner
+    (closed with it); recorded again when the Skinner makes a new output buffer."""
+
+    def __init__(self, skinner: Skinner) -> None:
+        self.skinner = skinner
+        #: (id positions, id normals) -> (command buffer, the buffers it was recorded with:
+        #: output, positions, normals; kept, so an id is not reused while it is recorded)
+        self._recorded: dict[tuple[int, int], tuple[CommandBuffer, Buffer, Buffer, Buffer]] = {}
+
+    def command(self, positions: Buffer, normals: Buffer) -> CommandBuffer:
+        """The command buffer that copies pose 0's positions and normals out of the Skinner's
+        output (after a compute -> transfer barrier) into ``positions`` and ``normals``, then
+        makes them visible to vertex input."""
+        skinner = self.skinner
+        out = skinner._out_buffer
+        assert out is not None
+        key = (id(positions), id(normals))
+        found = self._recorded.get(key)
+        if found is not None and found[1:] == (out, positions, normals):
+            return found[0]
+        cmd_buffer = (
+            found[0]
+            if found is not None
+            else skinner.own(CommandBuffer(skinner.device, label="skinner copies", fence=False))
+        )
+        cmd = cmd_buffer.begin()
+        size = 12 * skinner.vertex_count
+        before = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT,
+        )
+        vk.vkCmdPipelineBarrier(
+            cmd,
+            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+            0,
+            1,
+            [before],
+            0,
+            None,
+            0,
+            None,
+        )
+        if size:  # the output's layout: a batch of one pose's positions, then its normals
+            vk.vkCmdCopyBuffer(cmd, out.handle, positions.handle, 1, [vk.VkBufferCopy(0, 0, size)])
+            vk.vkCmdCopyBuffer(cmd, out.handle, normals.handle, 1, [vk.VkBufferCopy(size, 0, size)])
+        after = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_VERTEX_ATTRIBUTE_READ_BIT,
+        )
+        vk.vkCmdPipelineBarrier(
+            cmd,
+            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+            vk.VK_PIPELINE_STAGE_VERTEX_INPUT_BIT,
+            0,
+            1,
+            [after],
+            0,
+            None,
+            0,
+            None,
+        )
+        cmd_buffer.end()
+        self._recorded[key] = (cmd_buffer, out, positions, normals)
+        return cmd_buffer
