@@ -237,3 +237,11 @@ def test_gpu_benchmark_smoke(tmp_path, device):
         assert skin[(method, "lean", "skin (readback)")]["bytes_per_vertex"] == 32 + 24
     crowds = {(r["method"], r["layout"]): r for r in res["crowds"]}
     assert len(crowds) == 4 and all(r["copies_drawn"] == 4 for r in crowds.values())
+
+
+def test_mush_draw_benchmark_smoke(tmp_path, device):
+    out = tmp_path / "mush_draw.json"
+    args = ["--sizes", "500", "--frames", "1", "--warmup", "0", "--out", str(out)]
+    text = _run("bench_mush_draw.py", *args)
+    assert "500 vertices" in text
+    assert json.loads(out.read_text())["ms_per_frame"]["500"] > 0
