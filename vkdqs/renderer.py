@@ -468,8 +468,9 @@ class Renderer(ResourceOwner):
         (:attr:`vkdqs.methods.SkinningMethod.drawn_by_compute`): the renderer keeps a compute
         :class:`vkdqs.Skinner` for the instance (closed when the instance is removed or the
         renderer closed), skins each new pose with it and draws the posed positions and normals
-        with its unskinned pipeline. The posed vertices go through the host: skinned and read
-        back once per pose, written into the instance's vertex buffers of each frame slot.
+        with its unskinned pipeline. The posed vertices stay on the GPU: once per pose and
+        frame slot the Skinner skins the pose and copies them into that slot's vertex buffers
+        in the same submission, reading back only the pose's box.
         """
         with self._lock:
             self._check_open()
