@@ -46,6 +46,7 @@ LAYERS = {
     "renderer": 3,
     "bounds": 3,
     "bounds_pass": 3,
+    "output_copies": 3,
     "drawables": 3,
     "overlay_pass": 3,
     "crowd": 3,
