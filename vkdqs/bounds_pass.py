@@ -30,6 +30,7 @@ from .gpu import (
     DescriptorSetLayout,
     PipelineLayout,
     TexelWrite,
+    memory_barrier,
     write_descriptors,
 )
 from .gpu.calls import vk
@@ -82,10 +83,9 @@ class BoundsPass:
             return
         point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         stage = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
-        barrier = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT
+        memory_barrier(
+            cmd, stage, stage, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_ACCESS_SHADER_READ_BIT
         )
-        vk.vkCmdPipelineBarrier(cmd, stage, stage, 0, 1, [barrier], 0, None, 0, None)
         vk.vkCmdBindDescriptorSets(cmd, point, self._layout.handle, 0, 1, [self._set], 0, None)
         # the main dispatch: groups of 12 floats (4 vertices), BOUNDS_STEPS an invocation; the
         # edge dispatch: one workgroup a pose; workgroup y is the pose

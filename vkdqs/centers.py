@@ -31,6 +31,7 @@ from .gpu import (
     PipelineLayout,
     ResourceOwner,
     TexelWrite,
+    memory_barrier,
     write_descriptors,
 )
 from .gpu.calls import vk
@@ -117,20 +118,12 @@ class _CentersJob(ResourceOwner):
             cmd, self.layout.handle, si.Stage.COMPUTE, 0, 16, vk.ffi.from_buffer(push)
         )
         vk.vkCmdDispatch(cmd, math.ceil(count / si.LOCAL_SIZE), 1, 1)
-        barrier = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT
-        )
-        vk.vkCmdPipelineBarrier(
+        memory_barrier(
             cmd,
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             vk.VK_PIPELINE_STAGE_HOST_BIT,
-            0,
-            1,
-            [barrier],
-            0,
-            None,
-            0,
-            None,
+            vk.VK_ACCESS_SHADER_WRITE_BIT,
+            vk.VK_ACCESS_HOST_READ_BIT,
         )
         self.cmd.end()
         self.cmd.submit_and_wait()

@@ -79,6 +79,7 @@ from .gpu import (
     GraphicsPipelineDesc,
     PipelineLayout,
     TexelWrite,
+    memory_barrier,
     write_descriptors,
 )
 from .gpu.calls import vk
@@ -646,17 +647,10 @@ class Crowd:
         s = self._slots[slot]
         compute = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         # the list and commands were last read by this slot's previous frame (WAR)
-        vk.vkCmdPipelineBarrier(
+        memory_barrier(
             cmd,
             vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT | vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-            0,
-            0,
-            None,
-            0,
-            None,
-            0,
-            None,
         )
         vk.vkCmdBindPipeline(cmd, compute, pipeline)
         layout = self._layouts.cull.handle
@@ -669,26 +663,17 @@ class Crowd:
             cmd, layout, si.Stage.COMPUTE, 0, push.nbytes, vk.ffi.from_buffer(push)
         )
         vk.vkCmdDispatch(cmd, (self.count + si.LOCAL_SIZE - 1) // si.LOCAL_SIZE, 1, 1)
-        barrier = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-            dstAccessMask=vk.VK_ACCESS_INDIRECT_COMMAND_READ_BIT
-            | vk.VK_ACCESS_SHADER_READ_BIT
-            | vk.VK_ACCESS_HOST_READ_BIT,  # drawn_copies() reads the counts after the fence
-        )
-        vk.vkCmdPipelineBarrier(
+        memory_barrier(
             cmd,
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT
             | vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT
             | vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT  # the sampling pass reads the positions
             | vk.VK_PIPELINE_STAGE_HOST_BIT,
-            0,
-            1,
-            [barrier],
-            0,
-            None,
-            0,
-            None,
+            vk.VK_ACCESS_SHADER_WRITE_BIT,
+            vk.VK_ACCESS_INDIRECT_COMMAND_READ_BIT
+            | vk.VK_ACCESS_SHADER_READ_BIT
+            | vk.VK_ACCESS_HOST_READ_BIT,  # drawn_copies() reads the counts after the fence
         )
 
     def cull_pipeline_desc(self) -> ComputePipelineDesc:
@@ -704,17 +689,8 @@ class Crowd:
         s = self._slots[slot]
         compute = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         # the bones were last read by the vertex shader of this slot's previous frame (WAR)
-        vk.vkCmdPipelineBarrier(
-            cmd,
-            vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
-            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-            0,
-            0,
-            None,
-            0,
-            None,
-            0,
-            None,
+        memory_barrier(
+            cmd, vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
         )
         vk.vkCmdBindPipeline(cmd, compute, pipeline)
         vk.vkCmdBindDescriptorSets(
@@ -730,20 +706,12 @@ class Crowd:
             vk.ffi.from_buffer(push),
         )
         vk.vkCmdDispatch(cmd, self._groups, 1, 1)
-        barrier = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT
-        )
-        vk.vkCmdPipelineBarrier(
+        memory_barrier(
             cmd,
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
-            0,
-            1,
-            [barrier],
-            0,
-            None,
-            0,
-            None,
+            vk.VK_ACCESS_SHADER_WRITE_BIT,
+            vk.VK_ACCESS_SHADER_READ_BIT,
         )
 
     def _record_draw(

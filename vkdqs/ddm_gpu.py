@@ -66,6 +66,7 @@ from .gpu import (
     PipelineLayout,
     ResourceOwner,
     TexelWrite,
+    memory_barrier,
     write_descriptors,
 )
 from .gpu.calls import vk
@@ -251,13 +252,8 @@ class _SmoothingJob(ResourceOwner):
         push[4:6].view(np.float32)[:] = ((1.0 - spread) / (1.0 + spread), 2.0 / (1.0 + spread))
         point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
-        shader = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-            dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
-        )
-        host = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT
-        )
+        written = vk.VK_ACCESS_SHADER_WRITE_BIT
+        read_write = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
         previous = current = 0
         terms = list(range(1, len(coefficients)))
         for first in range(0, len(terms), PASSES_PER_SUBMIT):
@@ -286,11 +282,10 @@ class _SmoothingJob(ResourceOwner):
                 vk.vkCmdBindDescriptorSets(cmd, point, self.layout.handle, 0, 1, [s], 0, None)
                 vk.vkCmdDispatch(cmd, gx, gy, 1)
                 # the next pass reads this one's term and adds to the sum
-                vk.vkCmdPipelineBarrier(cmd, compute, compute, 0, 1, [shader], 0, None, 0, None)
+                memory_barrier(cmd, compute, compute, written, read_write)
                 previous, current = current, out
-            vk.vkCmdPipelineBarrier(
-                cmd, compute, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [host], 0, None, 0, None
-            )
+            host = vk.VK_PIPELINE_STAGE_HOST_BIT
+            memory_barrier(cmd, compute, host, written, vk.VK_ACCESS_HOST_READ_BIT)
             self.cmd.end()
             self.cmd.submit_and_wait()
             if progress is not None:

@@ -37,6 +37,7 @@ from .gpu import (
     DescriptorSetLayout,
     PipelineLayout,
     TexelWrite,
+    memory_barrier,
     texel_buffer,
     write_descriptors,
 )
@@ -367,16 +368,14 @@ class DeltaMushPasses:
         self._write_sets(out_view)
         point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         stage = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
-        barrier = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-            dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
-        )
+        written = vk.VK_ACCESS_SHADER_WRITE_BIT
+        read_write = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
         push = np.zeros(si.DELTA_MUSH_PUSH_BYTES // 4, np.uint32)
         push[4:5].view(np.float32)[0] = self.bind.step
         bound = None
         for p in range(poses):
             for pipeline, dset, uints in self.passes(p, poses):
-                vk.vkCmdPipelineBarrier(cmd, stage, stage, 0, 1, [barrier], 0, None, 0, None)
+                memory_barrier(cmd, stage, stage, written, read_write)
                 if pipeline != bound:
                     vk.vkCmdBindPipeline(cmd, point, self._pipelines[pipeline].handle)
                     bound = pipeline

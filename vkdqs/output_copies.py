@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .gpu import Buffer, CommandBuffer
+from .gpu import Buffer, CommandBuffer, memory_barrier
 from .gpu.calls import vk
 
 if TYPE_CHECKING:
@@ -49,40 +49,22 @@ class OutputCopies:
         )
         cmd = cmd_buffer.begin()
         size = 12 * skinner.vertex_count
-        before = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-            dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT,
-        )
-        vk.vkCmdPipelineBarrier(
+        memory_barrier(
             cmd,
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-            0,
-            1,
-            [before],
-            0,
-            None,
-            0,
-            None,
+            vk.VK_ACCESS_SHADER_WRITE_BIT,
+            vk.VK_ACCESS_TRANSFER_READ_BIT,
         )
         if size:  # the output's layout: a batch of one pose's positions, then its normals
             vk.vkCmdCopyBuffer(cmd, out.handle, positions.handle, 1, [vk.VkBufferCopy(0, 0, size)])
             vk.vkCmdCopyBuffer(cmd, out.handle, normals.handle, 1, [vk.VkBufferCopy(size, 0, size)])
-        after = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-            dstAccessMask=vk.VK_ACCESS_VERTEX_ATTRIBUTE_READ_BIT,
-        )
-        vk.vkCmdPipelineBarrier(
+        memory_barrier(
             cmd,
             vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
             vk.VK_PIPELINE_STAGE_VERTEX_INPUT_BIT,
-            0,
-            1,
-            [after],
-            0,
-            None,
-            0,
-            None,
+            vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            vk.VK_ACCESS_VERTEX_ATTRIBUTE_READ_BIT,
         )
         cmd_buffer.end()
         self._recorded[key] = (cmd_buffer, out, positions, normals)

@@ -60,6 +60,7 @@ from .gpu import (
     RenderPassDesc,
     ResourceOwner,
     TexelWrite,
+    memory_barrier,
     texel_buffer,
     write_descriptors,
 )
@@ -558,11 +559,12 @@ class Skinner(ResourceOwner):
             if self.path == "compute"
             else vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT
         )
-        barrier = vk.VkMemoryBarrier(
-            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT
-        )
-        vk.vkCmdPipelineBarrier(
-            cmd, stage, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [barrier], 0, None, 0, None
+        memory_barrier(
+            cmd,
+            stage,
+            vk.VK_PIPELINE_STAGE_HOST_BIT,
+            vk.VK_ACCESS_SHADER_WRITE_BIT,
+            vk.VK_ACCESS_HOST_READ_BIT,
         )
         self._cmd.end()
         self._recorded = (program.key, poses, box_pass)

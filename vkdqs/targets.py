@@ -31,6 +31,7 @@ from .gpu import (
     Surface,
     Swapchain,
     SwapchainDesc,
+    memory_barrier,
     pick_depth_format,
 )
 from .gpu.calls import vk
@@ -110,11 +111,8 @@ def record_copy_to_host(cmd: Any, image: Any, buffer: Buffer, width: int, height
     )
     layout = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
     vk.vkCmdCopyImageToBuffer(cmd, image, layout, buffer.handle, 1, [region])
-    barrier = vk.VkMemoryBarrier(
-        srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT
-    )
     stages = (vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT)
-    vk.vkCmdPipelineBarrier(cmd, *stages, 0, 1, [barrier], 0, None, 0, None)
+    memory_barrier(cmd, *stages, vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)
 
 
 def _record_layout_change(cmd: Any, image: Any, old: int, new: int, src: int, dst: int) -> None:

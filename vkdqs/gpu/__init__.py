@@ -16,7 +16,7 @@ ShaderModule), ``pipelines``, ``swapchain``.
 
 # calls first: it imports the `vulkan` binding and turns a missing loader into a CapabilityError.
 from . import calls as calls
-from .commands import FENCE_TIMEOUT_NS, CommandBuffer, Fence, Semaphore
+from .commands import FENCE_TIMEOUT_NS, CommandBuffer, Fence, Semaphore, memory_barrier
 from .descriptors import (
     BufferWrite,
     DescriptorPool,
@@ -83,6 +83,7 @@ __all__ = [
     "ValidationMessage",
     "available_layers",
     "can_blit_mips",
+    "memory_barrier",
     "pick_depth_format",
     "spirv",
     "spirv_dir",

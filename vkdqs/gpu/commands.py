@@ -18,6 +18,22 @@ from .device import Device
 from .interrupts import deferred_interrupts
 from .objects import DeviceObject
 
+
+def memory_barrier(
+    cmd: Any, src_stage: int, dst_stage: int, src_access: int = 0, dst_access: int = 0
+) -> None:
+    """Record one global barrier: ``dst_stage`` waits for ``src_stage``, and writes of
+    ``src_access`` are made visible to ``dst_access`` (no access masks: an execution barrier
+    alone, e.g. against a write after read)."""
+    memory = (
+        [vk.VkMemoryBarrier(srcAccessMask=src_access, dstAccessMask=dst_access)]
+        if src_access or dst_access
+        else None
+    )
+    count = 0 if memory is None else 1
+    vk.vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, count, memory, 0, None, 0, None)
+
+
 # Long enough for a 1M-vertex batch on a software rasterizer; a wait that runs out is an error,
 # never a silent hang.
 FENCE_TIMEOUT_NS = 120 * 1_000_000_000
