@@ -129,9 +129,9 @@ bool ddm_finish(mat4 q, vec3 o, vec3 p, vec3 n, float diag2, out vec3 skinned_p,
     return !(ok && size > DDM_DEGENERATE_EPS * diag2);
 }
 
-// Bone i's matrix M T(o) (translation M o): Omega is about the vertex's rest position o.
-mat3x4 ddm_bone(uint i, vec4 rest) {
-    mat3x4 m = BONE(int(i));
+// A bone's matrix m (rows, lbs.glsl's layout) times T(o): its translation becomes m o, since
+// Omega is about the vertex's rest position o.
+mat3x4 ddm_about(mat3x4 m, vec4 rest) {
     m[0].w = dot(m[0], rest);
     m[1].w = dot(m[1], rest);
     m[2].w = dot(m[2], rest);
@@ -144,10 +144,14 @@ mat3x4 ddm_bone(uint i, vec4 rest) {
 // on, where the loop stops: a saving where a SIMD group's lanes all stop, on devices that
 // branch; lavapipe predicates the unrolled loop and reads every pair); d its displacement
 // from o (a morph target's delta; zero without), n its normal; diag2 as ddm_finish.
+// Each bone is read once: the same rows also go into the bones blended by the smoothed weights
+// (Omega[3][3]), whose normal is taken where the covariance vanished. Reading them again
+// inside that branch cost lavapipe, which runs both sides of a branch, a fifth of the dispatch.
 void ddm_skin_vertex(samplerBuffer omega, int first, ivec4 slot_bones, vec3 o, vec3 d, vec3 n,
                      float diag2, out vec3 skinned_p, out vec3 skinned_n) {
     vec4 rest = vec4(o, 1.0);
     mat4 q = mat4(0.0);
+    mat3x4 lin = mat3x4(0.0);
     for (int k = 0; k < DDM_SLOTS / 2; ++k) {
         uint pair = uint(slot_bones[k]);
         if ((pair & 0xffffu) == DDM_ABSENT) {
@@ -159,22 +163,13 @@ void ddm_skin_vertex(samplerBuffer omega, int first, ivec4 slot_bones, vec3 o, v
         vec4 t2 = texelFetch(omega, t + 2);
         vec4 t3 = texelFetch(omega, t + 3);
         vec4 t4 = texelFetch(omega, t + 4);
-        ddm_add(ddm_bone(pair & 0xffffu, rest), t0, t1.xyz, vec2(t1.w, t2.x), t2.y, q);
-        ddm_add(ddm_bone(pair >> 16, rest), vec4(t2.zw, t3.xy), vec3(t3.zw, t4.x), t4.yz, t4.w, q);
+        mat3x4 m0 = BONE(int(pair & 0xffffu));
+        mat3x4 m1 = BONE(int(pair >> 16));
+        lin += m0 * t2.y + m1 * t4.w;
+        ddm_add(ddm_about(m0, rest), t0, t1.xyz, vec2(t1.w, t2.x), t2.y, q);
+        ddm_add(ddm_about(m1, rest), vec4(t2.zw, t3.xy), vec3(t3.zw, t4.x), t4.yz, t4.w, q);
     }
     if (ddm_finish(q, o, d, n, diag2, skinned_p, skinned_n)) {
-        // the covariance vanished: LBS's normal, the bones blended by the smoothed weights
-        // Omega[3][3] (read again here only: a rare branch, off the common path)
-        mat3x4 lin = mat3x4(0.0);
-        for (int k = 0; k < DDM_SLOTS / 2; ++k) {
-            int t = first + 5 * k;
-            uint pair = uint(slot_bones[k]);
-            if ((pair & 0xffffu) == DDM_ABSENT) {
-                break;
-            }
-            lin += BONE(int(pair & 0xffffu)) * texelFetch(omega, t + 2).y;
-            lin += BONE(int(pair >> 16)) * texelFetch(omega, t + 4).w;
-        }
-        skinned_n = lbs_transform_normal(lin, n);
+        skinned_n = lbs_transform_normal(lin, n);  // LBS's normal of the smoothed weights
     }
 }
