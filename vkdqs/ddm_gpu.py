@@ -30,10 +30,11 @@ keeps accurate only for coordinates near the origin.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -438,45 +439,57 @@ def direct_delta_mush(
     _check_parameters(iterations, rotation_step, translation_step, alpha)
     if int(max_bones) != max_bones or max_bones < 1:
         raise InputError(f"max_bones must be an integer >= 1, got {max_bones}")
-    if device is None:
-        with Device() as own:
-            return direct_delta_mush(
-                (positions, faces, joints, weights),
-                bone_count=bones,
-                iterations=iterations,
-                rotation_step=rotation_step,
-                translation_step=translation_step,
-                alpha=alpha,
-                max_bones=max_bones,
-                device=own,
-                progress=progress,
-                weld=weld,
-            )
+    params = _Parameters(
+        bones, int(iterations), float(rotation_step), float(translation_step), float(alpha)
+    )
+    keep = min(int(max_bones), bones)
+    with contextlib.ExitStack() as stack:
+        if device is None:
+            device = stack.enter_context(Device())
+        n = positions.shape[0]
+        unique, inverse, first = weld_positions(positions) if weld else (positions, None, None)
+        if inverse is None or len(unique) == n:
+            return _precompute(positions, faces, joints, weights, params, keep, device, progress)
+        # the nodes' Ω (each with its first vertex's weights), given to each of their vertices
+        node = _precompute(
+            unique,
+            inverse[_faces(faces, n)],
+            np.asarray(joints)[first],
+            np.asarray(weights)[first],
+            params,
+            keep,
+            device,
+            progress,
+        )
+        return dataclasses.replace(
+            node, omega=node.omega[inverse], bones=node.bones[inverse], origin=positions
+        )
+
+
+class _Parameters(NamedTuple):
+    """The smoothing parameters of a precomputation (``DirectDeltaMush``'s fields)."""
+
+    bone_count: int
+    iterations: int
+    rotation_step: float
+    translation_step: float
+    alpha: float
+
+
+def _precompute(
+    positions: NDArray,
+    faces: ArrayLike,
+    joints: ArrayLike,
+    weights: ArrayLike,
+    params: _Parameters,
+    keep: int,
+    device: Device,
+    progress: bool,
+) -> DirectDeltaMush:
+    """The passes of :func:`direct_delta_mush` over a mesh as given (no welding)."""
+    bones, iterations, rotation_step, translation_step, alpha = params
     n = positions.shape[0]
     w = _dense_weights(joints, weights, n, bones)
-    if weld:
-        unique, inverse, first = weld_positions(positions)
-        if len(unique) < n:  # the nodes' Ω (each with its first vertex's weights), per vertex
-            node = direct_delta_mush(
-                (
-                    unique,
-                    inverse[_faces(faces, n)],
-                    np.asarray(joints)[first],
-                    np.asarray(weights)[first],
-                ),
-                bone_count=bones,
-                iterations=iterations,
-                rotation_step=rotation_step,
-                translation_step=translation_step,
-                alpha=alpha,
-                max_bones=max_bones,
-                device=device,
-                progress=progress,
-                weld=False,
-            )
-            return dataclasses.replace(
-                node, omega=node.omega[inverse], bones=node.bones[inverse], origin=positions
-            )
     rows, entries, spread, ratio = _csr_texels(positions, faces)
     steps = (rotation_step, translation_step)
     if iterations:
@@ -493,7 +506,6 @@ def direct_delta_mush(
     hom = np.concatenate([positions - origin, np.ones((n, 1))], axis=1)
     uu = (hom[:, :, None] * hom[:, None, :])[:, UPPER[0], UPPER[1]]
     chunks = _chunks(bones, n)
-    keep = min(int(max_bones), bones)
     kept_values = np.zeros((n, 0, 11))
     kept_bones = np.zeros((n, 0), np.int64)
     total = np.zeros((n, 10))
@@ -548,11 +560,7 @@ def direct_delta_mush(
         omega=omega.astype(np.float32),
         bones=kept_bones.astype(np.uint32),
         origin=positions,
-        bone_count=bones,
-        iterations=int(iterations),
-        rotation_step=float(rotation_step),
-        translation_step=float(translation_step),
-        alpha=float(alpha),
+        **params._asdict(),
     )
 
 
