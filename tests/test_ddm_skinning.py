@@ -216,6 +216,59 @@ def test_ddm_refusals(device):
     assert "needs rigid joint matrices in a crowd's clip" in DDM.check(scaled, crowd=True)
 
 
+@pytest.mark.parametrize("path", ("compute", "vertex"))
+def test_one_uniform_scale_of_every_bone_scales_the_rigid_result(device, path):
+    """Joint matrices rigid up to one uniform scale s they all share (a model's unit scale:
+    gltfpack's quantized rigs, a mesh in centimetres under a scene in metres) pose the mesh as
+    s times the rigid pose: the covariance and the translation are s times the rigid ones, the
+    rotation the same, and the shader scales the offset; the float64 reference does the same,
+    exactly."""
+    mesh, bones = _candy()
+    ddm = vkdqs.direct_delta_mush(mesh, bone_count=bones, device=device)
+    rng = np.random.default_rng(11)
+    pose = dq.to_matrices(dq.random_rigid(bones, rng, max_angle=np.pi, max_translation=1.0))
+    rigid = DDM.reference(mesh, pose, ddm=ddm)
+    with Skinner(device, mesh, bone_count=bones, method="ddm", ddm=ddm, path=path) as skinner:
+        for s in (100.0, 0.0254, 9.2e-5):
+            scaled_pose = np.diag([s, s, s, 1.0]) @ pose
+            want = DDM.reference(mesh, scaled_pose, ddm=ddm)
+            np.testing.assert_allclose(want[0], s * rigid[0], rtol=0, atol=1e-9 * s * mesh.extent)
+            np.testing.assert_allclose(want[1], rigid[1], rtol=0, atol=1e-9)
+            got = skinner.skin(scaled_pose)
+            assert np.abs(got[0] - want[0]).max() < POSITION_TOL * s * mesh.extent
+            assert np.abs(got[1] - want[1]).max() < NORMAL_TOL
+
+
+def test_other_scales_are_refused_naming_the_bone(device):
+    """Variant 0 is rigid: scales that differ between bones, a non-uniform scale or a shear are
+    refused, at the Skinner and by the registry's check (what info and --method all say)."""
+    mesh, bones = _candy()
+    ddm = vkdqs.direct_delta_mush(mesh, bone_count=bones, device=device)
+    two = np.stack([np.diag([2.0, 2.0, 2.0, 1.0]), np.diag([3.0, 3.0, 3.0, 1.0])])
+    with Skinner(device, mesh, bone_count=bones, method="ddm", ddm=ddm) as skinner:
+        with pytest.raises(InputError, match="bone 1: method 'ddm' takes one uniform scale"):
+            skinner.skin(two)
+        sheared = np.tile(np.eye(4), (bones, 1, 1))
+        sheared[1, 0, 1] = 0.5
+        with pytest.raises(InputError, match="bone 1: method 'ddm' needs rigid bone matrices"):
+            skinner.skin(sheared)
+    uniform = np.tile(np.diag([100.0, 100.0, 100.0, 1.0]), (bones, 1, 1))
+    traits = registry.SkinTraits.of_matrices(uniform)
+    assert traits.scale and traits.uniform_scale
+    assert DDM.check(traits) is None
+    for name in ("blend", "cor"):  # their shaders have no scale to apply
+        assert "needs rigid joint matrices" in registry.get(name).check(traits)
+    assert "in a crowd's clip" in DDM.check(traits, crowd=True)  # crowds sample rigid clips
+    for other in (two, np.tile(np.diag([2.0, 1.0, 1.0, 1.0]), (bones, 1, 1))):
+        traits = registry.SkinTraits.of_matrices(other)
+        assert traits.scale and not traits.uniform_scale
+        assert "or one uniform scale they all share" in DDM.check(traits)
+    # two skins each with its own scale may differ: only one side's stays common
+    one = registry.SkinTraits.of_matrices(uniform)
+    assert (one | registry.SkinTraits()).uniform_scale
+    assert not (one | one).uniform_scale
+
+
 def test_a_model_file_computes_its_ddm_once_and_bakes_with_it(tmp_path, device):
     """The entry points that take a model file do not need the precomputation: the Skinner
     computes it (default parameters) and keeps it on the part's geometry, so a bake smooths

@@ -273,6 +273,37 @@ def pack_rigid_pair(
     return np.ascontiguousarray(dqs, dtype=np.float32), rows
 
 
+def pack_uniformly_scaled(
+    bones: object, bone_count: int, method: str, *, batched: bool = False
+) -> np.ndarray:
+    """Bone matrices rigid up to one uniform scale that every bone of a pose shares
+    (``M_j = s [R_j | t_j]``, the same ``s > 0``: a model's unit scale, :func:`dq.common_scale`)
+    as float32 ``([P,] B, 3, 4)`` rows; DQs are rigid (``s = 1``)."""
+    arr = _as_bones(bones, bone_count, batched, ((2, 4), (3, 4), (4, 4)))
+    if arr.shape[-2] == 2:
+        return pack_rigid_pair(arr, bone_count, method, batched=batched)[1]
+    _check_magnitude(arr[..., :3, :], batched, "a matrix entry")
+    _check_affine(arr, batched)
+    each = dq.uniform_scales(arr)
+    if np.isnan(each).any():
+        index = tuple(int(i) for i in np.argwhere(np.isnan(each))[0])
+        raise InputError(
+            f"{_where(index, batched)}: method {method!r} needs rigid bone matrices (or ones "
+            "with one uniform scale every bone shares), this one has shear, a non-uniform scale "
+            "or a mirror"
+        )
+    common = dq.common_scale(arr)
+    if np.isnan(common).any():
+        pose = tuple(int(i) for i in np.argwhere(np.isnan(common))[0])
+        first = each[pose]
+        bone = int(np.argmax(np.abs(first / first[0] - 1.0)))
+        raise InputError(
+            f"{_where((*pose, bone), batched)}: method {method!r} takes one uniform scale shared "
+            f"by every bone of a pose; this bone's is {first[bone]:.6g}, bone 0's {first[0]:.6g}"
+        )
+    return np.ascontiguousarray(arr[..., :3, :], dtype=np.float32)
+
+
 def _check_affine(arr: np.ndarray, batched: bool) -> None:
     """(4, 4) bone matrices must have the bottom row (0, 0, 0, 1) (dq.AFFINE_ATOL)."""
     if arr.shape[-2] != 4:

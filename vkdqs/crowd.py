@@ -47,9 +47,10 @@ slots, 10 with 4, else :class:`~vkdqs.LimitError`). The vertex shader skins with
 ``skin_vertex()`` of ``include/skin.glsl``, as ordinary instances do ("ddm":
 ``ddm_skin_vertex()`` through ``include/ddm_inputs.glsl``, as its instances do).
 
-DQS, blend, cor and ddm crowds need rigid clips (no scale or shear): use ``method="lbs"`` (or
-"dqs_blender") for clips with scale. Between two frames a "ddm" copy's bones are the linear
-blend of the frames' rows (as for LBS), which its polar step makes a rotation again.
+DQS, blend, cor and ddm crowds need rigid clips (no scale or shear, not even the one uniform
+scale "ddm" instances take): use ``method="lbs"`` (or "dqs_blender") for clips with scale.
+Between two frames a "ddm" copy's bones are the linear blend of the frames' rows (as for LBS),
+which its polar step makes a rotation again.
 All copies of a crowd share the winding of culling: if any model matrix mirrors (det < 0) the
 crowd is drawn without back-face culling.
 """

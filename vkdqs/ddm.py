@@ -27,7 +27,11 @@ Run time (libigl's ``direct_delta_mush``), bone matrices ``M_j`` (4x4, last row 
 ``Q_i = Σ_j M_j Ω_ij / Σ_j Ω_ij[3, 3]``, split as ``[[Q̄, q], [pᵀ, 1]]``; ``Q̄ - q pᵀ = U Σ Vᵀ``
 (SVD), ``R = U Vᵀ`` (with the sign of U's last column flipped where ``det(U Vᵀ) < 0``, so R is a
 rotation, never a reflection: libigl does not flip), ``t = q - R p``, ``v' = R v + t``.
-Normals are ``R n``: the rotation of the vertex's own rigid transform. Where the smoothed
+Bones that share one uniform scale ``s`` (``M_j = s [R_j | t_j]``: a model's unit scale) give
+``s`` times the rigid pose's result: ``Q̄ - q pᵀ`` and ``q`` are ``s`` times the rigid ones, so
+R is the same and only the offset is scaled, ``v' = s R (v - p) + q`` (variant 0 is rigid
+otherwise; the packer refuses other scales). Normals are ``R n``: the rotation of the vertex's
+own rigid transform. Where the smoothed
 covariance vanishes (``p = 0``: no smoothing, so ``Q̄ = q pᵀ`` and R is undefined) positions are
 still exact (``v' = q``, LBS) and normals fall back to LBS's: the cofactor of
 ``Σ_j Ω_ij[3, 3] A_j`` (A_j the bones' 3x3 parts) applied to ``n``, so ``p = 0`` is LBS exactly.
@@ -468,7 +472,9 @@ def skin_reference(
         Its dtype sets the threshold of a vanished covariance (:data:`DEGENERATE_EPS`).
     bone_matrices : array_like, [B, 4, 4] or [B, 3, 4]
         Affine skinning matrices (rest space -> posed space); the last row is taken as
-        ``0 0 0 1``.
+        ``0 0 0 1``. Rigid, or sharing one uniform scale ``s`` (a model's unit scale): the
+        result is then ``s`` times the rigid pose's, the offset from the smoothed centroid
+        scaled by the length of a row of each vertex's first slot's bone, as the shader does.
     bones : array_like of int, [V, N], optional
         The bone of each slot of ``omega``; None means slot ``j`` is bone ``j``.
     origin : array_like, [3] or [V, 3], keyword-only, optional
@@ -509,6 +515,10 @@ def skin_reference(
         if idx.size and (idx.min() < 0 or idx.max() >= affine.shape[0]):
             raise InputError(f"bones must be in [0, {affine.shape[0]})")
     slot = affine[idx]  # [V, N, 4, 4]: each slot's bone matrix
+    # the pose's uniform scale s (1 for rigid bones), as the shader reads it: the length of a
+    # row of the first slot's bone; with every bone s [R_j | t_j] the result is s times the
+    # rigid pose's (the covariance is s times its, the rotation the same)
+    scale = np.linalg.norm(slot[:, 0, 0, :3], axis=1) if idx.shape[1] else np.ones(len(v))
     if origin is not None:
         o = _as_float(origin, "origin")
         if o.shape not in ((3,), v.shape):
@@ -526,11 +536,10 @@ def skin_reference(
     flip = np.linalg.det(u) * np.linalg.det(vt) < 0
     u[flip, :, 2] *= -1.0
     rot = u @ vt
-    t = q_t - np.einsum("vij,vj->vi", rot, p_t)
-    out_p = np.einsum("vij,vj->vi", rot, v) + t
+    out_p = scale[:, None] * np.einsum("vij,vj->vi", rot, v - p_t) + q_t
 
-    scale = float(np.sum(np.ptp(positions_in, axis=0) ** 2)) if len(v) else 0.0
-    degenerate = np.linalg.norm(cov, axis=(1, 2)) <= eps * scale
+    extent2 = float(np.sum(np.ptp(positions_in, axis=0) ** 2)) if len(v) else 0.0
+    degenerate = np.linalg.norm(cov, axis=(1, 2)) <= eps * extent2 * scale
     out_n = np.einsum("vij,vj->vi", rot, n)
     out_n, _ = _safe_normalize(out_n)
     if degenerate.any():

@@ -525,6 +525,37 @@ def matrix_kinds(m: ArrayLike, /, *, atol: float = AFFINE_ATOL) -> MatrixKinds:
     return MatrixKinds(scale, (det < 0.0) & ~collapse, collapse)
 
 
+def uniform_scales(m: ArrayLike, /, *, atol: float = AFFINE_ATOL) -> NDArray[np.float64]:
+    """The uniform scale ``s`` of each affine matrix ``[..., 4, 4]`` (or ``[..., 3, 4]``) whose
+    3x3 part ``A`` is ``s`` times a rotation (``max |A^T A / s^2 - I| <= atol``, ``det A > 0``),
+    NaN where it is not one (shear, a non-uniform scale, a mirror, a collapse): 1 for a rigid
+    matrix, the factor of a model's unit scale (joint matrices of a mesh stored in centimetres
+    under a metre scene)."""
+    a = _as_float(m, "m")
+    if a.ndim < 2 or a.shape[-2:] not in ((4, 4), (3, 4)):
+        raise InputError(f"m must have shape [..., 4, 4] or [..., 3, 4], got shape {a.shape}")
+    lin = a[..., :3, :3]
+    s2 = (lin * lin).sum(axis=(-2, -1)) / 3.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unit = lin / np.sqrt(s2)[..., None, None]
+        off = np.abs(np.swapaxes(unit, -1, -2) @ unit - np.eye(3)).max(axis=(-2, -1))
+        ok = (s2 > 0.0) & (off <= atol) & (np.linalg.det(unit) > 0.0)
+    return np.where(ok, np.sqrt(s2), np.nan)
+
+
+def common_scale(m: ArrayLike, /, *, atol: float = AFFINE_ATOL) -> NDArray[np.float64]:
+    """One uniform scale that every matrix of each pose ``[..., B, 4, 4]`` shares
+    (:func:`uniform_scales`, equal within ``atol`` relative to the first bone's): per pose,
+    NaN where the pose has no such scale."""
+    s = uniform_scales(m, atol=atol)
+    if s.ndim == 0 or s.shape[-1] == 0:
+        return np.ones(s.shape[:-1]) if s.ndim else s
+    first = s[..., :1]
+    with np.errstate(invalid="ignore"):
+        same = (np.abs(s / first - 1.0) <= atol).all(axis=-1)
+    return np.where(same, first[..., 0], np.nan)
+
+
 def decompose_skinning_matrices(m: ArrayLike, /) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Split affine skinning matrices into a rigid part and a scale/shear part.
 

@@ -111,6 +111,11 @@ class SkinTraits:
         The most influences a vertex of the skinned meshes has.
     rest_frames : bool
         Each bone's rest frame is known and invertible (a glTF skin's inverse bind matrices).
+    uniform_scale : bool
+        Its scale (where ``scale``) is one uniform factor that every joint matrix shares (a
+        model's unit scale: a mesh in centimetres under a scene in metres,
+        :func:`vkdqs.dq.common_scale`), which methods with
+        :attr:`SkinningMethod.uniform_scale` take.
     """
 
     scale: bool = False
@@ -118,6 +123,7 @@ class SkinTraits:
     collapse: bool = False
     max_influences: int = 0
     rest_frames: bool = True
+    uniform_scale: bool = False
 
     @classmethod
     def of_matrices(
@@ -131,21 +137,27 @@ class SkinTraits:
                 f"joint matrices must be finite, of shape [..., 4, 4], got shape {m.shape}"
             )
         kinds = dq.matrix_kinds(m)
+        scale = bool(kinds.scale.any())
+        common = dq.common_scale(m.reshape(-1, *m.shape[-2:])) if m.size else np.ones(())
         return cls(
-            scale=bool(kinds.scale.any()),
+            scale=scale,
             reflection=bool(kinds.reflection.any()),
             collapse=bool(kinds.collapse.any()),
             max_influences=max_influences,
             rest_frames=rest_frames,
+            uniform_scale=scale and bool(np.isfinite(common)),
         )
 
     def __or__(self, other: SkinTraits) -> SkinTraits:
+        # one side's common scale stays common; two sides' may differ
+        scaled = [t for t in (self, other) if t.scale]
         return SkinTraits(
             self.scale or other.scale,
             self.reflection or other.reflection,
             self.collapse or other.collapse,
             max(self.max_influences, other.max_influences),
             self.rest_frames and other.rest_frames,
+            len(scaled) == 1 and scaled[0].uniform_scale,
         )
 
 
@@ -203,6 +215,11 @@ class SkinningMethod:
         The viewer's number key for it alone.
     scaled_variant : str or None
         The method whose shaders run a pose with scale or shear ("dqs": "dqs_scale").
+    uniform_scale : bool
+        Whether it takes joint matrices that are rigid up to one uniform scale they all share
+        (:attr:`SkinTraits.uniform_scale`; "ddm": the result is that scale times the rigid
+        pose's) where it takes no other scale (not :attr:`scale`); crowds still need rigid
+        clips.
     box_rule : str or None
         How a conservative box of a pose follows from per-bone boxes
         (:mod:`vkdqs.bone_boxes`): ``"affine"``, ``"rigid"``, ``"blend"``, ``"centers"``;
@@ -245,6 +262,7 @@ class SkinningMethod:
     box_rule: str | None = None
     base: str | None = None
     usdskel: str | None = None
+    uniform_scale: bool = False
 
     # -- the shaders' view ------------------------------------------------------------------
 
@@ -367,8 +385,14 @@ class SkinningMethod:
             return f"{self.label} cannot skin a singular (collapsed) joint matrix"
         if traits.reflection and not self.reflection:
             return f"{self.label} cannot skin a mirrored joint matrix (det < 0)"
-        if traits.scale and not (self.crowd_scale if crowd else self.scale):
+        uniform = self.uniform_scale and traits.uniform_scale and not crowd
+        if traits.scale and not (self.crowd_scale if crowd else self.scale) and not uniform:
             where = " in a crowd's clip" if crowd else ""
+            if self.uniform_scale and not crowd:
+                return (
+                    f"{self.label} needs rigid joint matrices, or one uniform scale they all "
+                    "share; this skin has another scale or shear"
+                )
             return f"{self.label} needs rigid joint matrices{where}; this skin has scale or shear"
         if crowd and "vertex" not in self.paths:
             return self.check_path("vertex")
@@ -541,7 +565,7 @@ def _pack_cor(bones, bone_count, *, batched, allow_scale, rest_matrices):
 
 
 def _pack_ddm(bones, bone_count, *, batched, allow_scale, rest_matrices):
-    return packing.pack_rigid_pair(bones, bone_count, "ddm", batched=batched)[1], None
+    return packing.pack_uniformly_scaled(bones, bone_count, "ddm", batched=batched), None
 
 
 def _pack_blender(bones, bone_count, *, batched, allow_scale, rest_matrices):
@@ -718,6 +742,7 @@ _SKINS: tuple[SkinningMethod, ...] = (
         needs=frozenset({"ddm_data"}),
         influences=False,
         key="8",
+        uniform_scale=True,
     ),
 )
 

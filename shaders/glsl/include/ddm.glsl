@@ -105,10 +105,14 @@ void ddm_add(mat3x4 m, vec4 r0, vec3 r1, vec2 r2, float r3, inout mat4 q) {
 }
 
 // The posed position and normal of a vertex at p (rest, in Omega's frame, whose origin is o) with
-// normal n, from the accumulated q (columns); diag2: d^2 of the degenerate test. A vertex with no
-// weight keeps its rest position o + p and its normal. Returns true where the covariance
-// vanished: the caller then sets the normal to LBS's (skinned_n is left unset).
-bool ddm_finish(mat4 q, vec3 o, vec3 p, vec3 n, float diag2, out vec3 skinned_p,
+// normal n, from the accumulated q (columns); diag2: d^2 of the degenerate test; scale: the
+// pose's uniform scale s (1 for rigid bones). With every bone s [R_j | t_j], q's covariance is s
+// times the rigid pose's (the same rotation) and q's translation s times its; only the offset
+// p - p_t is then scaled here, so the result is s times the rigid pose's (vkdqs.ddm's
+// skin_reference). A vertex with no weight keeps its rest position o + p and its normal.
+// Returns true where the covariance vanished: the caller then sets the normal to LBS's
+// (skinned_n is left unset).
+bool ddm_finish(mat4 q, vec3 o, vec3 p, vec3 n, float diag2, float scale, out vec3 skinned_p,
                 out vec3 skinned_n) {
     float w = q[3][3];
     if (!(w > 0.0)) {
@@ -123,10 +127,10 @@ bool ddm_finish(mat4 q, vec3 o, vec3 p, vec3 n, float diag2, out vec3 skinned_p,
     mat3 cov = q_bar - outerProduct(qt, pt);
     mat3 r;
     bool ok = ddm_polar(cov, r);
-    skinned_p = r * (p - pt) + qt;
+    skinned_p = scale * (r * (p - pt)) + qt;
     float size = sqrt(dot(cov[0], cov[0]) + dot(cov[1], cov[1]) + dot(cov[2], cov[2]));
     skinned_n = normalize(r * n);
-    return !(ok && size > DDM_DEGENERATE_EPS * diag2);
+    return !(ok && size > DDM_DEGENERATE_EPS * diag2 * scale);
 }
 
 // A bone's matrix m (rows, lbs.glsl's layout) times T(o): its translation becomes m o, since
@@ -147,11 +151,14 @@ mat3x4 ddm_about(mat3x4 m, vec4 rest) {
 // Each bone is read once: the same rows also go into the bones blended by the smoothed weights
 // (Omega[3][3]), whose normal is taken where the covariance vanished. Reading them again
 // inside that branch cost lavapipe, which runs both sides of a branch, a fifth of the dispatch.
+// The pose's uniform scale (1 for rigid bones; vkdqs.bones.pack_uniformly_scaled allows one
+// that every bone shares) is the length of a row of the first slot's bone.
 void ddm_skin_vertex(samplerBuffer omega, int first, ivec4 slot_bones, vec3 o, vec3 d, vec3 n,
                      float diag2, out vec3 skinned_p, out vec3 skinned_n) {
     vec4 rest = vec4(o, 1.0);
     mat4 q = mat4(0.0);
     mat3x4 lin = mat3x4(0.0);
+    float scale = 1.0;
     for (int k = 0; k < DDM_SLOTS / 2; ++k) {
         uint pair = uint(slot_bones[k]);
         if ((pair & 0xffffu) == DDM_ABSENT) {
@@ -165,11 +172,14 @@ void ddm_skin_vertex(samplerBuffer omega, int first, ivec4 slot_bones, vec3 o, v
         vec4 t4 = texelFetch(omega, t + 4);
         mat3x4 m0 = BONE(int(pair & 0xffffu));
         mat3x4 m1 = BONE(int(pair >> 16));
+        if (k == 0) {
+            scale = length(m0[0].xyz);
+        }
         lin += m0 * t2.y + m1 * t4.w;
         ddm_add(ddm_about(m0, rest), t0, t1.xyz, vec2(t1.w, t2.x), t2.y, q);
         ddm_add(ddm_about(m1, rest), vec4(t2.zw, t3.xy), vec3(t3.zw, t4.x), t4.yz, t4.w, q);
     }
-    if (ddm_finish(q, o, d, n, diag2, skinned_p, skinned_n)) {
+    if (ddm_finish(q, o, d, n, diag2, scale, skinned_p, skinned_n)) {
         skinned_n = lbs_transform_normal(lin, n);  // LBS's normal of the smoothed weights
     }
 }
