@@ -269,6 +269,35 @@ def test_other_scales_are_refused_naming_the_bone(device):
     assert not (one | one).uniform_scale
 
 
+def test_a_skin_under_an_animated_or_non_uniform_scale_is_not_uniformly_scaled(tmp_path):
+    """What info says of a glTF skin follows its clips: the scaled test rig's hand skin has
+    joint matrices of one uniform scale at rest (1.5), but its joints hang below j2, which the
+    clip scales non-uniformly, so its frames are not uniformly scaled and DDM refuses it;
+    the packer agrees on those frames. A static non-uniform scale above the joints shears their
+    matrices once they rotate: also refused. A uniform scale above them is the unit scale DDM
+    takes."""
+    from vkdqs.gltf import load_gltf
+
+    from .gltf_fixtures import make_rig
+
+    path = tmp_path / "scaled.glb"
+    make_rig(scaled=True).save(path)
+    scene = load_gltf(path)
+    hand = scene.skin_traits(1)
+    rest = registry.SkinTraits.of_matrices(scene.skinning_matrices(1, None))
+    assert rest.uniform_scale  # 1.5 everywhere at rest
+    assert hand.scale and not hand.uniform_scale and DDM.check(hand) is not None
+    with pytest.raises(InputError, match="needs rigid bone matrices"):
+        DDM.pack(scene.skinning_matrices(1, 0, 1.0), 2)
+    for root_scale, uniform in (([2.0, 1.0, 1.0], False), ([100.0, 100.0, 100.0], True)):
+        rig = make_rig(scaled=False)
+        rig.document["nodes"][0]["scale"] = root_scale
+        path = tmp_path / f"root{root_scale[1]:g}.glb"
+        rig.save(path)
+        traits = load_gltf(path).skin_traits(0)
+        assert traits.uniform_scale == uniform and (DDM.check(traits) is None) == uniform
+
+
 def test_a_model_file_computes_its_ddm_once_and_bakes_with_it(tmp_path, device):
     """The entry points that take a model file do not need the precomputation: the Skinner
     computes it (default parameters) and keeps it on the part's geometry, so a bake smooths

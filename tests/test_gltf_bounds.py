@@ -37,7 +37,7 @@ from vkdqs.gltf.accessors import (
     DEFAULT_MIN_BYTES,
     default_max_bytes,
 )
-from vkdqs.gltf.hierarchy import ancestors, depths, global_matrices
+from vkdqs.gltf.hierarchy import ancestors, depths, global_matrices, on_path
 from vkdqs.gltf.save import GltfBuilder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -622,6 +622,14 @@ def test_depths_ancestors_and_globals_match_a_walk(seed):
         if parent[i] >= 0:
             walk[i] = walk[parent[i]] @ local[i]
     np.testing.assert_allclose(glob, walk, rtol=1e-12, atol=1e-12)
+    flags = rng.random(n) < 0.02
+    hit = np.zeros(n, bool)
+    for i in range(n):  # the reference, node by node: flagged itself or above
+        j = i
+        while j >= 0 and not hit[i]:
+            hit[i] = flags[j]
+            j = parent[j]
+    np.testing.assert_array_equal(on_path(parent, flags), hit)
 
 
 def test_cycles_are_found_by_the_passes():

@@ -900,8 +900,11 @@ class GltfScene:
         )
         joints = set(sk.joints.tolist())
         scaled, mirrored, collapsed = self._scale_animated()
+        # a joint under an animated or non-uniform scale: its matrices change scale or shear
+        # as the clip moves it, whatever they are at rest
+        moving = bool(self._scale_above(scaled)[sk.joints].any())
         return traits | methods.SkinTraits(
-            scale=self._has_scale(sk, scaled),
+            scale=self._has_scale(sk, scaled) or moving,
             reflection=not mirrored.isdisjoint(joints),
             collapse=not collapsed.isdisjoint(joints),
         )
@@ -930,6 +933,21 @@ class GltfScene:
                     if hit:
                         nodes.add(ch.node)
         self.__dict__["_scaled_nodes"] = out
+        return out
+
+    def _scale_above(self, scaled_nodes: set[int]) -> np.ndarray:
+        """Per node: it or an ancestor has an animated scale (``scaled_nodes``) or a
+        non-uniform rest scale (or a shear, for a matrix node), computed once for all skins."""
+        cached = self.__dict__.get("_scale_above_nodes")
+        if cached is not None:
+            return cached
+        s = self._rest_s
+        flags = np.abs(s - s[:, :1]).max(axis=1) > 1e-4 * np.abs(s).max(axis=1)
+        if len(self._matrix_nodes):
+            flags[self._matrix_nodes] = np.isnan(dq.uniform_scales(self._matrices))
+        flags[list(scaled_nodes)] = True
+        out = hierarchy.on_path(self._parent, flags)
+        self.__dict__["_scale_above_nodes"] = out
         return out
 
     def _has_scale(self, skin: Skin, scaled_nodes: set[int], atol: float = 1e-4) -> bool:
