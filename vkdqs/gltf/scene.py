@@ -887,7 +887,9 @@ class GltfScene:
         """What the joint matrices of ``skin`` hold in the rest pose and any animation, for the
         skinning methods' :meth:`~vkdqs.methods.SkinningMethod.check` (``vkdqs info``, the
         scenes' ``--method all`` and the bake all ask this): scale or shear (in the rest
-        skinning matrices, a joint's rest scale, or an animation scaling a joint), a mirror (a
+        skinning matrices, a joint's rest scale, an animation scaling a joint, or a joint below
+        an animated or non-uniform scale; a uniform one the rest matrices all share is
+        ``uniform_scale``), a mirror (a
         negative determinant or an animated negative scale), a singular matrix, the most
         influences of the meshes bound to it, and whether its inverse bind matrices give each
         bone's rest frame."""
