@@ -238,6 +238,40 @@ def test_a_worker_that_dies_is_recorded_and_the_batch_goes_on(models, cluster, t
 
 
 @pytest.mark.gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("losses", [2, batch.MAX_LOST_RESULTS + 1])
+def test_a_lost_result_is_fetched_again(models, cluster, tmp_path, monkeypatch, losses):
+    """A task's result lost on the way (its worker died after finishing it, so the transfer
+    fails and the scheduler computes it again) is fetched again when the task finishes again;
+    fetches that keep failing are the model's error. The transfer is failed here for c.glb's
+    first ``losses`` fetches (the worker that dies in the test above loses it too)."""
+    original = distributed.Client.gather
+    calls = {"n": 0}
+
+    def gather(self, futures, *args, **kwargs):
+        key = str(getattr(futures, "key", ""))
+        if key.startswith("vkdqs-bake-1-") and calls["n"] < losses:
+            calls["n"] += 1
+            raise distributed.comm.CommClosedError("in <TCP (closed)>: Stream is closed")
+        return original(self, futures, *args, **kwargs)
+
+    monkeypatch.setattr(distributed.Client, "gather", gather)
+    report = bake_batch(
+        [models / "a.glb", models / "c.glb"],
+        tmp_path / "out",
+        fps=FPS,
+        scheduler=cluster.scheduler_address,
+    )
+    fine, lost = [r for r in report.records if r.clip == "linear"], report.records[-1]
+    assert Path(lost.input).name == "c.glb" and all(r.error is None for r in fine)
+    if losses <= batch.MAX_LOST_RESULTS:
+        assert calls["n"] == losses and lost.error is None and report.ok
+        assert lost.output == str(tmp_path / "out" / "c__rest.npz") and Path(lost.output).exists()
+    else:
+        assert calls["n"] == batch.MAX_LOST_RESULTS + 1
+        assert lost.error.startswith("its result could not be fetched: CommClosedError")
+
+
 def test_the_time_limit_records_what_is_not_done(models, cluster, tmp_path):
     report = bake_batch(models, tmp_path, fps=FPS, scheduler=cluster.scheduler_address, timeout=0.0)
     late = [r for r in report.records if r.error and "time limit (0 s)" in r.error]

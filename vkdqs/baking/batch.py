@@ -50,6 +50,9 @@ MODEL_SUFFIXES = (".gltf", ".glb")
 BATCH_HINT = "batch baking needs dask.distributed: pip install 'vkdqs[batch]'"
 #: Worker deaths a task survives before it is recorded as failed (Dask retries it on another).
 ALLOWED_FAILURES = 1
+#: Times a finished task's result may be lost (its worker died before the result was fetched,
+#: and the scheduler computed it again) before the task is recorded as failed.
+MAX_LOST_RESULTS = 5
 #: The fields of a manifest line, in order.
 FIELDS = (
     "input",
@@ -571,23 +574,42 @@ def _run(
                     ): job
                     for i, job in enumerate(jobs)
                 }
-                left = None if timeout is None else max(0.0, timeout - (time.perf_counter() - t0))
+                deadline = None if timeout is None else t0 + timeout
+                left = None if deadline is None else max(0.0, deadline - time.perf_counter())
                 pending = set(futures)
+                lost: dict[Any, int] = {}  # fetches of a task's result that failed
                 try:
-                    # results fetched as each task finishes (a worker that dies later loses
-                    # nothing); a task's error (KilledWorker: its workers died) is its result
-                    done = distributed.as_completed(
-                        futures, timeout=left, with_results=True, raise_errors=False
-                    )
-                    for future, data in done:
-                        pending.discard(future)
+                    # each task's result fetched as it finishes; a task's error (KilledWorker:
+                    # its workers died) is its result
+                    done = distributed.as_completed(futures, timeout=left, raise_errors=False)
+                    for future in done:
                         job = futures[future]
-                        if future.status != "finished":
+                        if future.status == "error":
+                            pending.discard(future)
                             exc = future.exception()
                             error = f"the worker baking it failed: {type(exc).__name__}: {exc}"
                             future.release()
                             finish(job, failed(job, error))
                             continue
+                        try:
+                            data = client.gather(future)
+                        except Exception as exc:
+                            # its worker died after finishing it and before its result came
+                            # here (the transfer fails): the scheduler computes it again, and
+                            # as_completed gives it back when that is done (a few times: any
+                            # other failure to fetch it is its error)
+                            lost[future] = lost.get(future, 0) + 1
+                            if lost[future] <= MAX_LOST_RESULTS:
+                                _log.info("bake of %s: its result was lost", job["input"])
+                                time.sleep(0.05)
+                                done.add(future)
+                                continue
+                            pending.discard(future)
+                            future.release()
+                            error = f"its result could not be fetched: {type(exc).__name__}: {exc}"
+                            finish(job, failed(job, error))
+                            continue
+                        pending.discard(future)
                         future.release()
                         records = [BatchRecord.of(d, skipped=d.get("skipped", False)) for d in data]
                         pids.update(d["worker"] for d in data if "worker" in d)
