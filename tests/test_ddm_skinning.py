@@ -263,10 +263,12 @@ def test_other_scales_are_refused_naming_the_bone(device):
         traits = registry.SkinTraits.of_matrices(other)
         assert traits.scale and not traits.uniform_scale
         assert "or one uniform scale they all share" in DDM.check(traits)
-    # two skins each with its own scale may differ: only one side's stays common
+    # skins combined (a scene's --method all): each posed on its own, each with its own scale
     one = registry.SkinTraits.of_matrices(uniform)
-    assert (one | registry.SkinTraits()).uniform_scale
-    assert not (one | one).uniform_scale
+    other = registry.SkinTraits.of_matrices(np.tile(np.diag([0.01, 0.01, 0.01, 1.0]), (3, 1, 1)))
+    assert (one | registry.SkinTraits()).uniform_scale and (one | other).uniform_scale
+    assert DDM.check(one | other) is None
+    assert not (one | registry.SkinTraits(scale=True)).uniform_scale
 
 
 def test_a_skin_under_an_animated_or_non_uniform_scale_is_not_uniformly_scaled(tmp_path):

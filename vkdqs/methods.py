@@ -149,7 +149,8 @@ class SkinTraits:
         )
 
     def __or__(self, other: SkinTraits) -> SkinTraits:
-        # one side's common scale stays common; two sides' may differ
+        # the packers check each pose of each skin on its own: a scale common to each side's
+        # matrices is all they need, whether or not the two sides' are the same
         scaled = [t for t in (self, other) if t.scale]
         return SkinTraits(
             self.scale or other.scale,
@@ -157,7 +158,7 @@ class SkinTraits:
             self.collapse or other.collapse,
             max(self.max_influences, other.max_influences),
             self.rest_frames and other.rest_frames,
-            len(scaled) == 1 and scaled[0].uniform_scale,
+            bool(scaled) and all(t.uniform_scale for t in scaled),
         )
 
 
