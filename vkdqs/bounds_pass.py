@@ -31,6 +31,7 @@ from .gpu import (
     PipelineLayout,
     TexelWrite,
     memory_barrier,
+    push_constants,
     write_descriptors,
 )
 from .gpu.calls import vk
@@ -95,12 +96,5 @@ class BoundsPass:
             vk.vkCmdBindPipeline(cmd, point, pipeline.handle)
             for first in range(0, poses, rows):
                 push = np.array([n, first], np.uint32)
-                vk.vkCmdPushConstants(
-                    cmd,
-                    self._layout.handle,
-                    si.Stage.COMPUTE,
-                    0,
-                    push.nbytes,
-                    vk.ffi.from_buffer(push),
-                )
+                push_constants(cmd, self._layout.handle, si.Stage.COMPUTE, push)
                 vk.vkCmdDispatch(cmd, x, min(rows, poses - first), 1)

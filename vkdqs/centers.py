@@ -32,6 +32,7 @@ from .gpu import (
     ResourceOwner,
     TexelWrite,
     memory_barrier,
+    push_constants,
     write_descriptors,
 )
 from .gpu.calls import vk
@@ -114,9 +115,7 @@ class _CentersJob(ResourceOwner):
         push[:2] = (first, count)
         push[2:3].view(np.int32)[0] = bone_count
         push[3:4].view(np.float32)[0] = inv_sigma2
-        vk.vkCmdPushConstants(
-            cmd, self.layout.handle, si.Stage.COMPUTE, 0, 16, vk.ffi.from_buffer(push)
-        )
+        push_constants(cmd, self.layout.handle, si.Stage.COMPUTE, push)
         vk.vkCmdDispatch(cmd, math.ceil(count / si.LOCAL_SIZE), 1, 1)
         memory_barrier(
             cmd,

@@ -81,6 +81,7 @@ from .gpu import (
     PipelineLayout,
     TexelWrite,
     memory_barrier,
+    push_constants,
     write_descriptors,
 )
 from .gpu.calls import vk
@@ -660,9 +661,7 @@ class Crowd:
         push[:16] = np.asarray(view_projection, np.float32).T.reshape(-1)
         culling = cull and self.cull_boxes is not None
         push[16:19].view(np.uint32)[:] = (self.count, len(self._commands), int(culling))
-        vk.vkCmdPushConstants(
-            cmd, layout, si.Stage.COMPUTE, 0, push.nbytes, vk.ffi.from_buffer(push)
-        )
+        push_constants(cmd, layout, si.Stage.COMPUTE, push)
         vk.vkCmdDispatch(cmd, (self.count + si.LOCAL_SIZE - 1) // si.LOCAL_SIZE, 1, 1)
         memory_barrier(
             cmd,
@@ -698,14 +697,7 @@ class Crowd:
             cmd, compute, self._layouts.sample.handle, 0, 1, [s["sample_set"]], 0, None
         )
         push = np.array([self.count, self.joint_count, self._total_frames], np.uint32)
-        vk.vkCmdPushConstants(
-            cmd,
-            self._layouts.sample.handle,
-            si.Stage.COMPUTE,
-            0,
-            push.nbytes,
-            vk.ffi.from_buffer(push),
-        )
+        push_constants(cmd, self._layouts.sample.handle, si.Stage.COMPUTE, push)
         vk.vkCmdDispatch(cmd, self._groups, 1, 1)
         memory_barrier(
             cmd,
@@ -744,9 +736,7 @@ class Crowd:
         push = np.zeros(si.CROWD_RENDER_PUSH_BYTES // 4, np.float32)
         push[:16] = np.asarray(view_projection, np.float32).T.reshape(-1)
         push[16:17].view(np.uint32)[0] = self.joint_count
-        vk.vkCmdPushConstants(
-            cmd, layout, si.Stage.VERTEX, 0, push.nbytes, vk.ffi.from_buffer(push)
-        )
+        push_constants(cmd, layout, si.Stage.VERTEX, push)
         bound = None
         stride = si.DRAW_INDEXED_INDIRECT.itemsize
         for g, (_, _, material_set, pipeline) in enumerate(draws):

@@ -68,6 +68,7 @@ from .gpu import (
     ResourceOwner,
     TexelWrite,
     memory_barrier,
+    push_constants,
     write_descriptors,
 )
 from .gpu.calls import vk
@@ -271,14 +272,7 @@ class _SmoothingJob(ResourceOwner):
                 push[0], push[2] = items, gx * si.LOCAL_SIZE
                 push[3] = k == 1
                 push[6:8].view(np.float32)[:] = coefficients[k]
-                vk.vkCmdPushConstants(
-                    cmd,
-                    self.layout.handle,
-                    si.Stage.COMPUTE,
-                    0,
-                    push.nbytes,
-                    vk.ffi.from_buffer(push),
-                )
+                push_constants(cmd, self.layout.handle, si.Stage.COMPUTE, push)
                 s = self._set(current, previous, out)
                 vk.vkCmdBindDescriptorSets(cmd, point, self.layout.handle, 0, 1, [s], 0, None)
                 vk.vkCmdDispatch(cmd, gx, gy, 1)

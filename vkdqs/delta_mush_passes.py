@@ -38,6 +38,7 @@ from .gpu import (
     PipelineLayout,
     TexelWrite,
     memory_barrier,
+    push_constants,
     texel_buffer,
     write_descriptors,
 )
@@ -383,12 +384,5 @@ class DeltaMushPasses:
                     cmd, point, self._layout.handle, 0, 1, [self._sets[dset]], 0, None
                 )
                 push[:4], push[5] = uints[:4], uints[4]
-                vk.vkCmdPushConstants(
-                    cmd,
-                    self._layout.handle,
-                    si.Stage.COMPUTE,
-                    0,
-                    push.nbytes,
-                    vk.ffi.from_buffer(push),
-                )
+                push_constants(cmd, self._layout.handle, si.Stage.COMPUTE, push)
                 vk.vkCmdDispatch(cmd, math.ceil(uints[0] / self._local_size), 1, 1)

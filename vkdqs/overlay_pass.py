@@ -25,6 +25,7 @@ from .gpu import (
     GraphicsPipelineDesc,
     PipelineLayout,
     TexelWrite,
+    push_constants,
     write_descriptors,
 )
 from .gpu.calls import vk
@@ -114,7 +115,5 @@ class OverlayPass:
             cmd, graphics, self.layout.handle, 0, 1, [self.sets[slot]], 0, None
         )
         push = np.array(size, dtype=np.int32)
-        vk.vkCmdPushConstants(
-            cmd, self.layout.handle, si.Stage.FRAGMENT, 0, push.nbytes, vk.ffi.from_buffer(push)
-        )
+        push_constants(cmd, self.layout.handle, si.Stage.FRAGMENT, push)
         vk.vkCmdDraw(cmd, 3, 1, 0, 0)

@@ -70,6 +70,7 @@ from .gpu import (
     Semaphore,
     TexelWrite,
     Texture,
+    push_constants,
     write_descriptors,
 )
 from .gpu.calls import align, vk
@@ -977,9 +978,7 @@ class Renderer(ResourceOwner):
         vk.vkCmdSetViewport(cmd, 0, 1, [vk.VkViewport(0, 0, w, h, 0.0, 1.0)])
         vk.vkCmdSetScissor(cmd, 0, 1, [vk.VkRect2D(vk.VkOffset2D(0, 0), vk.VkExtent2D(w, h))])
         push = np.ascontiguousarray(self.camera.view_projection(w / h).T, dtype=np.float32)
-        vk.vkCmdPushConstants(
-            cmd, self._layout.handle, si.Stage.VERTEX, 0, push.nbytes, vk.ffi.from_buffer(push)
-        )
+        push_constants(cmd, self._layout.handle, si.Stage.VERTEX, push)
 
     def _record(self, cmd_buffer: CommandBuffer, frame: _Frame, image: int) -> None:
         cmd = cmd_buffer.begin()

@@ -61,6 +61,7 @@ from .gpu import (
     ResourceOwner,
     TexelWrite,
     memory_barrier,
+    push_constants,
     texel_buffer,
     write_descriptors,
 )
@@ -617,14 +618,7 @@ class Skinner(ResourceOwner):
                 if len(parts) > 1 or p == 0:
                     vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
                 self._bind_pose(cmd, prog, bind_point, p)
-                vk.vkCmdPushConstants(
-                    cmd,
-                    prog.layout.handle,
-                    si.Stage.COMPUTE,
-                    0,
-                    push.nbytes,
-                    vk.ffi.from_buffer(push),
-                )
+                push_constants(cmd, prog.layout.handle, si.Stage.COMPUTE, push)
                 for first, count in runs:
                     vk.vkCmdDispatchBase(cmd, first, 0, 0, count, 1, 1)
 
@@ -653,14 +647,7 @@ class Skinner(ResourceOwner):
                 if len(parts) > 1 or p == 0:
                     vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
                 self._bind_pose(cmd, prog, bind_point, p)
-                vk.vkCmdPushConstants(
-                    cmd,
-                    prog.layout.handle,
-                    si.Stage.VERTEX,
-                    0,
-                    push.nbytes,
-                    vk.ffi.from_buffer(push),
-                )
+                push_constants(cmd, prog.layout.handle, si.Stage.VERTEX, push)
                 for first, count in runs:
                     vk.vkCmdDraw(cmd, count, 1, first, 0)
         vk.vkCmdEndRenderPass(cmd)

@@ -16,7 +16,14 @@ ShaderModule), ``pipelines``, ``swapchain``.
 
 # calls first: it imports the `vulkan` binding and turns a missing loader into a CapabilityError.
 from . import calls as calls
-from .commands import FENCE_TIMEOUT_NS, CommandBuffer, Fence, Semaphore, memory_barrier
+from .commands import (
+    FENCE_TIMEOUT_NS,
+    CommandBuffer,
+    Fence,
+    Semaphore,
+    memory_barrier,
+    push_constants,
+)
 from .descriptors import (
     BufferWrite,
     DescriptorPool,
@@ -85,6 +92,7 @@ __all__ = [
     "can_blit_mips",
     "memory_barrier",
     "pick_depth_format",
+    "push_constants",
     "spirv",
     "spirv_dir",
     "texel_buffer",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import vulkan as vk
 
 from ..errors import InputError
@@ -32,6 +33,13 @@ def memory_barrier(
     )
     count = 0 if memory is None else 1
     vk.vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, count, memory, 0, None, 0, None)
+
+
+def push_constants(cmd: Any, layout: Any, stages: int, values: np.ndarray) -> None:
+    """Record ``values`` (a contiguous numpy array: its bytes as the shader's push-constant block
+    declares them) as the push constants of ``stages`` from offset 0 of ``layout`` (a
+    ``VkPipelineLayout`` handle)."""
+    vk.vkCmdPushConstants(cmd, layout, stages, 0, values.nbytes, vk.ffi.from_buffer(values))
 
 
 # Long enough for a 1M-vertex batch on a software rasterizer; a wait that runs out is an error,
