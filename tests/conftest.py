@@ -18,6 +18,7 @@ import shutil
 
 import pytest
 
+from . import mesa_cache
 from .xvfb import start_xvfb
 
 
@@ -61,6 +62,9 @@ _SAVED_DRIVERS: dict[str, str | None] = {}
 
 
 def pytest_configure(config):
+    # lavapipe's shader cache keeps code built for another vector width or CPU under the same
+    # key (tests/mesa_cache.py): a cache of this configuration's own, set before a driver loads
+    mesa_cache.isolate()
     if _gpu_deselected(config):
         for variable in ("VK_DRIVER_FILES", "VK_ICD_FILENAMES"):
             _SAVED_DRIVERS[variable] = os.environ.get(variable)
