@@ -5,14 +5,37 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEB_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslc spirv-tools xvfb
 
-.PHONY: demo test soak fuzz fuzz-short deps venv lint format shaders check-shaders bench figures \
+.PHONY: demo test test-quick test-width128 soak fuzz fuzz-short deps venv lint format shaders check-shaders bench figures \
 	pictures docs docs-check docs-tools clean
 
 demo: deps venv
 	$(PY) -m vkdqs demo
 
+# One lavapipe rasterizer thread unless LP_NUM_THREADS says otherwise: the suite is mostly
+# Python, and on 2 cores its own threads and lavapipe's compete (4:46 against 5:56 with one
+# rasterizer thread per core); test-width128 runs with lavapipe's default, one per core.
 test: deps venv
-	VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} $(PY) -m pytest $(PYTEST_ARGS)
+	LP_NUM_THREADS=$${LP_NUM_THREADS:-1} VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
+	  $(PY) -m pytest $(PYTEST_ARGS)
+
+# The tests that draw images or skin on the GPU and compare the results (docs/tests.md): run
+# again by CI at lavapipe's 128-bit width (CPUs without AVX, ARM servers; about 1.5 minutes).
+IMAGE_TESTS := $(addprefix tests/test_,$(addsuffix .py,draw_compute ddm_render offscreen_render \
+	gpu_skinning crowd crowd_materials materials_render gltf_render delta_mush_gpu ddm_gpu \
+	ddm_skinning lean_layout overlay cor registry window stills gltf_skinning morph bounds \
+	dqs_blender mush_seams))
+test-width128: deps venv
+	LP_NATIVE_VECTOR_WIDTH=128 VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
+	  $(PY) -m pytest -m gpu $(IMAGE_TESTS) $(PYTEST_ARGS)
+
+# For development (CI runs everything): the tests that open no device, then a few GPU files
+# that cover skinning, drawing and compute-then-draw (about 1.5 minutes on 2 cores).
+QUICK_GPU_TESTS := tests/test_gpu_skinning.py tests/test_offscreen_render.py \
+	tests/test_draw_compute.py tests/test_registry.py
+test-quick: deps venv
+	$(PY) -m pytest -q -m "not gpu" $(PYTEST_ARGS)
+	VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} $(PY) -m pytest -q $(QUICK_GPU_TESTS) \
+	  $(PYTEST_ARGS)
 
 # Leak soak (not part of `make test`): the full cycle counts of tests/soak.py, validation layer
 # on as in the suite, the window under a private Xvfb (DISPLAY unset). SOAK_ARGS: e.g.

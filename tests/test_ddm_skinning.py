@@ -328,6 +328,7 @@ def test_a_model_file_computes_its_ddm_once_and_bakes_with_it(tmp_path, device):
     assert np.abs(lbs.positions - baked.positions).max() > 1e-4 * geometry.extent
 
 
+@pytest.mark.gpu  # the CLI opens its own Device
 def test_the_command_line_bakes_ddm_and_refuses_what_cannot_show_it(tmp_path, capsys):
     """``info`` names DDM among the methods a bake also takes; ``bake --method ddm`` writes its
     frames; ``export`` (UsdSkel has no DDM) points to bake; ``render`` draws it ("compute, then

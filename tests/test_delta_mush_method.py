@@ -190,6 +190,7 @@ def test_a_model_file_bakes_delta_mush_with_the_default_bind(tmp_path, device):
     assert np.abs(lbs.positions - baked.positions).max() > 1e-4 * geometry.extent
 
 
+@pytest.mark.gpu  # the CLI opens its own Device
 def test_the_command_line_bakes_delta_mush_and_refuses_what_cannot_show_it(tmp_path, capsys):
     """``info`` names it among the methods a skin suits (over DQS among those a bake also
     takes); ``bake --method delta_mush`` writes its frames; ``export`` (UsdSkel has no Delta
