@@ -62,6 +62,11 @@ DEFAULT_BYTES_PER_DATA_BYTE = 32
 DEFAULT_MIN_BYTES = 128 * 2**20
 #: ... and at most this (2 GiB), which is also the CLI's ``--max-bytes`` default.
 DEFAULT_MAX_BYTES = 2 * 2**30
+#: Decoded images are not in proportion to the bytes that hold them (a 1.5 MB JPEG is 64 MiB of
+#: pixels), so under the default bound their pixels may use this much of the file's total, each
+#: image also within Pillow's own rule (:data:`vkdqs.gltf.images.max_image_pixels`): 2 GiB, what
+#: eight 4096x4096 textures (512 MiB kept) or one 8192x8192 (about 0.9 GiB at its peak) need.
+DEFAULT_IMAGE_BYTES = DEFAULT_MAX_BYTES
 
 
 def default_max_bytes(json_bytes: int, data_bytes: int = 0) -> int:
@@ -85,6 +90,11 @@ class Budget:
         self.name = name
         self.explicit = max_bytes
         self.spent = 0
+        #: the most held at once, transient peaks included: the least max_bytes that loads it
+        self.high = 0
+        #: of ``spent``, what decoded images keep (under the default bound they have their own
+        #: allowance, :data:`DEFAULT_IMAGE_BYTES`, not the data's)
+        self.image_bytes = 0
         self.json_bytes = 0
         self.data_bytes = 0
 
@@ -101,27 +111,57 @@ class Budget:
         self.json_bytes += json
         self.data_bytes += data
 
-    def message(self, nbytes: int, what: str) -> str:
-        """Why ``nbytes`` more for ``what`` do not fit."""
+    @property
+    def image_limit(self) -> int:
+        """The bound decoded images are held to: ``max_bytes`` when given, else the larger of
+        the default bound and :data:`DEFAULT_IMAGE_BYTES`."""
+        if self.explicit is not None:
+            return self.explicit
+        return max(self.limit, DEFAULT_IMAGE_BYTES)
+
+    def message(self, nbytes: int, what: str, limit: int | None = None) -> str:
+        """Why ``nbytes`` more for ``what`` do not fit (under ``limit``, the bound by default)."""
         default = ""
-        if self.explicit is None:
+        if limit is not None and self.explicit is None:
+            default = f"; the default for a file with decoded images: {limit} in all"
+        elif self.explicit is None:
             default = (
                 f"; the default for {self.json_bytes} bytes of JSON and {self.data_bytes} of "
                 f"data: {DEFAULT_BYTES_PER_JSON_BYTE} and {DEFAULT_BYTES_PER_DATA_BYTE} bytes a "
                 f"byte, at least {DEFAULT_MIN_BYTES}, at most {DEFAULT_MAX_BYTES}"
             )
         return (
-            f"{what} needs {nbytes} more bytes, past max_bytes = {self.limit} ({self.spent} "
+            f"{what} needs {nbytes} more bytes, past max_bytes = "
+            f"{self.limit if limit is None else limit} ({self.spent} "
             f"already used by this file{default}); load_gltf(path, max_bytes=N) with a larger N "
             "loads it"
         )
 
     def charge(self, nbytes: int, path: str, what: str) -> None:
         """Count ``nbytes`` against the limit, before they are allocated (GltfError past it)."""
-        if self.spent + nbytes > self.limit:
+        images = 0 if self.explicit is not None else self.image_bytes
+        if self.spent - images + nbytes > self.limit:
             where = f"{path}: " if path else ""
             raise _BudgetSpent(f"{self.name}: {where}{self.message(nbytes, what)}")
+        if self.spent + nbytes > self.image_limit:  # the file's total, images included
+            where = f"{path}: " if path else ""
+            msg = self.message(nbytes, what, self.image_limit)
+            raise _BudgetSpent(f"{self.name}: {where}{msg}")
         self.spent += nbytes
+        self.high = max(self.high, self.spent)
+
+    def charge_peak(self, kept: int, peak: int, path: str, what: str) -> None:
+        """Count a decode that holds ``peak`` bytes at once and keeps ``kept`` of them (its
+        output), before anything is allocated: the peak must fit under :attr:`image_limit` on
+        top of what is held, then only ``kept`` stays charged (GltfError past the bound)."""
+        limit = self.image_limit
+        if self.spent + max(peak, kept) > limit:
+            where = f"{path}: " if path else ""
+            msg = self.message(max(peak, kept), what, limit)
+            raise _BudgetSpent(f"{self.name}: {where}{msg}")
+        self.high = max(self.high, self.spent + max(peak, kept))
+        self.spent += kept
+        self.image_bytes += kept
 
 
 def _at(path: str, key: str) -> str:
@@ -216,6 +256,11 @@ class _AccessorReader:
     def charge(self, nbytes: int, path: str, what: str) -> None:
         """Count ``nbytes`` the file makes us hold against ``max_bytes``, before allocating them."""
         self.budget.charge(nbytes, path, what)
+
+    def charge_peak(self, kept: int, peak: int, path: str, what: str) -> None:
+        """Count a decode's transient ``peak`` and the ``kept`` bytes it leaves
+        (:meth:`Budget.charge_peak`)."""
+        self.budget.charge_peak(kept, peak, path, what)
 
     @property
     def spent(self) -> int:

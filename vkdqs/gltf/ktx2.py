@@ -2,11 +2,13 @@
 UASTC), transcoded to RGBA8 with ``opengl_basisu`` (the ``vkdqs[compression]`` extra).
 
 An image is untrusted, as in :mod:`vkdqs.gltf.images`: the KTX 2 header is parsed first, sides
-past :data:`~vkdqs.gltf.images.MAX_IMAGE_SIDE` are refused and ``width * height * 4`` bytes (the
-transcoded pixels and their copy) are charged to the loader's ``max_bytes`` before anything is
-transcoded. Only the first mip level of the first face and layer is used: vkdqs makes its own
-mips. Anything the transcoder cannot read is an :class:`~vkdqs.gltf.images.ImageProblem` (a
-warning and an untextured draw); so is a missing transcoder, naming the extra to install.
+past :data:`~vkdqs.gltf.images.MAX_IMAGE_SIDE` and images past Pillow's pixel rule
+(:func:`~vkdqs.gltf.images.max_image_pixels`) are refused, and the transcode's peak (its RGBA8
+output and one copy, 8 bytes a pixel) is checked against the loader's bound before anything is
+transcoded, the kept RGBA8 array staying charged. Only the first mip level of the first face
+and layer is used: vkdqs makes its own mips. Anything the transcoder cannot read is an
+:class:`~vkdqs.gltf.images.ImageProblem` (a warning and an untextured draw); so is a missing
+transcoder, naming the extra to install.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vkdqs.gltf.images import MAX_IMAGE_SIDE, ImageProblem
+from vkdqs.gltf.images import (
+    KEPT_BYTES_PER_PIXEL,
+    SHRINK_BYTES_PER_PIXEL,
+    ImageProblem,
+    _kept_side,
+    check_pixels,
+)
 from vkdqs.material import MAX_TEXTURE_SIDE
 
 #: The MIME type glTF gives KTX 2 images.
@@ -45,12 +53,15 @@ def _transcoder() -> Any:
 
 
 def decode_ktx2(
-    data: bytes | bytearray | memoryview, charge: Callable[[int, str], None]
+    data: bytes | bytearray | memoryview,
+    charge: Callable[[int, str], None],
+    charge_peak: Callable[[int, int, str], None] | None = None,
 ) -> NDArray[np.uint8]:
     """``(H, W, 4)`` uint8 RGBA pixels of a KTX 2 (Basis Universal) image, top row first, as
     stored (sRGB for base colour textures).
 
-    ``charge(nbytes, what)`` is called with the transcoded size before transcoding. Raises
+    ``charge_peak(kept, peak, what)`` is called with the kept and peak sizes before
+    transcoding (``charge(peak, what)`` without it). Raises
     :class:`ImageProblem` for anything the transcoder cannot read, an image too large, or no
     transcoder installed.
     """
@@ -65,9 +76,16 @@ def decode_ktx2(
         raise ImageProblem(
             f"a KTX 2 file the Basis Universal transcoder cannot read ({exc})"
         ) from None
-    if not (1 <= width <= MAX_IMAGE_SIDE and 1 <= height <= MAX_IMAGE_SIDE):
-        raise ImageProblem(f"{width}x{height} pixels: vkdqs decodes sides of 1 to {MAX_IMAGE_SIDE}")
-    charge(2 * width * height * 4, f"transcoding a {width}x{height} KTX 2 image")
+    check_pixels(width, height)
+    shrink = max(width, height) > MAX_TEXTURE_SIDE
+    # the transcoder's RGBA8 output and, for a y-flipped file or one shrunk to fit, one copy
+    peak = 2 * 4 * width * height + (SHRINK_BYTES_PER_PIXEL * width * height if shrink else 0)
+    kw, kh = _kept_side(width, height)
+    what = f"transcoding a {width}x{height} KTX 2 image"
+    if charge_peak is None:
+        charge(peak, what)
+    else:
+        charge_peak(KEPT_BYTES_PER_PIXEL * kw * kh, peak, what)
     try:
         image = texture.transcode("rgba8")
         pixels = np.asarray(image.data, dtype=np.uint8).reshape(height, width, 4)
@@ -75,7 +93,7 @@ def decode_ktx2(
         raise ImageProblem(f"cannot transcode its pixels ({exc})") from None
     if getattr(texture, "y_flipped", False):
         pixels = pixels[::-1]
-    if max(width, height) > MAX_TEXTURE_SIDE:
+    if shrink:
         from PIL import Image
 
         shrunk = Image.fromarray(pixels, "RGBA")

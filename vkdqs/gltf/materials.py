@@ -207,10 +207,11 @@ class _Materials:
                 else:
                     data = self._read_uri(image["uri"], where)
                 charge = lambda n, what: r.charge(n, path, what)  # noqa: E731
+                peak = lambda kept, n, what: r.charge_peak(kept, n, path, what)  # noqa: E731
                 if mime == ktx2.MIME_TYPE or bytes(data[: len(ktx2.MAGIC)]) == ktx2.MAGIC:
-                    out = ktx2.decode_ktx2(data, charge)
+                    out = ktx2.decode_ktx2(data, charge, peak)
                 else:
-                    out = decode_image(data, mime, charge)
+                    out = decode_image(data, mime, charge, peak)
                 self._sources[key] = (out, None)
         except ImageProblem as exc:
             problem = f"{exc}; its materials draw untextured"

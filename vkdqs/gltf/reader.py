@@ -1421,5 +1421,5 @@ def load_gltf(
     scene = GltfScene(
         path, nodes, tuple(meshes), skins, animations, roots, materials=materials, _table=table
     )
-    scene.charged_bytes = budget.spent
+    scene.charged_bytes = max(budget.high, budget.spent)
     return scene
