@@ -134,3 +134,20 @@ def test_a_zero_or_oversized_target_is_refused(device, size):
         InputError, match=r"offscreen (width|height) must be an int in \[1, 16384\]"
     ):
         OffscreenTarget(device, *size)
+
+
+@pytest.mark.parametrize("path", ("compute", "vertex"))
+def test_weights_that_do_not_sum_to_one_skin_as_normalized_on_both_layouts(device, path):
+    """A vertex's weights summing to 0.8 (or 3) are normalized by SkinnedMesh, as glTF
+    readers do; the lean layout's unorm16 weights then sum to exactly one step count, so both
+    layouts skin the normalized weights (against the float64 reference of those)."""
+    mesh = _mesh(3)
+    raw = mesh.weights.astype(np.float64) * np.where(np.arange(64) % 2, 0.8, 3.0)[:, None]
+    odd = SkinnedMesh(mesh.positions, mesh.normals, mesh.joints, raw)
+    np.testing.assert_allclose(odd.weights.sum(axis=1), 1.0, atol=1e-6)
+    pose = _pose(4, 3)
+    want, _ = methods.get("lbs").reference(odd, pose)
+    for layout in ("exact", "lean"):
+        with Skinner(device, odd, bone_count=4, path=path, layout=layout, method="lbs") as s:
+            got, _ = s.skin(pose)
+        np.testing.assert_allclose(got, want, rtol=0, atol=4 / 65535 * 4.0 + 1e-5)
