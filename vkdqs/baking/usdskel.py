@@ -61,6 +61,12 @@ FORMATS = (".usd", ".usda", ".usdc")
 #: The most channel values (key times x channels) an export samples: a SkelAnimation holds
 #: every animated joint at every key time of any channel.
 MAX_SAMPLED = 10_000_000
+#: The most time samples an export writes (distinct key times x the SkelAnimations holding
+#: them), and the longest timeline (in frames) its stage may have, as a bake's ``MAX_FRAMES``.
+MAX_TIMES = 1_000_000
+#: The most characters of all joint paths of one Skeleton (a joint's path names every ancestor:
+#: a chain of n joints needs n^2 / 2 names).
+MAX_PATH_CHARS = 2**26
 #: How far (in frames) before a STEP key its held value is sampled.
 STEP_FRAMES = 1e-3
 
@@ -114,9 +120,12 @@ def export_usdskel(
     ------
     InputError
         A method OpenUSD cannot express (or one a skin's joint matrices rule out, as for
-        :class:`~vkdqs.Skinner`), an unknown animation, nothing to export.
+        :class:`~vkdqs.Skinner`), an unknown animation, nothing to export; a singular inverse
+        bind matrix, a world matrix past float64, an animated scale past a half's 65504.
     LimitError
-        More than :data:`MAX_SAMPLED` channel values (distinct key times x channels).
+        More than :data:`MAX_SAMPLED` channel values (distinct key times x channels), more
+        than :data:`MAX_TIMES` time samples or timeline frames, joint paths longer than
+        :data:`MAX_PATH_CHARS` in all (a chain thousands of joints deep).
     CapabilityError
         usd-core is missing (``pip install 'vkdqs[usd]'``).
     OutputError
@@ -147,6 +156,15 @@ def export_usdskel(
     if not parts:
         raise InputError(
             f"{scene.path.name}: nothing to export (no mesh with triangles is placed by a node)"
+        )
+    with np.errstate(over="ignore", invalid="ignore"):  # said below, not as numpy warnings
+        rest = scene.node_global_matrices(None)
+    bad = ~np.isfinite(rest).all(axis=(1, 2))
+    if bad.any():
+        node = int(np.argmax(bad))
+        raise InputError(
+            f"{scene.path.name}: nodes[{node}] ({scene.nodes[node].name!r}): its world matrix "
+            "overflows float64 (the scales and translations above it multiply past 1e308)"
         )
     for skin in sorted({p.skin for p in parts if p.skin is not None}):  # over skins
         why = entry.check(scene.skin_traits(skin))
@@ -204,13 +222,15 @@ def _identifiers(names: Sequence[str], fallback: str, taken: set[str] | None = N
     becomes ``fallback<i>``; ``taken`` (updated) holds names already used."""
     taken = set() if taken is None else taken
     out = []
+    suffix: dict[str, int] = {}  # the next suffix to try for each base: linear, not quadratic
     for i, raw in enumerate(names):  # over joints / meshes: names, not a hot path
         name = re.sub(r"[^A-Za-z0-9_]", "_", raw) or f"{fallback}{i}"
         if name[0].isdigit():
             name = "_" + name
-        base, k = name, 1
+        base, k = name, suffix.get(name, 1)
         while name in taken:
             name, k = f"{base}_{k}", k + 1
+        suffix[base] = k
         taken.add(name)
         out.append(name)
     return out
@@ -233,8 +253,22 @@ def _key_times(scene: GltfScene, index: int, fps: float) -> tuple[NDArray[np.flo
         elif ch.interpolation == "CUBICSPLINE" and len(t) > 1:
             resampled = True
             count = math.floor((t[-1] - t[0]) * fps + 1e-6) + 1
+            if count > MAX_TIMES:  # before allocating them
+                raise LimitError(
+                    f"{scene.path.name}: animations[{index}] has a CUBICSPLINE channel of "
+                    f"{t[-1] - t[0]:g} s, {count} samples at {fps:g} fps (at most {MAX_TIMES}): "
+                    "bake it instead (vkdqs bake)"
+                )
             times.append(t[0] + np.arange(count) / fps)
     keys = np.unique(np.concatenate(times)) if times else np.zeros(1)
+    span = (keys[-1] - keys[0]) * fps
+    if len(keys) > MAX_TIMES or span > MAX_TIMES:
+        raise LimitError(
+            f"{scene.path.name}: animations[{index}] has {len(keys)} distinct key times over "
+            f"{span:g} frames at {fps:g} fps; a SkelAnimation holds every one of them and a "
+            f"stage's timeline steps through every frame (at most {MAX_TIMES} each): bake it "
+            "instead (vkdqs bake)"
+        )
     return keys, resampled
 
 
@@ -420,6 +454,17 @@ class _Rig:
         usd[joints] = np.arange(len(joints))
         up = np.where(parent[joints] >= 0, usd[np.maximum(parent[joints], 0)], -1)
         names = _identifiers([scene.nodes[n].name for n in joints], "node")
+        chars = 0
+        length = [0] * len(joints)
+        for i, name in enumerate(names):  # over joints: each path's length, before making it
+            length[i] = len(name) + (length[up[i]] + 1 if up[i] >= 0 else 0)
+            chars += length[i]
+        if chars > MAX_PATH_CHARS:
+            raise LimitError(
+                f"{scene.path.name}: {label}'s {len(joints)} joints (with their ancestors) are "
+                f"{int(scene.node_depths[joints].max()) + 1} deep; UsdSkel names each joint by "
+                f"its path from the root, {chars} characters in all (at most {MAX_PATH_CHARS})"
+            )
         tokens: list[str] = []
         for i, name in enumerate(names):  # over joints: paths, parents first
             tokens.append(name if up[i] < 0 else f"{tokens[up[i]]}/{name}")
@@ -433,7 +478,20 @@ class _Rig:
         # bind transforms: the skin's joints' (inverse bind matrices, inverted); the others'
         # their world matrices at rest (they bind nothing)
         bind = self.rest[joints].copy()
-        bind[usd[nodes]] = np.linalg.inv(ibm)
+        with np.errstate(all="ignore"):
+            det = np.linalg.det(np.asarray(ibm, np.float64))
+            bind[usd[nodes]] = np.linalg.inv(np.where((det != 0)[:, None, None], ibm, np.eye(4)))
+        for what, m in (("bind", bind), ("rest", self.rest_local[joints])):
+            bad = ~np.isfinite(m).all(axis=(1, 2))
+            if what == "bind":
+                bad[usd[nodes]] |= det == 0
+            if bad.any():
+                node = int(joints[np.argmax(bad)])
+                raise InputError(
+                    f"{scene.path.name}: {label}: the {what} transform of nodes[{node}] "
+                    f"({scene.nodes[node].name!r}) is singular or not finite (its inverse bind "
+                    "matrix, or its transforms overflow float64), which UsdSkel cannot hold"
+                )
         skel.CreateBindTransformsAttr(_usd_matrices(bind))
         skel.CreateRestTransformsAttr(_usd_matrices(self.rest_local[joints]))
         return _Skeleton(skel, where, joints, tokens, usd[nodes], self.moved[joints])
@@ -443,6 +501,18 @@ class _Rig:
         weights: joints at each key time, blend shape weights."""
         from pxr import UsdSkel, Vt
 
+        moving = [  # the SkelAnimations sampled at every key time
+            s
+            for s in self.skeletons.values()
+            if self.index is not None and (s.animated.any() or s.shapes)
+        ]
+        samples = len(self.times) * len(moving)
+        if samples > MAX_TIMES:
+            raise LimitError(
+                f"{self.scene.path.name}: animations[{self.index}] moves {len(moving)} "
+                f"skeletons at {len(self.times)} key times, {samples} time samples (at most "
+                f"{MAX_TIMES}): bake it instead (vkdqs bake)"
+            )
         for skel in self.skeletons.values():  # over skeletons
             joints = np.flatnonzero(skel.animated) if self.index is not None else []
             if not len(joints) and not skel.shapes:
@@ -459,6 +529,17 @@ class _Rig:
             )
             if len(joints):
                 t, r, s = self._local_trs(skel.joints[joints])
+                top = float(np.abs(s).max())
+                if top > float(np.finfo(np.float16).max):
+                    raise InputError(
+                        f"{self.scene.path.name}: an animated joint scale reaches {top:g}; "
+                        "UsdSkel keeps joint scales as half floats, at most 65504"
+                    )
+                if float(np.abs(t).max()) > float(np.finfo(np.float32).max):
+                    raise InputError(
+                        f"{self.scene.path.name}: an animated joint translation past float32's "
+                        "range; UsdSkel keeps them as floats"
+                    )
                 half = s.astype(np.float16).astype(np.float64)
                 lost = float(np.abs(half - s).max() / max(np.abs(s).max(), 1e-30))
                 if lost > 1e-5:
