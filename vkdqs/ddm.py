@@ -60,7 +60,7 @@ import scipy.sparse.linalg as spla
 from numpy.typing import ArrayLike, NDArray
 
 from .dq import _as_array, _as_float, _cofactor_normals, _safe_normalize
-from .errors import InputError
+from .errors import MAX_MAGNITUDE, InputError, LimitError
 from .geometry import weld as weld_positions
 
 __all__ = [
@@ -136,11 +136,66 @@ class DirectDeltaMush:
             a = np.array(getattr(self, name), copy=True)
             a.setflags(write=False)
             object.__setattr__(self, name, a)
+        # a precomputation made or edited by hand: refused here, not drawn as NaNs or out of
+        # bounds reads by the shaders
+        om, bones, origin = self.omega, self.bones, self.origin
+        if om.ndim != 3 or om.shape[2] != 10 or om.dtype.kind != "f":
+            raise InputError(
+                f"DirectDeltaMush.omega must be floats of shape (V, N, 10), got {om.shape}"
+            )
+        if bones.shape != om.shape[:2] or bones.dtype.kind not in "iu":
+            raise InputError(
+                f"DirectDeltaMush.bones must be integers of shape {om.shape[:2]}, got "
+                f"{bones.shape} {bones.dtype}"
+            )
+        if origin.shape != (om.shape[0], 3) or origin.dtype.kind not in "fiu":
+            raise InputError(
+                f"DirectDeltaMush.origin must have shape ({om.shape[0]}, 3), got {origin.shape}"
+            )
+        count = _integer(self.bone_count, "DirectDeltaMush.bone_count", 1)
+        if bones.size and (bones.min() < 0 or bones.max() >= count):
+            raise InputError(
+                f"DirectDeltaMush.bones must be in [0, bone_count={count}), got "
+                f"{bones.min()}..{bones.max()}"
+            )
+        for name, a in (("omega", om), ("origin", origin)):
+            if not np.isfinite(a).all():
+                raise InputError(f"DirectDeltaMush.{name} must be finite (it holds NaN or inf)")
 
     @property
     def max_bones(self) -> int:
         """N, the bones kept per vertex."""
         return int(self.omega.shape[1])
+
+
+def _integer(value: Any, name: str, minimum: int) -> int:
+    """``value`` as an int >= ``minimum``; anything else (NaN, inf, a bool, a string, 1.5)
+    an InputError naming it."""
+    ok = not isinstance(value, (bool, np.bool_, str, bytes))
+    try:
+        ok = ok and bool(np.isfinite(value)) and int(value) == value and int(value) >= minimum
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _positions(positions: ArrayLike) -> NDArray[np.float64]:
+    """Rest positions as float64 (V, 3): finite, within +-MAX_MAGNITUDE (as SkinnedMesh's)."""
+    v = _as_float(positions, "positions")
+    if v.ndim != 2 or v.shape[1] != 3:
+        raise InputError(f"positions must have shape (V, 3), got shape {v.shape}")
+    if not np.isfinite(v).all():
+        i, c = np.argwhere(~np.isfinite(v))[0]
+        raise InputError(f"positions[{i}, {c}] = {v[i, c]}: positions must be finite")
+    if v.size and np.abs(v).max() > MAX_MAGNITUDE:
+        i, c = np.argwhere(np.abs(v) > MAX_MAGNITUDE)[0]
+        raise LimitError(
+            f"positions[{i}, {c}] = {v[i, c]:g} exceeds +-{MAX_MAGNITUDE:g}: the GPU computes "
+            "in float32 and larger coordinates would overflow"
+        )
+    return v
 
 
 def _faces(faces: ArrayLike, vertex_count: int) -> NDArray[np.int64]:
@@ -199,11 +254,11 @@ def cotangent_laplacian(
     keep = r != c
     key = r[keep] * n + c[keep]
     uniq, inverse = np.unique(key, return_inverse=True)
-    weights = np.bincount(inverse, weights=w[keep], minlength=uniq.size)
+    weights = np.bincount(inverse, weights=w[keep], minlength=uniq.size).astype(np.float64)
     row, indices = np.divmod(uniq, n)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
-    diagonal = np.bincount(row, weights=weights, minlength=n)
+    diagonal = np.bincount(row, weights=weights, minlength=n).astype(np.float64)
     return indptr, indices.astype(np.int64), weights, diagonal
 
 
@@ -230,6 +285,12 @@ def _dense_weights(joints: ArrayLike, weights: ArrayLike, count: int, bones: int
         )
     if j.size and (j.min() < 0 or j.max() >= bones):
         raise InputError(f"joints must be in [0, bone_count={bones}), got {j.min()}..{j.max()}")
+    if not np.isfinite(w).all():
+        v, s = np.argwhere(~np.isfinite(w))[0]
+        raise InputError(f"weights[{v}, {s}] = {w[v, s]}: weights must be finite")
+    if (w < 0).any():
+        v, s = np.argwhere(w < 0)[0]
+        raise InputError(f"weights[{v}, {s}] = {w[v, s]}: weights must be >= 0")
     out = np.zeros((count, bones))
     np.add.at(out, (np.arange(count)[:, None], j), w)
     return out
@@ -271,13 +332,23 @@ def omega_from_smoothed(
 
 
 def _check_parameters(iterations: int, rotation_step: float, translation_step: float, alpha: float):
-    if int(iterations) != iterations or iterations < 0:
-        raise InputError(f"iterations must be an integer >= 0, got {iterations}")
+    _integer(iterations, "iterations", 0)
     for name, value in (("rotation_step", rotation_step), ("translation_step", translation_step)):
-        if not (np.isfinite(value) and value > 0):
-            raise InputError(f"{name} must be finite and > 0, got {value}")
-    if not (np.isfinite(alpha) and 0 <= alpha < 1):
-        raise InputError(f"alpha must be in [0, 1), got {alpha}")
+        if not (_real(value) and value > 0):
+            raise InputError(f"{name} must be finite and > 0, got {value!r}")
+    if not (_real(alpha) and 0 <= alpha < 1):
+        raise InputError(f"alpha must be in [0, 1), got {alpha!r}")
+
+
+def _real(value: Any) -> bool:
+    """Whether ``value`` is a finite real number (not a bool, a string or an array)."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        return False
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):
+        return False
+    return a.ndim == 0 and a.dtype.kind in "iuf" and bool(np.isfinite(a))
 
 
 def _progress(total: int, enabled: bool) -> Any:
@@ -342,13 +413,10 @@ def precompute_reference(
     ndarray of float64, [V, B, 10]
         Ω per vertex and bone, 10 upper-triangle values (``UPPER``).
     """
-    v = _as_float(positions, "positions")
-    if v.ndim != 2 or v.shape[1] != 3:
-        raise InputError(f"positions must have shape (V, 3), got shape {v.shape}")
-    if int(bone_count) != bone_count or bone_count < 1:
-        raise InputError(f"bone_count must be an integer >= 1, got {bone_count}")
+    v = _positions(positions)
+    bones = _integer(bone_count, "bone_count", 1)
     _check_parameters(iterations, rotation_step, translation_step, alpha)
-    n, bones = v.shape[0], int(bone_count)
+    n = v.shape[0]
     w = _dense_weights(joints, weights, n, bones)
     f = _faces(faces, n)
     inverse = None
@@ -407,9 +475,7 @@ def truncate(
     om = np.asarray(omega, dtype=np.float64)
     if om.ndim != 3 or om.shape[2] != 10:
         raise InputError(f"omega must have shape (V, B, 10), got shape {om.shape}")
-    if int(max_bones) != max_bones or max_bones < 1:
-        raise InputError(f"max_bones must be an integer >= 1, got {max_bones}")
-    keep = min(int(max_bones), om.shape[1])
+    keep = min(_integer(max_bones, "max_bones", 1), om.shape[1])
     order = np.argsort(-np.abs(om[:, :, 9]), axis=1, kind="stable")[:, :keep]
     return np.take_along_axis(om, order[:, :, None], axis=1), order.astype(np.int64)
 

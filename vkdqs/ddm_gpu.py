@@ -48,11 +48,13 @@ from .ddm import (
     _check_parameters,
     _dense_weights,
     _faces,
+    _integer,
+    _positions,
     cotangent_laplacian,
     omega_from_smoothed,
     reframe,
 )
-from .dq import _as_float
+from .dq import _as_array
 from .errors import InputError, LimitError
 from .geometry import weld as weld_positions
 from .gpu import (
@@ -306,15 +308,16 @@ def _inputs(mesh: SkinnedMesh | tuple, bone_count: int | None) -> tuple:
             "direct_delta_mush takes a SkinnedMesh or (positions, faces, joints, weights), got "
             f"{type(mesh).__name__}"
         )
-    positions = _as_float(arrays[0], "positions")
-    if positions.ndim != 2 or positions.shape[1] != 3:
-        raise InputError(f"positions must have shape (V, 3), got shape {positions.shape}")
-    joints = np.asarray(arrays[2])
+    positions = _positions(arrays[0])
+    joints = _as_array(arrays[2], "joints")
+    if joints.dtype == bool or not np.issubdtype(joints.dtype, np.integer):
+        raise InputError(f"joints must be an integer array, got {joints.dtype}")
+    if joints.size and joints.min() < 0:
+        raise InputError(f"joints must be >= 0, got {joints.min()}")
     if bone_count is None:
         bone_count = int(joints.max()) + 1 if joints.size else 1
-    if int(bone_count) != bone_count or bone_count < 1:
-        raise InputError(f"bone_count must be an integer >= 1, got {bone_count}")
-    return positions, arrays[1], arrays[2], arrays[3], int(bone_count)
+    bone_count = _integer(bone_count, "bone_count", 1)
+    return positions, arrays[1], joints, arrays[3], bone_count
 
 
 def _csr_texels(positions: NDArray, faces: ArrayLike) -> tuple[NDArray, NDArray, float, float]:
@@ -371,6 +374,8 @@ def _reach(rows: NDArray, entries: NDArray, seeds: NDArray, hops: int) -> NDArra
 def _keep_strongest(values: NDArray, bones: NDArray, alpha: float, keep: int) -> tuple:
     """The ``keep`` strongest of each vertex's smoothed columns (``[V, M, 11]``: 10 values of
     Ψ, then w'), by ``|Ω[9]| = |(1 - α) Ψ[9] + α w'|`` as :func:`vkdqs.ddm.truncate` ranks."""
+    if values.shape[1] == 0:  # a chunk of the sum alone (one column a chunk: a big mesh)
+        return values, bones
     strength = np.abs((1.0 - alpha) * values[:, :, 9] + alpha * values[:, :, 10])
     order = np.argsort(-strength, axis=1, kind="stable")[:, :keep]
     n, m = values.shape[:2]
@@ -431,8 +436,7 @@ def direct_delta_mush(
     """
     positions, faces, joints, weights, bones = _inputs(mesh, bone_count)
     _check_parameters(iterations, rotation_step, translation_step, alpha)
-    if int(max_bones) != max_bones or max_bones < 1:
-        raise InputError(f"max_bones must be an integer >= 1, got {max_bones}")
+    _integer(max_bones, "max_bones", 1)
     params = _Parameters(
         bones, int(iterations), float(rotation_step), float(translation_step), float(alpha)
     )
@@ -484,6 +488,9 @@ def _precompute(
     bones, iterations, rotation_step, translation_step, alpha = params
     n = positions.shape[0]
     w = _dense_weights(joints, weights, n, bones)
+    if n == 0:  # nothing to smooth (no buffer can be empty): the reference's empty Ω
+        empty = np.zeros((0, keep, 10), np.float32)
+        return DirectDeltaMush(empty, np.zeros((0, keep), np.uint32), positions, *params)
     rows, entries, spread, ratio = _csr_texels(positions, faces)
     steps = (rotation_step, translation_step)
     if iterations:

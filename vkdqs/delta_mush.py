@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from .ddm import _faces, _integer, _positions, _real
 from .errors import InputError
 from .geometry import vertex_normals
 from .geometry import weld as weld_positions
@@ -104,6 +105,48 @@ class DeltaMush:
     iterations: int
     step: float
     canonical: NDArray[np.int64]
+
+    def __post_init__(self) -> None:
+        # a bind made or edited by hand is refused here, not read out of bounds by the shader
+        # or turned into NaNs; the arrays are read-only copies, so it stays as checked
+        for name in ("faces", "offsets", "neighbours", "frame_neighbour", "deltas", "canonical"):
+            a = np.array(getattr(self, name), copy=True)
+            a.setflags(write=False)
+            object.__setattr__(self, name, a)
+        offsets, n = self.offsets, len(self.offsets) - 1
+        ints = ("faces", "offsets", "neighbours", "frame_neighbour", "canonical")
+        for name in ints:
+            if getattr(self, name).dtype.kind not in "iu":
+                raise InputError(f"DeltaMush.{name} must be integers")
+        if offsets.ndim != 1 or n < 0 or offsets[0] != 0 or (np.diff(offsets) < 0).any():
+            raise InputError("DeltaMush.offsets must be CSR row starts: from 0, increasing")
+        if self.neighbours.shape != (offsets[-1],):
+            raise InputError(
+                f"DeltaMush.neighbours must have offsets[-1] = {offsets[-1]} entries, got "
+                f"shape {self.neighbours.shape}"
+            )
+        shapes = {"frame_neighbour": (n,), "canonical": (n,), "deltas": (n, 3)}
+        for name, shape in shapes.items():
+            if getattr(self, name).shape != shape:
+                raise InputError(
+                    f"DeltaMush.{name} must have shape {shape} (N = {n} vertices), got "
+                    f"{getattr(self, name).shape}"
+                )
+        if self.faces.ndim != 2 or self.faces.shape[1] != 3:
+            raise InputError(f"DeltaMush.faces must have shape (T, 3), got {self.faces.shape}")
+        for name in ints[1:]:
+            if name == "offsets":
+                continue
+            a = getattr(self, name)
+            if a.size and (a.min() < 0 or a.max() >= n):
+                raise InputError(f"DeltaMush.{name} must be vertex indices in [0, {n})")
+        if self.faces.size and (self.faces.min() < 0 or self.faces.max() >= n):
+            raise InputError(f"DeltaMush.faces must be vertex indices in [0, {n})")
+        if not np.isfinite(self.deltas).all():
+            raise InputError("DeltaMush.deltas must be finite (it holds NaN or inf)")
+        _integer(self.iterations, "DeltaMush.iterations", 0)
+        if not (_real(self.step) and 0.0 < self.step <= 1.0):
+            raise InputError(f"DeltaMush.step must be in (0, 1], got {self.step!r}")
 
     @property
     def vertex_count(self) -> int:
@@ -258,13 +301,12 @@ def farthest_neighbours(
 
 
 def _check(positions: ArrayLike, faces: ArrayLike) -> tuple[NDArray, NDArray]:
-    p = np.asarray(positions, np.float64)
-    if p.ndim != 2 or p.shape[1] != 3 or not np.isfinite(p).all():
-        raise InputError(f"positions must be finite with shape (N, 3), got shape {p.shape}")
-    tri = np.asarray(faces)
-    if tri.size % 3 or (tri.size and (tri.min() < 0 or tri.max() >= len(p))):
-        raise InputError("faces must be triangles of vertex indices below N")
-    return p, tri.astype(np.int64).reshape(-1, 3)
+    """Positions (N, 3), finite and within +-MAX_MAGNITUDE, and integer faces (T, 3) of
+    vertex indices below N, as Direct Delta Mush checks them (:mod:`vkdqs.ddm`)."""
+    p = _positions(positions)
+    if np.size(faces) == 0:  # no triangles, as [] (float64 to numpy) or (0, 3) of any type
+        return p, np.zeros((0, 3), np.int64)
+    return p, _faces(faces, len(p))
 
 
 def _collapsed(
@@ -312,9 +354,8 @@ def delta_mush_bind(
     A vertex whose neighbourhood the smoothing shrinks below :data:`COLLAPSED` of its rest size
     (a small separate part: a lone triangle) is not mushed; it keeps its skinned position."""
     p, tri = _check(positions, faces)
-    if isinstance(iterations, bool) or int(iterations) != iterations or iterations < 0:
-        raise InputError(f"iterations must be an int >= 0, got {iterations!r}")
-    if not (np.isfinite(step) and 0.0 < step <= 1.0):
+    _integer(iterations, "iterations", 0)
+    if not (_real(step) and 0.0 < step <= 1.0):
         raise InputError(f"step must be in (0, 1], got {step!r}")
     n = len(p)
     canonical = np.arange(n)
@@ -364,6 +405,8 @@ def delta_mush_reference(
         raise InputError(
             f"skinned_positions must have shape ({bind.vertex_count}, 3), got {q.shape}"
         )
+    if not np.isfinite(q).all():
+        raise InputError("skinned_positions must be finite (they hold NaN or inf)")
     s = smooth(q, bind.offsets, bind.neighbours, bind.iterations, bind.step)
     f = frames(s, bind.faces, bind.frame_neighbour, bind.canonical)
     out = s + np.einsum("nij,nj->ni", f, bind.deltas)

@@ -527,7 +527,7 @@ def check_ddm(ddm: object, mesh: SkinnedMesh, bone_count: int, method: str = "dd
 
 def check_delta_mush(bind: object, mesh: SkinnedMesh, method: str = "delta_mush") -> None:
     """Refuse a Delta Mush bind that is not a :class:`~vkdqs.delta_mush.DeltaMush` of a mesh of
-    ``mesh``'s vertex count."""
+    ``mesh``'s vertex count and triangles (its smoothing follows them)."""
     from .delta_mush import DeltaMush
 
     if not isinstance(bind, DeltaMush):
@@ -539,6 +539,12 @@ def check_delta_mush(bind: object, mesh: SkinnedMesh, method: str = "delta_mush"
         raise InputError(
             f"delta_mush was bound for another mesh ({bind.vertex_count} vertices) than this "
             f"one ({mesh.vertex_count})"
+        )
+    faces = np.asarray(mesh.indices).reshape(-1, 3)
+    if bind.faces.shape != faces.shape or not np.array_equal(bind.faces, faces):
+        raise InputError(
+            f"delta_mush was bound with other triangles ({len(bind.faces)}) than this mesh's "
+            f"({len(faces)}): delta_mush_bind(mesh.positions, mesh.indices)"
         )
 
 
