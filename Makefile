@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEB_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslc spirv-tools xvfb
 
-.PHONY: demo test test-quick test-width128 soak fuzz fuzz-short deps venv lint format shaders check-shaders bench figures \
+.PHONY: demo test test-quick test-width128 soak fuzz fuzz-short fuzz-manifest deps venv lint format shaders check-shaders bench figures \
 	pictures docs docs-check docs-tools clean
 
 demo: deps venv
@@ -60,6 +60,18 @@ fuzz: venv
 	  2>&1 | sed '/^#/d; /^INFO: Instrumenting/d' \
 	  || { echo "fuzz: the crash is in $(FUZZ_DIR)/crashes/: keep it in tests/fuzz/crashes/" \
 	       "(tests/test_fuzz_regressions.py replays it) and fix it" >&2; exit 1; }
+
+# The batch manifest reader (tests/fuzz/manifest.py): torn, hand-edited and hostile lines; seeded
+# from tests.fuzz.manifest.seed_lines (tests/test_manifest_fuzz.py is its short version).
+fuzz-manifest: venv
+	@$(PY) -c "import atheris" 2>/dev/null || $(PY) -m pip install -q atheris
+	mkdir -p $(FUZZ_DIR)/manifest-corpus $(FUZZ_DIR)/manifest-crashes
+	$(PY) -c "from tests.fuzz.manifest import seed_lines; import pathlib, sys; \
+	  pathlib.Path(sys.argv[1], 'seed.jsonl').write_bytes(b'\\n'.join(seed_lines()) + b'\\n')" \
+	  $(FUZZ_DIR)/manifest-corpus
+	$(PY) -m tests.fuzz.manifest -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	  -max_len=65536 -artifact_prefix=$(FUZZ_DIR)/manifest-crashes/ $(FUZZ_ARGS) \
+	  $(FUZZ_DIR)/manifest-corpus
 
 # CI's run is seeded and counted (not timed), so it is the same run on every machine: a crash
 # there is the code's, never the luck of a draw; `make fuzz` keeps exploring.

@@ -53,6 +53,8 @@ ALLOWED_FAILURES = 1
 #: Times a finished task's result may be lost (its worker died before the result was fetched,
 #: and the scheduler computed it again) before the task is recorded as failed.
 MAX_LOST_RESULTS = 5
+#: Seconds a scheduler (``scheduler=``) has to answer when the batch connects to it.
+CONNECT_TIMEOUT = 20.0
 #: The fields of a manifest line, in order.
 FIELDS = (
     "input",
@@ -218,16 +220,48 @@ def find_models(models: Iterable[str | Path], out_dir: Path | None = None) -> li
 
 def read_manifest(path: str | Path) -> list[BatchRecord]:
     """The records of a manifest, oldest first; lines that are not records (a torn last line
-    of a killed run) are left out."""
+    of a killed run, a hand-edited line whose fields do not have their types) are left out."""
     records = []
     for raw in read_lines(path):  # over lines
         try:
             data = json.loads(raw)
-            if isinstance(data, dict) and isinstance(data.get("input"), str):
-                records.append(BatchRecord.of(data))
-        except (ValueError, TypeError):
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deep
             continue
+        if isinstance(data, dict) and _well_typed(data):
+            records.append(BatchRecord.of(data))
     return records
+
+
+#: The fields a manifest line may leave out (older runs', or null), and what the others hold.
+_TEXT = ("input", "method")
+_OPTIONAL_TEXT = ("clip", "output", "error", "key", "input_sha256")
+_COUNTS = ("frames", "bytes")
+_MESSAGES = ("validation", "warnings")
+
+
+def _well_typed(data: dict[str, Any]) -> bool:
+    """Whether a manifest line's fields have their types (a hand-edited line may not: left
+    out, as a line that is not JSON is, rather than acted on)."""
+
+    def count(v: Any) -> bool:
+        return v is None or (type(v) is int and v >= 0)
+
+    seconds = data.get("seconds")
+    if type(seconds) is int:  # (a float may not hold a huge one)
+        seconds = float(seconds) if seconds < 2**53 else -1.0
+    return (
+        all(isinstance(data.get(k), str) for k in _TEXT)
+        and all(isinstance(data.get(k), (str, type(None))) for k in _OPTIONAL_TEXT)
+        and all(count(data.get(k)) for k in _COUNTS)
+        and (
+            seconds is None or (type(seconds) is float and math.isfinite(seconds) and seconds >= 0)
+        )
+        and all(
+            data.get(k) is None
+            or (isinstance(data[k], list) and all(isinstance(m, str) for m in data[k]))
+            for k in _MESSAGES
+        )
+    )
 
 
 def _format(fmt: str) -> str:
@@ -401,10 +435,9 @@ def _plan(
     forbidden = [p for p in inputs if os.path.dirname(p) == os.path.realpath(out)]
     jobs: list[dict] = []
     skipped: dict[int, list[BatchRecord]] = {}
+    max_json = MAX_JSON_BYTES if max_bytes is None else min(max_bytes, MAX_JSON_BYTES)
     for i, path in enumerate(paths):  # over models
-        digest, names = describe(
-            path, MAX_JSON_BYTES if max_bytes is None else min(max_bytes, MAX_JSON_BYTES)
-        )
+        digest, names = describe(path, max_json)
         pairs = (
             None if names is None else model_pairs(names, selection, stems[path], options["format"])
         )
@@ -420,6 +453,7 @@ def _plan(
             "out_dir": str(out),
             "forbidden": forbidden,
             "max_bytes": max_bytes,
+            "max_json": max_json,
             "pairs": 1 if pairs is None else len(pairs),
             "outputs": [] if pairs is None else [p.output for p in pairs],
         }
@@ -466,13 +500,49 @@ def _clean_temporaries(out: Path, jobs: list[dict]) -> None:
                     pass
 
 
+def _probe(scheduler: str, timeout: float) -> None:
+    """Raise an InputError unless ``scheduler`` answers as a Dask scheduler within ``timeout``
+    seconds. (``distributed.Client`` waits forever for the handshake of a port that accepts and
+    says nothing, and takes a worker's address for a scheduler's.)."""
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm import connect
+
+    async def identity() -> Any:
+        comm = await asyncio.wait_for(connect(scheduler, timeout=timeout), timeout)
+        try:
+            await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
+            return await asyncio.wait_for(comm.read(), timeout)
+        finally:
+            comm.abort()
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)  # its own event loop, whatever runs here
+    try:
+        reply = pool.submit(asyncio.run, identity()).result(timeout + 5.0)
+    except Exception as exc:  # refused, timed out, not Dask's protocol, a bad address
+        why = str(exc) or type(exc).__name__
+        if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+            why = f"no answer within {timeout:g} s"
+        elif not isinstance(exc, (OSError, ValueError)):  # what it sent is not Dask's protocol
+            why = f"it does not answer in Dask's protocol ({type(exc).__name__})"
+        raise InputError(f"cannot reach the Dask scheduler {scheduler!r}: {why}") from None
+    finally:
+        pool.shutdown(wait=False)
+    kind = reply.get("type") if isinstance(reply, dict) else None
+    if kind != "Scheduler":
+        what = f"a Dask {kind}" if isinstance(kind, str) else "something else"
+        raise InputError(f"{scheduler!r} is not a Dask scheduler: {what} answered there")
+
+
 def _client(distributed: Any, jobs: int | None, scheduler: str | None) -> tuple[Any, Any]:
     """(client, local cluster or None)."""
     import dask
 
     if scheduler is not None:
+        _probe(scheduler, CONNECT_TIMEOUT)
         try:
-            return distributed.Client(scheduler, timeout="20s"), None
+            return distributed.Client(scheduler, timeout=f"{CONNECT_TIMEOUT}s"), None
         except (OSError, TimeoutError, ValueError) as exc:
             raise InputError(f"cannot reach the Dask scheduler {scheduler!r}: {exc}") from None
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):

@@ -24,7 +24,7 @@ from typing import Any
 
 from distributed import WorkerPlugin, get_worker
 
-from .batch_plan import model_pairs, pair_key
+from .batch_plan import describe, model_pairs, pair_key
 
 #: The plugin's name on the workers (registering it again replaces it: the old Device closes);
 #: :func:`vkdqs.bake_batch` registers one per batch, named ``<PLUGIN>-<random hex>``.
@@ -157,18 +157,23 @@ def _bake(job: dict[str, Any], plugin: DevicePlugin) -> list[dict[str, Any]]:
         base.update(fields)
         return base
 
-    try:
-        scene = load_gltf(path, max_bytes=job["max_bytes"])
-    except Exception as exc:  # the model's error is every pair's the client planned
+    def planned(error: str) -> list[dict[str, Any]]:  # the model's error, every planned pair's
         names = job["labels"]
         pairs = (
             [] if names is None else model_pairs(names, job["clips"], job["stem"], job["suffix"])
         )
         if not pairs:
-            return [record(None, None, error=_error(exc))]
-        return [
-            record(p.clip, pair_key(job["digest"], p.clip, opts), error=_error(exc)) for p in pairs
-        ]
+            return [record(None, None, error=error)]
+        return [record(p.clip, pair_key(job["digest"], p.clip, opts), error=error) for p in pairs]
+
+    try:
+        scene = load_gltf(path, max_bytes=job["max_bytes"])
+    except Exception as exc:
+        return planned(_error(exc))
+    # what was loaded must be what the client planned (and keyed) from: a model rewritten in
+    # between would be recorded under the old content's key, and skipped when that comes back
+    if describe(path, job["max_json"])[0] != job["digest"]:
+        return planned(f"{path.name}: changed while the batch ran; not baked (run it again)")
     labels = [a.name for a in scene.animations]
     out: list[dict[str, Any]] = []
     forbidden = {os.path.realpath(p) for p in job["forbidden"]}
