@@ -11,12 +11,16 @@ DEB_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslc spi
 demo: deps venv
 	$(PY) -m vkdqs demo
 
-# One lavapipe rasterizer thread unless LP_NUM_THREADS says otherwise: the suite is mostly
-# Python, and on 2 cores its own threads and lavapipe's compete (4:46 against 5:56 with one
-# rasterizer thread per core); test-width128 runs with lavapipe's default, one per core.
+# The suite runs in TEST_JOBS pytest-xdist worker processes (one per core by default; 1 runs
+# it in one process), each with one lavapipe rasterizer thread unless LP_NUM_THREADS says
+# otherwise: the suite is mostly Python, so processes use the cores better than lavapipe's
+# threads do (2:48 against 4:46 in one process with one thread, 5:56 with one thread per core,
+# on 2 cores). test-width128 runs with lavapipe's default, one thread per core.
+TEST_JOBS ?= auto
+XDIST = $(if $(filter 1,$(TEST_JOBS)),-p no:xdist,-n $(TEST_JOBS))
 test: deps venv
 	LP_NUM_THREADS=$${LP_NUM_THREADS:-1} VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
-	  $(PY) -m pytest $(PYTEST_ARGS)
+	  $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The tests that draw images or skin on the GPU and compare the results (docs/tests.md): run
 # again by CI at lavapipe's 128-bit width (CPUs without AVX, ARM servers; about 1.5 minutes).
@@ -26,15 +30,15 @@ IMAGE_TESTS := $(addprefix tests/test_,$(addsuffix .py,draw_compute ddm_render o
 	dqs_blender mush_seams hostile_draw))
 test-width128: deps venv
 	LP_NATIVE_VECTOR_WIDTH=128 VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
-	  $(PY) -m pytest -m gpu $(IMAGE_TESTS) $(PYTEST_ARGS)
+	  $(PY) -m pytest $(XDIST) -m gpu $(IMAGE_TESTS) $(PYTEST_ARGS)
 
 # For development (CI runs everything): the tests that open no device, then a few GPU files
 # that cover skinning, drawing and compute-then-draw (about 1.5 minutes on 2 cores).
 QUICK_GPU_TESTS := tests/test_gpu_skinning.py tests/test_offscreen_render.py \
 	tests/test_draw_compute.py tests/test_registry.py
 test-quick: deps venv
-	$(PY) -m pytest -q -m "not gpu" $(PYTEST_ARGS)
-	VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} $(PY) -m pytest -q $(QUICK_GPU_TESTS) \
+	$(PY) -m pytest $(XDIST) -q -m "not gpu" $(PYTEST_ARGS)
+	VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} $(PY) -m pytest $(XDIST) -q $(QUICK_GPU_TESTS) \
 	  $(PYTEST_ARGS)
 
 # Leak soak (not part of `make test`): the full cycle counts of tests/soak.py, validation layer

@@ -76,6 +76,7 @@ def cluster():
         threads_per_worker=1,
         processes=True,
         dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": ":0"},  # as vkdqs's own: no fixed port
         silence_logs=40,
     ) as c:
         yield c

@@ -104,7 +104,7 @@ def test_bake_benchmark_smoke(tmp_path, device):
 def test_crowd_benchmark_smoke(tmp_path, device):
     out = tmp_path / "crowd.json"
     args = ["--counts", "1", "3", "--meshes", "rig1.7k", "--rounds", "1", "--frames", "1"]
-    args += ["--culling-counts", "64", "--culling-size", "160", "120"]
+    args += ["--culling-counts", "64", "--culling-size", "160", "120", "--textured-counts", "8"]
     text = _run("bench_crowd.py", *args, "--max-instances", "1", "--out", str(out))
     assert "culling (camera on half of the grid, 160x120)" in text
     assert "crowd fps" in text
@@ -127,6 +127,11 @@ def test_crowd_benchmark_smoke(tmp_path, device):
     ]
     for s in data["single_instance"]:
         assert s["single"]["gpu_ms"] > 0 and s["single"]["gpu_ns_per_vertex"] > 0
+    assert "textured crowds" in text
+    assert [(t["method"], t["copies"]) for t in data["textured"]] == [("dqs", 8), ("lbs", 8)]
+    for t in data["textured"]:
+        assert t["textured"]["copies_drawn"] == t["untextured"]["copies_drawn"] == 8
+        assert t["textured/untextured GPU ms"] > 0
     for r in results:
         c = r["crowd"]
         assert c["gpu_ms"] > 0
@@ -157,7 +162,7 @@ def test_crowd_benchmark_without_pygfx(tmp_path, device):
     out = tmp_path / "crowd.json"
     args = ["--counts", "1", "--meshes", "rig1.7k", "--methods", "lbs", "--rounds", "1"]
     args += ["--frames", "1", "--max-instances", "1", "--max-pygfx", "1", "--pygfx"]
-    args += ["--culling-counts"]
+    args += ["--culling-counts", "--textured-counts"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(stub), *sys.path])}
     result = subprocess.run(
         [sys.executable, str(BENCH / "bench_crowd.py"), *args, "--out", str(out)],

@@ -53,6 +53,7 @@ def cluster():
         threads_per_worker=1,
         processes=True,
         dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": ":0"},  # as vkdqs's own: no fixed port
         silence_logs=40,
     ) as c:
         yield c
@@ -331,6 +332,25 @@ def silent_port():
     for conn in held:
         conn.close()
     server.close()
+
+
+def test_a_batch_while_port_8787_is_taken_says_nothing_about_ports(tmp_path, recwarn):
+    """Two batches on one machine (or a batch beside a Dask dashboard): vkdqs's own cluster binds
+    no fixed port, so nothing warns that 8787, Dask's default, is in use."""
+    taken = socket.socket()
+    try:
+        taken.bind(("", 8787))
+        taken.listen(1)
+    except OSError:
+        pass  # another process holds it: the same case
+    try:
+        report = bake_batch(
+            _rig(tmp_path / "m.glb"), tmp_path / "out", fps=FPS, jobs=1, timeout=LIMIT
+        )
+    finally:
+        taken.close()
+    assert report.ok and report.baked >= 1
+    assert not [w for w in recwarn if "already in use" in str(w.message)]
 
 
 def _closed_port() -> int:

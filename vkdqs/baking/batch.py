@@ -551,6 +551,9 @@ def _client(distributed: Any, jobs: int | None, scheduler: str | None) -> tuple[
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
+            # no dashboard; the scheduler's small HTTP server (health, metrics) on a free port,
+            # so a second batch on the machine does not warn that port 8787 is taken
+            scheduler_kwargs={"dashboard_address": ":0"},
             silence_logs=logging.ERROR,
         )
         try:
