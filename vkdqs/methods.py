@@ -132,9 +132,14 @@ class SkinTraits:
         """The traits of joint matrices ``[..., 4, 4]`` (or ``[..., 3, 4]``): any pose of any
         batch shape."""
         m = np.asarray(matrices, dtype=np.float64)
-        if m.ndim < 2 or m.shape[-2:] not in ((4, 4), (3, 4)) or not np.isfinite(m).all():
+        if m.ndim < 2 or m.shape[-2:] not in ((4, 4), (3, 4)):
+            raise InputError(f"joint matrices must be of shape [..., 4, 4], got shape {m.shape}")
+        finite = np.isfinite(m).all(axis=(-2, -1))
+        if not finite.all():
+            where = np.unravel_index(int(np.argmin(finite)), finite.shape)
             raise InputError(
-                f"joint matrices must be finite, of shape [..., 4, 4], got shape {m.shape}"
+                f"joint matrices must be finite; the one at {list(map(int, where))} is not "
+                "(an animation whose keys multiply past float64, or a NaN)"
             )
         kinds = dq.matrix_kinds(m)
         scale = bool(kinds.scale.any())

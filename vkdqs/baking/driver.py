@@ -298,7 +298,9 @@ class _Frames:
         cheaper without)."""
         scene = self.scene
         globs = [scene.node_global_matrices(animation, t) for t in times]  # over frames
-        joints = [skin_matrices(scene, self.skins, g) for g in globs]
+        _check_finite(scene, np.stack(globs), times, "its world matrix")
+        with np.errstate(over="ignore", invalid="ignore"):  # said below, not by numpy
+            joints = [skin_matrices(scene, self.skins, g) for g in globs]
         shape = (len(times), self.vertex_count, 3)
         one = len(self.parts) == 1
         pos = None if one else np.empty(shape, np.float32)
@@ -315,6 +317,14 @@ class _Frames:
             )
             if part.kind == "skinned":
                 mats = np.stack([j[part.skin] for j in joints])
+                finite = np.isfinite(mats).all(axis=(2, 3))
+                if not finite.all():
+                    frame, joint = np.unravel_index(int(np.argmin(finite)), finite.shape)
+                    raise InputError(
+                        f"{scene.path.name}: skins[{part.skin}]: joint {joint}'s matrix at "
+                        f"{times[frame]:g} s overflows float64 (its world matrix times its "
+                        "inverse bind matrix)"
+                    )
                 try:
                     if self.boxes:
                         p, n, box = self.skinners[i].skin_many(
@@ -324,11 +334,13 @@ class _Frames:
                         p, n = self.skinners[i].skin_many(mats, morph_weights=weights)
                         box = np.full((len(p), 2, 3), np.nan, np.float32)
                 except InputError as exc:
+                    # LBS takes any finite matrices: the way out, unless it is the method failing
+                    general = methods.get("lbs")
+                    hint = "" if methods.get(self.method) is general else " (try method 'lbs')"
                     raise InputError(
                         f"{scene.path.name}: skin {part.skin} "
                         f"({scene.skins[part.skin].name!r}): {self.method} cannot take its joint "
-                        f"matrices between {times[0]:g} and {times[-1]:g} s: {exc} "
-                        "(try method 'lbs')"
+                        f"matrices between {times[0]:g} and {times[-1]:g} s: {exc}{hint}"
                     ) from exc
             else:
                 zeros = np.zeros((g.vertex_count, 1), np.int64)
@@ -684,3 +696,16 @@ class _Reported:
             self.writer.abort()
         except OSError:  # cleaning up after an error: that error is the one to report
             pass
+
+
+def _check_finite(scene: GltfScene, globs: NDArray, times: NDArray, what: str) -> None:
+    """Refuse frames whose node world matrices (``globs``, frames x nodes) are not finite: an
+    animation's keys that multiply past float64 down the hierarchy."""
+    finite = np.isfinite(globs).all(axis=(2, 3))
+    if not finite.all():
+        frame, node = np.unravel_index(int(np.argmin(finite)), finite.shape)
+        raise InputError(
+            f"{scene.path.name}: nodes[{node}] ({scene.nodes[node].name!r}): {what} at "
+            f"{times[frame]:g} s overflows float64 (the animation's keys of the nodes above it "
+            "multiply past 1e308)"
+        )

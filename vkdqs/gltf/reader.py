@@ -1422,4 +1422,24 @@ def load_gltf(
         path, nodes, tuple(meshes), skins, animations, roots, materials=materials, _table=table
     )
     scene.charged_bytes = max(budget.high, budget.spent)
+    _check_rest_pose(name, scene, table)
     return scene
+
+
+def _check_rest_pose(name: str, scene: GltfScene, table: _NodeTable) -> None:
+    """Refuse a file whose rest pose places what it draws nowhere: scales and translations
+    that multiply past float64 down the hierarchy to a joint or a node drawing a mesh rigidly
+    (a skinned mesh's own node is not used; nodes that place nothing do not matter)."""
+    used = np.zeros(len(scene.nodes), bool)
+    used[(table.mesh >= 0) & (table.skin < 0)] = True
+    for skin in scene.skins:  # over skins
+        used[skin.joints] = True
+    if not used.any():
+        return
+    finite = np.isfinite(scene.node_global_matrices(None)).all(axis=(1, 2)) | ~used
+    if not finite.all():
+        node = int(np.argmin(finite))
+        raise GltfError(
+            f"{name}: nodes[{node}]: its world matrix overflows float64 (the scales and "
+            "translations of the nodes above it multiply past 1e308)"
+        )

@@ -521,8 +521,12 @@ class GltfScene:
         return local
 
     def _compose(self, t: NDArray, r: NDArray, s: NDArray) -> NDArray[np.float64]:
-        """Global matrices of every node from local TRS (matrix nodes use their matrix)."""
-        return hierarchy.global_matrices(self._locals(t, r, s), self._parent, self._table.depth)
+        """Global matrices of every node from local TRS (matrix nodes use their matrix). Where
+        an animation's keys multiply past float64 the matrices hold inf or NaN, without numpy's
+        warnings: the skinners and writers refuse non-finite matrices in one line of their own
+        (a rest pose that overflows is refused when the file loads)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return hierarchy.global_matrices(self._locals(t, r, s), self._parent, self._table.depth)
 
     def skinning_matrices(
         self,
