@@ -5,9 +5,10 @@ For tubes of N vertices (64 bones, 4 influences; ``--noisy`` multiplies every we
 factor in [0.7, 1.3], so no two vertices or triangles share weights, the worst case for the
 triangle merging), times ``vkdqs.centers_of_rotation`` end to end (pair binning on the CPU, the
 GPU dispatches, the division) and the brute-force float64 reference
-(``vkdqs.cor.centers_of_rotation_reference``). The reference costs the same for every vertex
-(each is compared with every triangle), so for large N it runs on ``--reference-vertices``
-vertices spread over the mesh and its time is scaled to N; the error is measured on those.
+(``vkdqs.methods.cor.reference.centers_of_rotation_reference``). The reference costs the same for
+every vertex (each is compared with every triangle), so for large N it runs on
+``--reference-vertices`` vertices spread over the mesh and its time is scaled to N; the error is
+measured on those.
 
     python benchmarks/bench_centers.py [--sizes 10000 100000] [--noisy] [--rounds 3]
 
@@ -25,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from vkdqs import SkinnedMesh, procedural
-from vkdqs.centers import centers_of_rotation
-from vkdqs.cor import centers_of_rotation_reference, pair_bins
 from vkdqs.gpu.device import Device
+from vkdqs.methods.cor.gpu import centers_of_rotation
+from vkdqs.methods.cor.reference import centers_of_rotation_reference, pair_bins
 
 BONES = 64
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -69,13 +69,13 @@ import numpy as np
 
 from vkdqs import AnimationClip, dq, procedural
 from vkdqs import methods as registry
-from vkdqs.bounds import outside_frustum
+from vkdqs.engine.bounds import outside_frustum
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.geometry import transform_boxes
 from vkdqs.gpu.device import Device
 from vkdqs.material import Material
 from vkdqs.mesh import SkinnedMesh
-from vkdqs.renderer import Renderer
-from vkdqs.targets import OffscreenTarget
 
 W, H = 160, 120
 FPS = 30.0

@@ -2,10 +2,10 @@
 
 For tubes of N vertices (``--bones`` bones, 4 influences), times ``vkdqs.direct_delta_mush``
 end to end (Laplacian and inputs on the CPU, the smoothing sweeps on the GPU, the truncation and
-Ω on the CPU) and ``vkdqs.ddm.precompute_reference`` (sparse LU solves, float64), then poses both
-(truncated to 8 bones) with a 90° bend of the chain and reports the largest position difference
-over the extent. The issue's targets: under 30 s for 100k vertices on lavapipe and at least 20x
-the reference.
+Ω on the CPU) and ``vkdqs.methods.ddm.reference.precompute_reference`` (sparse LU solves, float64),
+then poses both (truncated to 8 bones) with a 90° bend of the chain and reports the largest position
+difference over the extent. The issue's targets: under 30 s for 100k vertices on lavapipe and at
+least 20x the reference.
 
     python benchmarks/bench_ddm.py [--sizes 10000 100000] [--bones 64] [--rounds 3]
         [--reference-sizes 10000]
@@ -26,9 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from vkdqs import ddm, procedural
-from vkdqs.ddm_gpu import direct_delta_mush
+from vkdqs import procedural
 from vkdqs.gpu.device import Device
+from vkdqs.methods.ddm import reference as ddm
+from vkdqs.methods.ddm.gpu import direct_delta_mush
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -34,10 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from vkdqs import SkinnedMesh, procedural
-from vkdqs.ddm import DirectDeltaMush
-from vkdqs.ddm_gpu import direct_delta_mush
+from vkdqs.engine.skinner import Skinner
 from vkdqs.gpu.device import Device
-from vkdqs.skinner import Skinner
+from vkdqs.methods.ddm.gpu import direct_delta_mush
+from vkdqs.methods.ddm.reference import DirectDeltaMush
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -6,9 +6,9 @@ over LBS and over DQS with ``--iterations`` smoothing steps (10 by default), eac
 after warm-up; the table reports medians, and the Delta Mush / LBS ratio is the median of the
 per-round ratios, so noise that hits a whole round cancels out (the issue's target: at most 6x
 at 100k vertices and 10 iterations). Also the float64 reference's time (LBS, then
-:func:`vkdqs.delta_mush.delta_mush_reference`) and the GPU result's largest error against it,
-over the extent; and LBS and Delta Mush over LBS on a candy wrapper of about N vertices (64
-around), whose cap centres have 64 neighbours: the passes run those again in the overflow
+:func:`vkdqs.methods.delta_mush.reference.delta_mush_reference`) and the GPU result's largest error
+against it, over the extent; and LBS and Delta Mush over LBS on a candy wrapper of about N vertices
+(64 around), whose cap centres have 64 neighbours: the passes run those again in the overflow
 dispatches, which meshes whose vertices all have at most 7 neighbours (the tube) skip.
 
     python benchmarks/bench_delta_mush.py [--sizes 100000] [--iterations 10] [--rounds 9]
@@ -27,10 +27,10 @@ import _bench  # benchmarks/_bench.py: timing, the machine, the JSON
 import numpy as np
 
 from vkdqs import procedural, reference
-from vkdqs.delta_mush import delta_mush_reference
-from vkdqs.delta_mush_gpu import DeltaMushSkinner
+from vkdqs.engine.skinner import Skinner
 from vkdqs.gpu.device import Device
-from vkdqs.skinner import Skinner
+from vkdqs.methods.delta_mush.gpu import DeltaMushSkinner
+from vkdqs.methods.delta_mush.reference import delta_mush_reference
 
 BONES = 64
 RESULTS = _bench.RESULTS

@@ -41,12 +41,12 @@ import numpy as np
 
 from vkdqs import AnimationClip, LimitError, procedural
 from vkdqs import shader_interface as si
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.skinner import Skinner
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gpu import Buffer, CommandBuffer, Device
 from vkdqs.gpu.calls import vk
 from vkdqs.gpu.queries import QueryPool
-from vkdqs.renderer import Renderer
-from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BONES = 64

@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from vkdqs import dq, procedural
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gpu.device import Device
 from vkdqs.material import Material
 from vkdqs.mesh import SkinnedMesh
-from vkdqs.renderer import Renderer
-from vkdqs.targets import OffscreenTarget
 
 BONES = 64
 W, H = 640, 480

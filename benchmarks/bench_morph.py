@@ -36,8 +36,8 @@ import _bench  # benchmarks/_bench.py: timing, the machine, the JSON
 import numpy as np
 
 from vkdqs import SkinnedMesh, dq, procedural
+from vkdqs.engine.skinner import Skinner
 from vkdqs.gpu.device import Device
-from vkdqs.skinner import Skinner
 
 BONES = 64
 RESULTS = _bench.RESULTS

@@ -37,9 +37,9 @@ HERE = Path(__file__).resolve()
 def measure(sizes: list[int], frames: int, warmup: int) -> dict[str, float]:
     """Median seconds per re-posed frame for each size (this process's vkdqs)."""
     from vkdqs import procedural
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
     from vkdqs.gpu.device import Device
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
 
     out = {}
     poses = [procedural.bone_chain_pose(BONES, a) for a in np.linspace(-60.0, 60.0, 16)]

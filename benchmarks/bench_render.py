@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from vkdqs import dq, procedural
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gpu.device import Device
-from vkdqs.renderer import Renderer
-from vkdqs.targets import OffscreenTarget
 
 BONES = 64
 W, H = 640, 480

@@ -34,9 +34,9 @@ import numpy as np
 
 from vkdqs import SkinnedMesh, dq, procedural, reference
 from vkdqs import shader_interface as si
-from vkdqs.centers import centers_of_rotation
+from vkdqs.engine.skinner import Skinner
 from vkdqs.gpu.device import Device
-from vkdqs.skinner import Skinner
+from vkdqs.methods.cor.gpu import centers_of_rotation
 
 BONES = 64
 RESULTS = _bench.RESULTS

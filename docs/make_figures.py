@@ -89,9 +89,9 @@ def render(
     TWIST --bend BEND`` draws it, seen from ``view`` (yaw, pitch) and ``zoom`` times as far as
     its framing (whose sphere is loose around a row of copies)."""
     from vkdqs.app.scenes import CandyWrapperScene
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
     from vkdqs.images import write_png
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
 
     with (
         OffscreenTarget(device, *SIZE, samples=4) as target,

@@ -10,8 +10,8 @@ against its float64 reference first (:func:`skin_checked` raises if any differs 
 past 1e-5). Every copy is skinned on the compute path and drawn as an unskinned mesh of its
 posed vertices, as the renderer draws an instance of a mush ("compute, then draw"), so that
 the pictures show exactly the positions checked. The table is float64 throughout
-(:mod:`vkdqs.delta_mush`, :mod:`vkdqs.ddm`). The plot needs matplotlib
-(``pip install 'vkdqs[docs]'``).
+(:mod:`vkdqs.methods.delta_mush.reference`, :mod:`vkdqs.methods.ddm.reference`). The plot needs
+matplotlib (``pip install 'vkdqs[docs]'``).
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from vkdqs import ddm as ddm_ref
-from vkdqs import delta_mush as dm_ref
 from vkdqs import dq, procedural, reference
 from vkdqs import methods as registry
 from vkdqs.app.compare import bend_bulge
 from vkdqs.geometry import weld as weld_positions
 from vkdqs.mesh import SkinnedMesh
+from vkdqs.methods.ddm import reference as ddm_ref
+from vkdqs.methods.delta_mush import reference as dm_ref
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # make_figures.py beside it
 from make_figures import plot, shrink  # the plot and the PNG shrinking they share
@@ -106,8 +106,9 @@ def ddm64(mesh: SkinnedMesh, omega: np.ndarray, pose: np.ndarray, bones=None, or
 def implicit_cotangent_dm(mesh: SkinnedMesh, iterations: int, step: float):
     """Delta Mush whose smoothing is DDM's operator: ``iterations`` implicit steps
     ``(I + step D⁻¹ L) x_new = x`` with the cotangent Laplacian ``L`` of the rest mesh (see
-    :mod:`vkdqs.ddm`), frames and deltas as :mod:`vkdqs.delta_mush`. Returns ``pose(skinned)``,
-    the Delta Mush positions of skinned positions (N, 3), float64."""
+    :mod:`vkdqs.methods.ddm.reference`), frames and deltas as
+    :mod:`vkdqs.methods.delta_mush.reference`. Returns ``pose(skinned)``, the Delta Mush positions
+    of skinned positions (N, 3), float64."""
     p = np.asarray(mesh.positions, np.float64)
     tri = np.asarray(mesh.indices, np.int64).reshape(-1, 3)
     unique, inverse, first = weld_positions(p)  # over the seams, as both mushes
@@ -148,12 +149,13 @@ def skin_checked(
 ) -> dict[str, object]:
     """GPU positions and normals ``(P, N, 3)`` of the candy wrapper ``mesh`` under ``poses``
     (P, 2, 4, 4) for each of :data:`SHOWN`, each checked against its float64 reference: LBS and
-    DQS against :mod:`vkdqs.reference`, Delta Mush against :func:`vkdqs.delta_mush.
-    delta_mush_reference` of the float64 LBS, DDM against :func:`vkdqs.ddm.skin_reference` of
-    the float64 Ω (:func:`vkdqs.ddm.precompute_reference`; 2 bones, none truncated). Raises
+    DQS against :mod:`vkdqs.reference`, Delta Mush against
+    :func:`vkdqs.methods.delta_mush.reference. delta_mush_reference` of the float64 LBS, DDM against
+    :func:`vkdqs.methods.ddm.reference.skin_reference` of the float64 Ω
+    (:func:`vkdqs.methods.ddm.reference.precompute_reference`; 2 bones, none truncated). Raises
     RuntimeError beyond :data:`TOLERANCE` of the extent (DDM: beyond ``ddm_tolerance``);
-    ``max_error`` holds each largest difference (relative to the extent), ``beyond`` the
-    (method, pose index, difference) of each pose past :data:`TOLERANCE`."""
+    ``max_error`` holds each largest difference (relative to the extent), ``beyond`` the (method,
+    pose index, difference) of each pose past :data:`TOLERANCE`."""
     import vkdqs
 
     out: dict[str, object] = {"positions": {}, "normals": {}, "max_error": {}, "beyond": []}
@@ -230,9 +232,9 @@ def render(
     up as ``vkdqs render`` draws it, seen from ``view`` (yaw, pitch); each copy is skinned on
     the GPU, checked (:func:`skin_checked`) and drawn as an unskinned mesh of its posed
     vertices. Returns the path and each method's largest error."""
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
     from vkdqs.images import write_png
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
 
     mesh = procedural.candy_wrapper()
     pose = procedural.bend_pose(bend) @ procedural.twist_pose(twist)

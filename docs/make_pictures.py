@@ -28,11 +28,11 @@ def pictures(model: Path, out: Path, *, animation: str | int = 0, time: float = 
     """Render both pictures of ``model`` into the folder ``out``; returns their paths."""
     from vkdqs.app.scenes import GltfScenePlayer
     from vkdqs.app.stills import render_still
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
     from vkdqs.gltf import load_gltf
     from vkdqs.gpu import Device
     from vkdqs.images import write_png
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
 
     scene = load_gltf(model)
     written = []

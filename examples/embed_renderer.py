@@ -16,9 +16,9 @@ import numpy as np
 
 import vkdqs
 from vkdqs import dq, procedural
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.targets import OffscreenTarget, SwapchainTarget
 from vkdqs.images import write_png
-from vkdqs.renderer import Renderer
-from vkdqs.targets import OffscreenTarget, SwapchainTarget
 
 BONES = 16
 

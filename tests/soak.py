@@ -270,7 +270,7 @@ def _report(result: SoakResult, out: Callable[[str], None]) -> None:
 def _skin_once(device: Device, mesh: SkinnedMesh, pose: np.ndarray, path: str) -> bool:
     """Skin ``pose`` with a Skinner made and closed here; whether the result looks right.
     (A function of its own so that nothing of the cycle outlives it.)"""
-    from vkdqs.skinner import Skinner
+    from vkdqs.engine.skinner import Skinner
 
     with Skinner(device, mesh, bone_count=2, path=path) as skinner:
         positions, _ = skinner.skin(pose)
@@ -315,8 +315,8 @@ def _render_once(device: Device, size: tuple[int, int], frames: int) -> bool:
     """An OffscreenTarget and a Renderer made, drawn ``frames`` times and closed here; whether
     the last frame shows a picture."""
     from vkdqs.app.scenes import CandyWrapperScene
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
 
     with OffscreenTarget(device, *size) as target, Renderer(device, target) as renderer:
         scene = CandyWrapperScene(renderer)

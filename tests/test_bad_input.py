@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from vkdqs import InputError, LimitError, ObjectDestroyedError, SkinnedMesh, dq, reference
-from vkdqs.skinner import Skinner
+from vkdqs.engine.skinner import Skinner
 
 
 @pytest.fixture

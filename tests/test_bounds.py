@@ -12,7 +12,7 @@ import pytest
 from vkdqs import InputError, SkinnedMesh, dq
 from vkdqs import methods as registry
 from vkdqs import shader_interface as si
-from vkdqs.skinner import Skinner
+from vkdqs.engine.skinner import Skinner
 
 from .test_registry import inputs, method_rig, poses, rig
 
@@ -218,8 +218,8 @@ def _world(points, model):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_instance_bounds_are_the_posed_mesh_in_world_space(device, method):
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
 
     rng = np.random.default_rng(zlib.crc32(f"instance bounds {method}".encode()))
     bones = 7
@@ -254,8 +254,8 @@ def test_instance_bounds_are_the_posed_mesh_in_world_space(device, method):
 
 def test_unskinned_and_morphed_instances_and_refusals(device):
     from vkdqs import InputError
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
 
     rng = np.random.default_rng(4)
     base = rig(rng, 300, 2, 3)
@@ -289,8 +289,8 @@ def test_frame_scene_frames_the_posed_instance_not_its_rest_pose(device):
     """A bent chain walked far from where it rests: framed by its box as posed, every vertex
     is in view; framed by its rest box (the old behaviour) part of it is not."""
     from vkdqs import procedural
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
 
     bones = 8
     mesh = procedural.tube(4000, bone_count=bones, influences=4)
@@ -318,8 +318,8 @@ def _posed(mesh, pose):
 def test_crowd_bounds_hold_every_copy_over_its_clip(device, method):
     """Each clip's box is the union of its frames' exact boxes, moved by each copy's model."""
     from vkdqs import AnimationClip
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
 
     rng = np.random.default_rng(zlib.crc32(f"crowd bounds {method}".encode()))
     bones = 5
@@ -372,7 +372,7 @@ def _bent_poses(rng, bones, count, max_degrees):
 @pytest.mark.parametrize("method", RULED)
 @pytest.mark.parametrize("slots", (4, 8))
 def test_bone_boxes_always_hold_the_skinned_mesh(device, method, slots):
-    from vkdqs.bone_boxes import BoneBoxes
+    from vkdqs.engine.bone_boxes import BoneBoxes
 
     rng = np.random.default_rng(zlib.crc32(f"bone boxes {method} {slots}".encode()))
     bones = 12
@@ -414,7 +414,7 @@ def test_the_rigid_rule_on_the_candy_wrapper_and_past_its_angle(device):
     degrees apart about its axis (DQS keeps the radius, LBS collapses); past
     MAX_RELATIVE_ANGLE the rule gives None."""
     from vkdqs import procedural
-    from vkdqs.bone_boxes import MAX_RELATIVE_ANGLE, BoneBoxes
+    from vkdqs.engine.bone_boxes import MAX_RELATIVE_ANGLE, BoneBoxes
 
     mesh = procedural.candy_wrapper()
     boxes = BoneBoxes.of(mesh, 2)
@@ -456,8 +456,8 @@ def _culling_scene(device, method, culling):
     straddling the right edge, one moved out of view by its pose alone and one whose model
     stands out of view but whose pose brings it back. Returns (image, stats)."""
     from vkdqs import procedural
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
 
     bones = 6
     skinning = registry.get(method)
@@ -520,8 +520,8 @@ def test_culling_leaves_the_image_as_it_was(device, method):
 
 
 def test_outside_frustum_planes():
-    from vkdqs.bounds import outside_frustum
     from vkdqs.camera import Camera
+    from vkdqs.engine.bounds import outside_frustum
 
     cam = Camera()
     cam.frame(np.array([-1.0, -1.0, -1.0]), np.array([1.0, 1.0, 1.0]), aspect=1.0)
@@ -539,8 +539,8 @@ def test_culling_follows_each_new_pose(device):
     """The box is kept until the instance is posed again: a pose that walks it out of view
     culls it the next frame, one that brings it back draws it."""
     from vkdqs import procedural
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
 
     mesh = procedural.tube(800, bone_count=4, influences=2)
     here = procedural.bone_chain_pose(4, 30.0)
@@ -572,8 +572,8 @@ def test_box_between_holds_every_blend_of_two_frames(method):
     """Between two frames the sampler blends DQs along the shortest arc (LBS: rows linearly);
     the box of the two frames' blends holds the mesh at every blend weight."""
     from vkdqs import reference
-    from vkdqs.bone_boxes import BoneBoxes
     from vkdqs.clip import AnimationClip
+    from vkdqs.engine.bone_boxes import BoneBoxes
 
     from .test_crowd import blend_reference
 
@@ -613,10 +613,10 @@ def test_crowd_culling_leaves_the_image_as_it_was(device, method):
     same with GPU culling as without, and the GPU's count of copies drawn is the number whose
     box reaches into the view."""
     from vkdqs import AnimationClip, procedural
-    from vkdqs.bounds import outside_frustum
+    from vkdqs.engine.bounds import outside_frustum
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
     from vkdqs.geometry import transform_box
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
 
     bones = 4
     skinning = registry.get(method)
@@ -664,9 +664,9 @@ def test_crowd_culling_leaves_the_image_as_it_was(device, method):
 def test_posed_boxes_are_each_poses_exact_box(device, method):
     """Renderer.posed_boxes: a batch of poses' boxes from one bounds-only dispatch, each the
     min/max of the vertices the Skinner writes for that pose, and refusals."""
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
     from vkdqs.errors import InputError
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
 
     rng = np.random.default_rng(11)
     mesh = rig(rng, 700, 4, 5)
@@ -694,9 +694,9 @@ def test_the_glTF_players_bounds_are_the_clips_exact_boxes(device, tmp_path):
     its extremes there (not the 9 LBS samples of before)."""
     from vkdqs import load_gltf
     from vkdqs.app.scenes import GltfScenePlayer
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
     from vkdqs.gltf.parts import scene_parts
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
 
     from .gltf_fixtures import make_rig
 

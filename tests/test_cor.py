@@ -7,10 +7,15 @@ import numpy as np
 import pytest
 
 from vkdqs import InputError, SkinnedMesh, centers_of_rotation, dq, procedural, reference
-from vkdqs.cor import centers_from_bins, centers_of_rotation_reference, finish_centers, pair_bins
-from vkdqs.renderer import Renderer
-from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.skinner import Skinner
+from vkdqs.engine.targets import OffscreenTarget
+from vkdqs.methods.cor.reference import (
+    centers_from_bins,
+    centers_of_rotation_reference,
+    finish_centers,
+    pair_bins,
+)
 
 from .imaging import CLEAR, covered, pixel_box, projected_box
 from .test_gpu_skinning import assert_matches

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from vkdqs import AnimationClip, InputError, LimitError, dq, procedural, reference
-from vkdqs.crowd import MAX_COPIES
+from vkdqs.engine.crowd import MAX_COPIES
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.skinner import Skinner
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gltf import load_gltf
 from vkdqs.mesh import SkinnedMesh
-from vkdqs.renderer import Renderer
-from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
 
 from .gltf_fixtures import make_rig
 from .imaging import CLEAR, covered

@@ -15,12 +15,12 @@ from vkdqs.app.overlay import copy_label_anchors
 from vkdqs.app.scenes import CrowdScene
 from vkdqs.app.stills import Decorations, copy_points, scene_overlay
 from vkdqs.camera import Camera
-from vkdqs.crowd import DEFAULT_TINT
+from vkdqs.engine.crowd import DEFAULT_TINT
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gltf import load_gltf
 from vkdqs.material import Material, Sampler, linear_to_srgb, srgb_to_linear, uv_transform
 from vkdqs.mesh import SkinnedMesh
-from vkdqs.renderer import Renderer
-from vkdqs.targets import OffscreenTarget
 
 from .gltf_fixtures_material import CHECKER, QUAD_INDICES, QUAD_POSITIONS, QUAD_UVS, textured_rig
 from .imaging import CLEAR, covered

@@ -1,12 +1,14 @@
-"""Direct Delta Mush: the float64 reference (vkdqs.ddm) against libigl 2.5.1 and its properties.
+"""Direct Delta Mush: the float64 reference (vkdqs.methods.ddm.reference) against libigl 2.5.1 and
+its properties.
 
 libigl's ``direct_delta_mush_precomputation`` factors the non-symmetric smoothing matrix
 ``I + s D⁻¹ L`` with Eigen's SimplicialLDLT, which reads only its lower triangle: it solves with
 the symmetric matrix mirrored from that triangle. ``_libigl_omega`` redoes the precomputation with
-that solve (and vkdqs.ddm's Laplacian and assembly); it reproduces libigl's Ω and posed positions
-to rounding, so the solve is the only difference. vkdqs.ddm solves the stated system, which keeps
-a partition of unity (libigl's smoothed weights sum to up to 1e4 after 20 steps) and moves the
-posed positions by 4e-4 to 0.5 of the extent (``test_the_exact_solve_differs_from_libigl``).
+that solve (and vkdqs.methods.ddm.reference's Laplacian and assembly); it reproduces libigl's Ω and
+posed positions to rounding, so the solve is the only difference. vkdqs.methods.ddm.reference solves
+the stated system, which keeps a partition of unity (libigl's smoothed weights sum to up to 1e4
+after 20 steps) and moves the posed positions by 4e-4 to 0.5 of the extent
+(``test_the_exact_solve_differs_from_libigl``).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from vkdqs import ddm, reference
+from vkdqs import reference
 from vkdqs.errors import InputError
+from vkdqs.methods.ddm import reference as ddm
 from vkdqs.procedural import (
     bend_pose,
     bone_chain_pose,
@@ -72,7 +75,8 @@ def _omega(mesh, bones, params):
 
 
 def _libigl_omega(v, f, w, params):
-    """vkdqs.ddm's precomputation with libigl's solve (the lower triangle, mirrored)."""
+    """vkdqs.methods.ddm.reference's precomputation with libigl's solve (the lower triangle,
+    mirrored)."""
     p, lam, kappa, alpha = params
     lap = ddm.cotangent_laplacian(v, f)
     n, bones = w.shape

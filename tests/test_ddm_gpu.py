@@ -1,8 +1,8 @@
 """Direct Delta Mush's GPU precomputation (vkdqs.direct_delta_mush) against the float64 reference.
 
 Tolerances: Ω is float32, smoothed by a float32 Chebyshev expansion cut at a 1e-7 error bound
-(vkdqs.ddm_gpu) about the mesh's centre, then moved to each vertex's own frame in float64, so its
-values carry float32 roundings of the smoothing (measured: 4e-7 to 1.6e-6 of max |Ω|); Ω is
+(vkdqs.methods.ddm.gpu) about the mesh's centre, then moved to each vertex's own frame in float64,
+so its values carry float32 roundings of the smoothing (measured: 4e-7 to 1.6e-6 of max |Ω|); Ω is
 checked to 1e-5 of max |Ω|. Posed positions go through ``Q̄ - q pᵀ``, a difference of products
 of coordinates: measured 1.2e-7 to 3.9e-7 of the extent, checked to 5e-6; normals (measured
 1.4e-6 to 2.3e-6) to 1e-4.
@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 import vkdqs
-from vkdqs import ddm, ddm_gpu
 from vkdqs.errors import InputError, LimitError
 from vkdqs.mesh import SkinnedMesh
+from vkdqs.methods.ddm import gpu as ddm_gpu
+from vkdqs.methods.ddm import reference as ddm
 from vkdqs.procedural import bend_pose, bone_chain_pose, candy_wrapper, tube, twist_pose
 
 OMEGA_TOL = 1e-5  # of max |Ω|

@@ -16,10 +16,10 @@ import pytest
 import vkdqs
 from vkdqs import AnimationClip, LimitError, SkinnedMesh, procedural
 from vkdqs import shader_interface as si
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.skinner import Skinner
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.geometry import transform_box
-from vkdqs.renderer import Renderer
-from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
 
 from .imaging import CLEAR, assert_images_agree_to_rounding, covered
 

@@ -1,6 +1,6 @@
 """``method="ddm"``: Direct Delta Mush through the registry's Skinner (the compute path, and the
 vertex path's readback of skin.vert), against the float64 reference
-:func:`vkdqs.ddm.skin_reference` of the same float32 Ω.
+:func:`vkdqs.methods.ddm.reference.skin_reference` of the same float32 Ω.
 
 The difference is the shader's float32 arithmetic (the sum over 8 slots, ``Q̄ - q pᵀ``, the
 Jacobi eigenvectors of the polar rotation): measured 1e-8 to 1.5e-6 of the extent for positions
@@ -18,10 +18,10 @@ import vkdqs
 from vkdqs import SkinnedMesh, dq
 from vkdqs import methods as registry
 from vkdqs import shader_interface as si
-from vkdqs.ddm_gpu import mesh_ddm
+from vkdqs.engine.skinner import Skinner
 from vkdqs.errors import InputError
+from vkdqs.methods.ddm.gpu import mesh_ddm
 from vkdqs.procedural import bend_pose, bone_chain_pose, candy_wrapper, tube, twist_pose
-from vkdqs.skinner import Skinner
 
 POSITION_TOL = 2e-5  # of the extent
 NORMAL_TOL = 1e-4
@@ -86,8 +86,8 @@ def test_ddm_skins_as_its_reference(device, case, path):
         for k, pose in enumerate(batch):
             want = DDM.reference(mesh, pose, ddm=ddm)
             _assert_close(mesh, (many[0][k], many[1][k]), want)
-            # the reference is DDM's: what vkdqs.ddm.skin_reference poses
-            direct = vkdqs.ddm.skin_reference(
+            # the reference is DDM's: what vkdqs.methods.ddm.reference.skin_reference poses
+            direct = vkdqs.methods.ddm.reference.skin_reference(
                 mesh.positions, mesh.normals, ddm.omega, pose, ddm.bones, origin=ddm.origin
             )
             np.testing.assert_array_equal(want[0], direct[0])
@@ -318,7 +318,7 @@ def test_a_model_file_computes_its_ddm_once_and_bakes_with_it(tmp_path, device):
     assert extra == {}  # the Skinner computes it: once, kept on the geometry
     extra["ddm"] = mesh_ddm(geometry, part.bone_count, device=device)
     assert geometry.__dict__["_ddm"] == {next(iter(geometry.__dict__["_ddm"])): extra["ddm"]}
-    assert extra["ddm"].iterations == vkdqs.ddm.DEFAULTS["iterations"]
+    assert extra["ddm"].iterations == vkdqs.methods.ddm.reference.DEFAULTS["iterations"]
     n = geometry.vertex_count
     for k, t in enumerate(baked.times):
         mats = skin_matrices(scene, (part.skin,), scene.node_global_matrices(0, t))[part.skin]

@@ -1,5 +1,5 @@
-"""Classic Delta Mush's float64 reference (vkdqs.delta_mush): what it keeps, what it fixes, and
-its degenerate inputs (CPU only)."""
+"""Classic Delta Mush's float64 reference (vkdqs.methods.delta_mush.reference): what it keeps, what
+it fixes, and its degenerate inputs (CPU only)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from vkdqs import InputError, dq, procedural, reference
-from vkdqs.delta_mush import (
+from vkdqs.geometry import vertex_normals
+from vkdqs.methods.delta_mush.reference import (
     adjacency,
     delta_mush_bind,
     delta_mush_reference,
@@ -16,7 +17,6 @@ from vkdqs.delta_mush import (
     incident_faces,
     smooth,
 )
-from vkdqs.geometry import vertex_normals
 
 
 def bumpy_plane(h: float = 0.1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -215,7 +215,7 @@ def test_a_neighbourhood_the_smoothing_collapses_is_not_mushed():
     reference as on the GPU (tests/test_real_rigs.py's one-triangle part); a mesh whose
     neighbourhoods keep their size (the candy wrapper) has no such vertex."""
     from vkdqs import procedural
-    from vkdqs.delta_mush import COLLAPSED, delta_mush_bind, delta_mush_reference
+    from vkdqs.methods.delta_mush.reference import COLLAPSED, delta_mush_bind, delta_mush_reference
 
     tri = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
     bind = delta_mush_bind(tri, np.array([[0, 1, 2]]))

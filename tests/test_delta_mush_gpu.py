@@ -1,5 +1,6 @@
 """DeltaMushSkinner: classic Delta Mush's GPU passes after skinning, against the float64
-reference (vkdqs.delta_mush) applied to the float64 skinning of the same method."""
+reference (vkdqs.methods.delta_mush.reference) applied to the float64 skinning of the same
+method."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import numpy as np
 import pytest
 
 from vkdqs import DeltaMushSkinner, InputError, LimitError, SkinnedMesh, methods, procedural
-from vkdqs.delta_mush import delta_mush_bind, delta_mush_reference, incident_faces
-from vkdqs.delta_mush_gpu import fan_order
+from vkdqs.engine.skinner import Skinner
 from vkdqs.errors import ObjectDestroyedError
 from vkdqs.geometry import vertex_normals
-from vkdqs.skinner import Skinner
+from vkdqs.methods.delta_mush.gpu import fan_order
+from vkdqs.methods.delta_mush.reference import delta_mush_bind, delta_mush_reference, incident_faces
 
 RINGS, SEGMENTS = 17, 16  # 306 vertices: a partial last workgroup of 50
 

@@ -12,10 +12,10 @@ import pytest
 import vkdqs
 from vkdqs import DeltaMushSkinner, InputError, SkinnedMesh, methods, procedural
 from vkdqs.clip import AnimationClip
-from vkdqs.delta_mush import DEFAULTS, delta_mush_bind, mesh_delta_mush
-from vkdqs.renderer import Renderer
-from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.skinner import Skinner
+from vkdqs.engine.targets import OffscreenTarget
+from vkdqs.methods.delta_mush.reference import DEFAULTS, delta_mush_bind, mesh_delta_mush
 
 from .gltf_fixtures import make_rig
 
@@ -121,7 +121,9 @@ def test_morph_targets_move_the_vertices_before_the_mush(device):
 def test_delta_mush_refusals(device):
     mesh = candy()
     bind = mesh_delta_mush(mesh)
-    with pytest.raises(InputError, match=r"method='delta_mush' needs delta_mush=vkdqs.delta_mush"):
+    with pytest.raises(
+        InputError, match=r"method='delta_mush' needs delta_mush=vkdqs.methods.delta_mush.reference"
+    ):
         Skinner(device, mesh, bone_count=2, method="delta_mush", delta_mush=bind.deltas)
     small = procedural.candy_wrapper(rings=9, segments=8)
     with pytest.raises(InputError, match="bound for another mesh"):

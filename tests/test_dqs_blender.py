@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from vkdqs import InputError, SkinnedMesh, dq, reference
-from vkdqs.renderer import Renderer
-from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.skinner import Skinner
+from vkdqs.engine.targets import OffscreenTarget
 
 from .imaging import CLEAR, covered, pixel_box, projected_box
 from .test_gpu_skinning import assert_matches

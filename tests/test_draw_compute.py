@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from vkdqs import InputError, SkinnedMesh, methods, procedural
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.skinner import Skinner
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gpu import Buffer
-from vkdqs.renderer import Renderer
-from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
 
 from .imaging import CLEAR, assert_images_agree_to_rounding, covered
 

@@ -24,10 +24,10 @@ from tests.gltf_fixtures_compressed import (
     meshopt_file,
 )
 from vkdqs import dq, reference
+from vkdqs.engine.skinner import Skinner
 from vkdqs.gltf import GltfError, GltfWarning, load_gltf
 from vkdqs.gltf.compression import decode_filter_color
 from vkdqs.gltf.save import save
-from vkdqs.skinner import Skinner
 
 HINT = r"pip install 'vkdqs\[compression\]'"
 

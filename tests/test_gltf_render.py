@@ -15,9 +15,9 @@ import pytest
 
 from vkdqs import dq, reference
 from vkdqs.app.scenes import GltfScenePlayer
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gltf import load_gltf
-from vkdqs.renderer import Renderer
-from vkdqs.targets import OffscreenTarget
 
 from . import imaging
 from .conftest import validation_available

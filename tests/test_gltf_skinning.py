@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from vkdqs import dq, reference
+from vkdqs.engine.skinner import Skinner
 from vkdqs.gltf import load_gltf
-from vkdqs.skinner import Skinner
 
 from .gltf_fixtures import make_rig
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vkdqs import InputError, SkinnedMesh, dq, procedural, reference
-from vkdqs.skinner import Skinner
+from vkdqs.engine.skinner import Skinner
 
 PATHS = ("compute", "vertex")
 METHODS = ("dqs", "lbs")

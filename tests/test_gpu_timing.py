@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from vkdqs import AnimationClip, CapabilityError, InputError, procedural
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gpu import QueryPool
-from vkdqs.renderer import Renderer
-from vkdqs.targets import OffscreenTarget
 
 from .imaging import CLEAR, covered
 

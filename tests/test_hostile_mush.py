@@ -1,7 +1,8 @@
-"""Hostile input, round four: Delta Mush (vkdqs.delta_mush, DeltaMushSkinner, the "delta_mush"
-methods) and Direct Delta Mush (vkdqs.ddm, vkdqs.direct_delta_mush, method "ddm") given what an
-attacker or a careless user gives them. Each case ends in a one-line vkdqs error or a result that
-matches the float64 reference, within the tolerances of the existing tests:
+"""Hostile input, round four: Delta Mush (vkdqs.methods.delta_mush.reference, DeltaMushSkinner, the
+"delta_mush" methods) and Direct Delta Mush (vkdqs.methods.ddm.reference, vkdqs.direct_delta_mush,
+method "ddm") given what an attacker or a careless user gives them. Each case ends in a one-line
+vkdqs error or a result that matches the float64 reference, within the tolerances of the
+existing tests:
 
 * Delta Mush on the GPU (tests/test_delta_mush_gpu.py): positions 1e-5 of the extent, normals
   1e-4 of the reference's;
@@ -26,21 +27,20 @@ import numpy as np
 import pytest
 
 import vkdqs
-from vkdqs import (
-    DeltaMushSkinner,
-    SkinnedMesh,
-    ddm,
-    ddm_gpu,
-    delta_mush,
-    delta_mush_passes,
-    methods,
-    procedural,
-)
-from vkdqs.delta_mush import delta_mush_bind, delta_mush_reference, mesh_delta_mush
-from vkdqs.delta_mush_passes import topology_arrays
+from vkdqs import DeltaMushSkinner, SkinnedMesh, methods, procedural
+from vkdqs.engine.skinner import Skinner
 from vkdqs.errors import InputError, LimitError
 from vkdqs.geometry import vertex_normals
-from vkdqs.skinner import Skinner
+from vkdqs.methods.ddm import gpu as ddm_gpu
+from vkdqs.methods.ddm import reference as ddm
+from vkdqs.methods.delta_mush import passes as delta_mush_passes
+from vkdqs.methods.delta_mush import reference as delta_mush
+from vkdqs.methods.delta_mush.passes import topology_arrays
+from vkdqs.methods.delta_mush.reference import (
+    delta_mush_bind,
+    delta_mush_reference,
+    mesh_delta_mush,
+)
 
 DM_POSITION_TOL = 1e-5  # of the extent
 DM_NORMAL_TOL = 1e-4

@@ -28,7 +28,7 @@ _CHILD = """
 import json, os, signal, sys, threading, time
 import numpy as np
 from vkdqs import Device, dq, procedural, reference
-from vkdqs.skinner import Skinner
+from vkdqs.engine.skinner import Skinner
 
 method, path, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 poses, vertices, bones = (int(x) for x in sys.argv[4:7])

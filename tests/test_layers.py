@@ -20,7 +20,6 @@ LAYERS = {
     "errors": 0,
     "dq": 1,
     "reference": 1,
-    "ddm": 1,
     "mesh": 1,
     "material": 1,
     "bones": 1,
@@ -29,28 +28,24 @@ LAYERS = {
     "images": 1,
     "files": 1,
     "geometry": 1,
-    "bone_boxes": 1,
     "clip": 1,
     "shader_interface": 1,
-    "vertex_packing": 1,
     "methods": 1,
-    "cor": 1,
-    "delta_mush": 1,
+    "methods.ddm": 1,
+    "methods.ddm.reference": 1,
+    "methods.delta_mush": 1,
+    "methods.delta_mush.reference": 1,
+    "methods.cor": 1,
+    "methods.cor.reference": 1,
+    "engine.bone_boxes": 1,
+    "engine.vertex_packing": 1,
     "gltf.": 1,
     "gpu.": 2,
-    "skinner": 3,
-    "centers": 3,
-    "ddm_gpu": 3,
-    "delta_mush_passes": 3,
-    "delta_mush_gpu": 3,
-    "renderer": 3,
-    "bounds": 3,
-    "bounds_pass": 3,
-    "output_copies": 3,
-    "drawables": 3,
-    "overlay_pass": 3,
-    "crowd": 3,
-    "targets": 3,
+    "methods.ddm.gpu": 3,
+    "methods.delta_mush.gpu": 3,
+    "methods.delta_mush.passes": 3,
+    "methods.cor.gpu": 3,
+    "engine.": 3,
     "baking.": 4,
     "app.": 5,
     "__main__": 5,
@@ -149,7 +144,7 @@ def test_the_numpy_layers_do_not_import_vulkan_or_glfw():
 def test_only_the_gpu_layer_imports_the_vulkan_binding():
     """Above vkdqs.gpu, modules take ``vk`` from vkdqs.gpu.calls, whose guarded import turns a
     missing loader library into a CapabilityError; importing ``vulkan`` directly would let a
-    direct ``from vkdqs.skinner import Skinner`` fail with the binding's raw OSError."""
+    direct ``from vkdqs.engine.skinner import Skinner`` fail with the binding's raw OSError."""
     _, externals = _graph()
     bad = [
         f"vkdqs.{m} imports vulkan: use `from .gpu.calls import vk`"
@@ -184,7 +179,7 @@ def test_no_import_cycles():
 @pytest.mark.parametrize(
     ("source", "problem"),
     [
-        ("from .renderer import Renderer\n", "imports vkdqs.renderer"),
+        ("from .engine.renderer import Renderer\n", "imports vkdqs.engine.renderer"),
         ("import vulkan as vk\n", "imports ['vulkan']"),
     ],
 )

@@ -13,7 +13,7 @@ import pytest
 from vkdqs import InputError
 from vkdqs import methods as registry
 from vkdqs import shader_interface as si
-from vkdqs.skinner import Skinner
+from vkdqs.engine.skinner import Skinner
 
 from .test_registry import inputs, method_rig, poses, rig
 
@@ -160,8 +160,8 @@ def test_lean_meshes_draw_like_exact_ones_and_crowds_like_instances(device):
     """The renderer draws a lean mesh where the exact one is (the weights' step is far below a
     pixel), and a lean crowd's copies exactly like lean instances posed with the same frame."""
     from vkdqs import AnimationClip, procedural
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
 
     mesh = procedural.tube(3000, bone_count=8, influences=4)
     frames = np.stack([procedural.bone_chain_pose(8, a) for a in (0.0, 45.0, 90.0)])
@@ -200,7 +200,7 @@ def _skin_both(device, mesh, bones, pose, path, **kw):
 def test_octahedral_normals_on_the_gpu(device, path):
     """At rest the skinned normals are the decoded ones: within the encoding's bound of the
     float64 normals (plus float32 rounding), on both paths."""
-    from vkdqs import vertex_packing
+    from vkdqs.engine import vertex_packing
 
     mesh = rig(np.random.default_rng(5), 3000, 4, 6)
     layout, (p, n), _ = _skin_both(device, mesh, 6, np.tile(np.eye(4), (6, 1, 1)), path)

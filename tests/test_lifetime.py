@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from vkdqs import ObjectDestroyedError, procedural
+from vkdqs.engine.skinner import Skinner
 from vkdqs.gpu import Buffer
-from vkdqs.skinner import Skinner
 
 from .conftest import _open_device
 

@@ -19,13 +19,13 @@ import pytest
 from vkdqs import dq, reference
 from vkdqs.app.scenes import GltfScenePlayer
 from vkdqs.camera import Camera
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.errors import InputError
 from vkdqs.gltf import GltfWarning, load_gltf
 from vkdqs.gltf.parts import scene_parts
 from vkdqs.material import Material, Sampler, linear_to_srgb, srgb_to_linear, uv_transform
 from vkdqs.mesh import SkinnedMesh
-from vkdqs.renderer import Renderer
-from vkdqs.targets import OffscreenTarget
 
 from . import imaging
 from .gltf_fixtures_material import (
@@ -212,7 +212,7 @@ def test_mask_cuts_out_and_blend_draws_as_mask(renderer, caplog):
     clear = imaging.srgb8(CLEAR[:3])
     for mode, cut in (("OPAQUE", False), ("MASK", True), ("BLEND", True)):
         mat = Material(texture=tex, sampler=NEAREST, alpha_mode=mode, alpha_cutoff=0.3)
-        with caplog.at_level(logging.WARNING, logger="vkdqs.renderer"):
+        with caplog.at_level(logging.WARNING, logger="vkdqs.engine.renderer"):
             img = draw(renderer, quad(), mat)
         at_left = pixels(renderer, img, left)[0, :3]
         assert np.array_equal(at_left, clear) == cut, mode

@@ -10,9 +10,9 @@ import pytest
 
 from vkdqs import InputError, SkinnedMesh, dq, procedural, reference
 from vkdqs import methods as registry
-from vkdqs.renderer import Renderer
-from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.skinner import Skinner
+from vkdqs.engine.targets import OffscreenTarget
 
 from .imaging import CLEAR, covered, pixel_box, projected_box
 

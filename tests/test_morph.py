@@ -15,11 +15,11 @@ from vkdqs import InputError, LimitError, SkinnedMesh, dq, reference
 from vkdqs import methods as registry
 from vkdqs import shader_interface as si
 from vkdqs.app.scenes import GltfScenePlayer
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.skinner import Skinner
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gltf import GltfError, GltfWarning, load_gltf
 from vkdqs.gltf.parts import scene_parts
-from vkdqs.renderer import Renderer
-from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
 
 from .gltf_fixtures import BYTE, SHORT
 from .gltf_fixtures_morph import (
@@ -307,7 +307,7 @@ def test_morph_runs_skip_vertices_without_deltas(device, path):
 def test_morph_workgroup_runs():
     """Runs of workgroups with deltas: gaps under MORPH_RUN_GAP vertices merged, more than
     MAX_MORPH_RUNS runs merged into one; none without deltas; everything for the dense layout."""
-    from vkdqs.skinner import MAX_MORPH_RUNS, MORPH_RUN_GAP, morph_workgroup_runs
+    from vkdqs.engine.skinner import MAX_MORPH_RUNS, MORPH_RUN_GAP, morph_workgroup_runs
 
     size, n = 64, 64 * 1000
     gap = MORPH_RUN_GAP // size

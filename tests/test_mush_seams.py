@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 import vkdqs
-from vkdqs import SkinnedMesh, ddm, procedural, reference
-from vkdqs.delta_mush import delta_mush_bind, delta_mush_reference
+from vkdqs import SkinnedMesh, procedural, reference
+from vkdqs.engine.skinner import Skinner
 from vkdqs.geometry import vertex_normals, weld
-from vkdqs.skinner import Skinner
+from vkdqs.methods.ddm import reference as ddm
+from vkdqs.methods.delta_mush.reference import delta_mush_bind, delta_mush_reference
 
 RINGS, SEGMENTS = 17, 16
 POSE = procedural.twist_pose(150)

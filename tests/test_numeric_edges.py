@@ -17,11 +17,11 @@ from vkdqs import InputError, LimitError, SkinnedMesh, bones, dq, procedural, re
 from vkdqs import methods as registry
 from vkdqs.app import cli
 from vkdqs.app.scenes import GltfScenePlayer
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.skinner import Skinner
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gltf import load_gltf
 from vkdqs.images import read_png
-from vkdqs.renderer import Renderer
-from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
 
 from .gltf_fixtures import make_rig
 from .imaging import CLEAR, covered, pixel_box, projected_box

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from vkdqs import InputError, ObjectDestroyedError, OwnershipError, dq, procedural, reference
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.skinner import Skinner
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gpu import Buffer
-from vkdqs.renderer import Renderer
-from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
 
 from .conftest import _open_device
 

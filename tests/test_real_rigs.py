@@ -21,11 +21,11 @@ import vkdqs
 from vkdqs import InputError
 from vkdqs import methods as registry
 from vkdqs.app.scenes import CrowdScene, GltfScenePlayer
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.skinner import Skinner
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gltf import GltfWarning, load_gltf
 from vkdqs.gltf.parts import scene_parts, skin_matrices, skinning_inputs
-from vkdqs.renderer import Renderer
-from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
 
 from .gltf_fixtures import make_rig
 from .imaging import CLEAR, covered, pixel_box, projected_box
@@ -91,7 +91,7 @@ def inputs(scene, part, method, device):
     bind, so the float64 reference mushes with the bind the GPU does)."""
     geometry, extra = skinning_inputs(scene, part, method)
     if "ddm_data" in registry.get(method).needs:
-        from vkdqs.ddm_gpu import mesh_ddm
+        from vkdqs.methods.ddm.gpu import mesh_ddm
 
         extra["ddm"] = mesh_ddm(geometry, part.bone_count, device=device)
     if "centers" in registry.get(method).needs:

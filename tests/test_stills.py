@@ -12,12 +12,12 @@ from vkdqs.app import cli
 from vkdqs.app.overlay import bar_box, colorbar, text_px
 from vkdqs.app.scenes import CandyWrapperScene, GltfScenePlayer
 from vkdqs.app.stills import DIFF_PERCENTILE, FloorGrid, copy_points, frame_still, scene_overlay
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.errors import InputError
 from vkdqs.gltf import load_gltf
 from vkdqs.gltf.parts import skin_matrices
 from vkdqs.images import read_png
-from vkdqs.renderer import Renderer
-from vkdqs.targets import OffscreenTarget
 
 from .gltf_fixtures import make_rig
 from .imaging import covered
@@ -240,7 +240,7 @@ def test_bad_scalar_and_overlay_inputs(device):
             renderer.set_overlay(np.zeros((48, 64, 4), np.float32))
         with pytest.raises(InputError, match="uint8 RGBA"):
             renderer.set_overlay(np.zeros((48, 64, 3), np.uint8))
-        from vkdqs.overlay_pass import check_overlay
+        from vkdqs.engine.overlay_pass import check_overlay
 
         with pytest.raises(InputError, match=r"maxTexelBufferElements.*--no-labels"):
             check_overlay(np.zeros((10, 10, 4), np.uint8), 50)

@@ -10,9 +10,9 @@ from collections.abc import Callable
 import numpy as np
 
 from vkdqs import dq, procedural
-from vkdqs.renderer import Renderer
-from vkdqs.skinner import Skinner
-from vkdqs.targets import OffscreenTarget
+from vkdqs.engine.renderer import Renderer
+from vkdqs.engine.skinner import Skinner
+from vkdqs.engine.targets import OffscreenTarget
 
 from .gpu_reference import twist_reference
 

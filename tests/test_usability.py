@@ -126,8 +126,8 @@ def test_png_image_shows_itself_in_jupyter(tmp_path):
 
 def test_rendered_image_shows_itself_in_jupyter(device):
     from vkdqs.app.scenes import CandyWrapperScene
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
 
     with (
         OffscreenTarget(device, 64, 48, samples=1) as target,
@@ -178,8 +178,8 @@ def test_scrubbing_the_candy_wrapper_keeps_the_direction_of_play(device):
     """Stepping with the arrow keys, then playing on, twists on in the direction it was going:
     untwisting stays untwisting."""
     from vkdqs.app.scenes import CandyWrapperScene
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
 
     with (
         OffscreenTarget(device, 32, 24, samples=1) as target,

@@ -1,4 +1,4 @@
-"""The lean layout's encoders (vkdqs.vertex_packing) and the bound each states, in numpy: the
+"""The lean layout's encoders (vkdqs.engine.vertex_packing) and the bound each states, in numpy: the
 GPU side of each bound is in tests/test_lean_layout.py."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from vkdqs import shader_interface as si
-from vkdqs import vertex_packing as vp
+from vkdqs.engine import vertex_packing as vp
 
 
 def _angles(a, b):

@@ -17,8 +17,8 @@ def test_window_lifecycle(xvfb):
     from vkdqs.app.scenes import CandyWrapperScene
     from vkdqs.app.stills import Decorations
     from vkdqs.app.viewer import Viewer
-    from vkdqs.renderer import Renderer
-    from vkdqs.targets import OffscreenTarget
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
 
     viewer = Viewer(size=(480, 360), samples=1, validation=validation_available())
     glfw = viewer.glfw
@@ -211,7 +211,7 @@ def test_window_frames_are_timed(xvfb):
     the slot's queries; with and without a capture copy after the pass."""
     from vkdqs.app.scenes import CandyWrapperScene
     from vkdqs.app.viewer import Viewer
-    from vkdqs.renderer import Renderer
+    from vkdqs.engine.renderer import Renderer
 
     with Viewer(size=(320, 240), samples=1, validation=validation_available()) as viewer:
         viewer.renderer.close()

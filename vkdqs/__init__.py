@@ -30,18 +30,18 @@ if TYPE_CHECKING:
     from .baking import Bake, BatchReport, bake, bake_batch, bake_to_file
     from .baking.usdskel import UsdSkelInfo, export_usdskel
     from .camera import Camera
-    from .centers import centers_of_rotation
     from .clip import AnimationClip
-    from .crowd import Crowd
-    from .ddm import DirectDeltaMush
-    from .ddm_gpu import direct_delta_mush
-    from .delta_mush_gpu import DeltaMushSkinner
-    from .drawables import Instance, RenderMesh
+    from .engine.crowd import Crowd
+    from .engine.drawables import Instance, RenderMesh
+    from .engine.renderer import Renderer
+    from .engine.skinner import Skinner
+    from .engine.targets import OffscreenTarget, SwapchainTarget
     from .gltf import GltfError, GltfScene, load_gltf
     from .gpu.device import Device
-    from .renderer import Renderer
-    from .skinner import Skinner
-    from .targets import OffscreenTarget, SwapchainTarget
+    from .methods.cor.gpu import centers_of_rotation
+    from .methods.ddm.gpu import direct_delta_mush
+    from .methods.ddm.reference import DirectDeltaMush
+    from .methods.delta_mush.gpu import DeltaMushSkinner
 
 __version__ = "0.1.0"
 
@@ -104,19 +104,19 @@ _LAZY = {
     "export_usdskel": ".baking.usdskel",
     "UsdSkelInfo": ".baking.usdskel",
     "Camera": ".camera",
-    "centers_of_rotation": ".centers",
-    "Crowd": ".crowd",
-    "DirectDeltaMush": ".ddm",
-    "direct_delta_mush": ".ddm_gpu",
-    "DeltaMushSkinner": ".delta_mush_gpu",
+    "centers_of_rotation": ".methods.cor.gpu",
+    "Crowd": ".engine.crowd",
+    "DirectDeltaMush": ".methods.ddm.reference",
+    "direct_delta_mush": ".methods.ddm.gpu",
+    "DeltaMushSkinner": ".methods.delta_mush.gpu",
     "Device": ".gpu.device",
-    "OffscreenTarget": ".targets",
-    "Renderer": ".renderer",
-    "Instance": ".drawables",
-    "RenderMesh": ".drawables",
+    "OffscreenTarget": ".engine.targets",
+    "Renderer": ".engine.renderer",
+    "Instance": ".engine.drawables",
+    "RenderMesh": ".engine.drawables",
     "Viewer": ".app.viewer",
-    "Skinner": ".skinner",
-    "SwapchainTarget": ".targets",
+    "Skinner": ".engine.skinner",
+    "SwapchainTarget": ".engine.targets",
     "procedural": ".procedural",
     "load_gltf": ".gltf",
     "GltfError": ".gltf",
@@ -128,13 +128,13 @@ _LAZY = {
 
 _NEEDS_VULKAN = {
     ".app.viewer",
-    ".crowd",
-    ".delta_mush_gpu",
-    ".drawables",
+    ".engine.crowd",
+    ".methods.delta_mush.gpu",
+    ".engine.drawables",
     ".gpu.device",
-    ".renderer",
-    ".skinner",
-    ".targets",
+    ".engine.renderer",
+    ".engine.skinner",
+    ".engine.targets",
 }
 
 

@@ -3,7 +3,7 @@
 Pure numpy. A clip is ``(F, J, 4, 4)`` skinning matrices, frame ``k`` at time ``k / fps``; the
 last frame is the clip's end, so ``duration = (F - 1) / fps``. A copy of a crowd plays a clip at
 any time: times wrap (``time mod duration``), and the GPU blends the two neighbouring frames
-(:mod:`vkdqs.crowd`). Make one with :meth:`vkdqs.gltf.GltfScene.bake_clip` or from your own
+(:mod:`vkdqs.engine.crowd`). Make one with :meth:`vkdqs.gltf.GltfScene.bake_clip` or from your own
 arrays with ``AnimationClip(frames, fps)``.
 """
 

@@ -8,8 +8,8 @@ as PNG and JPEG files are) with its :class:`Sampler` and a 3x3 UV transform
 ``"BLEND"`` is drawn as MASK at 0.5) and ``double_sided``. The renderer multiplies
 ``base_color x texture(uv) x vertex colour`` (``SkinnedMesh.colors``) x the instance's colour.
 
-Pass one to :meth:`vkdqs.renderer.Renderer.add_mesh` (``material=``; several with ``groups=``,
-as three.js's ``geometry.groups``).
+Pass one to :meth:`vkdqs.engine.renderer.Renderer.add_mesh` (``material=``; several with
+``groups=``, as three.js's ``geometry.groups``).
 """
 
 from __future__ import annotations

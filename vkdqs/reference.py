@@ -375,7 +375,7 @@ def skin_cor(
     bone_matrices : array_like, [B, 4, 4] or [B, 3, 4] rigid matrices, or [B, 2, 4] unit DQs
     centers : array_like, [N, 3]
         From :func:`vkdqs.centers_of_rotation` (or the float64
-        :func:`vkdqs.cor.centers_of_rotation_reference`).
+        :func:`vkdqs.methods.cor.reference.centers_of_rotation_reference`).
     """
     p, n, j, w = _check_skin_inputs(positions, normals, joints, weights)
     _, dqs = _rigid_bone_inputs(bone_matrices, "bone_matrices")

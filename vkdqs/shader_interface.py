@@ -22,14 +22,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import methods, vertex_packing
+from . import methods
+from .engine import vertex_packing
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .ddm import DirectDeltaMush
     from .mesh import SkinnedMesh
     from .methods import SkinningMethod
+    from .methods.ddm.reference import DirectDeltaMush
 
 
 class DescriptorType(IntEnum):
@@ -589,7 +590,7 @@ def surface_arrays(mesh: SkinnedMesh) -> dict[str, np.ndarray]:
 def mesh_arrays(mesh: SkinnedMesh, layout: str | VertexLayout = "exact") -> dict[str, np.ndarray]:
     """The mesh as the shaders read it: one array of rows per :func:`mesh_inputs` entry (and
     ``joints_1``/``weights_1`` with 8 slots), each in its ``layout`` format (32-bit in the exact
-    layout; :mod:`vkdqs.vertex_packing` encodes the lean one's)."""
+    layout; :mod:`vkdqs.engine.vertex_packing` encodes the lean one's)."""
     lay = as_layout(layout)
     n = mesh.vertex_count
     pad = np.zeros((n, 1), np.float32)
@@ -625,7 +626,7 @@ def mesh_arrays(mesh: SkinnedMesh, layout: str | VertexLayout = "exact") -> dict
 
 
 def lean_weights(weights: np.ndarray) -> np.ndarray:
-    """The lean layout's unorm16 weights (:func:`vkdqs.vertex_packing.unorm_weights`)."""
+    """The lean layout's unorm16 weights (:func:`vkdqs.engine.vertex_packing.unorm_weights`)."""
     return vertex_packing.unorm_weights(weights)
 
 
@@ -715,7 +716,7 @@ MATERIAL_BLOCK = np.dtype(
 )
 assert MATERIAL_BLOCK.itemsize == 64
 
-#: ``cor_centers.comp``, the centers-of-rotation precomputation (:mod:`vkdqs.centers`): its
+#: ``cor_centers.comp``, the centers-of-rotation precomputation (:mod:`vkdqs.methods.cor.gpu`): its
 #: texel buffers (binding, format) and output.
 CENTERS_TEXELS = (
     (1, Format.R32G32B32A32_SINT),  # joints, slots 0..3
@@ -732,9 +733,9 @@ CENTERS_BINDINGS = (
 )
 
 #: ``ddm_smooth.comp``, Direct Delta Mush's smoothing as a Chebyshev expansion
-#: (:mod:`vkdqs.ddm_gpu`): the CSR rows (first entry, count) and entries (neighbour, bits of its
-#: normalized weight) as rgba32i texels; the expansion's last two terms (rgba32f texels); the next
-#: term and the running sum (rgba32f storage texels, the sum read and written); the work items
+#: (:mod:`vkdqs.methods.ddm.gpu`): the CSR rows (first entry, count) and entries (neighbour, bits of
+#: its normalized weight) as rgba32i texels; the expansion's last two terms (rgba32f texels); the
+#: next term and the running sum (rgba32f storage texels, the sum read and written); the work items
 #: (r32ui: ``vertex * columns + column`` of each value the expansion can reach).
 DDM_ROWS = 0
 DDM_NEIGHBOURS = 1
@@ -1299,9 +1300,9 @@ VARIANTS: tuple[Variant, ...] = _build_variants()
 
 # -- Delta Mush: compute passes after skinning --------------------------------------------------
 #
-# delta_mush.comp (vkdqs/delta_mush_passes.py) smooths the skinned positions (one dispatch per
-# iteration, ping-pong), rebuilds each vertex from its frame and offset, then writes the result's
-# positions and area-weighted normals: one module, its pass a specialization constant.
+# delta_mush.comp (vkdqs/methods/delta_mush/passes.py) smooths the skinned positions (one dispatch
+# per iteration, ping-pong), rebuilds each vertex from its frame and offset, then writes the
+# result's positions and area-weighted normals: one module, its pass a specialization constant.
 
 #: delta_mush.comp: which pass (DELTA_MUSH_SMOOTH, DELTA_MUSH_REBUILD, DELTA_MUSH_NORMALS)
 DELTA_MUSH_PASS_ID = 9
@@ -1311,9 +1312,10 @@ DELTA_MUSH_NORMALS = 2
 #: Its read-only texel buffers (binding, format): per vertex (first overflow neighbour texel,
 #: degree, first corner texel, corner count); the neighbours, 2 texels a vertex (7 and a meta
 #: word) then the overflow, 4 a texel; the corners, 2 a texel (each the next and previous vertex
-#: of its triangle); per vertex its offset in its frame (vkdqs.delta_mush_passes.topology_arrays);
-#: the normals pass's own triangles (binding 8: per vertex first corner texel and count, then
-#: the corners; the frames' lists are a welded mesh's, vkdqs.delta_mush_passes.output_corners).
+#: of its triangle); per vertex its offset in its frame
+#: (vkdqs.methods.delta_mush.passes.topology_arrays); the normals pass's own triangles (binding 8:
+#: per vertex first corner texel and count, then the corners; the frames' lists are a welded mesh's,
+#: vkdqs.methods.delta_mush.passes.output_corners).
 DELTA_MUSH_TEXELS = (
     (0, Format.R32G32B32A32_UINT),
     (1, Format.R32G32B32A32_UINT),

@@ -86,9 +86,9 @@ def demo(
     ``vkdqs-demo.png`` without a display (not with ``no_window``)."""
     _need_vulkan()
     from .. import procedural
-    from ..centers import centers_of_rotation
-    from ..cor import centers_of_rotation_reference
     from ..gpu import Device
+    from ..methods.cor.gpu import centers_of_rotation
+    from ..methods.cor.reference import centers_of_rotation_reference
     from .compare import compared_methods, reference, skin_methods
 
     angles = step * np.arange(int(170.0 / step + 1e-9) + 1)  # 0...170, no further
@@ -318,9 +318,9 @@ def render(
     if model is not None:
         gltf = _load(Path(model), max_bytes)  # before the device: a bad file fails fast
     _need_vulkan()
+    from ..engine.renderer import Renderer
+    from ..engine.targets import OffscreenTarget
     from ..gpu import Device
-    from ..renderer import Renderer
-    from ..targets import OffscreenTarget
     from .scenes import CandyWrapperScene, GltfScenePlayer
     from .stills import render_still
 

@@ -53,7 +53,7 @@ def skin_methods(
     method). ``centers``: for the methods that need them (computed on ``device`` when None);
     a method that needs per-vertex blend values uses the mesh's ``dqs_blend``; one that needs
     rest frames takes the identity for every bone (as for the candy wrapper)."""
-    from ..skinner import Skinner
+    from ..engine.skinner import Skinner
 
     out = {}
     for method in compared_methods() if methods is None else methods:
@@ -78,11 +78,11 @@ def reference(
     """The float64 reference positions ``(P, N, 3)`` of :func:`skin_methods` for one method
     (the registry's :meth:`~vkdqs.methods.SkinningMethod.reference`). A method that needs a
     Direct Delta Mush precomputation takes the one the Skinner skinned with (kept on the mesh
-    by :func:`vkdqs.ddm_gpu.mesh_ddm`; computed on ``device`` if there is none yet)."""
+    by :func:`vkdqs.methods.ddm.gpu.mesh_ddm`; computed on ``device`` if there is none yet)."""
     skinning = registry.get(method)
     extra = _inputs(method, poses.shape[1], centers)
     if "ddm_data" in skinning.needs:
-        from ..ddm_gpu import mesh_ddm
+        from ..methods.ddm.gpu import mesh_ddm
 
         extra["ddm"] = mesh_ddm(mesh, poses.shape[1], device=device)  # type: ignore[arg-type]
     return np.stack([skinning.reference(mesh, pose, **extra)[0] for pose in poses])

@@ -4,7 +4,7 @@ Pure functions, no Vulkan: :func:`compose` lays out a label under (or above) eac
 caption in the top-left corner and, for the heat maps, a colour bar with its title and its
 values; :func:`copy_label_anchors` finds where each copy's label goes from the copy's points
 and the camera. The renderer blends the result over the frame
-(:meth:`vkdqs.renderer.Renderer.set_overlay`), so stills and the viewer show the same labels.
+(:meth:`vkdqs.engine.renderer.Renderer.set_overlay`), so stills and the viewer show the same labels.
 
 Text is Pillow's bundled scalable font (``ImageFont.load_default(size=...)``, Pillow >= 10.1):
 no system font is needed. Its size follows the image: :func:`text_px` is 4 % of the height

@@ -5,10 +5,10 @@
   (:meth:`Camera.fit <vkdqs.camera.Camera.fit>`, the tightest perspective fit of the posed
   vertices, not a bounding sphere of the animation's sweep).
 * :class:`DiffColoring`: |DQS - LBS| per vertex of a pose, both skinned by the
-  :class:`~vkdqs.skinner.Skinner`'s compute path, for ``--method diff``.
+  :class:`~vkdqs.engine.skinner.Skinner`'s compute path, for ``--method diff``.
 * :func:`scene_overlay`: the labels (method per copy, the animation and its time, the heat map's
   colour bar and bone, the diff's colour bar in model units) as an RGBA image for
-  :meth:`Renderer.set_overlay <vkdqs.renderer.Renderer.set_overlay>`.
+  :meth:`Renderer.set_overlay <vkdqs.engine.renderer.Renderer.set_overlay>`.
 * :class:`FloorGrid`: a grid of thin quads under the copies, an unskinned instance, to help read
   the pose.
 """
@@ -30,9 +30,9 @@ from ..methods import DIFF
 from .overlay import ColorBar, Label, bar_band, compose, copy_label_anchors, label_band
 
 if TYPE_CHECKING:
-    from ..drawables import Instance
+    from ..engine.drawables import Instance
+    from ..engine.renderer import Renderer
     from ..gpu import Device
-    from ..renderer import Renderer
 
 __all__ = [
     "DIFF_PERCENTILE",
@@ -55,7 +55,7 @@ STILL_FOV_Y = 20.0
 
 
 class DiffColoring:
-    """|DQS - LBS| per vertex on the GPU: one DQS and one LBS :class:`~vkdqs.skinner.Skinner`
+    """|DQS - LBS| per vertex on the GPU: one DQS and one LBS :class:`~vkdqs.engine.skinner.Skinner`
     per (mesh, bone count), made on first use and kept until :meth:`close`."""
 
     def __init__(self, device: Device) -> None:
@@ -64,7 +64,7 @@ class DiffColoring:
         self._meshes: dict[int, SkinnedMesh] = {}  # keeps each keyed mesh (and its id) alive
 
     def _skinner(self, mesh: SkinnedMesh, bone_count: int, method: str) -> Any:
-        from ..skinner import Skinner
+        from ..engine.skinner import Skinner
 
         key = (id(mesh), int(bone_count), method)
         if key not in self._skinners:

@@ -20,14 +20,14 @@ from typing import Any
 import numpy as np
 
 from .. import methods as registry
+from ..engine.renderer import Renderer
+from ..engine.targets import SwapchainTarget
 from ..errors import CapabilityError, InputError, OutputError, VulkanError
 from ..gltf import GltfScene, load_gltf
 from ..gpu import Device
 from ..gpu.calls import vk
 from ..images import write_png
 from ..methods import DIFF
-from ..renderer import Renderer
-from ..targets import SwapchainTarget
 from .scenes import CandyWrapperScene, CrowdScene, GltfScenePlayer, ViewerScene
 from .stills import Decorations
 

@@ -20,12 +20,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import methods, reference
+from ..engine.skinner import Skinner
 from ..errors import InputError, LimitError
 from ..files import check_output, output_error
 from ..gltf.parts import ScenePart, scene_parts, skin_matrices, skinning_inputs
 from ..gpu import Device
 from ..material import Material
-from ..skinner import Skinner
 from .glb import GlbWriter
 from .npz import NpzWriter
 from .surface import BakeGroup, Surface, drop_degenerate, scene_surface

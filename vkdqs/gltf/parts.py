@@ -141,7 +141,7 @@ def skinning_inputs(
         # the units the posed mesh has): for most files that is the mesh as stored, up to a
         # rigid motion, but a quantized file's joint matrices scale it (gltfpack: 9.2e-5), and
         # a skin without inverse bind matrices moves it by the joints' rest transforms
-        from ..delta_mush import DEFAULTS, delta_mush_bind
+        from ..methods.delta_mush.reference import DEFAULTS, delta_mush_bind
         from ..reference import skin_lbs
 
         rest = scene.skinning_matrices(part.skin, None)

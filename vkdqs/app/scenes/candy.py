@@ -8,9 +8,9 @@ import numpy as np
 
 from ... import dq, procedural, reference
 from ... import methods as registry
-from ...drawables import Instance
+from ...engine.drawables import Instance
+from ...engine.renderer import Renderer
 from ...methods import DIFF, select_methods
-from ...renderer import Renderer
 from .common import methods_label, offsets, renderer_method, rest_inputs, tint
 
 

@@ -10,13 +10,13 @@ import numpy as np
 from ... import methods as registry
 from ... import procedural
 from ...clip import AnimationClip
-from ...crowd import Crowd, has_own_color, pack_clip
-from ...drawables import RenderMesh
+from ...engine.crowd import Crowd, has_own_color, pack_clip
+from ...engine.drawables import RenderMesh
+from ...engine.renderer import Renderer
 from ...errors import InputError
 from ...material import Material
 from ...mesh import SkinnedMesh
 from ...methods import DIFF, parse_methods
-from ...renderer import Renderer
 from .common import box_corners, materials_of, methods_label
 
 if TYPE_CHECKING:

@@ -10,11 +10,11 @@ import numpy as np
 
 from ... import dq, reference
 from ... import methods as registry
-from ...drawables import SINGULAR_DET, UNSKINNED, Instance, RenderMesh
+from ...engine.drawables import SINGULAR_DET, UNSKINNED, Instance, RenderMesh
+from ...engine.renderer import Renderer
 from ...errors import InputError
 from ...gltf.parts import ScenePart, scene_parts, skin_matrices, skinning_inputs
 from ...methods import DIFF, SkinTraits, select_methods
-from ...renderer import Renderer
 from .common import (
     ALL_METHODS,
     box_corners,

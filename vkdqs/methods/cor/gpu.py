@@ -1,9 +1,10 @@
 """``centers_of_rotation()``: the per-mesh precomputation of CoR skinning, on the GPU.
 
 The host groups the triangles' similarity terms by bone pair and merges triangles with nearly
-equal weights (:func:`vkdqs.cor.pair_bins`); ``cor_centers.comp`` then sums, for each vertex,
-the entries of its own bone pairs, in tiles of vertices (one submission each, so a progress
-bar can follow a long run); the host divides (:func:`vkdqs.cor.finish_centers`).
+equal weights (:func:`vkdqs.methods.cor.reference.pair_bins`); ``cor_centers.comp`` then sums, for
+each vertex, the entries of its own bone pairs, in tiles of vertices (one submission each, so a
+progress bar can follow a long run); the host divides
+(:func:`vkdqs.methods.cor.reference.finish_centers`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from . import shader_interface as si
-from .cor import DEFAULT_RESOLUTION, DEFAULT_SIGMA, check_cor_mesh, finish_centers, pair_bins
-from .errors import LimitError
-from .gpu import (
+from ... import shader_interface as si
+from ...errors import LimitError
+from ...gpu import (
     Buffer,
     BufferView,
     CommandBuffer,
@@ -35,8 +35,9 @@ from .gpu import (
     push_constants,
     write_descriptors,
 )
-from .gpu.calls import vk
-from .mesh import SkinnedMesh
+from ...gpu.calls import vk
+from ...mesh import SkinnedMesh
+from .reference import DEFAULT_RESOLUTION, DEFAULT_SIGMA, check_cor_mesh, finish_centers, pair_bins
 
 __all__ = ["centers_of_rotation"]
 

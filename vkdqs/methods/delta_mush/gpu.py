@@ -1,16 +1,16 @@
 """DeltaMushSkinner: a :class:`vkdqs.Skinner` over any base method with classic Delta Mush's
-compute passes (:mod:`vkdqs.delta_mush_passes`) and its own bind parameters;
+compute passes (:mod:`vkdqs.methods.delta_mush.passes`) and its own bind parameters;
 ``Skinner(method="delta_mush")`` is the registry's, over LBS with the default bind."""
 
 from __future__ import annotations
 
-from . import methods
-from .delta_mush import DeltaMush, delta_mush_bind
-from .delta_mush_passes import DeltaMushPasses, fan_order, topology_arrays
-from .errors import InputError
-from .gpu import Device
-from .mesh import SkinnedMesh
-from .skinner import Skinner
+from ... import methods
+from ...engine.skinner import Skinner
+from ...errors import InputError
+from ...gpu import Device
+from ...mesh import SkinnedMesh
+from .passes import DeltaMushPasses, fan_order, topology_arrays
+from .reference import DeltaMush, delta_mush_bind
 
 __all__ = ["DeltaMushPasses", "DeltaMushSkinner", "fan_order", "topology_arrays"]
 

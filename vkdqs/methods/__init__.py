@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from . import bones as packing
-from . import dq, reference
-from .errors import InputError
+from .. import bones as packing
+from .. import dq, reference
+from ..errors import InputError
 
 if TYPE_CHECKING:
-    from .ddm import DirectDeltaMush
-    from .delta_mush import DeltaMush
-    from .mesh import SkinnedMesh
+    from ..mesh import SkinnedMesh
+    from .ddm.reference import DirectDeltaMush
+    from .delta_mush.reference import DeltaMush
 
 __all__ = [
     "BOTH",
@@ -65,10 +65,10 @@ __all__ = [
 #: ("centers", computed on the GPU when not given), each bone's rest frame ("rest_matrices",
 #: from a glTF skin: the inverse bind matrices' inverses), per-vertex LBS/DQS blend weights
 #: ("dqs_blend", ``SkinnedMesh.dqs_blend``), a Direct Delta Mush precomputation ("ddm_data",
-#: the ``ddm=`` argument, :class:`vkdqs.ddm.DirectDeltaMush`: each vertex's Ω and bones, read in
-#: place of its joints and weights), a classic Delta Mush bind ("delta_mush_data", the
-#: ``delta_mush=`` argument, :class:`vkdqs.delta_mush.DeltaMush`: the edge graph, frames and
-#: offsets its compute passes after the skinning read).
+#: the ``ddm=`` argument, :class:`vkdqs.methods.ddm.reference.DirectDeltaMush`: each vertex's Ω and
+#: bones, read in place of its joints and weights), a classic Delta Mush bind ("delta_mush_data",
+#: the ``delta_mush=`` argument, :class:`vkdqs.methods.delta_mush.reference.DeltaMush`: the edge
+#: graph, frames and offsets its compute passes after the skinning read).
 NEEDS = ("centers", "rest_matrices", "dqs_blend", "ddm_data", "delta_mush_data")
 #: Why a method with one of these needs cannot run on the vertex shader (what
 #: :meth:`SkinningMethod.check_path` says).
@@ -228,7 +228,7 @@ class SkinningMethod:
         clips.
     box_rule : str or None
         How a conservative box of a pose follows from per-bone boxes
-        (:mod:`vkdqs.bone_boxes`): ``"affine"``, ``"rigid"``, ``"blend"``, ``"centers"``;
+        (:mod:`vkdqs.engine.bone_boxes`): ``"affine"``, ``"rigid"``, ``"blend"``, ``"centers"``;
         None where no cheap bound is proved (the exact box from the GPU is used).
     base : str or None
         The method whose shaders skin the mesh before this one's compute passes (``"lbs"``
@@ -352,9 +352,9 @@ class SkinningMethod:
         needs "ddm_data" moves each vertex by its morph delta in the frame its Ω is about: the
         smoothing stays that of the rest mesh). A method that needs "delta_mush_data" smooths
         its base's skinned mesh with ``delta_mush`` (the bind of the rest mesh; the Skinner's
-        default, :func:`vkdqs.delta_mush.mesh_delta_mush`, when None)."""
+        default, :func:`vkdqs.methods.delta_mush.reference.mesh_delta_mush`, when None)."""
         if "delta_mush_data" in self.needs and delta_mush is None:
-            from .delta_mush import mesh_delta_mush
+            from .delta_mush.reference import mesh_delta_mush
 
             delta_mush = mesh_delta_mush(mesh)
         p, n = mesh.positions, mesh.normals
@@ -457,10 +457,11 @@ class SkinningMethod:
         not take: ``(centers (N, 3) float32 or None, rest_matrices (B, 4, 4) float64 or
         None)``. Centers it needs but was not given stay None: the caller computes them on its
         device (:func:`vkdqs.centers_of_rotation`). ``ddm``: a
-        :class:`~vkdqs.ddm.DirectDeltaMush` of ``mesh`` (checked, kept by the caller); one it
-        needs but was not given the caller likewise computes (:func:`vkdqs.ddm_gpu.mesh_ddm`).
-        ``delta_mush``: a :class:`~vkdqs.delta_mush.DeltaMush` bind of ``mesh`` (checked; one
-        not given: :func:`vkdqs.delta_mush.mesh_delta_mush`)."""
+        :class:`~vkdqs.methods.ddm.reference.DirectDeltaMush` of ``mesh`` (checked, kept by the
+        caller); one it needs but was not given the caller likewise computes
+        (:func:`vkdqs.methods.ddm.gpu.mesh_ddm`). ``delta_mush``: a
+        :class:`~vkdqs.methods.delta_mush.reference.DeltaMush` bind of ``mesh`` (checked; one not
+        given: :func:`vkdqs.methods.delta_mush.reference.mesh_delta_mush`)."""
         given_inputs = (
             ("centers", "centers", centers),
             ("rest_matrices", "rest_matrices", rest_matrices),
@@ -502,9 +503,10 @@ DDM_MAX_BONES = 2**16 - 1  # bone 0xffff marks a vertex's absent slots (shader_i
 
 def check_ddm(ddm: object, mesh: SkinnedMesh, bone_count: int, method: str = "ddm") -> None:
     """Refuse a Direct Delta Mush precomputation that does not belong to ``mesh`` posed by
-    ``bone_count`` bones: not a :class:`~vkdqs.ddm.DirectDeltaMush`, another vertex count or
-    rest positions, more than :data:`DDM_MAX_SLOTS` bones a vertex, bones beyond the skeleton."""
-    from .ddm import DirectDeltaMush
+    ``bone_count`` bones: not a :class:`~vkdqs.methods.ddm.reference.DirectDeltaMush`, another
+    vertex count or rest positions, more than :data:`DDM_MAX_SLOTS` bones a vertex, bones beyond the
+    skeleton."""
+    from .ddm.reference import DirectDeltaMush
 
     if not isinstance(ddm, DirectDeltaMush):
         raise InputError(
@@ -531,14 +533,14 @@ def check_ddm(ddm: object, mesh: SkinnedMesh, bone_count: int, method: str = "dd
 
 
 def check_delta_mush(bind: object, mesh: SkinnedMesh, method: str = "delta_mush") -> None:
-    """Refuse a Delta Mush bind that is not a :class:`~vkdqs.delta_mush.DeltaMush` of a mesh of
-    ``mesh``'s vertex count and triangles (its smoothing follows them)."""
-    from .delta_mush import DeltaMush
+    """Refuse a Delta Mush bind that is not a :class:`~vkdqs.methods.delta_mush.reference.DeltaMush`
+    of a mesh of ``mesh``'s vertex count and triangles (its smoothing follows them)."""
+    from .delta_mush.reference import DeltaMush
 
     if not isinstance(bind, DeltaMush):
         raise InputError(
-            f"method={method!r} needs delta_mush=vkdqs.delta_mush.delta_mush_bind(mesh.positions, "
-            f"mesh.indices), got {type(bind).__name__}"
+            f"method={method!r} needs delta_mush=vkdqs.methods.delta_mush.reference."
+            f"delta_mush_bind(mesh.positions, mesh.indices), got {type(bind).__name__}"
         )
     if bind.vertex_count != mesh.vertex_count:
         raise InputError(
@@ -632,7 +634,7 @@ def _ref_blender(p, n, j, w, bones, *, rest_matrices, **_):
 
 
 def _ref_ddm(p, n, j, w, bones, *, ddm, **_):
-    from .ddm import skin_reference
+    from .ddm.reference import skin_reference
 
     if ddm is None:
         raise InputError("the DDM reference needs the precomputation (ddm=)")
@@ -641,7 +643,7 @@ def _ref_ddm(p, n, j, w, bones, *, ddm, **_):
 
 def _ref_delta_mush(p, n, j, w, bones, *, delta_mush, base, **kw):
     """Its base's reference (``base``: the base's ``reference_skin``), then the mush."""
-    from .delta_mush import delta_mush_reference
+    from .delta_mush.reference import delta_mush_reference
 
     if delta_mush is None:
         raise InputError("the Delta Mush reference needs the bind (delta_mush=)")

@@ -10,11 +10,12 @@ smoothed mesh and its bind-time offset, and one that writes the result's positio
 area-weighted normals back over the skinned ones, with a compute -> compute barrier before each;
 all in the Skinner's one submission, before its readback.
 The bind (smoothing the rest mesh, the offsets) is the float64 reference's,
-:func:`vkdqs.delta_mush.delta_mush_bind`; :func:`vkdqs.delta_mush.delta_mush_reference` is what
-the GPU result is tested against.
+:func:`vkdqs.methods.delta_mush.reference.delta_mush_bind`;
+:func:`vkdqs.methods.delta_mush.reference.delta_mush_reference` is what the GPU result is tested
+against.
 
 The Skinner makes them (``Skinner._add_delta_mush``) and records them; this module does not
-import it (:mod:`vkdqs.delta_mush_gpu` holds :class:`DeltaMushSkinner`, a Skinner subclass).
+import it (:mod:`vkdqs.methods.delta_mush.gpu` holds :class:`DeltaMushSkinner`, a Skinner subclass).
 Threads, interrupts and ownership are the Skinner's: calls on one Skinner take turns (a lock);
 every Vulkan object the passes make is owned by the Skinner and destroyed by its ``close``.
 """
@@ -26,10 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import shader_interface as si
-from .delta_mush import DeltaMush, incident_faces, node_corners
-from .errors import LimitError
-from .gpu import (
+from ... import shader_interface as si
+from ...errors import LimitError
+from ...gpu import (
     Buffer,
     BufferView,
     ComputePipelineDesc,
@@ -42,10 +42,11 @@ from .gpu import (
     texel_buffer,
     write_descriptors,
 )
-from .gpu.calls import vk
+from ...gpu.calls import vk
+from .reference import DeltaMush, incident_faces, node_corners
 
 if TYPE_CHECKING:
-    from .skinner import Skinner, _Program
+    from ...engine.skinner import Skinner, _Program
 
 __all__ = ["DeltaMushPasses", "fan_order", "overflow_list", "padded_groups", "topology_arrays"]
 
@@ -101,8 +102,9 @@ def fan_order(
     (cyclically), so the shader gets the area-weighted normal from the neighbours it loads
     anyway.
 
-    With ``canonical`` (a welded bind's :attr:`~vkdqs.delta_mush.DeltaMush.canonical`) the
-    lists are the nodes' (:func:`vkdqs.delta_mush.node_corners`), centred on ``canonical[v]``.
+    With ``canonical`` (a welded bind's
+    :attr:`~vkdqs.methods.delta_mush.reference.DeltaMush.canonical`) the lists are the nodes'
+    (:func:`vkdqs.methods.delta_mush.reference.node_corners`), centred on ``canonical[v]``.
 
     Returns (is_fan (N,), neighbours (2 E,)); the other lists keep their order but for
     ``first``, swapped to the front."""
@@ -250,8 +252,8 @@ def output_corners(bind: DeltaMush) -> np.ndarray:
 
 
 class DeltaMushPasses:
-    """The Delta Mush passes of one compute-path :class:`~vkdqs.skinner.Skinner`: its topology
-    texel buffers, two scratch buffers, descriptor sets and pipelines (all owned by the
+    """The Delta Mush passes of one compute-path :class:`~vkdqs.engine.skinner.Skinner`: its
+    topology texel buffers, two scratch buffers, descriptor sets and pipelines (all owned by the
     Skinner), and the recording of each pose's passes after its skinning dispatch.
 
     Parameters
@@ -259,7 +261,7 @@ class DeltaMushPasses:
     skinner : Skinner
         Created (its mesh uploaded); its path is ``"compute"``.
     bind : DeltaMush
-        The float64 bind of its mesh (:func:`vkdqs.delta_mush.delta_mush_bind`).
+        The float64 bind of its mesh (:func:`vkdqs.methods.delta_mush.reference.delta_mush_bind`).
     """
 
     def __init__(self, skinner: Skinner, bind: DeltaMush) -> None:

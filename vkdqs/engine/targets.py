@@ -17,9 +17,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from . import shader_interface as si
-from .errors import InputError
-from .gpu import (
+from .. import shader_interface as si
+from ..errors import InputError
+from ..gpu import (
     Buffer,
     Device,
     Framebuffer,
@@ -34,8 +34,8 @@ from .gpu import (
     memory_barrier,
     pick_depth_format,
 )
-from .gpu.calls import vk
-from .gpu.swapchain import image_views
+from ..gpu.calls import vk
+from ..gpu.swapchain import image_views
 
 
 class FrameSync(Protocol):

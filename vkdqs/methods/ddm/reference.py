@@ -59,9 +59,9 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from numpy.typing import ArrayLike, NDArray
 
-from .dq import _as_array, _as_float, _cofactor_normals, _safe_normalize
-from .errors import MAX_MAGNITUDE, InputError, LimitError
-from .geometry import weld as weld_positions
+from ...dq import _as_array, _as_float, _cofactor_normals, _safe_normalize
+from ...errors import MAX_MAGNITUDE, InputError, LimitError
+from ...geometry import weld as weld_positions
 
 __all__ = [
     "DEFAULTS",

@@ -4,7 +4,8 @@ frustum test that culls with them.
 A :class:`SceneBoxes` belongs to one renderer (it owns the compute Skinners that measure exact
 boxes and closes them with it). Per instance it gives a box in mesh space:
 
-* **conservative**, from the mesh's per-bone boxes (:mod:`vkdqs.bone_boxes`, computed once per
+* **conservative**, from the mesh's per-bone boxes (:mod:`vkdqs.engine.bone_boxes`, computed once
+per
   mesh and skeleton): numpy over the bones, no GPU work, for the methods whose registry entry
   has a ``box_rule`` and poses within it;
 * **exact**, from the GPU (:meth:`vkdqs.Skinner.bounds`: one compute dispatch that reduces the
@@ -24,16 +25,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from . import methods, reference
+from .. import methods, reference
+from ..shader_interface import UNSKINNED
 from .bone_boxes import BoneBoxes
-from .shader_interface import UNSKINNED
 from .skinner import Skinner
 
 if TYPE_CHECKING:
+    from ..gpu import Device
+    from ..methods.ddm.reference import DirectDeltaMush
     from .crowd import Crowd
-    from .ddm import DirectDeltaMush
     from .drawables import Instance, RenderMesh
-    from .gpu import Device
 
 __all__ = ["FrameStats", "SceneBoxes", "outside_frustum"]
 

@@ -1,6 +1,6 @@
 """Renderer: draws skinned meshes (DQS or LBS per instance) into any render target.
 
-The renderer records frames for a target (:mod:`vkdqs.targets`) without knowing whether it is
+The renderer records frames for a target (:mod:`vkdqs.engine.targets`) without knowing whether it is
 an offscreen image or a window's swapchain. It keeps ``frames_in_flight`` (2) sets of per-frame
 resources: a fence, an image-available semaphore, a persistently mapped uniform buffer holding
 every instance's bones and instance block, and one descriptor set per instance. A frame waits only
@@ -18,7 +18,7 @@ ranges (``groups``) are drawn in order, each with its material's set and a pipel
 sidedness; meshes without UVs or colours read one constant row instead (vertex stride 0).
 
 What it draws, :class:`RenderMesh` (a mesh uploaded) and :class:`Instance` (a posed copy), is
-in :mod:`vkdqs.drawables`.
+in :mod:`vkdqs.engine.drawables`.
 
 Ownership: meshes and instances belong to the renderer that made them, and the target must be
 made on the renderer's Device; anything else is refused with :class:`~vkdqs.OwnershipError`.
@@ -36,23 +36,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import bones as bone_packing
-from . import methods
-from . import shader_interface as si
-from .bounds import FrameStats, SceneBoxes, outside_frustum
-from .camera import Camera
-from .clip import AnimationClip
-from .crowd import Crowd, _Layouts
-from .drawables import (
-    UNSKINNED,
-    Instance,
-    RenderMesh,
-    _bone_bucket,
-    _GpuMaterial,
-)
-from .errors import InputError, ObjectDestroyedError, OwnershipError
-from .geometry import transform_box, transform_boxes
-from .gpu import (
+from .. import bones as bone_packing
+from .. import methods
+from .. import shader_interface as si
+from ..camera import Camera
+from ..clip import AnimationClip
+from ..errors import InputError, ObjectDestroyedError, OwnershipError
+from ..geometry import transform_box, transform_boxes
+from ..gpu import (
     Buffer,
     BufferView,
     BufferWrite,
@@ -73,16 +64,25 @@ from .gpu import (
     push_constants,
     write_descriptors,
 )
-from .gpu.calls import align, vk
-from .gpu.interrupts import deferred_interrupts
-from .material import Material
-from .mesh import SkinnedMesh
+from ..gpu.calls import align, vk
+from ..gpu.interrupts import deferred_interrupts
+from ..material import Material
+from ..mesh import SkinnedMesh
+from .bounds import FrameStats, SceneBoxes, outside_frustum
+from .crowd import Crowd, _Layouts
+from .drawables import (
+    UNSKINNED,
+    Instance,
+    RenderMesh,
+    _bone_bucket,
+    _GpuMaterial,
+)
 from .overlay_pass import OverlayPass, check_overlay
 from .skinner import Skinner, resolve_layout
 from .targets import RenderTarget
 
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
-_log = logging.getLogger("vkdqs.renderer")
+_log = logging.getLogger("vkdqs.engine.renderer")
 #: The material of meshes added without one: white, untextured, opaque (one object, so each
 #: renderer makes its descriptor set once).
 _PLAIN = Material()
@@ -227,7 +227,7 @@ class Renderer(ResourceOwner):
         copy on the GPU and the copies in view are drawn with an indirect draw (on by default:
         it costs the CPU nothing).
     cull_instances : bool
-        Leave out instances whose box lies outside the view (:mod:`vkdqs.bounds`: per-bone
+        Leave out instances whose box lies outside the view (:mod:`vkdqs.engine.bounds`: per-bone
         boxes where the method has a proved rule, else the exact box from the GPU). Off by
         default: the boxes are computed on the CPU every frame an instance is posed, about 0.1
         ms an instance of 64 bones (numpy), more than most scenes of a few instances save.
@@ -457,7 +457,7 @@ class Renderer(ResourceOwner):
         ((B, 4, 4), see :class:`vkdqs.Skinner`) and poses of (B, 4, 4) matrices.
 
         ``method="ddm"`` (Direct Delta Mush) skins with ``ddm``, its precomputation (or the
-        mesh's default one, :func:`vkdqs.ddm_gpu.mesh_ddm`, computed once on the renderer's
+        mesh's default one, :func:`vkdqs.methods.ddm.gpu.mesh_ddm`, computed once on the renderer's
         device), drawn by its vertex shader; its Ω and bones are texel buffers of the mesh,
         uploaded once per precomputation and shared by its instances and crowds
         (:class:`~vkdqs.LimitError` past ``maxTexelBufferElements``).
@@ -573,8 +573,8 @@ class Renderer(ResourceOwner):
     ) -> Crowd:
         """``count`` copies of ``mesh`` playing ``clip`` (a :class:`vkdqs.AnimationClip`), or
         each one of ``clips`` (chosen per copy with ``crowd.set_clips``), sampled on the GPU and
-        drawn in one instanced call (one per material group); see :mod:`vkdqs.crowd`. The copies
-        wear the mesh's materials (those given to :meth:`add_mesh`), each copy's colour
+        drawn in one instanced call (one per material group); see :mod:`vkdqs.engine.crowd`. The
+        copies wear the mesh's materials (those given to :meth:`add_mesh`), each copy's colour
         (``crowd.set_colors``) multiplying in, as an instance's does.
 
         ``method`` is "dqs", "lbs", "blend" (needs the mesh's ``dqs_blend``), "cor",
@@ -627,7 +627,7 @@ class Renderer(ResourceOwner):
         if not skinning.aux:
             return
         if "centers" in skinning.needs and centers is None and mesh.centers is None:
-            from .centers import centers_of_rotation
+            from ..methods.cor.gpu import centers_of_rotation
 
             centers = centers_of_rotation(mesh.mesh, bone_count=bone_count, device=self.device)
         mesh._ensure_aux(self, centers)
@@ -729,7 +729,7 @@ class Renderer(ResourceOwner):
     @property
     def stats(self) -> FrameStats:
         """What the last frame drew: instances drawn and culled and the kinds of box the culling
-        used (:class:`vkdqs.bounds.FrameStats`), and the crowd copies drawn and culled by the
+        used (:class:`vkdqs.engine.bounds.FrameStats`), and the crowd copies drawn and culled by the
         last frame the GPU finished (the GPU counts them: after ``wait()`` or
         ``render_image()``, the last frame's)."""
         drawn, culled = self._copies_counted

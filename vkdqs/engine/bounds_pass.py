@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import shader_interface as si
-from .gpu import (
+from .. import shader_interface as si
+from ..gpu import (
     Buffer,
     BufferView,
     BufferWrite,
@@ -34,7 +34,7 @@ from .gpu import (
     push_constants,
     write_descriptors,
 )
-from .gpu.calls import vk
+from ..gpu.calls import vk
 
 if TYPE_CHECKING:
     from .skinner import Skinner

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .mesh import SkinnedMesh
+from ..mesh import SkinnedMesh
 
 __all__ = ["ROUNDING", "BoneBoxes"]
 
@@ -216,7 +216,7 @@ class BoneBoxes:
         ``Delta`` bone p's own turn between the poses, every rotation relative to ``B_p`` is
         within ``theta = Theta + Delta / 2``; below 180 degrees every sign agrees, and the
         rigid rule's bound about ``B_p`` plus how far ``B_p`` moves bone p's box from the first
-        pose gives the widening (see :mod:`vkdqs.bone_boxes`).
+        pose gives the widening (see :mod:`vkdqs.engine.bone_boxes`).
         """
         if rule is None:
             return None

@@ -38,12 +38,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import bones as bone_packing
-from . import methods
-from . import shader_interface as si
-from .bounds_pass import BoundsPass
-from .errors import CapabilityError, InputError, LimitError
-from .gpu import (
+from .. import bones as bone_packing
+from .. import methods
+from .. import shader_interface as si
+from ..errors import CapabilityError, InputError, LimitError
+from ..gpu import (
     Buffer,
     BufferView,
     BufferWrite,
@@ -65,15 +64,16 @@ from .gpu import (
     texel_buffer,
     write_descriptors,
 )
-from .gpu.calls import align, vk
-from .gpu.interrupts import deferred_interrupts
-from .mesh import SkinnedMesh
+from ..gpu.calls import align, vk
+from ..gpu.interrupts import deferred_interrupts
+from ..mesh import SkinnedMesh
+from .bounds_pass import BoundsPass
 from .output_copies import OutputCopies
 
 if TYPE_CHECKING:
-    from .ddm import DirectDeltaMush
-    from .delta_mush import DeltaMush
-    from .delta_mush_passes import DeltaMushPasses
+    from ..methods.ddm.reference import DirectDeltaMush
+    from ..methods.delta_mush.passes import DeltaMushPasses
+    from ..methods.delta_mush.reference import DeltaMush
 
 log = logging.getLogger("vkdqs")
 
@@ -189,16 +189,16 @@ class Skinner(ResourceOwner):
         For ``"ddm"`` (Direct Delta Mush): the mesh's precomputation,
         :func:`vkdqs.direct_delta_mush` (at most 8 bones a vertex); computed on this device
         with the default parameters (the mesh needs triangles) and kept on the mesh
-        (:func:`vkdqs.ddm_gpu.mesh_ddm`) when not given. Poses are rigid
+        (:func:`vkdqs.methods.ddm.gpu.mesh_ddm`) when not given. Poses are rigid
         ``(B, 4, 4)`` / ``(B, 3, 4)`` matrices or ``(B, 2, 4)`` DQs. Morph targets move each
         vertex before the skinning, about the rest mesh's smoothing (``Ω`` is not recomputed).
     delta_mush : DeltaMush, optional
         For ``"delta_mush"`` (classic Delta Mush, compute path only): the bind of the mesh,
-        :func:`vkdqs.delta_mush.delta_mush_bind` (its ``iterations`` and ``step``); bound with
-        the defaults (10 steps of 0.5; the mesh needs triangles) and kept on the mesh
-        (:func:`vkdqs.delta_mush.mesh_delta_mush`) when not given. Poses are LBS's. Morph
-        targets move the vertices before the skinning, the mush smooths the result. Boxes
-        (``bounds=True``, :meth:`bounds`) are taken from the positions read back.
+        :func:`vkdqs.methods.delta_mush.reference.delta_mush_bind` (its ``iterations`` and
+        ``step``); bound with the defaults (10 steps of 0.5; the mesh needs triangles) and kept on
+        the mesh (:func:`vkdqs.methods.delta_mush.reference.mesh_delta_mush`) when not given. Poses
+        are LBS's. Morph targets move the vertices before the skinning, the mush smooths the result.
+        Boxes (``bounds=True``, :meth:`bounds`) are taken from the positions read back.
     layout : {"exact", "lean"}
         How the mesh's vertices are stored on the GPU. ``"exact"``: 32-bit rows, the mesh's
         float32 values bit for bit (64 bytes a vertex, 96 with 8 influences). ``"lean"``: float
@@ -209,7 +209,7 @@ class Skinner(ResourceOwner):
         unorm16 weights move by at most 1/65535 each (unorm8 ones not at all), so positions
         move by at most ``4 / 65535`` (8 influences: ``8 / 65535``) of the largest distance
         between a vertex's bones' images of it; rest normals by at most 5e-5 rad
-        (:data:`vkdqs.vertex_packing.OCT_NORMAL_MAX_ANGLE`), skinned ones typically 1e-5 to
+        (:data:`vkdqs.engine.vertex_packing.OCT_NORMAL_MAX_ANGLE`), skinned ones typically 1e-5 to
         1e-4 rad (more where a vertex's bones turn its normal nearly opposite ways, as in LBS's
         collapse).
 
@@ -253,14 +253,14 @@ class Skinner(ResourceOwner):
             delta_mush=delta_mush,
         )
         if "delta_mush_data" in skinning.needs and delta_mush is None:
-            from .delta_mush import mesh_delta_mush
+            from ..methods.delta_mush.reference import mesh_delta_mush
 
             delta_mush = mesh_delta_mush(mesh)
         #: the Delta Mush bind whose compute passes run after the skinning, or None
         self.delta_mush = delta_mush
         self._post: DeltaMushPasses | None = None
         if "ddm_data" in skinning.needs and ddm is None:
-            from .ddm_gpu import mesh_ddm
+            from ..methods.ddm.gpu import mesh_ddm
 
             ddm = mesh_ddm(mesh, bone_count, device=device)
             skinning.check_inputs(mesh, bone_count, ddm=ddm)
@@ -270,7 +270,7 @@ class Skinner(ResourceOwner):
         #: reads no joints and weights, its precomputation's (:func:`si.ddm_slots`)
         self.slots = mesh.slots if skinning.influences or ddm is None else si.ddm_slots(ddm)
         if "centers" in skinning.needs and self.centers is None:
-            from .centers import centers_of_rotation
+            from ..methods.cor.gpu import centers_of_rotation
 
             self.centers = centers_of_rotation(mesh, bone_count=bone_count, device=device)
         #: the mesh's morph deltas as the shaders read them (sparse or dense layout)
@@ -320,8 +320,9 @@ class Skinner(ResourceOwner):
 
     def _add_delta_mush(self, bind: DeltaMush) -> None:
         """Run classic Delta Mush with ``bind`` after each pose's skinning (compute path):
-        :class:`vkdqs.delta_mush_passes.DeltaMushPasses`, recorded by :meth:`_record_after`."""
-        from .delta_mush_passes import DeltaMushPasses
+        :class:`vkdqs.methods.delta_mush.passes.DeltaMushPasses`, recorded by
+        :meth:`_record_after`."""
+        from ..methods.delta_mush.passes import DeltaMushPasses
 
         self.delta_mush = bind
         self._post = DeltaMushPasses(self, bind)
@@ -572,8 +573,8 @@ class Skinner(ResourceOwner):
 
     def _record_after(self, cmd: Any, program: _Program, poses: int) -> None:
         """Record the compute passes over the ``poses`` poses' output after the skinning
-        dispatches (a Delta Mush bind's, :class:`vkdqs.delta_mush_passes.DeltaMushPasses`), in the
-        same submission, before the host reads it back; they bring their own barriers."""
+        dispatches (a Delta Mush bind's, :class:`vkdqs.methods.delta_mush.passes.DeltaMushPasses`),
+        in the same submission, before the host reads it back; they bring their own barriers."""
         if self._post is not None:
             assert self._out_view is not None
             self._post.record(cmd, program, poses, self._out_view)
@@ -673,7 +674,7 @@ class Skinner(ResourceOwner):
         the vertex path reads the vertices back and takes their min and max (the same exact
         values). ``copy_to``: (positions, normals) vertex buffers that one pose's vertices are
         copied into on the GPU, in the same submission (compute path, nothing read back but the
-        box; :class:`vkdqs.output_copies.OutputCopies`)."""
+        box; :class:`vkdqs.engine.output_copies.OutputCopies`)."""
         if packed.variant != self.method and not self._warned_scale:
             log.info("vkdqs: bones have scale/shear; using two-phase DQS")
             self._warned_scale = True
@@ -899,7 +900,7 @@ class Skinner(ResourceOwner):
     ) -> np.ndarray:
         """``bones`` as an array (a view where it is one), after checking that the batch's
         host memory fits :attr:`max_call_bytes` (``vertices``: with its skinned vertices)."""
-        from .dq import _as_array
+        from ..dq import _as_array
 
         vertices = vertices or self._post is not None  # boxes from the vertices read back
         arr = _as_array(bones, "bones")

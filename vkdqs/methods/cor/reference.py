@@ -16,7 +16,8 @@ equals LBS.
 
 * :func:`centers_of_rotation_reference`: the float64 brute force, every vertex against every
   triangle, for tests and benchmarks;
-* :func:`pair_bins`: the data the GPU precomputation (:func:`vkdqs.centers.centers_of_rotation`)
+* :func:`pair_bins`: the data the GPU precomputation
+(:func:`vkdqs.methods.cor.gpu.centers_of_rotation`)
   reads: every (triangle, bone pair) term it can need, grouped by bone pair, with triangles whose
   two weights fall in the same cell of a fine grid merged into one entry (area-weighted mean
   weights, summed ``A`` and ``A c``): the paper's "cluster triangles by weights" acceleration,
@@ -31,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import InputError
-from .mesh import SkinnedMesh
+from ...errors import InputError
+from ...mesh import SkinnedMesh
 
 __all__ = [
     "DEFAULT_SIGMA",

@@ -34,13 +34,13 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from .ddm import _faces, _integer, _positions, _real
-from .errors import InputError
-from .geometry import vertex_normals
-from .geometry import weld as weld_positions
+from ...errors import InputError
+from ...geometry import vertex_normals
+from ...geometry import weld as weld_positions
+from ..ddm.reference import _faces, _integer, _positions, _real
 
 if TYPE_CHECKING:
-    from .mesh import SkinnedMesh
+    from ...mesh import SkinnedMesh
 
 __all__ = [
     "DeltaMush",
@@ -302,7 +302,8 @@ def farthest_neighbours(
 
 def _check(positions: ArrayLike, faces: ArrayLike) -> tuple[NDArray, NDArray]:
     """Positions (N, 3), finite and within +-MAX_MAGNITUDE, and integer faces (T, 3) of
-    vertex indices below N, as Direct Delta Mush checks them (:mod:`vkdqs.ddm`)."""
+    vertex indices below N, as Direct Delta Mush checks them
+    (:mod:`vkdqs.methods.ddm.reference`)."""
     p = _positions(positions)
     if np.size(faces) == 0:  # no triangles, as [] (float64 to numpy) or (0, 3) of any type
         return p, np.zeros((0, 3), np.int64)

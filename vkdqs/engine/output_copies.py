@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .gpu import Buffer, CommandBuffer, memory_barrier
-from .gpu.calls import vk
+from ..gpu import Buffer, CommandBuffer, memory_barrier
+from ..gpu.calls import vk
 
 if TYPE_CHECKING:
     from .skinner import Skinner

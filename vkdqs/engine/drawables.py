@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import bones as bone_packing
-from . import methods
-from . import shader_interface as si
-from .errors import InputError
-from .gpu import (
+from .. import bones as bone_packing
+from .. import methods
+from .. import shader_interface as si
+from ..errors import InputError
+from ..gpu import (
     Buffer,
     BufferView,
     BufferWrite,
@@ -26,13 +26,13 @@ from .gpu import (
     texel_buffer,
     write_descriptors,
 )
-from .gpu.calls import vk
-from .material import Material
-from .mesh import SkinnedMesh
+from ..gpu.calls import vk
+from ..material import Material
+from ..mesh import SkinnedMesh
 from .skinner import Skinner, check_ddm_fits, morph_blocks, morph_packing
 
 if TYPE_CHECKING:
-    from .ddm import DirectDeltaMush
+    from ..methods.ddm.reference import DirectDeltaMush
     from .renderer import Renderer
 
 __all__ = ["SINGULAR_DET", "UNSKINNED", "Instance", "RenderMesh"]
@@ -75,7 +75,7 @@ class RenderMesh:
         self.vertex_buffers: list[Buffer] = []
         #: the vertex layout of its buffers (:data:`vkdqs.shader_interface.LAYOUTS`)
         self.layout = layout
-        #: its formats, as resolved for the mesh and device (vkdqs.skinner.resolve_layout)
+        #: its formats, as resolved for the mesh and device (vkdqs.engine.skinner.resolve_layout)
         self.vertex_layout = vertex_layout or si.as_layout(layout)
         # The same rows the Skinner uploads: 4 buffers, or 6 with 8 influences.
         for name, arr in si.mesh_arrays(mesh, self.vertex_layout).items():
@@ -131,10 +131,10 @@ class RenderMesh:
     ) -> DirectDeltaMush:
         """The Direct Delta Mush precomputation an instance or crowd of this mesh skins with:
         ``ddm`` (checked by the caller's ``check_inputs``) or the mesh's default one
-        (:func:`vkdqs.ddm_gpu.mesh_ddm`, computed once on the renderer's device), its texels
+        (:func:`vkdqs.methods.ddm.gpu.mesh_ddm`, computed once on the renderer's device), its texels
         uploaded once (:meth:`ddm_views`; LimitError where they do not fit)."""
         if ddm is None:
-            from .ddm_gpu import mesh_ddm
+            from ..methods.ddm.gpu import mesh_ddm
 
             ddm = mesh_ddm(self.mesh, bone_count, device=renderer.device)
             methods.get(method).check_inputs(self.mesh, bone_count, ddm=ddm)

@@ -1,8 +1,8 @@
 """``direct_delta_mush()``: Direct Delta Mush's precomputation, its smoothing on the GPU.
 
-The smoothing of every bone's ``w u uᵀ`` and weight (:mod:`vkdqs.ddm`) is the expensive part:
-``p`` implicit steps, ``x = f(D⁻¹ L) b`` with ``f(x) = (1 + s x)⁻ᵖ``. ``D⁻¹ L`` is similar to the
-positive semidefinite ``D^-½ L D^-½``, so its spectrum lies in ``[0, 1 + r]``,
+The smoothing of every bone's ``w u uᵀ`` and weight (:mod:`vkdqs.methods.ddm.reference`) is the
+expensive part: ``p`` implicit steps, ``x = f(D⁻¹ L) b`` with ``f(x) = (1 + s x)⁻ᵖ``. ``D⁻¹ L`` is
+similar to the positive semidefinite ``D^-½ L D^-½``, so its spectrum lies in ``[0, 1 + r]``,
 ``r = max_i Σ_k |W_ik| / D_i`` (1 where no cotangent weight W is negative); on it ``f`` is
 smooth (its pole, at ``-1/s``, is outside), so a Chebyshev expansion of ``f`` converges
 geometrically (:func:`chebyshev_terms`). ``ddm_smooth.comp`` adds one term per pass (one sparse
@@ -13,7 +13,7 @@ D-weighted norm, in which ``D⁻¹ L`` is self-adjoint, times the ratio of the n
 through in chunks that fit :data:`TEXEL_BUDGET`, with one more column, the sum over all bones,
 whose smoothing gives each vertex's ``p_i`` (smoothing is linear); after each chunk the host
 keeps each vertex's ``max_bones`` strongest bones and at the end assembles Ω
-(:func:`vkdqs.ddm.omega_from_smoothed`).
+(:func:`vkdqs.methods.ddm.reference.omega_from_smoothed`).
 
 Each pass is one sparse product, so term ``T_k`` of a bone's column is exactly zero more than
 ``k`` edges from the vertices that bone weighs on: the host counts those hops (:func:`_reach`,
@@ -23,9 +23,9 @@ stay zero, so the result is the dense computation's, bit for bit, at a fraction 
 where bones weigh on small parts of the mesh (a 100k-vertex tube with 64 bones: about a tenth).
 
 The smoothing runs about the centre of the mesh's bounding box, and the result is stored about
-each vertex's own rest position (``DirectDeltaMush.origin``, see :func:`vkdqs.ddm.reframe`):
-Ω's entries are products of coordinates, and ``Q̄ - q pᵀ`` a difference of them, which float32
-keeps accurate only for coordinates near the origin.
+each vertex's own rest position (``DirectDeltaMush.origin``, see
+:func:`vkdqs.methods.ddm.reference.reframe`): Ω's entries are products of coordinates, and ``Q̄ - q
+pᵀ`` a difference of them, which float32 keeps accurate only for coordinates near the origin.
 """
 
 from __future__ import annotations
@@ -39,25 +39,11 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from . import shader_interface as si
-from .ddm import (
-    DEFAULT_MAX_BONES,
-    DEFAULTS,
-    UPPER,
-    DirectDeltaMush,
-    _check_parameters,
-    _dense_weights,
-    _faces,
-    _integer,
-    _positions,
-    cotangent_laplacian,
-    omega_from_smoothed,
-    reframe,
-)
-from .dq import _as_array
-from .errors import InputError, LimitError
-from .geometry import weld as weld_positions
-from .gpu import (
+from ... import shader_interface as si
+from ...dq import _as_array
+from ...errors import InputError, LimitError
+from ...geometry import weld as weld_positions
+from ...gpu import (
     Buffer,
     BufferView,
     CommandBuffer,
@@ -73,8 +59,22 @@ from .gpu import (
     push_constants,
     write_descriptors,
 )
-from .gpu.calls import vk
-from .mesh import SkinnedMesh
+from ...gpu.calls import vk
+from ...mesh import SkinnedMesh
+from .reference import (
+    DEFAULT_MAX_BONES,
+    DEFAULTS,
+    UPPER,
+    DirectDeltaMush,
+    _check_parameters,
+    _dense_weights,
+    _faces,
+    _integer,
+    _positions,
+    cotangent_laplacian,
+    omega_from_smoothed,
+    reframe,
+)
 
 __all__ = [
     "MAX_TERMS",
@@ -160,7 +160,7 @@ def chebyshev_terms(
     if not converged or not enough.size:
         raise LimitError(
             f"direct delta mush: p={p}, step {s} need more than {MAX_TERMS} terms of the "
-            "smoothing's expansion; use vkdqs.ddm.precompute_reference"
+            "smoothing's expansion; use vkdqs.methods.ddm.reference.precompute_reference"
         )
     return coefficients[: max(int(enough[0]), 1)]
 
@@ -340,7 +340,7 @@ def _csr_texels(positions: NDArray, faces: ArrayLike) -> tuple[NDArray, NDArray,
     if (diagonal < 0).any():
         raise LimitError(
             "direct delta mush: a vertex's cotangent weights sum to a negative number "
-            "(degenerate triangles); use vkdqs.ddm.precompute_reference"
+            "(degenerate triangles); use vkdqs.methods.ddm.reference.precompute_reference"
         )
     d = diagonal[usable]
     ratio = math.sqrt(d.sum() / d.min()) if d.size else 1.0
@@ -373,7 +373,8 @@ def _reach(rows: NDArray, entries: NDArray, seeds: NDArray, hops: int) -> NDArra
 
 def _keep_strongest(values: NDArray, bones: NDArray, alpha: float, keep: int) -> tuple:
     """The ``keep`` strongest of each vertex's smoothed columns (``[V, M, 11]``: 10 values of
-    Ψ, then w'), by ``|Ω[9]| = |(1 - α) Ψ[9] + α w'|`` as :func:`vkdqs.ddm.truncate` ranks."""
+    Ψ, then w'), by ``|Ω[9]| = |(1 - α) Ψ[9] + α w'|`` as
+    :func:`vkdqs.methods.ddm.reference.truncate` ranks."""
     if values.shape[1] == 0:  # a chunk of the sum alone (one column a chunk: a big mesh)
         return values, bones
     strength = np.abs((1.0 - alpha) * values[:, :, 9] + alpha * values[:, :, 10])
@@ -407,9 +408,10 @@ def direct_delta_mush(
 ) -> DirectDeltaMush:
     """Direct Delta Mush (Le & Lewis 2019, variant 0) precomputed on the GPU.
 
-    Computes what :func:`vkdqs.ddm.precompute_reference` followed by
-    :func:`vkdqs.ddm.truncate` computes, with the smoothing on the GPU (a float32 Chebyshev
-    expansion, on the values each bone's weights can reach; the module docstring says how).
+    Computes what :func:`vkdqs.methods.ddm.reference.precompute_reference` followed by
+    :func:`vkdqs.methods.ddm.reference.truncate` computes, with the smoothing on the GPU (a float32
+    Chebyshev expansion, on the values each bone's weights can reach; the module docstring says
+    how).
 
     Parameters
     ----------
@@ -418,7 +420,7 @@ def direct_delta_mush(
     bone_count : int, keyword-only, optional
         B; by default one more than the largest joint index.
     iterations, rotation_step, translation_step, alpha : keyword-only
-        p, λ, κ and α (:data:`vkdqs.ddm.DEFAULTS`).
+        p, λ, κ and α (:data:`vkdqs.methods.ddm.reference.DEFAULTS`).
     max_bones : int, keyword-only
         Bones kept per vertex (the strongest, by smoothed weight), 8 by default.
     device : Device, optional
@@ -426,9 +428,9 @@ def direct_delta_mush(
     progress : bool, keyword-only
         Show a tqdm bar on stderr over the smoothing steps.
     weld : bool, keyword-only
-        Smooth over the welded vertices, as :func:`vkdqs.ddm.precompute_reference` does (its
-        ``weld``): the vertices at exactly the same position (a seam's copies) are one node,
-        with its first vertex's weights, and every copy gets its node's Ω, bones and origin.
+        Smooth over the welded vertices, as :func:`vkdqs.methods.ddm.reference.precompute_reference`
+        does (its ``weld``): the vertices at exactly the same position (a seam's copies) are one
+        node, with its first vertex's weights, and every copy gets its node's Ω, bones and origin.
 
     Returns
     -------
@@ -567,11 +569,11 @@ def _precompute(
 
 def mesh_ddm(mesh: SkinnedMesh, bone_count: int, *, device: Device) -> DirectDeltaMush:
     """``mesh``'s Direct Delta Mush precomputation for ``bone_count`` bones with the default
-    parameters (:data:`vkdqs.ddm.DEFAULTS`, :data:`vkdqs.ddm.DEFAULT_MAX_BONES` bones a
-    vertex), computed on ``device`` the first time and kept on the mesh, keyed by its
-    parameters: what ``Skinner(method="ddm")`` skins with when it is given none, so every entry
-    point that takes a model file (bake, its batches) smooths each of its meshes once (the
-    parts of a scene share their mesh's geometry)."""
+    parameters (:data:`vkdqs.methods.ddm.reference.DEFAULTS`,
+    :data:`vkdqs.methods.ddm.reference.DEFAULT_MAX_BONES` bones a vertex), computed on ``device``
+    the first time and kept on the mesh, keyed by its parameters: what ``Skinner(method="ddm")``
+    skins with when it is given none, so every entry point that takes a model file (bake, its
+    batches) smooths each of its meshes once (the parts of a scene share their mesh's geometry)."""
     key = (int(bone_count), DEFAULT_MAX_BONES, *sorted(DEFAULTS.items()))
     cache = mesh.__dict__.setdefault("_ddm", {})
     if key not in cache:

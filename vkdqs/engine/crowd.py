@@ -65,12 +65,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import methods
-from . import shader_interface as si
-from .clip import AnimationClip
-from .errors import MAX_MAGNITUDE, InputError, LimitError
-from .geometry import transform_boxes
-from .gpu import (
+from .. import methods
+from .. import shader_interface as si
+from ..clip import AnimationClip
+from ..errors import MAX_MAGNITUDE, InputError, LimitError
+from ..geometry import transform_boxes
+from ..gpu import (
     Buffer,
     BufferView,
     BufferWrite,
@@ -84,11 +84,11 @@ from .gpu import (
     push_constants,
     write_descriptors,
 )
-from .gpu.calls import vk
-from .material import Material
+from ..gpu.calls import vk
+from ..material import Material
 
 if TYPE_CHECKING:
-    from .gpu import ResourceOwner
+    from ..gpu import ResourceOwner
 
 #: Most copies in one crowd (the instance index is an int in the shader; far below that, memory
 #: is the limit: see the module docstring).

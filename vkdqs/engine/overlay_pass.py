@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import shader_interface as si
-from .errors import InputError
-from .gpu import (
+from .. import shader_interface as si
+from ..errors import InputError
+from ..gpu import (
     Buffer,
     BufferView,
     DescriptorPool,
@@ -28,7 +28,7 @@ from .gpu import (
     push_constants,
     write_descriptors,
 )
-from .gpu.calls import vk
+from ..gpu.calls import vk
 
 if TYPE_CHECKING:
     from .renderer import Renderer
