@@ -282,11 +282,12 @@ def test_signal_handlers_while_a_command_runs():
         """
         import signal, sys
         from vkdqs.app import cli
+        from vkdqs.app.cli import info
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         names = ("SIGHUP", "SIGXFSZ", "SIGTERM")
         seen = []
-        cli.info = lambda **kw: seen.append([signal.getsignal(getattr(signal, n)) for n in names])
+        info.info = lambda **kw: seen.append([signal.getsignal(getattr(signal, n)) for n in names])
         cli.main(["info", "x.glb"])
         (hup, xfsz, term), = seen
         assert (hup, xfsz) == (signal.SIG_IGN, signal.SIG_IGN) and callable(term), seen

@@ -14,6 +14,10 @@ import sys
 import pytest
 
 from vkdqs.app import cli
+from vkdqs.app.cli import render as render_command
+from vkdqs.app.cli.demo import _step
+from vkdqs.app.cli.options import _size, _time
+from vkdqs.app.cli.render import _twist
 from vkdqs.images import read_png
 
 from .conftest import validation_available
@@ -68,10 +72,10 @@ def test_bad_numeric_options_are_usage_errors(args, message):
 
 
 def test_numbers_at_the_limits_are_accepted():
-    assert cli._size("16384x1") == (16384, 1) and cli._size("1X16384") == (1, 16384)
-    assert cli._step("0.1") == 0.1 and cli._step("170") == 170.0
-    assert cli._twist("-3600") == -3600.0 and cli._twist("3600") == 3600.0
-    assert cli._time("-1e6") == -1e6 and cli._time("1000000") == 1e6
+    assert _size("16384x1") == (16384, 1) and _size("1X16384") == (1, 16384)
+    assert _step("0.1") == 0.1 and _step("170") == 170.0
+    assert _twist("-3600") == -3600.0 and _twist("3600") == 3600.0
+    assert _time("-1e6") == -1e6 and _time("1000000") == 1e6
 
 
 def test_time_and_twist_at_the_limits_render_short_labels(tmp_path, device, capsys):
@@ -155,6 +159,6 @@ def test_ctrl_c_exits_quietly(monkeypatch, capsys):
     def interrupted(**kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "render", interrupted)
+    monkeypatch.setattr(render_command, "render", interrupted)
     assert cli.main(["render"]) == 130
     assert capsys.readouterr().err == "vkdqs: interrupted\n"

@@ -295,12 +295,20 @@ def test_crowds_reuse_the_renderers_materials(renderer):
     """Crowds add no material set, texture or sampler: they bind the mesh's."""
     material = Material(texture=checker())
     rm = renderer.add_mesh(quad(), material=material)
-    before = (len(renderer._materials), len(renderer._textures), len(renderer._samplers))
+    before = (
+        len(renderer.materials.materials),
+        len(renderer.materials.textures),
+        len(renderer.materials.samplers),
+    )
     for _ in range(2):
         renderer.add_crowd(rm, still_clip(), count=4)
     renderer.camera = Camera(distance=6.0)
     assert covered(renderer.render_image()).sum() > 500
-    assert (len(renderer._materials), len(renderer._textures), len(renderer._samplers)) == before
+    assert (
+        len(renderer.materials.materials),
+        len(renderer.materials.textures),
+        len(renderer.materials.samplers),
+    ) == before
 
 
 def test_crowd_scene_from_gltf_wears_the_texture(device, tmp_path):

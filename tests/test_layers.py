@@ -29,7 +29,7 @@ LAYERS = {
     "files": 1,
     "geometry": 1,
     "clip": 1,
-    "shader_interface": 1,
+    "shader_interface.": 1,
     "methods": 1,
     "methods.ddm": 1,
     "methods.ddm.reference": 1,

@@ -255,8 +255,8 @@ def test_mipmaps_average_a_minified_checker(renderer, light, monkeypatch):
     assert min(plain[0], plain[2]) < 10
     # the host-made chain (for devices that cannot blit) averages the same way
     monkeypatch.setattr("vkdqs.gpu.images.can_blit_mips", lambda device: False)
-    renderer._textures.clear()
-    renderer._materials.clear()
+    renderer.materials.textures.clear()
+    renderer.materials.materials.clear()
     got = pixels(renderer, _mip_image(renderer, mipmapped), centre)[:, :3]
     np.testing.assert_allclose(got, want, atol=TOL)
 
@@ -342,7 +342,7 @@ def test_textures_and_materials_are_made_once_and_freed_with_the_renderer(fresh_
             renderer.add_mesh(quad(), material=[Material(), Material(base_color=(0, 1, 0))])
             textures = [lbl for lbl in fresh_device.live_object_labels() if "texture" in lbl]
             assert len(textures) == 2  # the checker once, the white one once
-            assert len(renderer._materials) == 4  # a, b and the two plain ones
+            assert len(renderer.materials.materials) == 4  # a, b and the two plain ones
         assert fresh_device.live_objects() == before
 
 

@@ -20,6 +20,7 @@ from vkdqs.engine.skinner import Skinner
 from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gltf import GltfError, GltfWarning, load_gltf
 from vkdqs.gltf.parts import scene_parts
+from vkdqs.shader_interface import morphs as si_morphs
 
 from .gltf_fixtures import BYTE, SHORT
 from .gltf_fixtures_morph import (
@@ -307,7 +308,7 @@ def test_morph_runs_skip_vertices_without_deltas(device, path):
 def test_morph_workgroup_runs():
     """Runs of workgroups with deltas: gaps under MORPH_RUN_GAP vertices merged, more than
     MAX_MORPH_RUNS runs merged into one; none without deltas; everything for the dense layout."""
-    from vkdqs.engine.skinner import MAX_MORPH_RUNS, MORPH_RUN_GAP, morph_workgroup_runs
+    from vkdqs.engine.morphs import MAX_MORPH_RUNS, MORPH_RUN_GAP, morph_workgroup_runs
 
     size, n = 64, 64 * 1000
     gap = MORPH_RUN_GAP // size
@@ -631,7 +632,7 @@ def block_weights(block, mesh):
 def test_more_sparse_entries_than_the_layout_indexes(device, monkeypatch):
     """From MAX_MORPH_ENTRIES non-zero deltas on (entry indices are exact floats) the mesh is
     stored dense, and still skins right; a forced sparse layout is refused."""
-    monkeypatch.setattr(si, "MAX_MORPH_ENTRIES", 4)
+    monkeypatch.setattr(si_morphs, "MAX_MORPH_ENTRIES", 4)  # pack_morphs reads it there
     rng = np.random.default_rng(13)
     dp = np.zeros((4, 10, 3))
     dp[np.arange(4), np.arange(4), 0] = 1.0  # 4 entries: few enough for sparse otherwise

@@ -11,6 +11,10 @@ import pytest
 import vkdqs
 from vkdqs import procedural
 from vkdqs.app import cli
+from vkdqs.app.cli.demo import demo
+from vkdqs.app.cli.info import info
+from vkdqs.app.cli.render import render
+from vkdqs.app.cli.view import view
 from vkdqs.geometry import vertex_normals
 from vkdqs.gltf import load_gltf
 from vkdqs.images import decode_png, read_png
@@ -152,10 +156,10 @@ def test_gltf_scene_shows_its_summary_in_jupyter(plain_glb):
 
 
 def test_cli_commands_are_plain_functions(tmp_path, device, capsys):
-    for func in (cli.demo, cli.view, cli.render, cli.info):
+    for func in (demo, view, render, info):
         assert "args" not in inspect.signature(func).parameters
     out = tmp_path / "plain.png"
-    assert cli.render(out, twist=45.0, size=(40, 30), samples=1) == 0
+    assert render(out, twist=45.0, size=(40, 30), samples=1) == 0
     assert read_png(out).shape == (30, 40, 4)
     assert f"wrote {out} (40x30, " in capsys.readouterr().out
 

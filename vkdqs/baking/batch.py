@@ -32,7 +32,7 @@ import sys
 import time
 import uuid
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -599,36 +599,13 @@ def _run(
                 log.append(r.line())
             for message in r.validation:
                 _log.warning("worker bake of %s: %s", r.input, message)
+        # attributed to bake_batch's caller: finish <- _collect <- _run <- bake_batch <- it
         for said in {w for r in records for w in r.warnings}:
-            warnings.warn(f"{Path(job['input']).name}: {said}", stacklevel=4)
+            warnings.warn(f"{Path(job['input']).name}: {said}", stacklevel=5)
         if bar is not None:
             if len(records) > job["pairs"]:
                 bar.total += len(records) - job["pairs"]
             bar.update(len(records))
-
-    def failed(job: dict, error: str) -> list[BatchRecord]:
-        names = job["labels"]
-        pairs = (
-            model_pairs(names, job["clips"], job["stem"], job["suffix"])
-            if names is not None
-            else []
-        )
-        clips = [p.clip for p in pairs] or [None]
-        return [
-            BatchRecord(
-                job["input"],
-                clip,
-                job["options"]["method"],
-                None,
-                None,
-                None,
-                0.0,
-                error,
-                pair_key(job["digest"], clip, job["options"]) if clip is not None else None,
-                job["digest"],
-            )
-            for clip in clips
-        ]
 
     try:
         if jobs:
@@ -647,56 +624,7 @@ def _run(
                     ): job
                     for i, job in enumerate(jobs)
                 }
-                deadline = None if timeout is None else t0 + timeout
-                left = None if deadline is None else max(0.0, deadline - time.perf_counter())
-                pending = set(futures)
-                lost: dict[Any, int] = {}  # fetches of a task's result that failed
-                try:
-                    # each task's result fetched as it finishes; a task's error (KilledWorker:
-                    # its workers died) is its result
-                    done = distributed.as_completed(futures, timeout=left, raise_errors=False)
-                    for future in done:
-                        job = futures[future]
-                        if future.status == "error":
-                            pending.discard(future)
-                            exc = future.exception()
-                            error = f"the worker baking it failed: {type(exc).__name__}: {exc}"
-                            future.release()
-                            finish(job, failed(job, error))
-                            continue
-                        try:
-                            data = client.gather(future)
-                        except Exception as exc:
-                            # its worker died after finishing it and before its result came
-                            # here (the transfer fails): the scheduler computes it again, and
-                            # as_completed gives it back when that is done (a few times: any
-                            # other failure to fetch it is its error)
-                            lost[future] = lost.get(future, 0) + 1
-                            if lost[future] <= MAX_LOST_RESULTS:
-                                _log.info("bake of %s: its result was lost", job["input"])
-                                time.sleep(0.05)
-                                done.add(future)
-                                continue
-                            pending.discard(future)
-                            future.release()
-                            error = f"its result could not be fetched: {type(exc).__name__}: {exc}"
-                            finish(job, failed(job, error))
-                            continue
-                        pending.discard(future)
-                        future.release()
-                        records = [BatchRecord.of(d, skipped=d.get("skipped", False)) for d in data]
-                        pids.update(d["worker"] for d in data if "worker" in d)
-                        finish(job, records)
-                except TimeoutError:
-                    for future in pending:
-                        future.cancel()
-                        finish(
-                            futures[future],
-                            failed(
-                                futures[future],
-                                f"not done within the batch's time limit ({timeout:g} s)",
-                            ),
-                        )
+                _collect(distributed, client, futures, finish, pids, timeout, t0)
                 if scheduler is not None:
                     try:
                         client.unregister_worker_plugin(plugin)  # the workers close their Devices
@@ -711,3 +639,93 @@ def _run(
             bar.close()
     ordered = [r for i in sorted(by_model) for r in by_model[i]]
     return ordered, tuple(sorted(pids))
+
+
+def _collect(
+    distributed: Any,
+    client: Any,
+    futures: dict[Any, dict],
+    finish: Callable[[dict, list[BatchRecord]], None],
+    pids: set[int],
+    timeout: float | None,
+    t0: float,
+) -> None:
+    """Wait for the submitted tasks (``futures``: each model's job) and ``finish`` each model
+    as its task ends: with its records, or with failed ones when its task failed, its result
+    could not be fetched, or the batch's ``timeout`` passed first. The worker processes that
+    baked are added to ``pids``."""
+    deadline = None if timeout is None else t0 + timeout
+    left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+    pending = set(futures)
+    lost: dict[Any, int] = {}  # fetches of a task's result that failed
+    try:
+        # each task's result fetched as it finishes; a task's error (KilledWorker:
+        # its workers died) is its result
+        done = distributed.as_completed(futures, timeout=left, raise_errors=False)
+        for future in done:
+            job = futures[future]
+            if future.status == "error":
+                pending.discard(future)
+                exc = future.exception()
+                error = f"the worker baking it failed: {type(exc).__name__}: {exc}"
+                future.release()
+                finish(job, _failed(job, error))
+                continue
+            try:
+                data = client.gather(future)
+            except Exception as exc:
+                # its worker died after finishing it and before its result came
+                # here (the transfer fails): the scheduler computes it again, and
+                # as_completed gives it back when that is done (a few times: any
+                # other failure to fetch it is its error)
+                lost[future] = lost.get(future, 0) + 1
+                if lost[future] <= MAX_LOST_RESULTS:
+                    _log.info("bake of %s: its result was lost", job["input"])
+                    time.sleep(0.05)
+                    done.add(future)
+                    continue
+                pending.discard(future)
+                future.release()
+                error = f"its result could not be fetched: {type(exc).__name__}: {exc}"
+                finish(job, _failed(job, error))
+                continue
+            pending.discard(future)
+            future.release()
+            records = [BatchRecord.of(d, skipped=d.get("skipped", False)) for d in data]
+            pids.update(d["worker"] for d in data if "worker" in d)
+            finish(job, records)
+    except TimeoutError:
+        for future in pending:
+            future.cancel()
+            finish(
+                futures[future],
+                _failed(
+                    futures[future],
+                    f"not done within the batch's time limit ({timeout:g} s)",
+                ),
+            )
+
+
+def _failed(job: dict, error: str) -> list[BatchRecord]:
+    """The records of a model whose task failed with ``error``: one per pair of it (one without
+    a clip when its clips are unknown), each with that error."""
+    names = job["labels"]
+    pairs = (
+        model_pairs(names, job["clips"], job["stem"], job["suffix"]) if names is not None else []
+    )
+    clips = [p.clip for p in pairs] or [None]
+    return [
+        BatchRecord(
+            job["input"],
+            clip,
+            job["options"]["method"],
+            None,
+            None,
+            None,
+            0.0,
+            error,
+            pair_key(job["digest"], clip, job["options"]) if clip is not None else None,
+            job["digest"],
+        )
+        for clip in clips
+    ]

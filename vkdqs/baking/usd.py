@@ -8,7 +8,7 @@ import errno
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -16,7 +16,10 @@ from numpy.typing import NDArray
 from ..errors import CapabilityError
 from ..files import AtomicFile, check_output, output_error
 from ..images import encode_png
-from .surface import Surface
+from .surface import BakeGroup, Surface
+
+if TYPE_CHECKING:
+    from ..material import Material
 
 USD_HINT = "writing USD needs usd-core: pip install 'vkdqs[usd]' (or pip install usd-core)"
 
@@ -179,31 +182,68 @@ def usd_surface(
     Several meshes of one stage share their materials and textures: pass the same ``textures``
     and ``defined`` (``id(material)`` -> its ``UsdShade.Material``, filled here) to each call;
     materials are defined under ``scope``."""
-    from pxr import Gf, Sdf, UsdGeom, UsdShade, Vt
+    from pxr import UsdGeom
 
     groups, materials = surface.groups, surface.materials
     primvars = UsdGeom.PrimvarsAPI(mesh)
     vertex = np.repeat(np.arange(len(groups)), [g.vertex_count for g in groups])
     faces = np.repeat(np.arange(len(groups)), [g.face_count for g in groups])
     if surface.uvs is not None:
-        # the texture transform of each vertex's material, then USD's t = 1 - v
-        mats = np.stack(
-            [np.eye(3)]
-            + [m.uv_transform if m.texture is not None else np.eye(3) for m in materials]
-        )
-        which = np.array([0 if g.material is None else g.material + 1 for g in groups])[vertex]
-        uv = surface.uvs.astype(np.float64)
-        m = mats[which]
-        st = np.stack(
-            [
-                m[:, 0, 0] * uv[:, 0] + m[:, 0, 1] * uv[:, 1] + m[:, 0, 2],
-                1.0 - (m[:, 1, 0] * uv[:, 0] + m[:, 1, 1] * uv[:, 1] + m[:, 1, 2]),
-            ],
-            axis=1,
-        ).astype(np.float32)
-        primvars.CreatePrimvar("st", Sdf.ValueTypeNames.TexCoord2fArray, UsdGeom.Tokens.vertex).Set(
-            Vt.Vec2fArray.FromNumpy(st)
-        )
+        _texcoords(primvars, surface, vertex)
+    _display_color(primvars, surface, vertex, faces)
+    if any(m.double_sided for m in materials):
+        mesh.CreateDoubleSidedAttr(True)
+    if not materials:
+        return
+    texture_of, file_of = _texture_files(surface, path, textures)
+    defined = {} if defined is None else defined
+    UsdGeom.Scope.Define(stage, scope)
+    shaded = []
+    for m, t in zip(materials, texture_of, strict=True):  # a few materials
+        if id(m) in defined:
+            shaded.append(defined[id(m)])
+            continue
+        file = None if t is None else textures[file_of[t]][0].name
+        mat = _preview_material(stage, f"{scope}/Material{len(defined)}", m, file, surface)
+        shaded.append(mat)
+        defined[id(m)] = mat
+    _bind_materials(mesh, groups, faces, shaded)
+
+
+def _texcoords(primvars: Any, surface: Surface, vertex: NDArray[np.int64]) -> None:
+    """``primvars:st``: each vertex's UV through the texture transform of its material
+    (``vertex``: each vertex's group), then flipped to USD's ``t = 1 - v``."""
+    from pxr import Sdf, UsdGeom, Vt
+
+    groups, materials = surface.groups, surface.materials
+    # the texture transform of each vertex's material, then USD's t = 1 - v
+    mats = np.stack(
+        [np.eye(3)] + [m.uv_transform if m.texture is not None else np.eye(3) for m in materials]
+    )
+    which = np.array([0 if g.material is None else g.material + 1 for g in groups])[vertex]
+    uv = surface.uvs.astype(np.float64)
+    m = mats[which]
+    st = np.stack(
+        [
+            m[:, 0, 0] * uv[:, 0] + m[:, 0, 1] * uv[:, 1] + m[:, 0, 2],
+            1.0 - (m[:, 1, 0] * uv[:, 0] + m[:, 1, 1] * uv[:, 1] + m[:, 1, 2]),
+        ],
+        axis=1,
+    ).astype(np.float32)
+    primvars.CreatePrimvar("st", Sdf.ValueTypeNames.TexCoord2fArray, UsdGeom.Tokens.vertex).Set(
+        Vt.Vec2fArray.FromNumpy(st)
+    )
+
+
+def _display_color(
+    primvars: Any, surface: Surface, vertex: NDArray[np.int64], faces: NDArray[np.int64]
+) -> None:
+    """``primvars:displayColor``: ``COLOR_0`` times the base colour factor per vertex, else
+    the factor per face group (constant for a single group), so a viewer without the
+    materials still draws the colours."""
+    from pxr import Sdf, UsdGeom, Vt
+
+    groups, materials = surface.groups, surface.materials
     # displayColor: COLOR_0 x the base colour factor (linear, as both are)
     factors = np.array([[1.0, 1.0, 1.0]] + [m.base_color[:3] for m in materials], np.float32)[
         np.array([0 if g.material is None else g.material + 1 for g in groups])
@@ -217,10 +257,14 @@ def usd_surface(
     primvars.CreatePrimvar("displayColor", Sdf.ValueTypeNames.Color3fArray, how).Set(
         Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(color, np.float32))
     )
-    if any(m.double_sided for m in materials):
-        mesh.CreateDoubleSidedAttr(True)
-    if not materials:
-        return
+
+
+def _texture_files(
+    surface: Surface, path: Path, textures: list[tuple[Path, NDArray[np.uint8]]]
+) -> tuple[list[int | None], list[int]]:
+    """Each material's texture (an index into the surface's distinct textures, or None) and
+    each distinct texture's entry of ``textures``, where a texture not already there (from
+    another mesh of the stage) is appended with its PNG's path."""
     images, texture_of = surface.textures()
     known = {id(rgba): i for i, (_, rgba) in enumerate(textures)}
     file_of: list[int] = []  # each of this surface's textures -> its entry of ``textures``
@@ -229,62 +273,84 @@ def usd_surface(
             known[id(rgba)] = len(textures)
             textures.append((path.with_name(f"{path.stem}_texture{len(textures)}.png"), rgba))
         file_of.append(known[id(rgba)])
-    defined = {} if defined is None else defined
-    UsdGeom.Scope.Define(stage, scope)
-    shaded = []
-    for m, t in zip(materials, texture_of, strict=True):  # a few materials
-        if id(m) in defined:
-            shaded.append(defined[id(m)])
-            continue
-        where = f"{scope}/Material{len(defined)}"
-        mat = UsdShade.Material.Define(stage, where)
-        if m.name:  # prim names are identifiers; the glTF name is kept as the display name
-            mat.GetPrim().SetDisplayName(m.name)
-        pbr = UsdShade.Shader.Define(stage, f"{where}/PreviewSurface")
-        pbr.CreateIdAttr("UsdPreviewSurface")
-        pbr.CreateInput("metallic", Sdf.ValueTypeNames.Float).Set(0.0)
-        pbr.CreateInput("roughness", Sdf.ValueTypeNames.Float).Set(1.0)
-        mat.CreateSurfaceOutput().ConnectToSource(pbr.ConnectableAPI(), "surface")
-        diffuse = pbr.CreateInput("diffuseColor", Sdf.ValueTypeNames.Color3f)
-        # glTF's OPAQUE ignores alpha: only MASK and BLEND set an opacity
-        see_through = m.alpha_mode != "OPAQUE"
-        opacity = pbr.CreateInput("opacity", Sdf.ValueTypeNames.Float) if see_through else None
-        if t is not None:
-            reader = UsdShade.Shader.Define(stage, f"{where}/TexCoordReader")
-            reader.CreateIdAttr("UsdPrimvarReader_float2")
-            reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("st")
-            reader.CreateOutput("result", Sdf.ValueTypeNames.Float2)
-            tex = UsdShade.Shader.Define(stage, f"{where}/BaseColorTexture")
-            tex.CreateIdAttr("UsdUVTexture")
-            tex.CreateInput("file", Sdf.ValueTypeNames.Asset).Set(
-                Sdf.AssetPath(f"./{textures[file_of[t]][0].name}")
-            )
-            tex.CreateInput("st", Sdf.ValueTypeNames.Float2).ConnectToSource(
-                reader.ConnectableAPI(), "result"
-            )
-            tex.CreateInput("wrapS", Sdf.ValueTypeNames.Token).Set(m.sampler.wrap_s)
-            tex.CreateInput("wrapT", Sdf.ValueTypeNames.Token).Set(m.sampler.wrap_t)
-            tex.CreateInput("sourceColorSpace", Sdf.ValueTypeNames.Token).Set("sRGB")
-            tex.CreateInput("scale", Sdf.ValueTypeNames.Float4).Set(Gf.Vec4f(*m.base_color))
-            tex.CreateOutput("rgb", Sdf.ValueTypeNames.Float3)
-            tex.CreateOutput("a", Sdf.ValueTypeNames.Float)
-            diffuse.ConnectToSource(tex.ConnectableAPI(), "rgb")
-            if opacity is not None:
-                opacity.ConnectToSource(tex.ConnectableAPI(), "a")
-        elif surface.colors is not None:
-            reader = UsdShade.Shader.Define(stage, f"{where}/DisplayColorReader")
-            reader.CreateIdAttr("UsdPrimvarReader_float3")
-            reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("displayColor")
-            reader.CreateOutput("result", Sdf.ValueTypeNames.Float3)
-            diffuse.ConnectToSource(reader.ConnectableAPI(), "result")
-        else:
-            diffuse.Set(Gf.Vec3f(*m.base_color[:3]))
-        if opacity is not None and t is None:
-            opacity.Set(m.base_color[3])
-        if m.alpha_mode == "MASK":
-            pbr.CreateInput("opacityThreshold", Sdf.ValueTypeNames.Float).Set(m.alpha_cutoff)
-        shaded.append(mat)
-        defined[id(m)] = mat
+    return texture_of, file_of
+
+
+def _preview_material(
+    stage: Any, where: str, m: Material, file: str | None, surface: Surface
+) -> Any:
+    """Define the ``UsdShade.Material`` at ``where`` drawing ``m`` with a UsdPreviewSurface:
+    its diffuse colour from the texture ``file`` (next to the layer) when it has one, else
+    from ``primvars:displayColor`` when the surface has vertex colours, else its factor; an
+    opacity (and threshold) for MASK and BLEND."""
+    from pxr import Gf, Sdf, UsdShade
+
+    mat = UsdShade.Material.Define(stage, where)
+    if m.name:  # prim names are identifiers; the glTF name is kept as the display name
+        mat.GetPrim().SetDisplayName(m.name)
+    pbr = UsdShade.Shader.Define(stage, f"{where}/PreviewSurface")
+    pbr.CreateIdAttr("UsdPreviewSurface")
+    pbr.CreateInput("metallic", Sdf.ValueTypeNames.Float).Set(0.0)
+    pbr.CreateInput("roughness", Sdf.ValueTypeNames.Float).Set(1.0)
+    mat.CreateSurfaceOutput().ConnectToSource(pbr.ConnectableAPI(), "surface")
+    diffuse = pbr.CreateInput("diffuseColor", Sdf.ValueTypeNames.Color3f)
+    # glTF's OPAQUE ignores alpha: only MASK and BLEND set an opacity
+    see_through = m.alpha_mode != "OPAQUE"
+    opacity = pbr.CreateInput("opacity", Sdf.ValueTypeNames.Float) if see_through else None
+    if file is not None:
+        _base_color_texture(stage, where, m, file, diffuse, opacity)
+    elif surface.colors is not None:
+        reader = UsdShade.Shader.Define(stage, f"{where}/DisplayColorReader")
+        reader.CreateIdAttr("UsdPrimvarReader_float3")
+        reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("displayColor")
+        reader.CreateOutput("result", Sdf.ValueTypeNames.Float3)
+        diffuse.ConnectToSource(reader.ConnectableAPI(), "result")
+    else:
+        diffuse.Set(Gf.Vec3f(*m.base_color[:3]))
+    if opacity is not None and file is None:
+        opacity.Set(m.base_color[3])
+    if m.alpha_mode == "MASK":
+        pbr.CreateInput("opacityThreshold", Sdf.ValueTypeNames.Float).Set(m.alpha_cutoff)
+    return mat
+
+
+def _base_color_texture(
+    stage: Any, where: str, m: Material, file: str, diffuse: Any, opacity: Any
+) -> None:
+    """The UsdUVTexture reading ``file`` at ``primvars:st`` (its sampler's wrap modes, sRGB,
+    scaled by the base colour factor) under the material at ``where``, connected to its
+    ``diffuse`` input and, for MASK and BLEND, its ``opacity`` (None for OPAQUE)."""
+    from pxr import Gf, Sdf, UsdShade
+
+    reader = UsdShade.Shader.Define(stage, f"{where}/TexCoordReader")
+    reader.CreateIdAttr("UsdPrimvarReader_float2")
+    reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("st")
+    reader.CreateOutput("result", Sdf.ValueTypeNames.Float2)
+    tex = UsdShade.Shader.Define(stage, f"{where}/BaseColorTexture")
+    tex.CreateIdAttr("UsdUVTexture")
+    tex.CreateInput("file", Sdf.ValueTypeNames.Asset).Set(Sdf.AssetPath(f"./{file}"))
+    tex.CreateInput("st", Sdf.ValueTypeNames.Float2).ConnectToSource(
+        reader.ConnectableAPI(), "result"
+    )
+    tex.CreateInput("wrapS", Sdf.ValueTypeNames.Token).Set(m.sampler.wrap_s)
+    tex.CreateInput("wrapT", Sdf.ValueTypeNames.Token).Set(m.sampler.wrap_t)
+    tex.CreateInput("sourceColorSpace", Sdf.ValueTypeNames.Token).Set("sRGB")
+    tex.CreateInput("scale", Sdf.ValueTypeNames.Float4).Set(Gf.Vec4f(*m.base_color))
+    tex.CreateOutput("rgb", Sdf.ValueTypeNames.Float3)
+    tex.CreateOutput("a", Sdf.ValueTypeNames.Float)
+    diffuse.ConnectToSource(tex.ConnectableAPI(), "rgb")
+    if opacity is not None:
+        opacity.ConnectToSource(tex.ConnectableAPI(), "a")
+
+
+def _bind_materials(
+    mesh: Any, groups: Sequence[BakeGroup], faces: NDArray[np.int64], shaded: list
+) -> None:
+    """Bind ``shaded[k]`` (material ``k``'s) to the mesh, or with several groups to one
+    ``materialBind`` GeomSubset of the faces of each material used (``faces``: each face's
+    group)."""
+    from pxr import UsdGeom, UsdShade, Vt
+
     used = sorted({g.material for g in groups if g.material is not None})
     binding = UsdShade.MaterialBindingAPI.Apply(mesh.GetPrim())
     if len(groups) == 1 and used:

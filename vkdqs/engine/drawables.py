@@ -20,19 +20,17 @@ from ..errors import InputError
 from ..gpu import (
     Buffer,
     BufferView,
-    BufferWrite,
-    DescriptorPool,
-    ImageWrite,
     texel_buffer,
-    write_descriptors,
 )
 from ..gpu.calls import vk
-from ..material import Material
 from ..mesh import SkinnedMesh
-from .skinner import Skinner, check_ddm_fits, morph_blocks, morph_packing
+from .limits import check_ddm_fits
+from .morphs import morph_blocks, morph_packing
+from .skinner import Skinner
 
 if TYPE_CHECKING:
     from ..methods.ddm.reference import DirectDeltaMush
+    from .materials import GpuMaterial
     from .renderer import Renderer
 
 __all__ = ["SINGULAR_DET", "UNSKINNED", "Instance", "RenderMesh"]
@@ -75,7 +73,7 @@ class RenderMesh:
         self.vertex_buffers: list[Buffer] = []
         #: the vertex layout of its buffers (:data:`vkdqs.shader_interface.LAYOUTS`)
         self.layout = layout
-        #: its formats, as resolved for the mesh and device (vkdqs.engine.skinner.resolve_layout)
+        #: its formats, as resolved for the mesh and device (vkdqs.engine.limits.resolve_layout)
         self.vertex_layout = vertex_layout or si.as_layout(layout)
         # The same rows the Skinner uploads: 4 buffers, or 6 with 8 influences.
         for name, arr in si.mesh_arrays(mesh, self.vertex_layout).items():
@@ -112,7 +110,7 @@ class RenderMesh:
             buf.write(arr)
             self.surface_buffers[name] = buf
         #: ``(first index, index count, material)`` drawn per instance, in order
-        self.groups: list[tuple[int, int, _GpuMaterial]] = []
+        self.groups: list[tuple[int, int, GpuMaterial]] = []
         self.mesh = mesh
         self.label = label
         self.index_count = int(mesh.indices.size)
@@ -181,39 +179,6 @@ class RenderMesh:
     def renderer(self) -> Renderer | None:
         """The renderer that uploaded this mesh (None once it is gone)."""
         return self._renderer()
-
-
-class _GpuMaterial:
-    """A material's descriptor set (set 1): its texture (or the renderer's white one), sampler
-    and uniform block; made once per Material per renderer."""
-
-    def __init__(self, renderer: Renderer, material: Material, label: str) -> None:
-        dev = renderer.device
-        self.material = material
-        texture = renderer._texture(material.texture, label)
-        sampler = renderer._sampler(material)
-        block = np.zeros(1, si.MATERIAL_BLOCK)
-        block["base_color"] = material.base_color
-        block["uv_row0"][0, :3] = material.uv_transform[0]
-        block["uv_row1"][0, :3] = material.uv_transform[1]
-        block["alpha"][0, 0] = material.cutoff
-        self.uniforms = renderer.own(
-            Buffer(dev, block.nbytes, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label=f"{label} block")
-        )
-        self.uniforms.write(block)
-        self.pool = renderer.own(
-            DescriptorPool(dev, si.MATERIAL_BINDINGS, sets=1, label=f"{label} set")
-        )
-        self.set = self.pool.allocate(renderer._material_layout)
-        b = {x.binding: x for x in si.MATERIAL_BINDINGS}
-        write_descriptors(
-            dev,
-            self.set,
-            [
-                ImageWrite(b[si.MATERIAL_TEXTURE], texture.view, sampler),
-                BufferWrite(b[si.MATERIAL_UNIFORMS], self.uniforms, 0, block.nbytes),
-            ],
-        )
 
 
 @dataclass(eq=False)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .. import shader_interface as si
 from ..gpu import Buffer, CommandBuffer, memory_barrier
 from ..gpu.calls import vk
 
 if TYPE_CHECKING:
     from .skinner import Skinner
 
-__all__ = ["OutputCopies"]
+__all__ = ["OutputCopies", "computed_inputs"]
 
 
 class OutputCopies:
@@ -69,3 +70,16 @@ class OutputCopies:
         cmd_buffer.end()
         self._recorded[key] = (cmd_buffer, out, positions, normals)
         return cmd_buffer
+
+
+def computed_inputs(
+    inputs: tuple[tuple[int, int], ...], constant: tuple[int, ...]
+) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...], tuple[tuple[int, int], ...]]:
+    """(vertex inputs, constant inputs, strides) of an instance drawn by "compute, then draw":
+    positions and normals are tightly packed R32G32B32 rows (the Skinner's output, copied),
+    the unskinned variant's unread joints and weights one constant row."""
+    rows = {m.location for m in si.MESH_INPUTS if m.name in ("positions", "normals")}
+    unread = tuple(m.location for m in si.MESH_INPUTS if m.influence and not m.eight_only)
+    f32x3 = int(si.Format.R32G32B32_SFLOAT)
+    out = tuple((loc, f32x3 if loc in rows else fmt) for loc, fmt in inputs)
+    return out, (*unread, *constant), tuple((loc, 12) for loc in sorted(rows))

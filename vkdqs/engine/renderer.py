@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,166 +44,35 @@ from ..errors import InputError, ObjectDestroyedError, OwnershipError
 from ..geometry import transform_box, transform_boxes
 from ..gpu import (
     Buffer,
-    BufferView,
-    BufferWrite,
     CommandBuffer,
     DescriptorPool,
     DescriptorSetLayout,
     Device,
-    Fence,
-    GpuSampler,
     GraphicsPipelineDesc,
     PipelineCache,
     PipelineLayout,
     QueryPool,
     ResourceOwner,
-    Semaphore,
-    TexelWrite,
-    Texture,
     push_constants,
     write_descriptors,
 )
-from ..gpu.calls import align, vk
+from ..gpu.calls import vk
 from ..gpu.interrupts import deferred_interrupts
 from ..material import Material
 from ..mesh import SkinnedMesh
 from .bounds import FrameStats, SceneBoxes, outside_frustum
 from .crowd import Crowd, _Layouts
-from .drawables import (
-    UNSKINNED,
-    Instance,
-    RenderMesh,
-    _bone_bucket,
-    _GpuMaterial,
-)
+from .drawables import UNSKINNED, Instance, RenderMesh, _bone_bucket
+from .frames import Frame, Slot, layout_slots
+from .limits import resolve_layout
+from .materials import MaterialCache, check_groups
+from .output_copies import computed_inputs
 from .overlay_pass import OverlayPass, check_overlay
-from .skinner import Skinner, resolve_layout
+from .skinner import Skinner
 from .targets import RenderTarget
 
 INSTANCE_BLOCK = si.INSTANCE_BLOCK
 _log = logging.getLogger("vkdqs.engine.renderer")
-#: The material of meshes added without one: white, untextured, opaque (one object, so each
-#: renderer makes its descriptor set once).
-_PLAIN = Material()
-
-
-class _Frame:
-    """Per-frame-in-flight resources."""
-
-    def __init__(self, renderer: Renderer, index: int) -> None:
-        dev = renderer.device
-        self.index = index
-        self.fence = renderer.own(Fence(dev, label=f"frame {index}", signaled=True))
-        self.available = renderer.own(Semaphore(dev, label=f"image available {index}"))
-        self.image_available = self.available.handle
-        self.uniforms: Buffer | None = None
-        self.sets: list[Any] = []
-        #: a submitted frame whose timestamps (queries 2 * index, 2 * index + 1) are unread
-        self.timing_pending = False
-        #: the crowds (and their copy counts) this slot's last frame drew, until counted
-        self.crowds_drawn: list[tuple[Crowd, int]] = []
-
-
-@dataclass(frozen=True)
-class _Slot:
-    """Where one instance's blocks sit in a frame's uniform buffer (byte offsets, sizes)."""
-
-    bones_at: int
-    bones_size: int
-    scales_at: int
-    scales_size: int
-    block_at: int
-    morph_at: int
-
-    def writes(
-        self, uniforms: Buffer, morph_view: BufferView, ddm_views: dict[str, BufferView]
-    ) -> list[BufferWrite | TexelWrite]:
-        """The set's descriptors; ``ddm_views``: the mesh's Direct Delta Mush texels of a "ddm"
-        instance (empty for the others, whose shaders do not read those bindings)."""
-        b = {x.binding: x for x in si.RENDER_BINDINGS}
-        return [
-            BufferWrite(b[si.BONES], uniforms, self.bones_at, self.bones_size),
-            BufferWrite(b[si.INSTANCE], uniforms, self.block_at, INSTANCE_BLOCK.itemsize),
-            BufferWrite(b[si.BONE_SCALES], uniforms, self.scales_at, self.scales_size),
-            BufferWrite(b[si.MORPH_WEIGHTS], uniforms, self.morph_at, si.MORPH_BLOCK.itemsize),
-            TexelWrite(b[si.MORPH_DELTAS], morph_view),
-            *(TexelWrite(b[m.binding], ddm_views[m.name]) for m in si.DDM_INPUTS if ddm_views),
-        ]
-
-
-def _layout_slots(instances: list[Instance], alignment: int) -> tuple[list[_Slot], int]:
-    """Each instance's blocks, aligned for dynamic offsets; and the bytes they take."""
-    slots, offset = [], 0
-    for inst in instances:
-        bucket = _bone_bucket(inst.bone_count)
-        bones_size = bucket * si.bone_stride(inst.method)
-        scales_size = bucket * si.SCALE_STRIDE
-        bones_at = offset
-        scales_at = align(bones_at + bones_size, alignment)
-        block_at = align(scales_at + scales_size, alignment)
-        morph_at = align(block_at + INSTANCE_BLOCK.itemsize, alignment)
-        offset = align(morph_at + si.MORPH_BLOCK.itemsize, alignment)
-        slots.append(_Slot(bones_at, bones_size, scales_at, scales_size, block_at, morph_at))
-    return slots, offset
-
-
-def _check_groups(
-    mesh: SkinnedMesh,
-    material: Material | Sequence[Material] | None,
-    groups: Sequence[tuple[int, int, int]] | None,
-) -> tuple[list[Material], list[tuple[int, int, int]]]:
-    """The materials and ``(first, count, material index)`` ranges of :meth:`Renderer.add_mesh`,
-    checked."""
-    if material is None:
-        materials = [_PLAIN]
-    elif isinstance(material, Material):
-        materials = [material]
-    else:
-        try:
-            materials = list(material)
-        except TypeError:
-            raise InputError(
-                f"material must be a vkdqs.Material or a list of them, got {material!r}"
-            ) from None
-        bad = [m for m in materials if not isinstance(m, Material)]
-        if bad or not materials:
-            raise InputError(
-                f"material must be a vkdqs.Material or a non-empty list of them, got {bad[:1]}"
-            )
-    total = 0 if mesh.indices is None else int(mesh.indices.size)
-    if groups is None:
-        return materials, [(0, total, 0)]
-    ranges = []
-    for g, item in enumerate(groups):
-        try:
-            first, count, k = (int(x) for x in item)
-            ok = tuple(item) == (first, count, k)
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise InputError(f"groups[{g}] must be (first index, index count, material index)")
-        if first < 0 or count < 0 or first % 3 or count % 3 or first + count > total:
-            raise InputError(
-                f"groups[{g}] = {(first, count, k)} is not a range of whole triangles in the "
-                f"mesh's {total} indices"
-            )
-        if not 0 <= k < len(materials):
-            raise InputError(f"groups[{g}] uses material {k}; there are {len(materials)}")
-        ranges.append((first, count, k))
-    return materials, ranges
-
-
-def _computed_inputs(
-    inputs: tuple[tuple[int, int], ...], constant: tuple[int, ...]
-) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...], tuple[tuple[int, int], ...]]:
-    """(vertex inputs, constant inputs, strides) of an instance drawn by "compute, then draw":
-    positions and normals are tightly packed R32G32B32 rows (the Skinner's output, copied),
-    the unskinned variant's unread joints and weights one constant row."""
-    rows = {m.location for m in si.MESH_INPUTS if m.name in ("positions", "normals")}
-    unread = tuple(m.location for m in si.MESH_INPUTS if m.influence and not m.eight_only)
-    f32x3 = int(si.Format.R32G32B32_SFLOAT)
-    out = tuple((loc, f32x3 if loc in rows else fmt) for loc, fmt in inputs)
-    return out, (*unread, *constant), tuple((loc, 12) for loc in sorted(rows))
 
 
 class Renderer(ResourceOwner):
@@ -274,25 +142,18 @@ class Renderer(ResourceOwner):
         self._pipelines = PipelineCache(self)
         self._commands: dict[tuple[int, int], tuple[CommandBuffer, tuple]] = {}
         self._layout_gen = 0
-        self._slots: list[_Slot] = []
+        self._slots: list[Slot] = []
         # Adding or removing instances only marks the per-frame layout stale; the next frame
         # rebuilds it once, however many instances changed.
         self._layout_stale = True
         self._pool: DescriptorPool | None = None
-        self._last: _Frame | None = None
+        self._last: Frame | None = None
         self._frame_counter = 0
         self._gpu_ms: float | None = None
         self._queries: QueryPool | None = None
         self._overlay: np.ndarray | None = None
         self._overlay_version = 0
         self._overlay_pass: OverlayPass | None = None
-        # Materials, textures and samplers, each made once: by Material identity, by texture
-        # array identity (the array is kept, so its id stays unique) and by Sampler value.
-        self._materials: dict[int, tuple[Material, _GpuMaterial]] = {}
-        self._textures: dict[int, tuple[np.ndarray | None, Texture]] = {}
-        self._samplers: dict[Any, GpuSampler] = {}
-        self._constant_row: Buffer | None = None
-        self._blend_noted = False
         # boxes: per-bone ones per mesh, and the compute Skinners that measure exact ones
         # (made on first use, closed with the renderer)
         self._boxes = SceneBoxes(device)
@@ -303,19 +164,18 @@ class Renderer(ResourceOwner):
             self._set_layout = self.own(
                 DescriptorSetLayout(device, si.RENDER_BINDINGS, label="render")
             )
-            self._material_layout = self.own(
-                DescriptorSetLayout(device, si.MATERIAL_BINDINGS, label="material")
-            )
+            #: materials, textures and samplers on the GPU, each made once
+            self.materials = MaterialCache(self)
             self._layout = self.own(
                 PipelineLayout(
                     device,
-                    [self._set_layout, self._material_layout],
+                    [self._set_layout, self.materials.layout],
                     si.RENDER_PUSH_BYTES,
                     si.Stage.VERTEX,
                     label="render",
                 )
             )
-            self._frames = [_Frame(self, i) for i in range(frames_in_flight)]
+            self._frames = [Frame(self, i) for i in range(frames_in_flight)]
             if gpu_timing:
                 self._queries = self.own(
                     QueryPool(device, 2 * frames_in_flight, label="frame timestamps")
@@ -361,62 +221,17 @@ class Renderer(ResourceOwner):
         with self._lock:
             self._check_open()
             label = label or f"mesh {len(self.meshes)}"
-            materials, ranges = _check_groups(mesh, material, groups)
+            materials, ranges = check_groups(mesh, material, groups)
             vertex_layout = None
             if isinstance(mesh, SkinnedMesh):  # else RenderMesh refuses it, naming the type
                 vertex_layout = resolve_layout(self.device, layout, mesh, "vertex")
             rm = RenderMesh(self, mesh, label, layout, vertex_layout)
-            gpu = [self._material(m, f"{label} material {k}") for k, m in enumerate(materials)]
+            gpu = [
+                self.materials.material(m, f"{label} material {k}") for k, m in enumerate(materials)
+            ]
             rm.groups = [(first, count, gpu[k]) for first, count, k in ranges]
             self.meshes.append(rm)
             return rm
-
-    def _material(self, material: Material, label: str) -> _GpuMaterial:
-        entry = self._materials.get(id(material))
-        if entry is not None:
-            return entry[1]
-        if material.alpha_mode == "BLEND" and not self._blend_noted:
-            self._blend_noted = True
-            _log.warning(
-                "material %r is alphaMode BLEND: vkdqs draws it as MASK (alpha cutoff 0.5), "
-                "without sorting or blending",
-                material.name or label,
-            )
-        gm = _GpuMaterial(self, material, label)
-        self._materials[id(material)] = (material, gm)
-        return gm
-
-    def _texture(self, rgba: np.ndarray | None, label: str) -> Texture:
-        """The texture of ``rgba`` (uploaded once), or a 1x1 white one for None."""
-        entry = self._textures.get(id(rgba))
-        if entry is None:
-            pixels = np.full((1, 1, 4), 255, np.uint8) if rgba is None else rgba
-            name = "white texture" if rgba is None else f"{label} texture"
-            entry = (rgba, self.own(Texture(self.device, pixels, label=name)))
-            self._textures[id(rgba)] = entry
-        return entry[1]
-
-    def _sampler(self, material: Material) -> GpuSampler:
-        key = material.sampler if material.texture is not None else None
-        if key not in self._samplers:
-            desc = material.sampler if key is not None else Material().sampler
-            self._samplers[key] = self.own(GpuSampler(self.device, desc, label=f"sampler {key}"))
-        return self._samplers[key]
-
-    def _constant(self) -> Buffer:
-        """One vertex row of ones, read by every vertex (stride 0) of meshes without UVs or
-        colours: white, and a UV that samples the white texture of untextured materials."""
-        if self._constant_row is None:
-            self._constant_row = self.own(
-                Buffer(
-                    self.device,
-                    si.MESH_ROW_BYTES,
-                    vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT,
-                    label="constant vertex row",
-                )
-            )
-            self._constant_row.write(np.ones(4, np.float32))
-        return self._constant_row
 
     def _check_mesh(self, mesh: object) -> RenderMesh:
         if isinstance(mesh, SkinnedMesh):
@@ -590,7 +405,7 @@ class Renderer(ResourceOwner):
             if (clip is None) == (clips is None):
                 raise InputError("add_crowd() takes a clip or clips=[...], not both or neither")
             if self._crowd_layouts is None:
-                self._crowd_layouts = _Layouts(self, self._material_layout)
+                self._crowd_layouts = _Layouts(self, self.materials.layout)
             crowd = Crowd(
                 self,
                 self._crowd_layouts,
@@ -717,7 +532,7 @@ class Renderer(ResourceOwner):
                 crowd.set_cull_boxes(boxes)
                 crowd._cull_measured = True
 
-    def _count_copies(self, frame: _Frame) -> None:
+    def _count_copies(self, frame: Frame) -> None:
         """Take the crowd copies ``frame`` drew (its fence has signalled) into :attr:`stats`."""
         if not frame.crowds_drawn:
             return
@@ -777,7 +592,7 @@ class Renderer(ResourceOwner):
         descriptor set per instance per frame."""
         dev = self.device
         dev.wait_idle()  # the old buffers and sets may still be in use
-        self._slots, size = _layout_slots(
+        self._slots, size = layout_slots(
             self.instances, dev.info.min_uniform_buffer_offset_alignment
         )
         if self._pool is not None:
@@ -822,7 +637,7 @@ class Renderer(ResourceOwner):
         if inst.computed:
             # its Skinner's (N, 3) float32 positions and normals, as copied (stride 12); the
             # unread joints and weights inputs read one row (stride 0)
-            vertex_inputs, constant, strides = _computed_inputs(vertex_inputs, constant)
+            vertex_inputs, constant, strides = computed_inputs(vertex_inputs, constant)
         desc = GraphicsPipelineDesc(
             vertex_shader=si.variant_name("render", variant, slots, uses),
             fragment_shader=si.variant_name("fragment", UNSKINNED, surface=uses),
@@ -896,7 +711,7 @@ class Renderer(ResourceOwner):
         """The instance block crowds read (lights, camera, debug; model and colour unused)."""
         return self._lit_blocks(1)
 
-    def _write_uniforms(self, frame: _Frame) -> None:
+    def _write_uniforms(self, frame: Frame) -> None:
         blocks = self._instance_blocks()
         uniforms = frame.uniforms
         assert uniforms is not None
@@ -920,7 +735,7 @@ class Renderer(ResourceOwner):
                     inst._scalar_buffers[frame.index] = buf
                 buf.write(rows)
 
-    def _write_posed(self, inst: Instance, frame: _Frame) -> None:
+    def _write_posed(self, inst: Instance, frame: Frame) -> None:
         """Skin a computed instance's pose on the GPU straight into the vertex buffers of
         ``frame`` (whose fence has signalled), unless they hold that pose already: once per
         pose and frame slot, nothing read back but its box (:meth:`Skinner._skin_into`)."""
@@ -980,7 +795,7 @@ class Renderer(ResourceOwner):
         push = np.ascontiguousarray(self.camera.view_projection(w / h).T, dtype=np.float32)
         push_constants(cmd, self._layout.handle, si.Stage.VERTEX, push)
 
-    def _record(self, cmd_buffer: CommandBuffer, frame: _Frame, image: int) -> None:
+    def _record(self, cmd_buffer: CommandBuffer, frame: Frame, image: int) -> None:
         cmd = cmd_buffer.begin()
         if self._queries is not None:
             # Reset, then stamp before everything (crowd compute passes included) ...
@@ -1017,7 +832,7 @@ class Renderer(ResourceOwner):
                 assert rm.aux_buffer is not None
                 buffers.append(rm.aux_buffer.handle)
             for m in si.SURFACE_INPUTS:
-                buf = rm.surface_buffers.get(m.name) or self._constant()
+                buf = rm.surface_buffers.get(m.name) or self.materials.constant_row()
                 buffers.append(buf.handle)
             # location 9: the instance's scalar, or any float rows (unread: debug mode off)
             scalar = inst._scalar_buffers.get(frame.index) if inst.scalar is not None else None
@@ -1046,7 +861,7 @@ class Renderer(ResourceOwner):
                 pipe = self._pipelines.graphics(desc, layout, self.target.render_pass).handle
                 draws.append((first, count, gm.set, pipe))
             vp = self.camera.view_projection(w / h)
-            crowd._record_draw(cmd, frame.index, draws, self._constant(), vp)
+            crowd._record_draw(cmd, frame.index, draws, self.materials.constant_row(), vp)
         if self._overlay is not None and self._overlay_pass is not None:
             oh, ow = self._overlay.shape[:2]
             self._overlay_pass.record(cmd, frame.index, (ow, oh), self.target.samples)
@@ -1059,7 +874,7 @@ class Renderer(ResourceOwner):
             )
         cmd_buffer.end()
 
-    def _commands_for(self, frame: _Frame, image: int) -> CommandBuffer:
+    def _commands_for(self, frame: Frame, image: int) -> CommandBuffer:
         """The frame's command buffer for ``image``, re-recorded if the scene changed."""
         key = self._state_key()
         entry = self._commands.get((frame.index, image))
@@ -1074,7 +889,7 @@ class Renderer(ResourceOwner):
         self._commands[(frame.index, image)] = (cmd_buffer, key)
         return cmd_buffer
 
-    def _submit(self, cmd_buffer: CommandBuffer, frame: _Frame, image: int) -> None:
+    def _submit(self, cmd_buffer: CommandBuffer, frame: Frame, image: int) -> None:
         waits = self.target.wait_semaphores(frame)
         signals = self.target.signal_semaphores(image)
         submit = vk.VkSubmitInfo(
@@ -1142,7 +957,7 @@ class Renderer(ResourceOwner):
                 for frame in self._frames:
                     frame.timing_pending = False
 
-    def _read_timing(self, frame: _Frame) -> None:
+    def _read_timing(self, frame: Frame) -> None:
         """Take ``frame``'s GPU time into :attr:`gpu_ms`; its fence has signalled."""
         if self._queries is None or not frame.timing_pending:
             return

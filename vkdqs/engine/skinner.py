@@ -41,7 +41,7 @@ import numpy as np
 from .. import bones as bone_packing
 from .. import methods
 from .. import shader_interface as si
-from ..errors import CapabilityError, InputError, LimitError
+from ..errors import InputError, LimitError
 from ..gpu import (
     Buffer,
     BufferView,
@@ -68,6 +68,8 @@ from ..gpu.calls import align, vk
 from ..gpu.interrupts import deferred_interrupts
 from ..mesh import SkinnedMesh
 from .bounds_pass import BoundsPass
+from .limits import check_ddm_fits, check_limits, resolve_layout
+from .morphs import morph_blocks, morph_packing, morph_workgroup_runs
 from .output_copies import OutputCopies
 
 if TYPE_CHECKING:
@@ -275,7 +277,7 @@ class Skinner(ResourceOwner):
             self.centers = centers_of_rotation(mesh, bone_count=bone_count, device=device)
         #: the mesh's morph deltas as the shaders read them (sparse or dense layout)
         self.morph_packing = morph_packing(mesh)
-        _check_limits(device, mesh, bone_count, method, path, self.morph_packing)
+        check_limits(device, mesh, bone_count, method, path, self.morph_packing)
         if ddm is not None:
             check_ddm_fits(device, ddm)
         #: the (first workgroup, count) runs a morphing pose skins with the morph code, and
@@ -934,149 +936,3 @@ class Skinner(ResourceOwner):
             f"<Skinner {self.method}/{self.path} {self.vertex_count} vertices, "
             f"{self.mesh.slots} influence slots, {self.bone_count} bones ({state})>"
         )
-
-
-def morph_blocks(packing: si.MorphPacking, weights: np.ndarray) -> np.ndarray:
-    """(P,) MORPH_BLOCK records for validated (P, M) float32 ``weights`` of a mesh packed as
-    ``packing`` (:func:`morph_packing`, which checked M)."""
-    return si.morph_blocks(weights, packing)
-
-
-#: Gaps between morphed vertex runs shorter than this many vertices are dispatched with the
-#: morph code anyway (a dispatch costs about what the morph code costs on that many vertices).
-MORPH_RUN_GAP = 8192
-#: The most morphed runs a pose dispatches separately (more are merged into one).
-MAX_MORPH_RUNS = 8
-
-
-def morph_workgroup_runs(
-    packing: si.MorphPacking, local_size: int
-) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
-    """The (first workgroup, workgroup count) runs of a compute dispatch that hold vertices
-    with a non-zero morph delta (sparse layout; the dense one: all), gaps under
-    MORPH_RUN_GAP vertices merged, at most MAX_MORPH_RUNS; and the runs between them."""
-    n = packing.vertex_count
-    groups = max(1, math.ceil(n / local_size))
-    if not packing.sparse:
-        return ((0, groups),), ()
-    counts = packing.texels[: packing.first_entry].reshape(-1, 2)[:n, 1]
-    moved = np.zeros(groups * local_size, bool)
-    moved[:n] = counts > 0
-    moved = moved.reshape(groups, local_size).any(axis=1)
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], moved.astype(np.int8), [0]])))
-    starts, stops = edges[0::2], edges[1::2]
-    if len(starts) == 0:
-        return (), ((0, groups),)
-    split = starts[1:] - stops[:-1] >= MORPH_RUN_GAP / local_size
-    starts = np.concatenate([starts[:1], starts[1:][split]])
-    stops = np.concatenate([stops[:-1][split], stops[-1:]])
-    if len(starts) > MAX_MORPH_RUNS:
-        starts, stops = starts[:1], stops[-1:]
-    gaps = zip(np.concatenate([[0], stops]), np.concatenate([starts, [groups]]), strict=True)
-    morphed = tuple((int(a), int(b - a)) for a, b in zip(starts, stops, strict=True))
-    plain = tuple((int(a), int(b - a)) for a, b in gaps if b > a)
-    return morphed, plain
-
-
-def morph_packing(mesh: SkinnedMesh) -> si.MorphPacking:
-    """``mesh``'s morph deltas packed for the shaders (:func:`vkdqs.shader_interface.pack_morphs`:
-    sparse or dense, chosen by how many deltas are non-zero), computed once per mesh and kept
-    on it; raises :class:`LimitError` past MAX_MORPH_TARGETS targets."""
-    cached = mesh.__dict__.get("_morph_packing")
-    if cached is not None:
-        return cached
-    m = mesh.morph_target_count
-    if m > si.MAX_MORPH_TARGETS:
-        raise LimitError(
-            f"the mesh has {m} morph targets; vkdqs applies at most {si.MAX_MORPH_TARGETS} "
-            "(the weights of all of them go in one uniform block)"
-        )
-    packing = si.pack_morphs(mesh.morph_positions, mesh.morph_normals)
-    mesh.__dict__["_morph_packing"] = packing
-    return packing
-
-
-def _check_limits(
-    device: Device,
-    mesh: SkinnedMesh,
-    bone_count: int,
-    method: str,
-    path: str,
-    packing: si.MorphPacking,
-) -> None:
-    """Refuse a mesh or skeleton the device cannot skin, naming the limit."""
-    info = device.info
-    bone_bytes = methods.get(method).bone_stride
-    max_bones = info.max_uniform_buffer_range // bone_bytes
-    if bone_count > max_bones:
-        raise LimitError(
-            f"bone_count {bone_count} needs {bone_count * bone_bytes} bytes of uniform "
-            f"buffer ({method}: {bone_bytes} bytes a bone), more than this device's "
-            f"maxUniformBufferRange of {info.max_uniform_buffer_range} bytes "
-            f"(at most {max_bones} bones)"
-        )
-    n = mesh.vertex_count
-    texels = len(packing.texels)
-    if texels > info.max_texel_buffer_elements:
-        raise LimitError(
-            f"the mesh's morph targets need {texels} texels, more than this device's "
-            f"maxTexelBufferElements ({info.max_texel_buffer_elements})"
-        )
-    if path == "vertex":
-        if not info.vertex_pipeline_stores_and_atomics:
-            raise CapabilityError(
-                f"{info.name!r} lacks vertexPipelineStoresAndAtomics, which path='vertex' needs"
-            )
-        return
-    if n > info.max_texel_buffer_elements:
-        raise LimitError(
-            f"mesh has {n} vertices, more than this device's maxTexelBufferElements "
-            f"({info.max_texel_buffer_elements}) for the compute path"
-        )
-    groups = math.ceil(n / si.LOCAL_SIZE)
-    if groups > info.max_compute_work_group_count[0]:
-        raise LimitError(
-            f"mesh has {n} vertices: {groups} workgroups exceed "
-            f"maxComputeWorkGroupCount[0] = {info.max_compute_work_group_count[0]}"
-        )
-
-
-def check_ddm_fits(device: Device, ddm: DirectDeltaMush) -> None:
-    """Refuse a Direct Delta Mush precomputation whose texel buffers
-    (:func:`vkdqs.shader_interface.ddm_arrays`) exceed the device's maxTexelBufferElements
-    (LimitError naming it): every path, instances and crowds alike, reads them as texels."""
-    limit = device.info.max_texel_buffer_elements
-    fewer = " or direct_delta_mush(..., max_bones=4) (half the texels)"
-    for name, count in si.ddm_arrays_rows(ddm).items():
-        if count > limit:
-            raise LimitError(
-                f"Direct Delta Mush's {name} of {ddm.omega.shape[0]} vertices take {count} "
-                f"texels, more than a texel buffer holds on {device.info.name!r} "
-                f"(maxTexelBufferElements {limit}); use fewer vertices"
-                f"{fewer if si.ddm_slots(ddm) == 8 else ''}"
-            )
-
-
-def resolve_layout(
-    device: Device, layout: str, mesh: SkinnedMesh, path: str, influences: bool = False
-) -> si.VertexLayout:
-    """``layout`` checked, and resolved to the formats the mesh's values fit and ``device``
-    reads on ``path`` (uniform texel buffers for compute, vertex buffers for the vertex path):
-    a narrow format the device cannot read falls back to the next wider one
-    (:data:`vkdqs.shader_interface.LEAN_FORMATS`). On the compute path, for a method that
-    reads joints and weights (``influences``), the packed rows where they fit (uint8 joints:
-    :func:`vkdqs.shader_interface.lean_layout`)."""
-    if layout not in si.LAYOUTS:
-        raise InputError(f"layout must be one of {si.LAYOUTS}, got {layout!r}")
-    if layout == "exact":
-        return si.EXACT
-    need = (
-        vk.VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT
-        if path == "compute"
-        else vk.VK_FORMAT_FEATURE_VERTEX_BUFFER_BIT
-    )
-    return si.lean_layout(
-        mesh,
-        lambda f: bool(device.buffer_format_features(f) & need),
-        packed=influences and path == "compute",
-    )

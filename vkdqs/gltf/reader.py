@@ -74,9 +74,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections import deque
 from dataclasses import replace
-from itertools import chain
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -98,13 +96,13 @@ from vkdqs.gltf.accessors import (
     UNSIGNED_SHORT,
     Budget,
     _Accessor,
-    _AccessorReader,
 )
 from vkdqs.gltf.animation import Animation, Channel, WeightsChannel
 from vkdqs.gltf.container import _parse_glb, _parse_json
 from vkdqs.gltf.errors import GltfError, _BudgetSpent, _show
 from vkdqs.gltf.geometry import _triangulate, vertex_normals
 from vkdqs.gltf.materials import issue_warnings, read_materials
+from vkdqs.gltf.nodes import _more, _NodeReader
 from vkdqs.gltf.scene import GltfScene, Mesh, Node, Primitive, Skin, _NodeTable
 from vkdqs.gltf.uris import open_regular_file, read_at_most
 
@@ -178,40 +176,9 @@ WEIGHT_SUM_TOL = 1e-3
 #: Most joints of one skin: ``JOINTS_n`` are unsigned bytes or shorts, so no vertex can use a
 #: joint past 65535. A skin with more is refused before its nodes are read.
 MAX_JOINTS = 65536
-#: What each node costs at the peak of reading it (its Node object, its rows of the transform
-#: and hierarchy arrays, the columns it is read through), charged to ``max_bytes`` before the
-#: nodes are read; measured at 370 by tests/test_gltf_bounds.py, charged with a margin...
-NODE_BYTES = 448
-#: ... and this much more per node that has the key (its children's tuple and flat arrays; a
-#: view of its row of the transform, which nodes without the key share; measured at 230, 180
-#: and 400).
-NODE_KEY_BYTES = {
-    "children": 288,
-    "translation": 224,
-    "rotation": 224,
-    "scale": 224,
-    "matrix": 512,
-}
-# The node keys vkdqs reads, and the defaults of its transform vectors.
-_NODE_KEYS = (
-    "children",
-    "mesh",
-    "skin",
-    "translation",
-    "rotation",
-    "scale",
-    "matrix",
-    "name",
-    "weights",
-)
-_NODE_VECTORS = (
-    ("translation", 3, (0.0, 0.0, 0.0)),
-    ("rotation", 4, (0.0, 0.0, 0.0, 1.0)),
-    ("scale", 3, (1.0, 1.0, 1.0)),
-)
 
 
-class _Reader(_AccessorReader):
+class _Reader(_NodeReader):
     """Checks and decodes one glTF document. Each ``fail`` names the JSON path."""
 
     def __init__(
@@ -232,10 +199,6 @@ class _Reader(_AccessorReader):
         self._primitives: dict[str, tuple[Primitive, tuple | None]] = {}
         self._key_times: dict[int, tuple[NDArray[np.float64], float]] = {}
         self._key_values: dict[tuple, tuple] = {}
-        #: The nodes as arrays, and the length of each node's ``weights`` (-1: none), set by
-        #: nodes().
-        self.node_table: _NodeTable | None = None
-        self._node_weight_counts = np.zeros(0, dtype=np.int64)
 
     # -- document ----------------------------------------------------------------------------
 
@@ -281,214 +244,6 @@ class _Reader(_AccessorReader):
                     f"{len(joints)} joints; vkdqs reads skins of at most {MAX_JOINTS} joints "
                     "(JOINTS_n are 8- or 16-bit, so no vertex can use more)",
                 )
-
-    def nodes(self) -> tuple[Node, ...]:
-        """Every node, checked column by column (:mod:`vkdqs.gltf.columns`) and its hierarchy
-        resolved by pointer jumping (:mod:`vkdqs.gltf.hierarchy`): no Python step per node
-        but building the :class:`Node` objects."""
-        raw = self.array("nodes")
-        n = len(raw)
-        self.charge(n * NODE_BYTES, "nodes", f"{n} nodes")
-        keys = set(chain.from_iterable(raw))
-        cols = {k: columns.column(raw, k) for k in _NODE_KEYS if k in keys}
-        extra = sum(
-            per * int(columns.present(cols[k]).sum())
-            for k, per in NODE_KEY_BYTES.items()
-            if k in cols
-        )
-        self.charge(extra, "nodes", "their children and transforms")
-
-        def at(key: str) -> Any:
-            return lambda i: f"nodes[{i}].{key}"
-
-        parent = np.full(n, -1, dtype=np.int64)
-        children: list[tuple[int, ...]] = [()] * n
-        if "children" in cols:
-            flat, owners, within = columns.int_lists(
-                self, cols["children"], at("children"), "nodes"
-            )
-            own = flat == owners
-            if own.any():
-                k = int(np.argmax(own))
-                self.fail(
-                    f"nodes[{owners[k]}].children[{within[k]}]", "a node cannot be its own child"
-                )
-            _, first = np.unique(flat, return_index=True)
-            again = np.ones(len(flat), dtype=bool)
-            again[first] = False
-            if again.any():
-                k = int(np.argmax(again))
-                c = int(flat[k])
-                earlier = int(owners[np.argmax(flat == c)])
-                self.fail(
-                    f"nodes[{owners[k]}].children[{within[k]}]",
-                    f"nodes[{c}] is already a child of nodes[{earlier}]",
-                )
-            parent[flat] = owners
-            rows = np.flatnonzero(columns.present(cols["children"]))
-            ends = np.cumsum(np.bincount(owners, minlength=n)[rows]).tolist()
-            spans = map(slice, [0, *ends[:-1]], ends)
-            tuples = map(tuple, map(flat.tolist().__getitem__, spans))
-            deque(map(children.__setitem__, rows.tolist(), tuples), maxlen=0)
-        mesh = self._node_ints(cols, "mesh", "meshes")
-        skin = self._node_ints(cols, "skin", "skins")
-        bad = (skin >= 0) & (mesh < 0)
-        if bad.any():
-            # three.js ignores it too: without a mesh there is nothing to skin
-            self.warn(
-                f"nodes[{int(np.argmax(bad))}].skin",
-                f"a node without a mesh has nothing to skin; ignored{_more(bad)}",
-            )
-            skin[bad] = -1
-        trs = {}
-        for key, width, default in _NODE_VECTORS:
-            trs[key] = np.broadcast_to(np.array(default, dtype=np.float64), (n, width)).copy()
-            if key in cols:
-                rows, values = columns.numbers(
-                    self, raw, cols[key], key, lambda i: f"nodes[{i}]", width
-                )
-                trs[key][rows] = values
-        if "rotation" in cols:
-            rows = np.flatnonzero(columns.present(cols["rotation"]))
-            r = trs["rotation"][rows]
-            # Divide by the largest component first so that 1e300 does not overflow the norm.
-            big = np.abs(r).max(axis=1)
-            r = r / np.where(big > 0, big, 1.0)[:, None]
-            length = np.linalg.norm(r, axis=1)
-            bad = ~((big > 1e-12) & (length > 1e-6))
-            if bad.any():
-                k = int(np.argmax(bad))
-                self.fail(
-                    f"nodes[{rows[k]}].rotation",
-                    f"{(r[k] * big[k]).tolist()} is not a unit quaternion",
-                )
-            trs["rotation"][rows] = r / length[:, None]
-        matrix_rows = np.zeros(0, dtype=np.int64)
-        matrices = np.zeros((0, 4, 4))
-        if "matrix" in cols:
-            matrix_rows, flat16 = columns.numbers(
-                self, raw, cols["matrix"], "matrix", lambda i: f"nodes[{i}]", 16
-            )
-            for key in ("translation", "rotation", "scale"):
-                if key in cols:
-                    both = columns.present(cols[key])[matrix_rows]
-                    if both.any():
-                        i = int(matrix_rows[np.argmax(both)])
-                        first = next(k for k in ("translation", "rotation", "scale") if k in raw[i])
-                        self.fail(f"nodes[{i}]", f"has both matrix and {first}")
-            matrices = flat16.reshape(-1, 4, 4).transpose(0, 2, 1).copy()  # column-major
-        names = columns.names(self, cols["name"], at("name")) if "name" in cols else [""] * n
-        weights: list[NDArray[np.float64] | None] = [None] * n
-        self._node_weight_counts = np.full(n, -1, dtype=np.int64)
-        if "weights" in cols:
-            weighted = columns.present(cols["weights"])
-            meshless = weighted & (mesh < 0)
-            if meshless.any():
-                self.warn(
-                    f"nodes[{int(np.argmax(meshless))}].weights",
-                    f"a node without a mesh has no morph targets to weight; ignored"
-                    f"{_more(meshless)}",
-                )
-            for i in np.flatnonzero(weighted & (mesh >= 0)).tolist():  # weighted nodes
-                w = self.number_list(raw[i], "weights", f"nodes[{i}]")
-                weights[i] = w
-                self._node_weight_counts[i] = len(w)
-        # Every node must be reachable from a root: anything left over sits on a cycle.
-        depth, unreached = hierarchy.depths(parent)
-        if unreached.size:
-            self.fail(f"nodes[{unreached[0]}]", "the node hierarchy has a cycle through this node")
-        table = _NodeTable(
-            parent=parent,
-            mesh=mesh,
-            skin=skin,
-            depth=depth,
-            translation=trs["translation"],
-            rotation=trs["rotation"],
-            scale=trs["scale"],
-            matrix_nodes=matrix_rows,
-            matrices=matrices,
-        )
-        self.node_table = table
-        return table.node_objects(names, children, weights)
-
-    def _node_ints(self, cols: dict[str, list], key: str, target: str) -> NDArray[np.int64]:
-        """Column ``key`` of the nodes as indices into ``target`` (-1 where absent)."""
-        if key not in cols:
-            return np.full(len(self.array("nodes")), -1, dtype=np.int64)
-        return columns.ints(self, cols[key], lambda i: f"nodes[{i}].{key}", target=target)
-
-    def number_list(self, parent: dict, key: str, path: str) -> NDArray[np.float64] | None:
-        """An optional array of any number of finite numbers (morph ``weights``)."""
-        if key not in parent:
-            return None
-        value = parent[key]
-        if not isinstance(value, list) or not value:
-            self.fail(f"{path}.{key}", f"must be a non-empty array of numbers, got {_show(value)}")
-        self.charge(len(value) * 8, f"{path}.{key}", f"{len(value)} weights")
-        return self.get_numbers(parent, key, path, len(value), [])
-
-    def scene_roots(self, nodes: tuple[Node, ...]) -> tuple[int, ...]:
-        """The roots of the default scene (``scene``, else scene 0, else every parentless node).
-
-        vkdqs draws every node that uses a mesh, whichever scene lists it: a malformed
-        ``scene`` or ``scenes`` changes nothing drawn, so it is a warning and what is wrong is
-        left out of the roots.
-        """
-        assert self.node_table is not None
-        parent = self.node_table.parent
-        scenes = self.doc.get("scenes", [])
-        if not isinstance(scenes, list):
-            self.warn("scenes", f"must be an array, got {_show(scenes)}; ignored")
-            scenes = []
-        roots_of = [self._roots(sc, f"scenes[{i}]", parent) for i, sc in enumerate(scenes)]
-        scene = self.doc.get("scene")
-        if isinstance(scene, float) and scene.is_integer():
-            scene = int(scene)  # JSON integers may be written 0.0, as elsewhere
-        if "scene" in self.doc and not (type(scene) is int and 0 <= scene < len(scenes)):
-            self.warn(
-                "scene",
-                f"{_show(scene)} is not an index into scenes ({len(scenes)} elements); ignored",
-            )
-            scene = None
-        if scene is not None:
-            return roots_of[scene]
-        if roots_of:
-            return roots_of[0]
-        return tuple(np.flatnonzero(parent < 0).tolist())
-
-    def _roots(self, sc: Any, path: str, parent: NDArray[np.int64]) -> tuple[int, ...]:
-        """The nodes ``scenes[i]`` lists that are root nodes, each once (a warning for the
-        others)."""
-        if not isinstance(sc, dict):
-            self.warn(path, f"must be an object, got {_show(sc)}; ignored")
-            return ()
-        listed = sc.get("nodes", [])
-        if not isinstance(listed, list):
-            self.warn(f"{path}.nodes", f"must be an array, got {_show(listed)}; ignored")
-            return ()
-        try:
-            roots = columns.ints(self, listed, lambda k: f"{path}.nodes[{k}]", target="nodes")
-            at = np.arange(len(roots))
-        except GltfError as exc:  # not integers, or not indices into nodes
-            self.warn_error(exc, "left out of the scene's roots")
-            n = len(parent)
-            ints = [int(x) if isinstance(x, float) and x.is_integer() else x for x in listed]
-            at = np.array([k for k, x in enumerate(ints) if type(x) is int and 0 <= x < n])
-            at = at.astype(np.int64)
-            roots = np.array([ints[k] for k in at.tolist()], np.int64)
-        inner = parent[roots] >= 0
-        if inner.any():
-            k = int(np.argmax(inner))
-            self.warn(
-                f"{path}.nodes[{at[k]}]",
-                f"nodes[{roots[k]}] is not a root node; left out of the roots{_more(inner)}",
-            )
-            roots, at = roots[~inner], at[~inner]
-        _, first = np.unique(roots, return_index=True)
-        if len(first) != len(roots):
-            self.warn(f"{path}.nodes", "lists a node twice; listed once")
-            roots = roots[np.sort(first)]
-        return tuple(roots.tolist())
 
     def primitive(self, m: int, p: int, prim: dict, flat_normals: bool) -> Primitive:
         path = f"meshes[{m}].primitives[{p}]"
@@ -1284,12 +1039,6 @@ class _Reader(_AccessorReader):
         return values, in_t, out_t
 
 
-def _more(bad: NDArray[np.bool_]) -> str:
-    """`` (N more like it)`` for a warning naming the first of several objects, else ``""``."""
-    n = int(np.count_nonzero(bad)) - 1
-    return f" ({n} more like it)" if n > 0 else ""
-
-
 def _normals_cost(vertices: int, corners: int) -> int:
     """Peak bytes of :func:`vkdqs.geometry.vertex_normals` (float64 copies and sums per vertex,
     about 520 bytes a triangle in its passes of at most 65536 triangles), with a margin."""
@@ -1343,26 +1092,9 @@ def load_gltf(
     path = Path(path)
     name = path.name
     budget = Budget(name, max_bytes)
-    with open_regular_file(path, name=name, what="the file") as (f, size):
-        # the default grows with the file, up to DEFAULT_MAX_BYTES: a larger file is not read
-        budget.earn(json=size)
-        if max_bytes is None and size > DEFAULT_MAX_BYTES:
-            budget.explicit = DEFAULT_MAX_BYTES
-        budget.charge(size, "", "the file")
-        raw = read_at_most(f, size, name=name)
-    budget.json_bytes = 0  # what the file brings is counted once its chunks are known
-
-    glb_bin = None
+    raw = _read_file(path, budget, max_bytes)
     notes: list[str] = []  # the container's warnings
-    if raw[:4] == b"glTF":
-        json_bytes, glb_bin = _parse_glb(raw, name, notes)
-        budget.earn(json=len(json_bytes), data=0 if glb_bin is None else len(glb_bin))
-    elif path.suffix.lower() == ".glb":
-        raise GltfError(f"{name}: GLB header: magic {bytes(raw[:4])!r} is not b'glTF'")
-    else:
-        json_bytes = raw
-        budget.earn(json=len(raw))
-    doc = _parse_json(json_bytes, name, lambda n: budget.charge(n, "", "parsing the JSON"), notes)
+    doc, glb_bin = _parse_document(path, raw, budget, notes)
     r = _Reader(path, doc, glb_bin, budget=budget)
     r.notes.extend(notes)
     r.check_asset()
@@ -1377,9 +1109,57 @@ def load_gltf(
     animations = r.animations(nodes)
     r.check_unused()
 
-    # The nodes of each mesh (node order) and the skins they use with it, from one sort.
     table = r.node_table
     assert table is not None
+    meshes = _mesh_objects(r, prims, table)
+    _log_weight_warnings(r, name)
+    issue_warnings(r)
+    scene = GltfScene(
+        path, nodes, tuple(meshes), skins, animations, roots, materials=materials, _table=table
+    )
+    scene.charged_bytes = max(budget.high, budget.spent)
+    _check_rest_pose(name, scene, table)
+    return scene
+
+
+def _read_file(path: Path, budget: Budget, max_bytes: int | None) -> bytearray:
+    """The bytes of the model file, charged to ``budget``: a regular file (read up to its size)
+    whose size the default ``max_bytes`` grows with, up to :data:`DEFAULT_MAX_BYTES`."""
+    name = path.name
+    with open_regular_file(path, name=name, what="the file") as (f, size):
+        # the default grows with the file, up to DEFAULT_MAX_BYTES: a larger file is not read
+        budget.earn(json=size)
+        if max_bytes is None and size > DEFAULT_MAX_BYTES:
+            budget.explicit = DEFAULT_MAX_BYTES
+        budget.charge(size, "", "the file")
+        raw = read_at_most(f, size, name=name)
+    budget.json_bytes = 0  # what the file brings is counted once its chunks are known
+    return raw
+
+
+def _parse_document(
+    path: Path, raw: bytearray, budget: Budget, notes: list[str]
+) -> tuple[dict, memoryview | None]:
+    """The parsed JSON document and the GLB binary chunk (None for a ``.gltf``) of the file's
+    bytes, what each chunk brings earned by ``budget``; the container's warnings go to
+    ``notes``."""
+    name = path.name
+    glb_bin = None
+    if raw[:4] == b"glTF":
+        json_bytes, glb_bin = _parse_glb(raw, name, notes)
+        budget.earn(json=len(json_bytes), data=0 if glb_bin is None else len(glb_bin))
+    elif path.suffix.lower() == ".glb":
+        raise GltfError(f"{name}: GLB header: magic {bytes(raw[:4])!r} is not b'glTF'")
+    else:
+        json_bytes = raw
+        budget.earn(json=len(raw))
+    doc = _parse_json(json_bytes, name, lambda n: budget.charge(n, "", "parsing the JSON"), notes)
+    return doc, glb_bin
+
+
+def _mesh_objects(r: _Reader, prims: list[list[Primitive]], table: _NodeTable) -> list[Mesh]:
+    """A :class:`Mesh` per mesh of the file: its primitives, the nodes that draw it (node
+    order) and the skins they use with it, all from one sort of the nodes by mesh."""
     placed = np.flatnonzero(table.mesh >= 0)
     placed = placed[np.argsort(table.mesh[placed], kind="stable")]
     bounds = np.searchsorted(table.mesh[placed], np.arange(len(prims) + 1)).tolist()
@@ -1404,26 +1184,25 @@ def load_gltf(
                 target_names,
             )
         )
+    return meshes
 
-    if r.weight_warnings:
-        where, _, v, total = r.weight_warnings[0]
-        vertices = sum(w[1] for w in r.weight_warnings)
-        _log.warning(
-            "%s: %d vertices have weights not summing to 1 (first: %s vertex %d, sum %.6g); "
-            "they are renormalized",
-            name,
-            vertices,
-            where,
-            v,
-            total,
-        )
-    issue_warnings(r)
-    scene = GltfScene(
-        path, nodes, tuple(meshes), skins, animations, roots, materials=materials, _table=table
+
+def _log_weight_warnings(r: _Reader, name: str) -> None:
+    """One log warning for all the vertices whose weights did not sum to 1 (renormalized),
+    naming the first of them."""
+    if not r.weight_warnings:
+        return
+    where, _, v, total = r.weight_warnings[0]
+    vertices = sum(w[1] for w in r.weight_warnings)
+    _log.warning(
+        "%s: %d vertices have weights not summing to 1 (first: %s vertex %d, sum %.6g); "
+        "they are renormalized",
+        name,
+        vertices,
+        where,
+        v,
+        total,
     )
-    scene.charged_bytes = max(budget.high, budget.spent)
-    _check_rest_pose(name, scene, table)
-    return scene
 
 
 def _check_rest_pose(name: str, scene: GltfScene, table: _NodeTable) -> None:

@@ -1,0 +1,97 @@
+"""The shape of the package, measured from the source (no device): few top-level modules, one
+job per module, no module or function past a size where it stops having one job.
+
+The numbers are the house's (docs/architecture.md): at most 14 modules at the top level of
+``vkdqs/`` (the rest live in the folders that show the layers), no module over 1000 lines but
+the glTF reader (which may not grow), no function over 120 lines.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "vkdqs"
+MAX_TOP_LEVEL_MODULES = 14
+MAX_MODULE_LINES = 1000
+MAX_FUNCTION_LINES = 120
+#: Modules allowed past MAX_MODULE_LINES, with the most lines they may have.
+LARGE_MODULES = {"gltf/reader.py": 1450}
+
+
+def _modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> list[tuple[str, int]]:
+    """(qualified name, lines) of every function in ``source`` longer than ``limit`` lines
+    (from its ``def`` to its last line; decorators not counted)."""
+    found = []
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    size = child.end_lineno - child.lineno + 1
+                    if size > limit:
+                        found.append((name, size))
+                walk(child, name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(ast.parse(source), "")
+    return found
+
+
+def test_the_top_level_holds_at_most_14_modules():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, (
+        f"{len(top)} modules at the top level of vkdqs/ (at most {MAX_TOP_LEVEL_MODULES}): "
+        f"{top}; put new ones in the folder of their layer"
+    )
+
+
+def test_every_folder_is_a_package():
+    """A folder of modules without __init__.py would be a namespace package the wheel drops."""
+    folders = {p.parent for p in _modules()}
+    missing = [str(f.relative_to(PACKAGE)) for f in folders if not (f / "__init__.py").exists()]
+    assert not missing, f"folders without __init__.py: {missing}"
+
+
+def test_no_module_is_over_1000_lines():
+    big = []
+    for path in _modules():
+        rel = path.relative_to(PACKAGE).as_posix()
+        limit = LARGE_MODULES.get(rel, MAX_MODULE_LINES)
+        if _lines(path) > limit:
+            big.append(f"vkdqs/{rel}: {_lines(path)} lines (at most {limit})")
+    assert not big, "split these by topic:\n" + "\n".join(big)
+
+
+def test_no_function_is_over_120_lines():
+    big = [
+        f"vkdqs/{path.relative_to(PACKAGE).as_posix()}: {name} ({size} lines)"
+        for path in _modules()
+        for name, size in long_functions(path.read_text())
+    ]
+    assert not big, "split these into steps:\n" + "\n".join(big)
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ("def f():\n" + "    x = 1\n" * 120, [("f", 121)]),
+        ("def f():\n" + "    x = 1\n" * 119, []),
+        ("class A:\n    def m(self):\n" + "        x = 1\n" * 130, [("A.m", 131)]),
+        ("def f():\n    def g():\n" + "        x = 1\n" * 125, [("f", 127), ("f.g", 126)]),
+    ],
+)
+def test_the_function_measure_counts_what_it_says(source, found):
+    assert long_functions(source) == found

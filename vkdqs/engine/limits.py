@@ -1,0 +1,103 @@
+"""What a device can skin: its limits checked before anything is allocated, each refusal a
+one-line error naming the limit, and vertex layouts resolved to the formats it reads."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from .. import methods
+from .. import shader_interface as si
+from ..errors import CapabilityError, InputError, LimitError
+from ..gpu import Device
+from ..gpu.calls import vk
+from ..mesh import SkinnedMesh
+
+if TYPE_CHECKING:
+    from ..methods.ddm.reference import DirectDeltaMush
+
+
+def check_limits(
+    device: Device,
+    mesh: SkinnedMesh,
+    bone_count: int,
+    method: str,
+    path: str,
+    packing: si.MorphPacking,
+) -> None:
+    """Refuse a mesh or skeleton the device cannot skin, naming the limit."""
+    info = device.info
+    bone_bytes = methods.get(method).bone_stride
+    max_bones = info.max_uniform_buffer_range // bone_bytes
+    if bone_count > max_bones:
+        raise LimitError(
+            f"bone_count {bone_count} needs {bone_count * bone_bytes} bytes of uniform "
+            f"buffer ({method}: {bone_bytes} bytes a bone), more than this device's "
+            f"maxUniformBufferRange of {info.max_uniform_buffer_range} bytes "
+            f"(at most {max_bones} bones)"
+        )
+    n = mesh.vertex_count
+    texels = len(packing.texels)
+    if texels > info.max_texel_buffer_elements:
+        raise LimitError(
+            f"the mesh's morph targets need {texels} texels, more than this device's "
+            f"maxTexelBufferElements ({info.max_texel_buffer_elements})"
+        )
+    if path == "vertex":
+        if not info.vertex_pipeline_stores_and_atomics:
+            raise CapabilityError(
+                f"{info.name!r} lacks vertexPipelineStoresAndAtomics, which path='vertex' needs"
+            )
+        return
+    if n > info.max_texel_buffer_elements:
+        raise LimitError(
+            f"mesh has {n} vertices, more than this device's maxTexelBufferElements "
+            f"({info.max_texel_buffer_elements}) for the compute path"
+        )
+    groups = math.ceil(n / si.LOCAL_SIZE)
+    if groups > info.max_compute_work_group_count[0]:
+        raise LimitError(
+            f"mesh has {n} vertices: {groups} workgroups exceed "
+            f"maxComputeWorkGroupCount[0] = {info.max_compute_work_group_count[0]}"
+        )
+
+
+def check_ddm_fits(device: Device, ddm: DirectDeltaMush) -> None:
+    """Refuse a Direct Delta Mush precomputation whose texel buffers
+    (:func:`vkdqs.shader_interface.ddm_arrays`) exceed the device's maxTexelBufferElements
+    (LimitError naming it): every path, instances and crowds alike, reads them as texels."""
+    limit = device.info.max_texel_buffer_elements
+    fewer = " or direct_delta_mush(..., max_bones=4) (half the texels)"
+    for name, count in si.ddm_arrays_rows(ddm).items():
+        if count > limit:
+            raise LimitError(
+                f"Direct Delta Mush's {name} of {ddm.omega.shape[0]} vertices take {count} "
+                f"texels, more than a texel buffer holds on {device.info.name!r} "
+                f"(maxTexelBufferElements {limit}); use fewer vertices"
+                f"{fewer if si.ddm_slots(ddm) == 8 else ''}"
+            )
+
+
+def resolve_layout(
+    device: Device, layout: str, mesh: SkinnedMesh, path: str, influences: bool = False
+) -> si.VertexLayout:
+    """``layout`` checked, and resolved to the formats the mesh's values fit and ``device``
+    reads on ``path`` (uniform texel buffers for compute, vertex buffers for the vertex path):
+    a narrow format the device cannot read falls back to the next wider one
+    (:data:`vkdqs.shader_interface.LEAN_FORMATS`). On the compute path, for a method that
+    reads joints and weights (``influences``), the packed rows where they fit (uint8 joints:
+    :func:`vkdqs.shader_interface.lean_layout`)."""
+    if layout not in si.LAYOUTS:
+        raise InputError(f"layout must be one of {si.LAYOUTS}, got {layout!r}")
+    if layout == "exact":
+        return si.EXACT
+    need = (
+        vk.VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT
+        if path == "compute"
+        else vk.VK_FORMAT_FEATURE_VERTEX_BUFFER_BIT
+    )
+    return si.lean_layout(
+        mesh,
+        lambda f: bool(device.buffer_format_features(f) & need),
+        packed=influences and path == "compute",
+    )
