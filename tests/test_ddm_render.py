@@ -58,7 +58,7 @@ def test_instances_draw_with_the_vertex_shader_sharing_the_meshs_texels(scene):
     a = renderer.add_instance(rm, bone_count=2, method="ddm", bones=_pose(90.0))
     b = renderer.add_instance(rm, bone_count=2, method="ddm", model=_grid(2)[1])
     assert not a.computed and a.variant == "ddm" and a._skinner is None
-    assert a.ddm is b.ddm is not None and list(rm._ddm) == [id(a.ddm)]  # uploaded once
+    assert a.ddm is b.ddm is not None and list(rm._texels) == [(id(a.ddm),)]  # uploaded once
     renderer.frame_scene()
     assert covered(renderer.render_image()).sum() > 500
 
@@ -178,7 +178,7 @@ def test_crowd_copies_draw_like_instances_posed_with_their_bones(scene):
             rm, bone_count=2, method="ddm", model=models[i], color=colors[i], bones=sampled[i]
         )
         assert inst.ddm is crowd.ddm  # the mesh's default, shared
-    assert list(rm._ddm) == [id(crowd.ddm)]
+    assert list(rm._texels) == [(id(crowd.ddm),)]
     instances_image = renderer.render_image()
     # crowd.vert's texel bones against skin.vert's uniform ones: two pipelines
     assert_images_agree_to_rounding(instances_image, crowd_image)
@@ -229,7 +229,7 @@ def test_omega_past_the_texel_limit_is_a_limit_error(device, monkeypatch):
         clip = AnimationClip(np.stack([_pose(a) for a in ANGLES]), FPS)
         with pytest.raises(LimitError, match="maxTexelBufferElements"):
             renderer.add_crowd(rm, clip, count=2, method="ddm", ddm=ddm)
-        assert not rm._ddm and not renderer.instances and not renderer.crowds
+        assert not rm._texels and not renderer.instances and not renderer.crowds
         monkeypatch.setattr(
             device, "info", dataclasses.replace(small, max_texel_buffer_elements=texels)
         )

@@ -71,7 +71,11 @@ def test_image_is_the_unskinned_image_of_the_skinners_vertices(device, method):
             plain = renderer.add_instance(other, bone_count=2, method="none", model=model)
             want_image = renderer.render_image()
             assert covered(want_image).sum() > 500
-            np.testing.assert_array_equal(images[k], want_image)
+            # the same positions bit for bit, but SkinnedMesh renormalizes the normals in
+            # float64 (908 of them move by an ulp on the candy wrapper), so a pixel's shading
+            # may round the other way (seen on an AVX-512 Xeon: 1 pixel, 195 against 196)
+            assert np.array_equal(_posed_mesh(mesh, positions, normals).positions, positions)
+            assert_images_agree_to_rounding(images[k], want_image)
             renderer.remove_instance(plain)
 
 

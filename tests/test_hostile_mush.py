@@ -462,7 +462,7 @@ def test_interrupted_skinners_leave_the_mesh_and_device_usable(device, monkeypat
     want = delta_mush_reference(mesh_delta_mush(mesh), methods.get("lbs").reference(mesh, pose)[0])
     with Skinner(device, mesh, bone_count=2, method="delta_mush") as s:
         with monkeypatch.context() as m:  # a pose's recording, interrupted
-            _interrupt_on(m, delta_mush_passes, "push_constants", 2)
+            _interrupt_on(m, delta_mush_passes, "compute_barrier", 2)
             with pytest.raises(KeyboardInterrupt):
                 s.skin(pose)
         p, n = s.skin(pose)

@@ -31,6 +31,7 @@ LAYERS = {
     "clip": 1,
     "shader_interface.": 1,
     "methods": 1,
+    "methods.needs": 1,
     "methods.ddm": 1,
     "methods.ddm.reference": 1,
     "methods.delta_mush": 1,
@@ -174,6 +175,34 @@ def test_no_import_cycles():
         if module not in state:
             walk(module, [module])
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def _references() -> list[str]:
+    """Every ``"module:attribute"`` reference the registry and the needs load late."""
+    from vkdqs import methods
+    from vkdqs.methods import needs
+
+    refs = list(needs.REFERENCES)
+    for m in methods.METHODS.values():
+        refs += [h for h in (*m.before, *m.after) if isinstance(h, str)]
+    return refs
+
+
+def test_late_references_resolve_and_name_code_above_the_numpy_layer():
+    """The registry (layer 1) names its GPU parts and the shader interface's packing by
+    reference (:func:`vkdqs.methods.needs.load`): each resolves to something callable in a
+    module no lower than the numpy layer, and no reference hides an import from a higher
+    layer than the engine's (what a Skinner, layer 3, calls)."""
+    from vkdqs.methods import needs
+
+    refs = _references()
+    assert "vkdqs.methods.delta_mush.passes:DeltaMushPasses.from_inputs" in refs
+    for ref in refs:
+        module = ref.split(":")[0].removeprefix("vkdqs.")
+        assert 1 <= _layer(module) <= 3, ref
+        assert callable(needs.load(ref)), ref
+    with pytest.raises(Exception, match="attribute"):
+        needs.load("vkdqs.methods.needs")
 
 
 @pytest.mark.parametrize(

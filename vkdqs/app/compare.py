@@ -76,16 +76,14 @@ def reference(
     device: object = None,
 ) -> NDArray[np.float64]:
     """The float64 reference positions ``(P, N, 3)`` of :func:`skin_methods` for one method
-    (the registry's :meth:`~vkdqs.methods.SkinningMethod.reference`). A method that needs a
-    Direct Delta Mush precomputation takes the one the Skinner skinned with (kept on the mesh
-    by :func:`vkdqs.methods.ddm.gpu.mesh_ddm`; computed on ``device`` if there is none yet)."""
+    (the registry's :meth:`~vkdqs.methods.SkinningMethod.reference`), with the inputs the
+    Skinner skinned with: a need's default (centers of rotation, a Direct Delta Mush
+    precomputation) is the one kept on the mesh (computed on ``device`` if there is none
+    yet)."""
     skinning = registry.get(method)
     extra = _inputs(method, poses.shape[1], centers)
-    if "ddm_data" in skinning.needs:
-        from ..methods.ddm.gpu import mesh_ddm
-
-        extra["ddm"] = mesh_ddm(mesh, poses.shape[1], device=device)  # type: ignore[arg-type]
-    return np.stack([skinning.reference(mesh, pose, **extra)[0] for pose in poses])
+    inputs = skinning.inputs(mesh, poses.shape[1], **extra).resolved(device)  # type: ignore[arg-type]
+    return np.stack([skinning.reference(mesh, pose, **inputs.keywords())[0] for pose in poses])
 
 
 def bend_bulge(

@@ -32,7 +32,7 @@ from .skinner import Skinner
 
 if TYPE_CHECKING:
     from ..gpu import Device
-    from ..methods.ddm.reference import DirectDeltaMush
+    from ..methods.needs import MethodInputs
     from .crowd import Crowd
     from .drawables import Instance, RenderMesh
 
@@ -105,35 +105,22 @@ class SceneBoxes:
         """The Skinners made so far (for tests of ownership)."""
         return tuple(self._skinners.values())
 
-    def skinner(
-        self,
-        mesh: RenderMesh,
-        method: str,
-        bone_count: int,
-        rest: NDArray | None,
-        ddm: DirectDeltaMush | None = None,
-    ) -> Skinner:
-        """The compute Skinner that measures boxes of ``mesh`` posed by ``method`` (one per
-        mesh, method, bone count, rest frames and Direct Delta Mush precomputation: the
-        instance's or crowd's own), made on first use."""
-        key = (
-            id(mesh),
-            method,
-            bone_count,
-            None if rest is None else id(rest),
-            None if ddm is None else id(ddm),
-        )
+    def skinner(self, mesh: RenderMesh, inputs: MethodInputs | None) -> Skinner:
+        """The compute Skinner that measures boxes of ``mesh`` posed with ``inputs`` (an
+        instance's or crowd's: its method, bone count and needs' values, those the mesh's
+        instances share as drawn now), one per mesh and inputs, made on first use."""
+        assert inputs is not None
+        inputs = mesh.shared.drawn(inputs)
+        key = (id(mesh), inputs.method.name, inputs.bone_count, inputs.key())
         skinner = self._skinners.get(key)
         if skinner is None:
             skinner = Skinner(
                 self.device,
                 mesh.mesh,
-                bone_count=bone_count,
-                method=method,
-                centers=mesh.centers if "centers" in methods.get(method).needs else None,
-                rest_matrices=rest,
+                bone_count=inputs.bone_count,
+                method=inputs.method.name,
                 layout=mesh.layout,  # the vertices it measures are those drawn
-                ddm=ddm,
+                inputs=inputs.keywords(),
             )
             self._skinners[key] = skinner
         return skinner
@@ -145,9 +132,7 @@ class SceneBoxes:
             return self._rest_box(inst, exact=True)
         if inst._skinner is not None:  # "compute, then draw": the box of the vertices drawn
             return inst._box_now().copy()
-        skinner = self.skinner(
-            inst.mesh, inst.method, inst.bone_count, inst.rest_matrices, inst.ddm
-        )
+        skinner = self.skinner(inst.mesh, inst.inputs)
         return skinner.bounds(bones, weights).astype(np.float64)
 
     def cheapest(self, inst: Instance) -> tuple[NDArray[np.float64], str]:
@@ -260,9 +245,7 @@ class SceneBoxes:
         """(K, 2, 3): each of ``crowd``'s clips' box over its frames, the union of the frames'
         exact boxes (measured on the GPU once, kept on the crowd)."""
         if crowd.clip_boxes is None:
-            skinner = self.skinner(
-                crowd.mesh, crowd.method, crowd.joint_count, crowd.rest_matrices, crowd.ddm
-            )
+            skinner = self.skinner(crowd.mesh, crowd.inputs)
             boxes = [skinner.bounds_many(clip.frames) for clip in crowd.clips]
             crowd.clip_boxes = np.stack(
                 [np.stack([b[:, 0].min(axis=0), b[:, 1].max(axis=0)]) for b in boxes]

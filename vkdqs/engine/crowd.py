@@ -310,17 +310,16 @@ class Crowd:
         self._serial = next(_SERIALS)
         self._layouts = layouts
         self._init_copies()
-        #: per-vertex centers of rotation given for the methods that need them (validated)
-        self.centers, rest = skinning.check_inputs(
+        given = skinning.inputs(
             mesh.mesh, clip.joint_count, centers=centers, rest_matrices=rest_matrices, ddm=ddm
         )
-        #: the bones' rest frames, for "dqs_blender" (validated)
-        self.rest_matrices = rest
-        #: "ddm": the Direct Delta Mush precomputation every copy skins with (given, or the
-        #: mesh's default), its texels the mesh's (uploaded once, shared with its instances)
-        self.ddm = None
-        if "ddm_data" in skinning.needs:
-            self.ddm = mesh._ensure_ddm(owner, ddm, clip.joint_count, method)
+        #: what every copy skins with besides its pose (resolved: the mesh's shared aux values
+        #: for those not given, the defaults made on the renderer's device), the texels of its
+        #: needs' arrays the mesh's (uploaded once, shared with its instances)
+        self.inputs = mesh._ensure_inputs(owner, given)
+        #: the bones' rest frames of a method that needs them (validated), or None
+        self.rest_matrices = self.inputs.rest_matrices
+        rest = self.rest_matrices
         #: (K, 2, 3) box of each clip over its frames (Renderer.crowd_bounds measures it once)
         self.clip_boxes: np.ndarray | None = None
         packed = np.concatenate([pack_clip(c, method, rest) for c in clips])
@@ -425,7 +424,7 @@ class Crowd:
         )
         render_set = self._pool.allocate(self._layouts.render_set)
         b = {x.binding: x for x in si.CROWD_RENDER_BINDINGS}
-        ddm = {} if self.ddm is None else self.mesh.ddm_views(self.ddm)
+        texels = self.mesh.texel_views(self.inputs)
         write_descriptors(
             dev,
             render_set,
@@ -434,7 +433,7 @@ class Crowd:
                 BufferWrite(b[si.INSTANCE], block, 0, block.size),
                 TexelWrite(b[si.CROWD_COPIES], copies_view),
                 TexelWrite(b[si.CROWD_VISIBLE], visible_view),
-                *(TexelWrite(b[m.binding], ddm[m.name]) for m in si.DDM_INPUTS if ddm),
+                *(TexelWrite(b[m.binding], texels[m.name]) for m in si.DDM_INPUTS if texels),
             ],
         )
         cull_set = self._pool.allocate(self._layouts.cull_set)
@@ -793,10 +792,20 @@ class Crowd:
         )
 
     @property
+    def ddm(self) -> Any:
+        """The Direct Delta Mush precomputation its copies skin with, or None."""
+        return self.inputs.ddm
+
+    @property
+    def centers(self) -> Any:
+        """The centers of rotation its copies skin about, or None."""
+        return self.inputs.centers
+
+    @property
     def slots(self) -> int:
         """The influence slots of its vertex shader variant: the mesh's, or for "ddm" its
         precomputation's (:func:`si.ddm_slots`)."""
-        return self.mesh.mesh.slots if self.ddm is None else si.ddm_slots(self.ddm)
+        return self.inputs.slots()
 
     def _attributes(self) -> tuple[si.MeshInput, ...]:
         """The mesh's rows its vertex shader reads as attributes (positions and normals, then

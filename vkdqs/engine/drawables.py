@@ -24,7 +24,7 @@ from ..gpu import (
 )
 from ..gpu.calls import vk
 from ..mesh import SkinnedMesh
-from .limits import check_ddm_fits
+from ..methods.needs import MethodInputs, SharedRows
 from .morphs import morph_blocks, morph_packing
 from .skinner import Skinner
 
@@ -116,63 +116,65 @@ class RenderMesh:
         self.index_count = int(mesh.indices.size)
         self._renderer = weakref.ref(renderer)
         #: the per-vertex ``aux`` rows (centers of rotation, DQS blend values), made for the
-        #: first "blend" or "cor" instance
+        #: first instance or crowd of a method that reads them
         self.aux_buffer: Buffer | None = None
-        #: (N, 3) float32 centers of rotation, once a "cor" instance needed them
-        self.centers: np.ndarray | None = None
-        #: per Direct Delta Mush precomputation its instances and crowds use (by id, the object
-        #: kept): ``(ddm, {input name: BufferView})``, the texels every one of them reads
-        self._ddm: dict[int, tuple[object, dict[str, BufferView]]] = {}
+        #: the values those rows hold, shared by the mesh's instances and crowds (given last,
+        #: or made once): ``shared.centers``
+        self.shared = SharedRows()
+        #: per value of a need with texel inputs (a Direct Delta Mush precomputation; by id, the
+        #: value kept): ``(value, {input name: BufferView})``, the texels its users read
+        self._texels: dict[tuple[int, ...], tuple[object, dict[str, BufferView]]] = {}
 
-    def _ensure_ddm(
-        self, renderer: Renderer, ddm: object, bone_count: int, method: str = "ddm"
-    ) -> DirectDeltaMush:
-        """The Direct Delta Mush precomputation an instance or crowd of this mesh skins with:
-        ``ddm`` (checked by the caller's ``check_inputs``) or the mesh's default one
-        (:func:`vkdqs.methods.ddm.gpu.mesh_ddm`, computed once on the renderer's device), its texels
-        uploaded once (:meth:`ddm_views`; LimitError where they do not fit)."""
-        if ddm is None:
-            from ..methods.ddm.gpu import mesh_ddm
+    @property
+    def centers(self) -> np.ndarray | None:
+        """(N, 3) float32 centers of rotation the aux rows hold, once an instance needed them."""
+        return self.shared.centers  # type: ignore[return-value]
 
-            ddm = mesh_ddm(self.mesh, bone_count, device=renderer.device)
-            methods.get(method).check_inputs(self.mesh, bone_count, ddm=ddm)
-        if id(ddm) not in self._ddm:
-            self._upload_ddm(renderer, ddm)  # type: ignore[arg-type]  # checked
-        return ddm  # type: ignore[return-value]
+    def _ensure_inputs(self, renderer: Renderer, inputs: MethodInputs) -> MethodInputs:
+        """What an instance or crowd of this mesh draws with: ``inputs`` (checked by the
+        method) with the mesh's shared aux values for those not given and the other defaults
+        made on the renderer's device (kept on the mesh); the aux rows and the needs' texel
+        arrays uploaded once per value (LimitError where they do not fit)."""
+        inputs = self.shared.fill(inputs).resolved(renderer.device)
+        rows = self.shared.rows(inputs)
+        if rows is not None:
+            self._write_aux(renderer, rows)
+        key = inputs.texel_key()
+        if key is not None and key not in self._texels:
+            self._upload_texels(renderer, inputs, key)
+        return inputs
 
-    def ddm_views(self, ddm: DirectDeltaMush) -> dict[str, BufferView]:
-        """The texel views of ``ddm``'s Ω and bones uploaded by :meth:`_ensure_ddm`."""
-        return self._ddm[id(ddm)][1]
+    def texel_views(self, inputs: MethodInputs | None) -> dict[str, BufferView]:
+        """The texel views of ``inputs``' need arrays uploaded by :meth:`_ensure_inputs`
+        (empty for a method without any)."""
+        key = None if inputs is None else inputs.texel_key()
+        return {} if key is None else self._texels[key][1]
 
-    def _upload_ddm(self, renderer: Renderer, ddm: DirectDeltaMush) -> None:
-        """Upload ``ddm``'s Ω and bones (:func:`si.ddm_arrays`) as texel buffers, once per
-        precomputation, shared by every instance and crowd copy that skins with it; owned by
-        the renderer."""
-        check_ddm_fits(renderer.device, ddm)
+    def _upload_texels(
+        self, renderer: Renderer, inputs: MethodInputs, key: tuple[int, ...]
+    ) -> None:
+        """Upload ``inputs``' need arrays (DDM's Ω and bones, :func:`si.ddm_arrays`) as texel
+        buffers, once per value, shared by every instance and crowd copy that skins with it;
+        owned by the renderer."""
+        formats = {m.name: m.texel_format for m in si.MESH_INPUTS if m.need is not None}
         views = {}
-        for m, (name, arr) in zip(si.DDM_INPUTS, si.ddm_arrays(ddm).items(), strict=True):
-            assert m.name == name
+        for name, arr in inputs.arrays().items():
             buffer, view = texel_buffer(
-                renderer.device, arr, int(m.texel_format), label=f"{self.label} {name}"
+                renderer.device, arr, int(formats[name]), label=f"{self.label} {name}"
             )
             renderer.own(buffer)
             views[name] = renderer.own(view)
-        self._ddm[id(ddm)] = (ddm, views)
+        self._texels[key] = (tuple(inputs.values.values()), views)
 
-    def _ensure_aux(self, renderer: Renderer, centers: np.ndarray | None = None) -> Buffer:
-        if self.aux_buffer is not None and centers is None:
-            return self.aux_buffer
-        if centers is not None:
-            self.centers = centers
-        arr = si.aux_array(self.mesh.vertex_count, self.centers, self.mesh.dqs_blend)
+    def _write_aux(self, renderer: Renderer, rows: np.ndarray) -> Buffer:
         if self.aux_buffer is None:
             usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
             self.aux_buffer = renderer.own(
-                Buffer(renderer.device, arr.nbytes, usage, label=f"{self.label} aux")
+                Buffer(renderer.device, rows.nbytes, usage, label=f"{self.label} aux")
             )
         else:
             renderer.device.wait_idle()  # frames in flight may read the old centers
-        self.aux_buffer.write(arr)
+        self.aux_buffer.write(rows)
         return self.aux_buffer
 
     @property
@@ -222,9 +224,17 @@ class Instance:
     #: per frame slot, ``[positions Buffer, normals Buffer, the pose they hold]``: (N, 3)
     #: float32 rows the Skinner's output is copied into on the GPU
     _posed_buffers: dict = field(default_factory=dict, repr=False)
-    #: the Direct Delta Mush precomputation a "ddm" instance skins with (its texels are the
-    #: mesh's, :meth:`RenderMesh._ensure_ddm`), else None
-    ddm: DirectDeltaMush | None = field(default=None, repr=False)
+    #: what its method draws it with besides the pose (resolved; the texels of its needs'
+    #: arrays are the mesh's, :meth:`RenderMesh._ensure_inputs`), or None (unskinned, or drawn
+    #: by "compute, then draw": its Skinner's)
+    inputs: MethodInputs | None = field(default=None, repr=False)
+
+    @property
+    def ddm(self) -> DirectDeltaMush | None:
+        """The Direct Delta Mush precomputation it skins with, or None."""
+        skinner = self._skinner
+        inputs = self.inputs if skinner is None else skinner.method_inputs
+        return None if inputs is None else inputs.ddm  # type: ignore[return-value]
 
     @property
     def bounds(self) -> np.ndarray:
@@ -244,6 +254,12 @@ class Instance:
         return renderer.instance_bounds(self)
 
     @property
+    def influences(self) -> bool:
+        """Its shaders read the mesh's joints and weights (False where its method's data stands
+        for them: Direct Delta Mush's Ω, read as texels)."""
+        return self.inputs is None or self.inputs.method.influences
+
+    @property
     def variant(self) -> str:
         """The method whose shaders draw the current pose (a "dqs" pose with scale: "dqs_scale";
         :data:`UNSKINNED` for unskinned instances and for methods drawn by "compute, then
@@ -259,8 +275,8 @@ class Instance:
         else the mesh's."""
         if self.variant == UNSKINNED:
             return 4
-        if self.ddm is not None:
-            return si.ddm_slots(self.ddm)
+        if self.inputs is not None:
+            return self.inputs.slots()
         return self.mesh.mesh.slots
 
     @property

@@ -46,10 +46,11 @@ class Slot:
     morph_at: int
 
     def writes(
-        self, uniforms: Buffer, morph_view: BufferView, ddm_views: dict[str, BufferView]
+        self, uniforms: Buffer, morph_view: BufferView, texels: dict[str, BufferView]
     ) -> list[BufferWrite | TexelWrite]:
-        """The set's descriptors; ``ddm_views``: the mesh's Direct Delta Mush texels of a "ddm"
-        instance (empty for the others, whose shaders do not read those bindings)."""
+        """The set's descriptors; ``texels``: the mesh's texels of the instance's needs' arrays
+        (Direct Delta Mush's; empty for the others, whose shaders do not read those
+        bindings)."""
         b = {x.binding: x for x in si.RENDER_BINDINGS}
         return [
             BufferWrite(b[si.BONES], uniforms, self.bones_at, self.bones_size),
@@ -57,7 +58,7 @@ class Slot:
             BufferWrite(b[si.BONE_SCALES], uniforms, self.scales_at, self.scales_size),
             BufferWrite(b[si.MORPH_WEIGHTS], uniforms, self.morph_at, si.MORPH_BLOCK.itemsize),
             TexelWrite(b[si.MORPH_DELTAS], morph_view),
-            *(TexelWrite(b[m.binding], ddm_views[m.name]) for m in si.DDM_INPUTS if ddm_views),
+            *(TexelWrite(b[m.binding], texels[m.name]) for m in si.DDM_INPUTS if texels),
         ]
 
 

@@ -4,7 +4,6 @@ one-line error naming the limit, and vertex layouts resolved to the formats it r
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from .. import methods
 from .. import shader_interface as si
@@ -12,9 +11,6 @@ from ..errors import CapabilityError, InputError, LimitError
 from ..gpu import Device
 from ..gpu.calls import vk
 from ..mesh import SkinnedMesh
-
-if TYPE_CHECKING:
-    from ..methods.ddm.reference import DirectDeltaMush
 
 
 def check_limits(
@@ -60,22 +56,6 @@ def check_limits(
             f"mesh has {n} vertices: {groups} workgroups exceed "
             f"maxComputeWorkGroupCount[0] = {info.max_compute_work_group_count[0]}"
         )
-
-
-def check_ddm_fits(device: Device, ddm: DirectDeltaMush) -> None:
-    """Refuse a Direct Delta Mush precomputation whose texel buffers
-    (:func:`vkdqs.shader_interface.ddm_arrays`) exceed the device's maxTexelBufferElements
-    (LimitError naming it): every path, instances and crowds alike, reads them as texels."""
-    limit = device.info.max_texel_buffer_elements
-    fewer = " or direct_delta_mush(..., max_bones=4) (half the texels)"
-    for name, count in si.ddm_arrays_rows(ddm).items():
-        if count > limit:
-            raise LimitError(
-                f"Direct Delta Mush's {name} of {ddm.omega.shape[0]} vertices take {count} "
-                f"texels, more than a texel buffer holds on {device.info.name!r} "
-                f"(maxTexelBufferElements {limit}); use fewer vertices"
-                f"{fewer if si.ddm_slots(ddm) == 8 else ''}"
-            )
 
 
 def resolve_layout(

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -263,6 +263,7 @@ class Renderer(ResourceOwner):
         rest_matrices: ArrayLike | None = None,
         ddm: object = None,
         delta_mush: object = None,
+        inputs: Mapping[str, object] | None = None,
     ) -> Instance:
         """A new instance of ``mesh`` (rest pose unless ``bones`` is given).
 
@@ -287,6 +288,9 @@ class Renderer(ResourceOwner):
         with its unskinned pipeline. The posed vertices stay on the GPU: once per pose and
         frame slot the Skinner skins the pose and copies them into that slot's vertex buffers
         in the same submission, reading back only the pose's box.
+
+        ``inputs``: the values of a registered method's other needs, by keyword
+        (:func:`vkdqs.methods.needs.register`), as for :class:`vkdqs.Skinner`'s ``inputs``.
         """
         with self._lock:
             self._check_open()
@@ -295,20 +299,15 @@ class Renderer(ResourceOwner):
             if isinstance(bone_count, bool) or not isinstance(bone_count, (int, np.integer)):
                 raise InputError(f"bone_count must be an int, got {bone_count!r}")
             mesh.mesh.check_joints(bone_count)
-            given, rest = None, None
+            wanted = None
+            given = dict(
+                centers=centers, rest_matrices=rest_matrices, ddm=ddm, delta_mush=delta_mush
+            )
+            given = methods.merge_inputs(given, inputs)
             if skinning is not None:
-                given, rest = skinning.check_inputs(
-                    mesh.mesh,
-                    bone_count,
-                    centers=centers,
-                    rest_matrices=rest_matrices,
-                    ddm=ddm,
-                    delta_mush=delta_mush,
-                )
-            elif any(x is not None for x in (centers, rest_matrices, ddm, delta_mush)):
-                raise InputError(
-                    f"method={UNSKINNED!r} takes no centers, rest_matrices, ddm or delta_mush"
-                )
+                wanted = skinning.inputs(mesh.mesh, bone_count, **given)
+            elif any(x is not None for x in given.values()):
+                raise InputError(f"method={UNSKINNED!r} takes no {', '.join(given)}")
             max_bones = self.device.info.max_uniform_buffer_range // si.bone_stride(method)
             if _bone_bucket(bone_count) > max_bones:
                 raise InputError(
@@ -319,7 +318,7 @@ class Renderer(ResourceOwner):
             identity[:, 0, 3] = 1.0
             start = bone_packing.PackedPose(methods.DEFAULT, identity.astype(np.float32))
             inst = Instance(mesh, bone_count, method, np.eye(4), np.ones(4), pose=start)
-            inst.rest_matrices = rest
+            inst.rest_matrices = None if wanted is None else wanted.rest_matrices  # type: ignore[assignment]
             inst.set_pose(np.tile(np.eye(4), (bone_count, 1, 1)) if bones is None else bones)
             inst.set_model(np.eye(4) if model is None else model)
             try:
@@ -329,21 +328,17 @@ class Renderer(ResourceOwner):
             if c.shape not in ((3,), (4,)) or not np.isfinite(c).all():
                 raise InputError(f"color must have 3 or 4 finite components, got {color!r}")
             inst.color = np.r_[c, 1.0] if c.shape == (3,) else c
-            if skinning is not None and not inst.computed:
-                self._ensure_aux(mesh, skinning, bone_count, given)
-                if "ddm_data" in skinning.needs:  # its Ω, uploaded once per mesh
-                    inst.ddm = mesh._ensure_ddm(self, ddm, bone_count, method)
-            if inst.computed:  # "compute, then draw": the Skinner that poses it, made last
+            if wanted is not None and not inst.computed:
+                inst.inputs = mesh._ensure_inputs(self, wanted)  # uploaded once per mesh
+            if wanted is not None and inst.computed:
+                # "compute, then draw": the Skinner that poses it, made last
                 inst._skinner = Skinner(
                     self.device,
                     mesh.mesh,
                     bone_count=bone_count,
                     method=method,
-                    centers=given,
-                    rest_matrices=rest,
                     layout=mesh.layout,
-                    ddm=ddm,  # type: ignore[arg-type]  # checked by check_inputs
-                    delta_mush=delta_mush,  # type: ignore[arg-type]
+                    inputs=wanted.keywords(),
                 )
             self.instances.append(inst)
             self._layout_stale = True
@@ -419,33 +414,8 @@ class Renderer(ResourceOwner):
                 centers,
                 ddm,
             )
-            try:
-                self._ensure_aux(mesh, crowd.skinning, crowd.joint_count, crowd.centers)
-            except BaseException:
-                for obj in reversed(crowd._objects):
-                    self.release(obj)
-                crowd._objects.clear()
-                raise
             self.crowds.append(crowd)
             return crowd
-
-    def _ensure_aux(
-        self,
-        mesh: RenderMesh,
-        skinning: methods.SkinningMethod,
-        bone_count: int,
-        centers: np.ndarray | None,
-    ) -> None:
-        """Upload the per-vertex ``aux`` rows a method reads: the centers of rotation it needs
-        (``centers`` given, or those of an earlier instance or crowd of the mesh, or computed
-        now on this renderer's device) and the mesh's DQS blend values."""
-        if not skinning.aux:
-            return
-        if "centers" in skinning.needs and centers is None and mesh.centers is None:
-            from ..methods.cor.gpu import centers_of_rotation
-
-            centers = centers_of_rotation(mesh.mesh, bone_count=bone_count, device=self.device)
-        mesh._ensure_aux(self, centers)
 
     def remove_crowd(self, crowd: Crowd) -> None:
         """Stop drawing ``crowd`` (a crowd of this renderer)."""
@@ -482,9 +452,7 @@ class Renderer(ResourceOwner):
                 raise InputError("posed_boxes(): that instance is not drawn by this renderer")
             if inst.method == UNSKINNED:
                 raise InputError("posed_boxes(): the instance is not skinned (method 'none')")
-            skinner = inst._skinner or self._boxes.skinner(
-                inst.mesh, inst.method, inst.bone_count, inst.rest_matrices, inst.ddm
-            )
+            skinner = inst._skinner or self._boxes.skinner(inst.mesh, inst.inputs)
             return skinner.bounds_many(bones, morph_weights).astype(np.float64)
 
     def crowd_bounds(self, crowd: Crowd) -> tuple[np.ndarray, np.ndarray]:
@@ -612,8 +580,10 @@ class Renderer(ResourceOwner):
             )
             frame.sets = [self._pool.allocate(self._set_layout) for _ in self.instances]
             for ds, slot, inst in zip(frame.sets, self._slots, self.instances, strict=True):
-                ddm = {} if inst.ddm is None else inst.mesh.ddm_views(inst.ddm)
-                write_descriptors(dev, ds, slot.writes(frame.uniforms, inst.mesh.morph_view, ddm))
+                texels = inst.mesh.texel_views(inst.inputs)
+                write_descriptors(
+                    dev, ds, slot.writes(frame.uniforms, inst.mesh.morph_view, texels)
+                )
         self._layout_gen += 1
         self._layout_stale = False
 
@@ -697,7 +667,7 @@ class Renderer(ResourceOwner):
             # so do instances drawn by "compute, then draw" (their unskinned shaders) and those
             # of a method without joints and weights to show (Direct Delta Mush)
             rigid = np.array(
-                [inst.variant == UNSKINNED or inst.ddm is not None for inst in self.instances],
+                [inst.variant == UNSKINNED or not inst.influences for inst in self.instances],
                 dtype=bool,
             )
             blocks["debug"][rigid] = (0, -1, 0, 0)
@@ -826,7 +796,7 @@ class Renderer(ResourceOwner):
                 buffers = [positions.handle, normals.handle, positions.handle, positions.handle]
             elif inst.variant == UNSKINNED:
                 buffers = buffers[: len(si.mesh_inputs(4))]
-            elif inst.ddm is not None:  # positions and normals: its Ω is read as texels
+            elif not inst.influences:  # positions and normals: its data is read as texels
                 buffers = buffers[: len(si.attributes(si.mesh_inputs(inst.slots, inst.variant)))]
             elif si.has_aux(inst.variant):
                 assert rm.aux_buffer is not None

@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -68,13 +69,13 @@ from ..gpu.calls import align, vk
 from ..gpu.interrupts import deferred_interrupts
 from ..mesh import SkinnedMesh
 from .bounds_pass import BoundsPass
-from .limits import check_ddm_fits, check_limits, resolve_layout
+from .limits import check_limits, resolve_layout
 from .morphs import morph_blocks, morph_packing, morph_workgroup_runs
 from .output_copies import OutputCopies
+from .passes import PassTarget, SkinPass
 
 if TYPE_CHECKING:
     from ..methods.ddm.reference import DirectDeltaMush
-    from ..methods.delta_mush.passes import DeltaMushPasses
     from ..methods.delta_mush.reference import DeltaMush
 
 log = logging.getLogger("vkdqs")
@@ -125,7 +126,7 @@ class _Program:
         if kind == "compute":
             spec = (*spec, (si.COMPUTE_OUTPUT_ID, self.output))
             desc = ComputePipelineDesc(self.name, spec, dispatch_base=True)
-            self.pipeline = s._pipelines.compute(desc, self.layout)
+            self.pipeline = s.pipelines.compute(desc, self.layout)
             texels = [
                 TexelWrite(self.bindings[m.binding], s._views[m.name])
                 for m in si.mesh_inputs(s.slots, method, s.vertex_layout)
@@ -145,7 +146,7 @@ class _Program:
                 rasterizer_discard=True,
                 cull_back=False,
             )
-            self.pipeline = s._pipelines.graphics(gdesc, self.layout, s._render_pass)
+            self.pipeline = s.pipelines.graphics(gdesc, self.layout, s._render_pass)
             texels = [
                 TexelWrite(self.bindings[m.binding], s._views[m.name])
                 for m in si.mesh_inputs(s.slots, method, s.vertex_layout)
@@ -201,6 +202,9 @@ class Skinner(ResourceOwner):
         the mesh (:func:`vkdqs.methods.delta_mush.reference.mesh_delta_mush`) when not given. Poses
         are LBS's. Morph targets move the vertices before the skinning, the mush smooths the result.
         Boxes (``bounds=True``, :meth:`bounds`) are taken from the positions read back.
+    inputs : mapping, optional
+        The values of a registered method's other needs, by their keywords
+        (:func:`vkdqs.methods.needs.register`); each need computes its default when not given.
     layout : {"exact", "lean"}
         How the mesh's vertices are stored on the GPU. ``"exact"``: 32-bit rows, the mesh's
         float32 values bit for bit (64 bytes a vertex, 96 with 8 influences). ``"lean"``: float
@@ -230,7 +234,7 @@ class Skinner(ResourceOwner):
         mesh: SkinnedMesh,
         *,
         bone_count: int,
-        method: str = "dqs",
+        method: str = methods.DEFAULT,
         path: str = "compute",
         allow_scale: bool = True,
         centers: object = None,
@@ -238,6 +242,7 @@ class Skinner(ResourceOwner):
         layout: str = "exact",
         ddm: DirectDeltaMush | None = None,
         delta_mush: DeltaMush | None = None,
+        inputs: Mapping[str, object] | None = None,
     ) -> None:
         super().__init__(device)
         skinning = self._check_args(mesh, bone_count, method, path)
@@ -246,40 +251,30 @@ class Skinner(ResourceOwner):
         self.layout = layout
         #: its formats, as resolved for this mesh and device (:func:`resolve_layout`)
         self.vertex_layout = resolve_layout(device, layout, mesh, path, skinning.influences)
-        self.centers, self.rest_matrices = skinning.check_inputs(
-            mesh,
-            bone_count,
-            centers=centers,
-            rest_matrices=rest_matrices,
-            ddm=ddm,
-            delta_mush=delta_mush,
+        #: what the method skins the mesh with besides the pose (its needs' values, checked;
+        #: the defaults of those not given computed on this device and kept on the mesh)
+        given = dict(centers=centers, rest_matrices=rest_matrices, ddm=ddm, delta_mush=delta_mush)
+        self.method_inputs = skinning.inputs(
+            mesh, bone_count, device=device, **methods.merge_inputs(given, inputs)
         )
-        if "delta_mush_data" in skinning.needs and delta_mush is None:
-            from ..methods.delta_mush.reference import mesh_delta_mush
-
-            delta_mush = mesh_delta_mush(mesh)
+        #: the centers of rotation (N, 3) a method that needs them skins with, or None
+        self.centers = self.method_inputs.centers
+        #: the bones' rest frames (B, 4, 4) of a method that needs them, or None
+        self.rest_matrices = self.method_inputs.rest_matrices
+        #: the Direct Delta Mush precomputation a method that needs one skins with, or None
+        self.ddm = self.method_inputs.ddm
         #: the Delta Mush bind whose compute passes run after the skinning, or None
-        self.delta_mush = delta_mush
-        self._post: DeltaMushPasses | None = None
-        if "ddm_data" in skinning.needs and ddm is None:
-            from ..methods.ddm.gpu import mesh_ddm
-
-            ddm = mesh_ddm(mesh, bone_count, device=device)
-            skinning.check_inputs(mesh, bone_count, ddm=ddm)
-        #: the Direct Delta Mush precomputation a method that needs one skins with
-        self.ddm = ddm
+        self.delta_mush = self.method_inputs.delta_mush
+        #: the passes recorded before and after the skinning dispatches (compute path):
+        #: the method's hooks, then those added (:meth:`add_pass`)
+        self._before: list[SkinPass] = []
+        self._after: list[SkinPass] = []
         #: the influence slots of its shader variants (4 or 8): the mesh's, or for a method that
-        #: reads no joints and weights, its precomputation's (:func:`si.ddm_slots`)
-        self.slots = mesh.slots if skinning.influences or ddm is None else si.ddm_slots(ddm)
-        if "centers" in skinning.needs and self.centers is None:
-            from ..methods.cor.gpu import centers_of_rotation
-
-            self.centers = centers_of_rotation(mesh, bone_count=bone_count, device=device)
+        #: reads no joints and weights, its data's (:func:`si.ddm_slots`)
+        self.slots = self.method_inputs.slots()
         #: the mesh's morph deltas as the shaders read them (sparse or dense layout)
         self.morph_packing = morph_packing(mesh)
         check_limits(device, mesh, bone_count, method, path, self.morph_packing)
-        if ddm is not None:
-            check_ddm_fits(device, ddm)
         #: the (first workgroup, count) runs a morphing pose skins with the morph code, and
         #: those without (their vertices have no non-zero delta); the vertex path draws the same
         self._morph_runs, self._plain_runs = morph_workgroup_runs(self.morph_packing, si.LOCAL_SIZE)
@@ -308,26 +303,30 @@ class Skinner(ResourceOwner):
         self._morph_offset = align(self._scale_offset + scale_bytes, alignment)
         self._slot_bytes = align(self._morph_offset + si.MORPH_BLOCK.itemsize, alignment)
         self._programs: dict[tuple[str, bool, int], _Program] = {}
-        self._pipelines = PipelineCache(self)
+        #: this Skinner's pipelines (its passes take theirs from it too)
+        self.pipelines = PipelineCache(self)
         self._capacity = 0
+        self._generation = 0  # of the output buffers (PassTarget.generation)
         self._recorded: tuple[tuple[str, bool, int], int, bool] | None = None
         self._warned_scale = False
         try:
             self._create()
-            if delta_mush is not None:
-                self._add_delta_mush(delta_mush)
+            for hook in skinning.before:
+                self.add_pass(methods.load(hook)(self, self.method_inputs), after=False)
+            for hook in skinning.after:
+                self.add_pass(methods.load(hook)(self, self.method_inputs))
         except BaseException:
             self.close()
             raise
 
-    def _add_delta_mush(self, bind: DeltaMush) -> None:
-        """Run classic Delta Mush with ``bind`` after each pose's skinning (compute path):
-        :class:`vkdqs.methods.delta_mush.passes.DeltaMushPasses`, recorded by
-        :meth:`_record_after`."""
-        from ..methods.delta_mush.passes import DeltaMushPasses
-
-        self.delta_mush = bind
-        self._post = DeltaMushPasses(self, bind)
+    def add_pass(self, skin_pass: SkinPass, *, after: bool = True) -> None:
+        """Record ``skin_pass`` (:class:`vkdqs.engine.passes.SkinPass`) after each batch's
+        skinning dispatches (``after=False``: before them), in the same submission (compute
+        path). Its Vulkan objects must be this Skinner's (:meth:`own`). Boxes of a Skinner
+        with passes after the skinning are reduced from the vertices they wrote."""
+        if self.path != "compute":
+            raise InputError("passes run on the compute path only")
+        (self._after if after else self._before).append(skin_pass)
         self._recorded = None
 
     @staticmethod
@@ -355,23 +354,21 @@ class Skinner(ResourceOwner):
         dev = self.device
         label = f"skinner {self.method}/{self.path}"
         usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-        self.inputs = si.mesh_inputs(self.slots, self.method, self.vertex_layout)
+        self._mesh_inputs = si.mesh_inputs(self.slots, self.method, self.vertex_layout)
         self.arrays = si.mesh_arrays(self.mesh, self.vertex_layout)
-        if self.skinning.aux:
-            self.arrays["aux"] = si.aux_array(
-                self.vertex_count, centers=self.centers, dqs_blend=self.mesh.dqs_blend
-            )
-        if self.ddm is not None:
-            self.arrays.update(si.ddm_arrays(self.ddm))
+        aux = self.method_inputs.aux()
+        if aux is not None:
+            self.arrays["aux"] = aux
+        self.arrays.update(self.method_inputs.arrays())
         self._mesh_buffers: dict[str, Buffer] = {}
         self._views: dict[str, BufferView] = {}
-        for m in self.inputs:
+        for m in self._mesh_inputs:
             if m.alias is None:
                 arr = self.arrays[m.name]
                 buf = self.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {m.name}"))
                 buf.write(arr)
                 self._mesh_buffers[m.name] = buf
-        for m in self.inputs:  # the packed rows' unread bindings view the rows' buffer
+        for m in self._mesh_inputs:  # the packed rows' unread bindings view the rows' buffer
             buf = self._mesh_buffers[m.alias or m.name]
             if self.path == "compute" or m.location < 0:
                 fmt = int(m.texel_format)
@@ -528,20 +525,15 @@ class Skinner(ResourceOwner):
                 )
             )
         self._capacity = poses
+        self._generation += 1
         self._recorded = None
         for program in self._programs.values():
             self._write_buffer_descriptors(program)
-        if self._bounds_pass is not None:
-            assert self._out_texels is not None and self._box_buffer is not None
-            self._bounds_pass.write_set(self._out_texels, self._box_buffer)
 
     def _boxes_after(self) -> BoundsPass:
-        """The bounds pass, made on first use and pointed at the current buffers."""
+        """The bounds pass, made on first use."""
         if self._bounds_pass is None:
             self._bounds_pass = BoundsPass(self)
-            if self._capacity:
-                assert self._out_texels is not None and self._box_buffer is not None
-                self._bounds_pass.write_set(self._out_texels, self._box_buffer)
         return self._bounds_pass
 
     def _record(self, program: _Program, poses: int, box_pass: bool = False) -> None:
@@ -552,10 +544,14 @@ class Skinner(ResourceOwner):
         self._recorded = None  # until end(): a failure half-way leaves it to be recorded again
         cmd = self._cmd.begin()
         if self.path == "compute":
+            target = self._target(program, poses)
+            for before in self._before:
+                before.record(cmd, target)
             self._record_dispatches(cmd, program, poses)
-            self._record_after(cmd, program, poses)
+            for after in self._after:
+                after.record(cmd, target)
             if box_pass:
-                self._boxes_after().record(cmd, poses)
+                self._boxes_after().record(cmd, target)
         else:
             self._record_draws(cmd, program, poses)
         stage = (
@@ -573,13 +569,19 @@ class Skinner(ResourceOwner):
         self._cmd.end()
         self._recorded = (program.key, poses, box_pass)
 
-    def _record_after(self, cmd: Any, program: _Program, poses: int) -> None:
-        """Record the compute passes over the ``poses`` poses' output after the skinning
-        dispatches (a Delta Mush bind's, :class:`vkdqs.methods.delta_mush.passes.DeltaMushPasses`),
-        in the same submission, before the host reads it back; they bring their own barriers."""
-        if self._post is not None:
-            assert self._out_view is not None
-            self._post.record(cmd, program, poses, self._out_view)
+    def _target(self, program: _Program, poses: int) -> PassTarget:
+        """What the passes around a batch's dispatches record over (compute path)."""
+        assert self._out_view is not None and self._out_texels is not None
+        assert self._box_buffer is not None
+        return PassTarget(
+            poses,
+            self.vertex_count,
+            program.output,
+            self._out_view,
+            self._out_texels,
+            self._box_buffer,
+            self._generation,
+        )
 
     def _bind_pose(self, cmd: Any, program: _Program, bind_point: int, p: int) -> None:
         # one dynamic offset per dynamic binding, in binding order (bones, scales, morphs):
@@ -634,7 +636,7 @@ class Skinner(ResourceOwner):
             renderArea=vk.VkRect2D(offset=vk.VkOffset2D(0, 0), extent=vk.VkExtent2D(1, 1)),
         )
         vk.vkCmdBeginRenderPass(cmd, begin, vk.VK_SUBPASS_CONTENTS_INLINE)
-        buffers = [self._mesh_buffers[m.name].handle for m in si.attributes(self.inputs)]
+        buffers = [self._mesh_buffers[m.name].handle for m in si.attributes(self._mesh_inputs)]
         vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
         # the same runs as the compute path's, in vertices (gl_VertexIndex counts from first)
         size = si.LOCAL_SIZE
@@ -691,7 +693,7 @@ class Skinner(ResourceOwner):
         # bounds.comp after the vertices are written (read back, copied, or after compute
         # passes, Delta Mush's, which the skinning dispatch's own box would not see); else the
         # skinning dispatch reduces the box and writes no vertex
-        box_pass = gpu_box and (out is not None or copy_to is not None or self._post is not None)
+        box_pass = gpu_box and (out is not None or copy_to is not None or bool(self._after))
         output = si.OUTPUT_BOX if gpu_box and not box_pass else si.OUTPUT_VERTICES
         host = (
             out
@@ -904,7 +906,7 @@ class Skinner(ResourceOwner):
         host memory fits :attr:`max_call_bytes` (``vertices``: with its skinned vertices)."""
         from ..dq import _as_array
 
-        vertices = vertices or self._post is not None  # boxes from the vertices read back
+        vertices = vertices or bool(self._after)  # boxes from the vertices read back
         arr = _as_array(bones, "bones")
         poses = int(arr.shape[0]) if arr.ndim >= 1 else 0
         result = (2 * self.vertex_count * 3 * 4 if vertices else 24) * poses
@@ -927,7 +929,7 @@ class Skinner(ResourceOwner):
         with self._lock:
             super().close()
             self._programs.clear()
-            self._pipelines.clear()
+            self.pipelines.clear()
             self._bounds_pass = None
 
     def __repr__(self) -> str:

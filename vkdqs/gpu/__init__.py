@@ -24,6 +24,7 @@ from .commands import (
     memory_barrier,
     push_constants,
 )
+from .compute_pass import ComputePass, compute_barrier
 from .descriptors import (
     BufferWrite,
     DescriptorPool,
@@ -58,6 +59,7 @@ __all__ = [
     "BufferView",
     "BufferWrite",
     "CommandBuffer",
+    "ComputePass",
     "ComputePipeline",
     "ComputePipelineDesc",
     "DescriptorPool",
@@ -90,6 +92,7 @@ __all__ = [
     "ValidationMessage",
     "available_layers",
     "can_blit_mips",
+    "compute_barrier",
     "memory_barrier",
     "pick_depth_format",
     "push_constants",

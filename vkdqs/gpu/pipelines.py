@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import vulkan as vk
@@ -224,11 +224,13 @@ class Framebuffer(DeviceObject):
 
 @dataclass(frozen=True)
 class ComputePipelineDesc:
-    """A compute shader (a SPIR-V module name) and its specialization constants."""
+    """A compute shader (a SPIR-V module name, or a name and its SPIR-V as ``code``) and its
+    specialization constants."""
 
     shader: str
     spec: tuple[tuple[int, int], ...] = ()
     dispatch_base: bool = False  # may run with vkCmdDispatchBase (a base workgroup)
+    code: bytes | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -415,7 +417,7 @@ class ComputePipeline(DeviceObject):
     ) -> None:
         vk_device = device.handle
         spec = SpecConstants(dict(desc.spec))
-        module = ShaderModule(device, desc.shader)
+        module = ShaderModule(device, desc.shader, desc.code)
         try:
             spec_info = spec.info()
             stage = _stage(Stage.COMPUTE, module, spec_info)

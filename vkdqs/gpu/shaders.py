@@ -2,7 +2,10 @@
 
 The .spv files are compiled from ``shaders/glsl`` by ``build_shaders.py`` and committed. In a
 checkout they are read from ``<repo>/shaders/spirv``; in an installed wheel they ship as package
-data in ``vkdqs/spirv``. vkdqs never compiles GLSL at run time.
+data in ``vkdqs/spirv``. vkdqs never compiles GLSL at run time; a caller may hand a module's
+SPIR-V words in as data instead (``ShaderModule(device, name, code=...)``,
+``ComputePipelineDesc(..., code=...)``): a method defined outside the package, an app's own
+build of a shader.
 """
 
 from __future__ import annotations
@@ -45,13 +48,25 @@ def spirv(name: str) -> bytes:
     return code
 
 
+def check_spirv(code: object, name: str) -> bytes:
+    """``code`` as SPIR-V bytes: a whole number of 32-bit words starting with the magic number
+    (ShaderError otherwise)."""
+    if not isinstance(code, (bytes, bytearray, memoryview)):
+        raise ShaderError(f"SPIR-V of {name!r} must be bytes, got {type(code).__name__}")
+    code = bytes(code)
+    if len(code) < 20 or len(code) % 4 or code[:4] != b"\x03\x02\x23\x07":
+        raise ShaderError(f"the code given for {name!r} is not a SPIR-V module")
+    return code
+
+
 class ShaderModule(DeviceObject):
-    """A ``VkShaderModule`` of the committed SPIR-V module ``name`` (e.g. ``"skin.frag"``)."""
+    """A ``VkShaderModule`` of the committed SPIR-V module ``name`` (e.g. ``"skin.frag"``), or
+    of ``code``: SPIR-V given as data (``name`` then only labels it)."""
 
     kind = "shader module"
 
-    def __init__(self, device: Device, name: str) -> None:
-        code = spirv(name)
+    def __init__(self, device: Device, name: str, code: bytes | None = None) -> None:
+        code = spirv(name) if code is None else check_spirv(code, name)
         vk_device = device.handle
         info = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
         with vk_errors(f"creating shader module {name!r}"):

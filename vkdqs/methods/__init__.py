@@ -37,52 +37,45 @@ from numpy.typing import ArrayLike, NDArray
 from .. import bones as packing
 from .. import dq, reference
 from ..errors import InputError
+from . import needs as needs_
+from .needs import DDM_MAX_BONES, DDM_MAX_SLOTS, MethodInputs, check_ddm, check_delta_mush, load
 
 if TYPE_CHECKING:
+    from ..gpu import Device
     from ..mesh import SkinnedMesh
-    from .ddm.reference import DirectDeltaMush
-    from .delta_mush.reference import DeltaMush
 
 __all__ = [
     "BOTH",
+    "DDM_MAX_BONES",
+    "DDM_MAX_SLOTS",
     "DEFAULT",
     "DEFAULT_DQS_BLEND",
     "DIFF",
     "DIFF_OF",
     "METHODS",
     "NEEDS",
+    "MethodInputs",
     "SkinTraits",
     "SkinningMethod",
+    "check_ddm",
+    "check_delta_mush",
     "get",
     "label",
+    "load",
+    "merge_inputs",
     "names",
     "parse_methods",
+    "register",
     "select_methods",
     "shown",
+    "unregister",
 ]
 
-#: What a method may need besides the mesh and the pose: per-vertex centers of rotation
-#: ("centers", computed on the GPU when not given), each bone's rest frame ("rest_matrices",
-#: from a glTF skin: the inverse bind matrices' inverses), per-vertex LBS/DQS blend weights
-#: ("dqs_blend", ``SkinnedMesh.dqs_blend``), a Direct Delta Mush precomputation ("ddm_data",
-#: the ``ddm=`` argument, :class:`vkdqs.methods.ddm.reference.DirectDeltaMush`: each vertex's Ω and
-#: bones, read in place of its joints and weights), a classic Delta Mush bind ("delta_mush_data",
-#: the ``delta_mush=`` argument, :class:`vkdqs.methods.delta_mush.reference.DeltaMush`: the edge
-#: graph, frames and offsets its compute passes after the skinning read).
-NEEDS = ("centers", "rest_matrices", "dqs_blend", "ddm_data", "delta_mush_data")
-#: Why a method with one of these needs cannot run on the vertex shader (what
-#: :meth:`SkinningMethod.check_path` says).
-VERTEX_LACKS = {
-    "delta_mush_data": "it smooths the skinned mesh over its edges in compute passes after the "
-    "skinning: a vertex needs its neighbours' skinned positions, which a vertex shader does not "
-    "have",
-}
-#: Why crowds do not draw a method with one of these needs (what :meth:`SkinningMethod.check`
-#: and :meth:`SkinningMethod.check_crowds` say), before what its shaders' path lacks.
-CROWD_LACKS = {
-    "delta_mush_data": "a crowd draws all its copies in one instanced draw, and every copy "
-    "would need its own smoothing passes over the whole mesh each frame",
-}
+#: What a method may need besides the mesh and the pose, by name: each a
+#: :class:`vkdqs.methods.needs.Need` that checks what a user gave, computes its default, and says
+#: what it uploads ("centers", "rest_matrices", "dqs_blend", "ddm_data", "delta_mush_data"; a new
+#: method's need is added by :func:`vkdqs.methods.needs.register`).
+NEEDS = needs_.NEEDS
 #: The paths a method's shaders may run on: the compute shader (``Skinner(path="compute")``)
 #: and the vertex shader (``path="vertex"``, the renderer's instances).
 PATHS = ("compute", "vertex")
@@ -167,6 +160,13 @@ class SkinTraits:
         )
 
 
+#: Makes one of a method's passes before or after the skinning for a compute-path Skinner:
+#: ``hook(skinner, inputs)`` (``inputs``: its :class:`MethodInputs`, defaults resolved) returns
+#: an object with ``record(cmd, target)`` (:class:`vkdqs.engine.passes.SkinPass`), whose
+#: Vulkan objects the Skinner owns. A built-in entry names its hook by reference,
+#: ``"module:attribute"`` (:func:`vkdqs.methods.needs.load`), so this numpy layer never
+#: imports the Vulkan code it names.
+PassHook = Callable[..., object] | str
 #: Packs ``(bones, bone_count, batched, allow_scale, rest_matrices)`` into (the bone block, the
 #: second block or None).
 Packer = Callable[..., tuple[np.ndarray, "np.ndarray | None"]]
@@ -241,6 +241,10 @@ class SkinningMethod:
         rig is refused; ``vkdqs bake`` writes its frames instead). A method that also needs
         per-vertex blend weights writes ``primvars:skel:skinningBlendWeights`` where usd-core
         has them.
+    before, after : tuple of callables
+        Its passes before and after the skinning dispatches on the compute path (:data:`PassHook`:
+        classic Delta Mush's smoothing comes after). A method with passes runs on the compute
+        path only (its ``paths``).
     """
 
     name: str
@@ -269,6 +273,8 @@ class SkinningMethod:
     base: str | None = None
     usdskel: str | None = None
     uniform_scale: bool = False
+    before: tuple[PassHook, ...] = field(default=(), repr=False, compare=False)
+    after: tuple[PassHook, ...] = field(default=(), repr=False, compare=False)
 
     # -- the shaders' view ------------------------------------------------------------------
 
@@ -341,22 +347,25 @@ class SkinningMethod:
         mesh: SkinnedMesh,
         bones: ArrayLike,
         *,
-        centers: ArrayLike | None = None,
-        rest_matrices: ArrayLike | None = None,
         morph_weights: ArrayLike | None = None,
-        ddm: DirectDeltaMush | None = None,
-        delta_mush: DeltaMush | None = None,
+        **inputs: object,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The float64 positions and normals its shaders compute for ``mesh`` posed by one pose
         ``bones`` (the inputs :meth:`pack` takes), morph targets applied first (a method that
         needs "ddm_data" moves each vertex by its morph delta in the frame its Ω is about: the
-        smoothing stays that of the rest mesh). A method that needs "delta_mush_data" smooths
-        its base's skinned mesh with ``delta_mush`` (the bind of the rest mesh; the Skinner's
-        default, :func:`vkdqs.methods.delta_mush.reference.mesh_delta_mush`, when None)."""
-        if "delta_mush_data" in self.needs and delta_mush is None:
-            from .delta_mush.reference import mesh_delta_mush
-
-            delta_mush = mesh_delta_mush(mesh)
+        smoothing stays that of the rest mesh). ``inputs``: its needs' values by keyword
+        (``centers=``, ``rest_matrices=``, ``ddm=``, ``delta_mush=``, a registered need's);
+        one not given takes the need's default where it is made on the host (a Delta Mush
+        bind: :func:`vkdqs.methods.delta_mush.reference.mesh_delta_mush`)."""
+        values = {n.keyword: None for n in NEEDS.values() if n.keyword is not None}
+        unknown = set(inputs) - set(values)
+        if unknown:
+            raise InputError(f"reference() takes no {', '.join(sorted(unknown))}")
+        values.update(inputs)
+        for name in self.needs:
+            need = NEEDS[name]
+            if need.keyword is not None and values[need.keyword] is None and need.on_host:
+                values[need.keyword] = need.default(mesh, 0, None, self)
         p, n = mesh.positions, mesh.normals
         if morph_weights is not None:
             p, n = reference.morph(p, n, mesh.morph_positions, mesh.morph_normals, morph_weights)
@@ -366,12 +375,9 @@ class SkinningMethod:
             mesh.joints,
             mesh.weights,
             bones,
-            centers=centers,
-            rest_matrices=rest_matrices,
             dqs_blend=mesh.dqs_blend,
-            ddm=ddm,
-            delta_mush=delta_mush,
             base=None if self.base is None else get(self.base).reference_skin,
+            **values,
         )
 
     # -- what it accepts --------------------------------------------------------------------
@@ -402,7 +408,7 @@ class SkinningMethod:
             return f"{self.label} needs rigid joint matrices{where}; this skin has scale or shear"
         if crowd and "vertex" not in self.paths:
             return self.check_path("vertex")
-        if "rest_matrices" in self.needs and not traits.rest_frames:
+        if needs_.RestMatrices.name in self.needs and not traits.rest_frames:
             return f"{self.label} needs each bone's rest frame (invertible inverse bind matrices)"
         return None
 
@@ -416,11 +422,12 @@ class SkinningMethod:
 
     def check_crowds(self) -> str | None:
         """Why crowds do not draw it, or None when they do: the reason its needs give
-        (:data:`CROWD_LACKS`), then what the vertex shader crowds draw with lacks
+        (:attr:`vkdqs.methods.needs.Need.crowd_lacks`), then what the vertex shader crowds
+        draw with lacks
         (:meth:`check_path`)."""
         if self.crowds:
             return None
-        lacks = [CROWD_LACKS[n] for n in sorted(self.needs) if n in CROWD_LACKS]
+        lacks = [w for n in sorted(self.needs) if (w := NEEDS[n].crowd_lacks)]
         if lacks:
             return (
                 f"{self.label} does not draw crowds: {'; '.join(lacks)}; draw its copies as "
@@ -433,7 +440,7 @@ class SkinningMethod:
         crowds draw with), or None when they can."""
         if path in self.paths:
             return None
-        lacks = [VERTEX_LACKS[n] for n in sorted(self.needs) if n in VERTEX_LACKS]
+        lacks = [w for n in sorted(self.needs) if (w := NEEDS[n].vertex_lacks)]
         what = f" ({'; '.join(lacks)})" if lacks else ""
         return (
             f"{self.label} runs on the {' and '.join(self.paths)} path only{what}, not "
@@ -443,116 +450,45 @@ class SkinningMethod:
 
     # -- what else it needs -----------------------------------------------------------------
 
-    def check_inputs(
+    def inputs(
         self,
         mesh: SkinnedMesh,
         bone_count: int,
         *,
-        centers: object = None,
-        rest_matrices: object = None,
-        ddm: object = None,
-        delta_mush: object = None,
-    ) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """Validate what this method needs beyond the mesh and pose, and refuse what it does
-        not take: ``(centers (N, 3) float32 or None, rest_matrices (B, 4, 4) float64 or
-        None)``. Centers it needs but was not given stay None: the caller computes them on its
-        device (:func:`vkdqs.centers_of_rotation`). ``ddm``: a
-        :class:`~vkdqs.methods.ddm.reference.DirectDeltaMush` of ``mesh`` (checked, kept by the
-        caller); one it needs but was not given the caller likewise computes
-        (:func:`vkdqs.methods.ddm.gpu.mesh_ddm`). ``delta_mush``: a
-        :class:`~vkdqs.methods.delta_mush.reference.DeltaMush` bind of ``mesh`` (checked; one not
-        given: :func:`vkdqs.methods.delta_mush.reference.mesh_delta_mush`)."""
-        given_inputs = (
-            ("centers", "centers", centers),
-            ("rest_matrices", "rest_matrices", rest_matrices),
-            ("ddm_data", "ddm", ddm),
-            ("delta_mush_data", "delta_mush", delta_mush),
-        )
-        for need, arg, given in given_inputs:
-            if given is not None and need not in self.needs:
-                users = " or ".join(repr(m.name) for m in METHODS.values() if need in m.needs)
+        device: Device | None = None,
+        **given: object,
+    ) -> MethodInputs:
+        """What this method skins ``mesh`` with besides the pose, in one call: each of its
+        needs' value as given by keyword (``centers=``, ``rest_matrices=``, ``ddm=``,
+        ``delta_mush=``, a registered need's), checked; a value given for a need it lacks is
+        refused. With ``device``, the missing defaults are computed on it (kept on the mesh)
+        and every value is checked to fit it (:meth:`MethodInputs.resolved`); without, they
+        stay None until the caller resolves them."""
+        by_keyword = {n.keyword: n for n in NEEDS.values() if n.keyword is not None}
+        for arg, value in given.items():
+            need = by_keyword.get(arg)
+            if need is None:
+                raise InputError(f"{arg!r} is not an input of any method")
+            if value is not None and need.name not in self.needs:
+                users = " or ".join(repr(m.name) for m in METHODS.values() if need.name in m.needs)
                 raise InputError(f"{arg} are for method={users}, not {self.name!r}")
-        if "dqs_blend" in self.needs and mesh.dqs_blend is None:
-            raise InputError(
-                f"method={self.name!r} needs per-vertex DQS blend values: "
-                "SkinnedMesh(..., dqs_blend=b) with b of shape (N,) in [0, 1]"
-            )
-        if "rest_matrices" in self.needs:
-            rest_matrices = packing.check_rest_matrices(rest_matrices, bone_count, self.name)
-        if "ddm_data" in self.needs and ddm is not None:
-            check_ddm(ddm, mesh, bone_count, self.name)
-        if "delta_mush_data" in self.needs:
-            if delta_mush is not None:
-                check_delta_mush(delta_mush, mesh, self.name)
-            elif mesh.indices is None:
-                raise InputError(
-                    f"method={self.name!r} (Delta Mush) needs the mesh's triangles (indices): "
-                    "it smooths over their edges, and the mesh has none"
-                )
-        if centers is not None:
-            centers = packing.check_centers(mesh.vertex_count, centers)
-        return centers, rest_matrices  # type: ignore[return-value]
-
-
-#: The most bones a vertex of a Direct Delta Mush precomputation may keep for the shaders (its
-#: Ω is read as 8 slots, unused ones zero) and the most bones its skeleton may have (the slots'
-#: bone indices are packed two to an int, 16 bits each).
-DDM_MAX_SLOTS = 8
-DDM_MAX_BONES = 2**16 - 1  # bone 0xffff marks a vertex's absent slots (shader_interface)
-
-
-def check_ddm(ddm: object, mesh: SkinnedMesh, bone_count: int, method: str = "ddm") -> None:
-    """Refuse a Direct Delta Mush precomputation that does not belong to ``mesh`` posed by
-    ``bone_count`` bones: not a :class:`~vkdqs.methods.ddm.reference.DirectDeltaMush`, another
-    vertex count or rest positions, more than :data:`DDM_MAX_SLOTS` bones a vertex, bones beyond the
-    skeleton."""
-    from .ddm.reference import DirectDeltaMush
-
-    if not isinstance(ddm, DirectDeltaMush):
-        raise InputError(
-            f"method={method!r} needs ddm=vkdqs.direct_delta_mush(mesh, bone_count=B), got "
-            f"{type(ddm).__name__}"
+        values = {}
+        for name in sorted(self.needs, key=list(NEEDS).index):
+            need = NEEDS[name]
+            value = given.get(need.keyword) if need.keyword is not None else None
+            values[name] = need.check(value, mesh, int(bone_count), self)
+        out = MethodInputs(
+            self,
+            mesh,
+            int(bone_count),
+            values,
+            frozenset(
+                n
+                for n in values
+                if NEEDS[n].keyword in given and given[NEEDS[n].keyword] is not None
+            ),
         )
-    if ddm.omega.shape[0] != mesh.vertex_count or not np.array_equal(ddm.origin, mesh.positions):
-        raise InputError(
-            f"ddm was computed for another mesh ({ddm.omega.shape[0]} vertices) than this one "
-            f"({mesh.vertex_count}): its rest positions must be the mesh's"
-        )
-    if ddm.max_bones > DDM_MAX_SLOTS:
-        raise InputError(
-            f"method={method!r} takes at most {DDM_MAX_SLOTS} bones a vertex, ddm keeps "
-            f"{ddm.max_bones} (direct_delta_mush(..., max_bones={DDM_MAX_SLOTS}))"
-        )
-    if bone_count > DDM_MAX_BONES:
-        raise InputError(f"method={method!r} takes at most {DDM_MAX_BONES} bones, not {bone_count}")
-    if ddm.bones.size and int(ddm.bones.max()) >= bone_count:
-        raise InputError(
-            f"ddm uses bone {int(ddm.bones.max())}, beyond bone_count={bone_count} "
-            f"(it was computed for {ddm.bone_count} bones)"
-        )
-
-
-def check_delta_mush(bind: object, mesh: SkinnedMesh, method: str = "delta_mush") -> None:
-    """Refuse a Delta Mush bind that is not a :class:`~vkdqs.methods.delta_mush.reference.DeltaMush`
-    of a mesh of ``mesh``'s vertex count and triangles (its smoothing follows them)."""
-    from .delta_mush.reference import DeltaMush
-
-    if not isinstance(bind, DeltaMush):
-        raise InputError(
-            f"method={method!r} needs delta_mush=vkdqs.methods.delta_mush.reference."
-            f"delta_mush_bind(mesh.positions, mesh.indices), got {type(bind).__name__}"
-        )
-    if bind.vertex_count != mesh.vertex_count:
-        raise InputError(
-            f"delta_mush was bound for another mesh ({bind.vertex_count} vertices) than this "
-            f"one ({mesh.vertex_count})"
-        )
-    faces = np.asarray(mesh.indices).reshape(-1, 3)
-    if bind.faces.shape != faces.shape or not np.array_equal(bind.faces, faces):
-        raise InputError(
-            f"delta_mush was bound with other triangles ({len(bind.faces)}) than this mesh's "
-            f"({len(faces)}): delta_mush_bind(mesh.positions, mesh.indices)"
-        )
+        return out if device is None else out.resolved(device)
 
 
 # -- packers (bones -> shader blocks) ---------------------------------------------------------
@@ -791,11 +727,12 @@ def _mushed(
         box_rule=None,
         usdskel=None,
         base=base,
+        after=("vkdqs.methods.delta_mush.passes:DeltaMushPasses.from_inputs",),
     )
 
 
 #: Every skinning method, by name, in the order scenes show them left to right.
-METHODS: Mapping[str, SkinningMethod] = {
+METHODS: dict[str, SkinningMethod] = {
     m.name: m
     for m in (
         *_SKINS,
@@ -830,6 +767,54 @@ _DIFF_LABEL = "|DQS - LBS|"
 DIFF_OF = ("dqs", "lbs")
 #: ``"both"``: LBS left, DQS right.
 BOTH = ("lbs", "dqs")
+
+
+_BUILT_IN = frozenset(METHODS)
+
+
+def merge_inputs(
+    given: Mapping[str, object], more: Mapping[str, object] | None
+) -> dict[str, object]:
+    """The keyword arguments ``given`` and an ``inputs=`` mapping ``more`` as one (values by
+    keyword); a value given both ways is refused."""
+    out = dict(given)
+    for key, value in (more or {}).items():
+        if not isinstance(key, str):
+            raise InputError(f"inputs must be keyed by keyword, got {key!r}")
+        if value is None:
+            out.setdefault(key, None)
+            continue
+        if out.get(key) is not None and out[key] is not value:
+            raise InputError(f"{key} is given twice (as a keyword and in inputs=)")
+        out[key] = value
+    return out
+
+
+def register(method: SkinningMethod) -> SkinningMethod:
+    """Add ``method`` to :data:`METHODS`, so every layer takes it by name: a new name, needs
+    that :data:`NEEDS` holds (:func:`vkdqs.methods.needs.register`), a registry ``base`` where
+    it skins with another method's shaders (a method with shaders of its own needs its
+    variants built by ``build_shaders.py``). Returns it."""
+    if not isinstance(method, SkinningMethod):
+        raise InputError(f"register() takes a SkinningMethod, got {type(method).__name__}")
+    if method.name in METHODS or method.name == DIFF:
+        raise InputError(f"a method called {method.name!r} exists")
+    unknown = set(method.needs) - set(NEEDS)
+    if unknown:
+        raise InputError(f"{method.name!r} needs {sorted(unknown)}: register them first")
+    if method.base is not None and method.base not in METHODS:
+        raise InputError(f"{method.name!r} has base {method.base!r}, not a method")
+    if (method.before or method.after) and "vertex" in method.paths:
+        raise InputError(f"{method.name!r} has compute passes: its paths must be ('compute',)")
+    METHODS[method.name] = method
+    return method
+
+
+def unregister(name: str) -> None:
+    """Remove a method :func:`register` added (the built-in ones stay)."""
+    if name in _BUILT_IN:
+        raise InputError(f"{name!r} is a built-in method")
+    METHODS.pop(name, None)
 
 
 def get(name: str) -> SkinningMethod:

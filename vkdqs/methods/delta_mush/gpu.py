@@ -82,7 +82,8 @@ class DeltaMushSkinner(Skinner):
             layout=layout,
         )
         try:
-            self._add_delta_mush(bind)
+            self.delta_mush = bind
+            self.add_pass(DeltaMushPasses(self, bind))
         except BaseException:
             self.close()
             raise

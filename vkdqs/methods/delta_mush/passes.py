@@ -3,7 +3,8 @@
 A :class:`vkdqs.Skinner` (compute path) with ``method="delta_mush"`` (the registry's method: LBS
 under the mush), or a :class:`DeltaMushSkinner` (any base method, its own iterations and step),
 records :class:`DeltaMushPasses` after the skinning dispatch of each pose: ``delta_mush.comp``
-on the skinned positions in its output buffer (through the Skinner's ``_record_after``):
+on the skinned positions in its output buffer (a :class:`vkdqs.engine.passes.SkinPass` after the
+skinning, made by the method's ``after`` hook or ``DeltaMushSkinner``):
 ``iterations`` smoothing dispatches ping-ponging between two rgba32f scratch buffers (one pose's
 worth each, reused pose after pose), one that rebuilds each vertex from the frame of the
 smoothed mesh and its bind-time offset, and one that writes the result's positions and
@@ -14,39 +15,28 @@ The bind (smoothing the rest mesh, the offsets) is the float64 reference's,
 :func:`vkdqs.methods.delta_mush.reference.delta_mush_reference` is what the GPU result is tested
 against.
 
-The Skinner makes them (``Skinner._add_delta_mush``) and records them; this module does not
-import it (:mod:`vkdqs.methods.delta_mush.gpu` holds :class:`DeltaMushSkinner`, a Skinner subclass).
+The Skinner records them (``Skinner.add_pass``); this module does not import it
+(:mod:`vkdqs.methods.delta_mush.gpu` holds :class:`DeltaMushSkinner`, a Skinner subclass).
 Threads, interrupts and ownership are the Skinner's: calls on one Skinner take turns (a lock);
 every Vulkan object the passes make is owned by the Skinner and destroyed by its ``close``.
 """
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ... import shader_interface as si
 from ...errors import LimitError
-from ...gpu import (
-    Buffer,
-    BufferView,
-    ComputePipelineDesc,
-    DescriptorPool,
-    DescriptorSetLayout,
-    PipelineLayout,
-    TexelWrite,
-    memory_barrier,
-    push_constants,
-    texel_buffer,
-    write_descriptors,
-)
+from ...gpu import Buffer, BufferView, ComputePass, compute_barrier, texel_buffer
 from ...gpu.calls import vk
 from .reference import DeltaMush, incident_faces, node_corners
 
 if TYPE_CHECKING:
-    from ...engine.skinner import Skinner, _Program
+    from ...engine.passes import PassTarget
+    from ...engine.skinner import Skinner
+    from ..needs import MethodInputs
 
 __all__ = ["DeltaMushPasses", "fan_order", "overflow_list", "padded_groups", "topology_arrays"]
 
@@ -269,8 +259,7 @@ class DeltaMushPasses:
         self.bind = bind
         dev, n, label = skinner.device, skinner.vertex_count, f"delta mush {skinner.method}"
         limit = dev.info.max_texel_buffer_elements
-        bindings = {b.binding: b for b in si.DELTA_MUSH_BINDINGS}
-        self._texels: list[TexelWrite] = []
+        self._texels: dict[int, BufferView] = {}
         arrays = topology_arrays(bind)
         for binding, fmt in si.DELTA_MUSH_TEXELS:
             arr = arrays[binding]
@@ -282,7 +271,7 @@ class DeltaMushPasses:
             buffer, view = texel_buffer(dev, arr, int(fmt), label=f"{label} {binding}")
             skinner.own(buffer)
             skinner.own(view)
-            self._texels.append(TexelWrite(bindings[binding], view))
+            self._texels[binding] = view
         self._scratch: dict[str, BufferView] = {}
         usage = (
             vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
@@ -292,53 +281,52 @@ class DeltaMushPasses:
             buf = skinner.own(Buffer(dev, 16 * n, usage, label=f"{label} {name}"))
             fmt = int(si.DELTA_MUSH_SCRATCH_FORMAT)
             self._scratch[name] = skinner.own(BufferView(dev, buf, fmt, label=f"{label} {name}"))
-        set_layout = skinner.own(DescriptorSetLayout(dev, bindings.values(), label=label))
-        self._layout = skinner.own(
-            PipelineLayout(
-                dev,
-                [set_layout],
-                si.DELTA_MUSH_PUSH_BYTES,
-                si.Stage.COMPUTE,
-                label=label,
-            )
+        self._pass = ComputePass(
+            skinner,
+            skinner.pipelines,
+            SHADER,
+            si.DELTA_MUSH_BINDINGS,
+            si.DELTA_MUSH_PUSH_BYTES,
+            sets=len(_SETS),
+            label=label,
         )
-        pool = skinner.own(DescriptorPool(dev, bindings.values(), sets=len(_SETS), label=label))
-        self._sets = {name: pool.allocate(set_layout) for name in _SETS}
-        self._bindings = bindings
+        self._sets = {name: i for i, name in enumerate(_SETS)}
         self._local_size = LOCAL_SIZE
         self._overflow = overflow_list(bind)
         variants = (False, True) if self._overflow[1] else (False,)
         self._pipelines = {
-            (k, from_out, overflow): skinner._pipelines.compute(
-                ComputePipelineDesc(
-                    SHADER,
-                    (
-                        (si.LOCAL_SIZE_ID, self._local_size),
-                        (si.DELTA_MUSH_PASS_ID, k),
-                        (si.DELTA_MUSH_FROM_OUT_ID, int(from_out)),
-                        (si.DELTA_MUSH_OVERFLOW_ID, int(overflow)),
-                    ),
-                ),
-                self._layout,
+            (k, from_out, overflow): self._pass.pipeline(
+                (
+                    (si.LOCAL_SIZE_ID, self._local_size),
+                    (si.DELTA_MUSH_PASS_ID, k),
+                    (si.DELTA_MUSH_FROM_OUT_ID, int(from_out)),
+                    (si.DELTA_MUSH_OVERFLOW_ID, int(overflow)),
+                )
             )
             for k, from_out in _PIPELINES
             for overflow in variants
         }
+        self._written: int | None = None
+
+    @classmethod
+    def from_inputs(cls, skinner: Skinner, inputs: MethodInputs) -> DeltaMushPasses:
+        """The passes of a method that needs a Delta Mush bind (its ``after`` hook): with the
+        bind in ``inputs`` (given, or the mesh's default)."""
+        return cls(skinner, inputs.delta_mush)  # type: ignore[arg-type]
 
     def _write_sets(self, out_view: BufferView) -> None:
         """Point the sets at the scratch buffers and the Skinner's current output (made again
         when the batch size changes; every submission was waited for)."""
-        b = self._bindings
-        for name, dset in self._sets.items():
+        for name, index in self._sets.items():
             src, dst = _SETS[name]
-            writes = [
-                *self._texels,
-                TexelWrite(b[si.DELTA_MUSH_SRC_OUT], out_view),
-                TexelWrite(b[si.DELTA_MUSH_DST_OUT], out_view),
-                TexelWrite(b[si.DELTA_MUSH_SRC], self._scratch[src]),
-                TexelWrite(b[si.DELTA_MUSH_DST], self._scratch[dst]),
-            ]
-            write_descriptors(self.skinner.device, dset, writes)
+            views = {
+                **self._texels,
+                si.DELTA_MUSH_SRC_OUT: out_view,
+                si.DELTA_MUSH_DST_OUT: out_view,
+                si.DELTA_MUSH_SRC: self._scratch[src],
+                si.DELTA_MUSH_DST: self._scratch[dst],
+            }
+            self._pass.write(views, index)
 
     def passes(
         self, p: int, poses: int
@@ -363,28 +351,26 @@ class DeltaMushPasses:
             cur = "b" if cur == "a" else "a"
         return out
 
-    def record(self, cmd: Any, program: _Program, poses: int, out_view: BufferView) -> None:
+    def record(self, cmd: Any, target: PassTarget) -> None:
         """After the skinning dispatches: each pose's Delta Mush passes, a barrier before each
         (nothing for a dispatch that writes no vertices)."""
-        if not program.output & si.OUTPUT_VERTICES:
+        if not target.writes_vertices:
             return
-        self._write_sets(out_view)
-        point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
-        stage = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
-        written = vk.VK_ACCESS_SHADER_WRITE_BIT
-        read_write = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+        if self._written != target.generation:
+            self._write_sets(target.vertices)
+            self._written = target.generation
         push = np.zeros(si.DELTA_MUSH_PUSH_BYTES // 4, np.uint32)
         push[4:5].view(np.float32)[0] = self.bind.step
-        bound = None
-        for p in range(poses):
-            for pipeline, dset, uints in self.passes(p, poses):
-                memory_barrier(cmd, stage, stage, written, read_write)
-                if pipeline != bound:
-                    vk.vkCmdBindPipeline(cmd, point, self._pipelines[pipeline].handle)
-                    bound = pipeline
-                vk.vkCmdBindDescriptorSets(
-                    cmd, point, self._layout.handle, 0, 1, [self._sets[dset]], 0, None
-                )
+        self._pass.begin(cmd)
+        for p in range(target.poses):
+            for pipeline, dset, uints in self.passes(p, target.poses):
+                compute_barrier(cmd)
                 push[:4], push[5] = uints[:4], uints[4]
-                push_constants(cmd, self._layout.handle, si.Stage.COMPUTE, push)
-                vk.vkCmdDispatch(cmd, math.ceil(uints[0] / self._local_size), 1, 1)
+                self._pass.dispatch(
+                    cmd,
+                    self._pipelines[pipeline],
+                    uints[0],
+                    self._local_size,
+                    push,
+                    self._sets[dset],
+                )

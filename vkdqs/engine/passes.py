@@ -1,0 +1,75 @@
+"""The pass protocol: what a compute pass recorded before or after a Skinner's skinning
+dispatches is given (:class:`PassTarget`) and must do (:class:`SkinPass`).
+
+A method's hooks (:attr:`vkdqs.methods.SkinningMethod.before` and ``after``: classic Delta
+Mush's smoothing), the box pass (:class:`vkdqs.engine.bounds_pass.BoundsPass`) and a method
+defined outside the package all record through it, in the Skinner's one submission, before the
+host reads anything back. A pass brings its own barriers (a compute -> compute one before it
+reads what the skinning wrote: :func:`vkdqs.gpu.compute_pass.compute_barrier`) and owns nothing:
+the Skinner that made it owns its Vulkan objects and destroys them with its ``close``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .. import shader_interface as si
+
+if TYPE_CHECKING:
+    from ..gpu import Buffer, BufferView
+
+__all__ = ["PassTarget", "SkinPass"]
+
+
+@dataclass(frozen=True)
+class PassTarget:
+    """What one batch's dispatches wrote, for the passes recorded around them.
+
+    Attributes
+    ----------
+    poses : int
+        Poses in the batch.
+    vertex_count : int
+    output : int
+        What the skinning dispatch writes (:data:`vkdqs.shader_interface.OUTPUT_VERTICES`,
+        ``OUTPUT_BOX``); a pass over the vertices records nothing for a box-only dispatch.
+    vertices : BufferView
+        The Skinner's output as r32f texels: pose ``p``'s positions from ``3 N p``, its
+        normals from ``3 N (poses + p)`` (N: the vertex count).
+    texels : BufferView
+        The same buffer as rgba32f texels.
+    boxes : Buffer
+        The batch's Boxes records (``si.BOX_STRIDE`` bytes a pose).
+    generation : int
+        Changes whenever the Skinner makes new output buffers (another batch size): a pass
+        points its descriptor sets at them again then, and only then.
+    """
+
+    poses: int
+    vertex_count: int
+    output: int
+    vertices: BufferView
+    texels: BufferView
+    boxes: Buffer
+    generation: int = 0
+
+    @property
+    def writes_vertices(self) -> bool:
+        """Whether the skinning dispatch writes vertices (not only a box)."""
+        return bool(self.output & si.OUTPUT_VERTICES)
+
+    def positions_at(self, p: int) -> int:
+        """The first float of pose ``p``'s positions in :attr:`vertices`."""
+        return 3 * self.vertex_count * p
+
+    def normals_at(self, p: int) -> int:
+        """The first float of pose ``p``'s normals in :attr:`vertices`."""
+        return 3 * self.vertex_count * (self.poses + p)
+
+
+class SkinPass(Protocol):
+    """A pass a Skinner records before or after its skinning dispatches."""
+
+    def record(self, cmd: Any, target: PassTarget) -> None:
+        """Record its dispatches (and the barriers they need) for one batch into ``cmd``."""
