@@ -57,7 +57,7 @@ def test_instances_draw_with_the_vertex_shader_sharing_the_meshs_texels(scene):
     _, renderer, rm = scene
     a = renderer.add_instance(rm, bone_count=2, method="ddm", bones=_pose(90.0))
     b = renderer.add_instance(rm, bone_count=2, method="ddm", model=_grid(2)[1])
-    assert not a.computed and a.variant == "ddm" and a._skinner is None
+    assert not a.computed and a.variant == "ddm" and a.skinner is None
     assert a.ddm is b.ddm is not None and list(rm._texels) == [(id(a.ddm),)]  # uploaded once
     renderer.frame_scene()
     assert covered(renderer.render_image()).sum() > 500

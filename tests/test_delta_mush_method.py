@@ -146,7 +146,7 @@ def test_delta_mush_refusals(device):
     with OffscreenTarget(device, 8, 8) as target, Renderer(device, target) as renderer:
         rm = renderer.add_mesh(mesh)
         inst = renderer.add_instance(rm, bone_count=2, method="delta_mush", delta_mush=bind)
-        assert inst._skinner.delta_mush is bind
+        assert inst.skinner.delta_mush is bind
         clip = AnimationClip(np.tile(np.eye(4), (2, 2, 1, 1)), 10.0)
         with pytest.raises(InputError, match="got 'delta_mush': Delta Mush does not draw crowds"):
             renderer.add_crowd(rm, clip, count=2, method="delta_mush")

@@ -108,10 +108,10 @@ def test_the_renderer_owns_and_closes_their_skinners(device):
         a = renderer.add_instance(rm, bone_count=2, method="delta_mush")
         b = renderer.add_instance(rm, bone_count=2, method="delta_mush_dqs")
         renderer.render_image()
-        sa, sb = a._skinner, b._skinner
+        sa, sb = a.skinner, b.skinner
         assert sa is not None and sb is not None and not sa.closed and not sb.closed
         renderer.remove_instance(a)
-        assert sa.closed and not sb.closed and not a._posed_buffers
+        assert sa.closed and not sb.closed and not a.posed_buffers
         renderer.render_image()
         renderer.close()
         assert sb.closed
@@ -162,7 +162,7 @@ def test_a_reposed_frame_reads_no_vertex_back(device, method, monkeypatch):
             reads.clear()
         monkeypatch.undo()
         inst.visible = False
-        slots = [e for e in inst._posed_buffers.values() if e[2] is inst.pose]
+        slots = [e for e in inst.posed_buffers.values() if e[2] is inst.pose]
         assert len(slots) == 1  # the last frame's slot holds the last pose
         positions, normals = skinner.skin(_pose(150.0))
         n = mesh.vertex_count

@@ -95,3 +95,40 @@ def test_no_function_is_over_120_lines():
 )
 def test_the_function_measure_counts_what_it_says(source, found):
     assert long_functions(source) == found
+
+
+def engine_names(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """Where ``source`` spells one of ``names`` as a string constant, or asks ``.needs``."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+            out.append((node.lineno, repr(node.value)))
+        elif isinstance(node, ast.Attribute) and node.attr == "needs":
+            out.append((node.lineno, ".needs"))
+    return out
+
+
+def test_the_engine_names_no_method_and_no_need():
+    """The engine carries method objects and asks them (``SkinningMethod.inputs``, the hooks,
+    ``box_rule``); it spells no method's or need's name and never tests ``.needs``."""
+    from vkdqs import methods
+
+    names = set(methods.METHODS) | set(methods.NEEDS)
+    found = [
+        f"{path.relative_to(PACKAGE)}:{line} {what}"
+        for path in sorted((PACKAGE / "engine").glob("*.py"))
+        for line, what in engine_names(path.read_text(), names)
+    ]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ('if method == "ddm":\n    pass\n', [(1, "'ddm'")]),
+        ('x = "delta_mush_data" in m.needs\n', [(1, "'delta_mush_data'"), (1, ".needs")]),
+        ("x = inputs.ddm\n", []),
+    ],
+)
+def test_the_engine_names_check_sees_what_it_says(source, found):
+    assert engine_names(source, {"ddm", "delta_mush_data"}) == found

@@ -25,10 +25,10 @@ Rules (the registry's :attr:`~vkdqs.methods.SkinningMethod.box_rule`):
     c| / cos(theta / 2)``. So bone p's transformed box widened by that amount (``theta`` and the
     maximum over the bones sharing a vertex with p) holds every vertex whose first influence is
     p, and the union holds the mesh.
-``"blend"`` (LBS/DQS blend)
+``"mixed"`` (LBS/DQS blend)
     ``(1 - b) LBS + b DQS`` is a convex combination of a point in the affine box and one in the
     rigid box: the rigid rule's box (which contains the affine one) holds it.
-``"centers"`` (optimized centers of rotation)
+``"about_centers"`` (optimized centers of rotation)
     ``R (v - c) + sum_k w_k M_k c``: the second term lies in the affine box of the centers, the
     first has length ``|v - c|``; the affine box of the bones' boxes of centers, widened by the
     largest ``|v - c|``.
@@ -187,7 +187,7 @@ class BoneBoxes:
         if mw is not None and self.morph.shape[1] and mw.any():
             grow = np.einsum("gm,bmk->gbk", mw, self.morph)  # (G, B, 3)
         count = len(mats)
-        if rule == "centers":
+        if rule == "about_centers":
             if self.centers is None:
                 return np.full((count, 2, 3), np.nan)
             spread = 0.0 if grow is None else grow.max(axis=(1, 2)) * 3**0.5
@@ -197,7 +197,7 @@ class BoneBoxes:
         if rule == "affine":
             c, h, _ = self.moving.moved(rot, move, grow)
             return self._finish(c - h, c + h, np.zeros(count), mw)
-        if rule not in ("rigid", "blend"):
+        if rule not in ("rigid", "mixed"):
             raise ValueError(f"unknown box rule {rule!r}")
         return self._rigid(rot, move, grow, self.pairs, MAX_RELATIVE_ANGLE, mw)
 
@@ -221,12 +221,12 @@ class BoneBoxes:
         if rule is None:
             return None
         f, g = np.asarray(first, np.float64), np.asarray(second, np.float64)
-        if rule in ("affine", "centers"):
+        if rule in ("affine", "about_centers"):
             a, b = self.box(rule, f), self.box(rule, g)
             if a is None or b is None:
                 return None
             return np.stack([np.minimum(a[0], b[0]), np.maximum(a[1], b[1])])
-        if rule not in ("rigid", "blend"):
+        if rule not in ("rigid", "mixed"):
             raise ValueError(f"unknown box rule {rule!r}")
         box = self._rigid_between(f, g)
         if box is None or rule == "rigid":

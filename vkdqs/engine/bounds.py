@@ -127,11 +127,11 @@ class SceneBoxes:
 
     def exact(self, inst: Instance) -> NDArray[np.float64]:
         """``inst``'s exact (2, 3) box in mesh space as posed now."""
-        bones, weights = inst._bones, inst._morph_weights
+        bones, weights = inst.bones, inst.morph_weights
         if inst.method == UNSKINNED or bones is None:
             return self._rest_box(inst, exact=True)
-        if inst._skinner is not None:  # "compute, then draw": the box of the vertices drawn
-            return inst._box_now().copy()
+        if inst.skinner is not None:  # "compute, then draw": the box of the vertices drawn
+            return inst.box_now().copy()
         skinner = self.skinner(inst.mesh, inst.inputs)
         return skinner.bounds(bones, weights).astype(np.float64)
 
@@ -150,12 +150,12 @@ class SceneBoxes:
         kinds: list[str] = [REST] * len(insts)
         groups: dict[tuple, list[int]] = {}
         for k, inst in enumerate(insts):  # over instances: only grouping and the cache here
-            weights, pose = inst._morph_weights, inst.pose
+            weights, pose = inst.morph_weights, inst.pose
             cached = self._last.get(id(inst))
             if cached is not None and cached[0] is pose and cached[1] is weights:
                 out[k], kinds[k] = cached[2], cached[3]  # not posed since: the same box
                 continue
-            bones = inst._bones
+            bones = inst.bones
             # the rule of the shaders that posed it; "compute, then draw" methods' own (none:
             # their compute passes may leave their base's bone boxes)
             variant = inst.method if inst.computed else inst.pose.variant
@@ -170,8 +170,8 @@ class SceneBoxes:
         for (_, bone_count, rule, _, morphed), members in groups.items():
             first = insts[members[0]]
             boxes = self._bone_boxes_of(first.mesh, bone_count, rule)
-            mats = methods.as_matrices(np.stack([insts[k]._bones for k in members]))
-            weights = np.stack([insts[k]._morph_weights for k in members]) if morphed else None
+            mats = methods.as_matrices(np.stack([insts[k].bones for k in members]))
+            weights = np.stack([insts[k].morph_weights for k in members]) if morphed else None
             found = boxes.boxes(rule, mats, weights)
             for k, box in zip(members, found, strict=True):  # over the group's instances
                 if np.isnan(box).any():  # past the rule: the exact box
@@ -184,12 +184,12 @@ class SceneBoxes:
         self, inst: Instance, out: NDArray, kinds: list[str], k: int, box: NDArray, kind: str
     ) -> None:
         out[k], kinds[k] = box, kind
-        self._last[id(inst)] = (inst.pose, inst._morph_weights, box, kind)
+        self._last[id(inst)] = (inst.pose, inst.morph_weights, box, kind)
 
     def _bone_boxes_of(self, mesh: RenderMesh, bone_count: int, rule: str) -> BoneBoxes:
         """The per-bone boxes of ``mesh`` for ``bone_count`` bones (with its centers of
-        rotation for the "centers" rule), computed once."""
-        centers = mesh.centers if rule == "centers" else None
+        rotation for the "about_centers" rule), computed once."""
+        centers = mesh.centers if rule == "about_centers" else None
         key = (id(mesh), bone_count, None if centers is None else id(centers))
         boxes = self._bone_boxes.get(key)
         if boxes is None:
@@ -203,7 +203,7 @@ class SceneBoxes:
     def _rest_box(self, inst: Instance, *, exact: bool) -> NDArray[np.float64]:
         """An unskinned instance's box: its rest vertices, morphed (``exact``: the morphed
         vertices' box; else the rest box widened by each target's reach times |weight|)."""
-        mesh, weights = inst.mesh.mesh, inst._morph_weights
+        mesh, weights = inst.mesh.mesh, inst.morph_weights
         rest = self._rest.get(id(inst.mesh))
         if rest is None:
             lo, hi = mesh.bounds

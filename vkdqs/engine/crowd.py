@@ -308,7 +308,7 @@ class Crowd:
         self.label = label
         self.visible = True
         self._serial = next(_SERIALS)
-        self._layouts = layouts
+        self.layouts = layouts
         self._init_copies()
         given = skinning.inputs(
             mesh.mesh, clip.joint_count, centers=centers, rest_matrices=rest_matrices, ddm=ddm
@@ -316,7 +316,7 @@ class Crowd:
         #: what every copy skins with besides its pose (resolved: the mesh's shared aux values
         #: for those not given, the defaults made on the renderer's device), the texels of its
         #: needs' arrays the mesh's (uploaded once, shared with its instances)
-        self.inputs = mesh._ensure_inputs(owner, given)
+        self.inputs = mesh.ensure_inputs(owner, given)
         #: the bones' rest frames of a method that needs them (validated), or None
         self.rest_matrices = self.inputs.rest_matrices
         rest = self.rest_matrices
@@ -324,7 +324,7 @@ class Crowd:
         self.clip_boxes: np.ndarray | None = None
         packed = np.concatenate([pack_clip(c, method, rest) for c in clips])
         #: The Vulkan objects this crowd made (kept by the owner; dropped by remove_crowd).
-        self._objects: list[Any] = []
+        self.objects: list[Any] = []
         self._owner = owner
         self._create_buffers(packed, frames_in_flight)
         self._last_slot: int | None = None
@@ -351,7 +351,7 @@ class Crowd:
 
     def _keep(self, obj: Any) -> Any:
         """``obj``, owned by the renderer and listed as this crowd's (remove_crowd drops it)."""
-        self._objects.append(obj)
+        self.objects.append(obj)
         return self._owner.own(obj)
 
     def _create_buffers(self, packed: np.ndarray, frames_in_flight: int) -> None:
@@ -377,7 +377,7 @@ class Crowd:
         self._box_view = self._keep(BufferView(dev, boxes, fmt, label=f"{label} clip boxes"))
         #: per clip the conservative box the cull pass tests ((K, 2, 3)), or None: not culled
         self.cull_boxes: np.ndarray | None = None
-        self._cull_measured = False  # the renderer measured cull_boxes (maybe None) once
+        self.cull_measured = False  # the renderer measured cull_boxes (maybe None) once
         # one indirect draw command per material group, its copy count 0 (the cull pass counts)
         groups = self.mesh.groups
         self._commands = np.zeros(max(1, len(groups)), si.DRAW_INDEXED_INDIRECT)
@@ -411,7 +411,7 @@ class Crowd:
                 readback=True,
             )
         )
-        sample_set = self._pool.allocate(self._layouts.sample_set)
+        sample_set = self._pool.allocate(self.layouts.sample_set)
         b = {x.binding: x for x in si.CROWD_SAMPLE_BINDINGS}
         write_descriptors(
             dev,
@@ -422,7 +422,7 @@ class Crowd:
                 TexelWrite(b[si.CROWD_BONES_OUT], bones_view),
             ],
         )
-        render_set = self._pool.allocate(self._layouts.render_set)
+        render_set = self._pool.allocate(self.layouts.render_set)
         b = {x.binding: x for x in si.CROWD_RENDER_BINDINGS}
         texels = self.mesh.texel_views(self.inputs)
         write_descriptors(
@@ -436,7 +436,7 @@ class Crowd:
                 *(TexelWrite(b[m.binding], texels[m.name]) for m in si.DDM_INPUTS if texels),
             ],
         )
-        cull_set = self._pool.allocate(self._layouts.cull_set)
+        cull_set = self._pool.allocate(self.layouts.cull_set)
         b = {x.binding: x for x in si.CROWD_CULL_BINDINGS}
         write_descriptors(
             dev,
@@ -609,10 +609,11 @@ class Crowd:
 
     # -- the renderer's hooks ---------------------------------------------------------------
 
-    def _state_key(self) -> tuple:
+    def state_key(self) -> tuple:
+        """What the renderer's recorded command buffers depend on of this crowd."""
         return (self._serial, self.visible, self._mirrored, self.cull_boxes is not None)
 
-    def _write(self, slot: int, block: np.ndarray) -> None:
+    def write_frame(self, slot: int, block: np.ndarray) -> None:
         """Per frame: the copies' frame positions, the lights block, and (once changed) the
         models and colours, into frame slot ``slot``'s mapped buffers."""
         s = self._slots[slot]
@@ -638,7 +639,7 @@ class Crowd:
         """How many copies frame slot ``slot``'s last frame drew (read after its fence)."""
         return int(self._slots[slot]["commands"].read(np.uint32, 2)[1])
 
-    def _record_cull(
+    def record_cull(
         self, cmd: Any, slot: int, pipeline: Any, view_projection: Any, cull: bool
     ) -> None:
         """Outside the render pass, before sampling: list the copies whose box may be in view
@@ -654,7 +655,7 @@ class Crowd:
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
         )
         vk.vkCmdBindPipeline(cmd, compute, pipeline)
-        layout = self._layouts.cull.handle
+        layout = self.layouts.cull.handle
         vk.vkCmdBindDescriptorSets(cmd, compute, layout, 0, 1, [s["cull_set"]], 0, None)
         push = np.zeros(si.CROWD_CULL_PUSH_BYTES // 4, np.float32)
         push[:16] = np.asarray(view_projection, np.float32).T.reshape(-1)
@@ -682,7 +683,7 @@ class Crowd:
             spec=((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),),
         )
 
-    def _record_sample(self, cmd: Any, slot: int, pipeline: Any) -> None:
+    def record_sample(self, cmd: Any, slot: int, pipeline: Any) -> None:
         """Outside the render pass: sample the clip into the slot's bones, then make them
         visible to the vertex shader."""
         s = self._slots[slot]
@@ -693,10 +694,10 @@ class Crowd:
         )
         vk.vkCmdBindPipeline(cmd, compute, pipeline)
         vk.vkCmdBindDescriptorSets(
-            cmd, compute, self._layouts.sample.handle, 0, 1, [s["sample_set"]], 0, None
+            cmd, compute, self.layouts.sample.handle, 0, 1, [s["sample_set"]], 0, None
         )
         push = np.array([self.count, self.joint_count, self._total_frames], np.uint32)
-        push_constants(cmd, self._layouts.sample.handle, si.Stage.COMPUTE, push)
+        push_constants(cmd, self.layouts.sample.handle, si.Stage.COMPUTE, push)
         vk.vkCmdDispatch(cmd, self._groups, 1, 1)
         memory_barrier(
             cmd,
@@ -706,7 +707,7 @@ class Crowd:
             vk.VK_ACCESS_SHADER_READ_BIT,
         )
 
-    def _record_draw(
+    def record_draw(
         self,
         cmd: Any,
         slot: int,
@@ -719,7 +720,7 @@ class Crowd:
         the renderer's row of ones that meshes without UVs or colours read."""
         s = self._slots[slot]
         graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
-        layout = self._layouts.render.handle
+        layout = self.layouts.render.handle
         rm = self.mesh
         buffers = [b.handle for b in rm.vertex_buffers[: len(self._attributes())]]
         if self.skinning.aux:

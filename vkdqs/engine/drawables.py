@@ -130,7 +130,7 @@ class RenderMesh:
         """(N, 3) float32 centers of rotation the aux rows hold, once an instance needed them."""
         return self.shared.centers  # type: ignore[return-value]
 
-    def _ensure_inputs(self, renderer: Renderer, inputs: MethodInputs) -> MethodInputs:
+    def ensure_inputs(self, renderer: Renderer, inputs: MethodInputs) -> MethodInputs:
         """What an instance or crowd of this mesh draws with: ``inputs`` (checked by the
         method) with the mesh's shared aux values for those not given and the other defaults
         made on the renderer's device (kept on the mesh); the aux rows and the needs' texel
@@ -145,7 +145,7 @@ class RenderMesh:
         return inputs
 
     def texel_views(self, inputs: MethodInputs | None) -> dict[str, BufferView]:
-        """The texel views of ``inputs``' need arrays uploaded by :meth:`_ensure_inputs`
+        """The texel views of ``inputs``' need arrays uploaded by :meth:`ensure_inputs`
         (empty for a method without any)."""
         key = None if inputs is None else inputs.texel_key()
         return {} if key is None else self._texels[key][1]
@@ -188,7 +188,10 @@ class Instance:
     """One drawn copy of a mesh, with its own pose, model matrix, colour and method.
 
     Its setters replace whole values, so a thread may pose an instance while another renders:
-    each frame sees either the old or the new pose.
+    each frame sees either the old or the new pose. The fields after ``inputs`` in the listing
+    (``bones``, ``morph_weights``, ``posed``, ``skinner``, ``skinned``, ``posed_buffers``,
+    ``scalar_buffers``) and :meth:`box_now` / :meth:`skin_into` are the renderer's interface to
+    it (package-internal: set by its setters and the renderer, read by the renderer).
     """
 
     mesh: RenderMesh
@@ -205,34 +208,34 @@ class Instance:
     #: (N, 4) float32 rows of the per-vertex scalar shown as a heat map (set_scalar), or None
     scalar: np.ndarray | None = field(default=None, repr=False)
     #: per frame slot, the vertex buffer the scalar is written to (made by the renderer)
-    _scalar_buffers: dict = field(default_factory=dict, repr=False)
+    scalar_buffers: dict = field(default_factory=dict, repr=False)
     #: the morph weights (a MORPH_BLOCK record); set by set_pose
     morph: np.ndarray = field(default_factory=lambda: np.zeros((), si.MORPH_BLOCK), repr=False)
     #: ``MORPH_TARGETS`` of its pipeline: the kinds of deltas and layout, 0 without an active
     #: target (the pipeline without the morph code); set by set_pose
     morph_spec: int = field(default=0, repr=False)
     #: the pose as given to set_pose (a copy) and its morph weights, for :attr:`bounds`
-    _bones: np.ndarray | None = field(default=None, repr=False)
-    _morph_weights: np.ndarray | None = field(default=None, repr=False)
+    bones: np.ndarray | None = field(default=None, repr=False)
+    morph_weights: np.ndarray | None = field(default=None, repr=False)
     #: ``(pose, bones, morph weights)`` as set together by set_pose (read once per frame)
-    _posed: tuple | None = field(default=None, repr=False)
+    posed: tuple | None = field(default=None, repr=False)
     #: a method drawn by "compute, then draw" (:attr:`SkinningMethod.drawn_by_compute`): the
     #: compute Skinner that skins its poses (the renderer's, closed with the instance)
-    _skinner: Skinner | None = field(default=None, repr=False)
+    skinner: Skinner | None = field(default=None, repr=False)
     #: ``(pose, box)`` of the last pose the Skinner skinned or measured
-    _skinned: tuple | None = field(default=None, repr=False)
+    skinned: tuple | None = field(default=None, repr=False)
     #: per frame slot, ``[positions Buffer, normals Buffer, the pose they hold]``: (N, 3)
     #: float32 rows the Skinner's output is copied into on the GPU
-    _posed_buffers: dict = field(default_factory=dict, repr=False)
+    posed_buffers: dict = field(default_factory=dict, repr=False)
     #: what its method draws it with besides the pose (resolved; the texels of its needs'
-    #: arrays are the mesh's, :meth:`RenderMesh._ensure_inputs`), or None (unskinned, or drawn
+    #: arrays are the mesh's, :meth:`RenderMesh.ensure_inputs`), or None (unskinned, or drawn
     #: by "compute, then draw": its Skinner's)
     inputs: MethodInputs | None = field(default=None, repr=False)
 
     @property
     def ddm(self) -> DirectDeltaMush | None:
         """The Direct Delta Mush precomputation it skins with, or None."""
-        skinner = self._skinner
+        skinner = self.skinner
         inputs = self.inputs if skinner is None else skinner.method_inputs
         return None if inputs is None else inputs.ddm  # type: ignore[return-value]
 
@@ -286,26 +289,26 @@ class Instance:
         unskinned (:attr:`vkdqs.methods.SkinningMethod.drawn_by_compute`)."""
         return self.method != UNSKINNED and methods.get(self.method).drawn_by_compute
 
-    def _box_now(self) -> np.ndarray:
+    def box_now(self) -> np.ndarray:
         """The exact (2, 3) box in mesh space of a computed instance's current pose, from its
         Skinner (kept until re-posed; measured on the GPU without reading vertices back)."""
-        posed, skinned, skinner = self._posed, self._skinned, self._skinner
+        posed, skinned, skinner = self.posed, self.skinned, self.skinner
         assert posed is not None and skinner is not None
         pose, bones, weights = posed
         if skinned is None or skinned[0] is not pose:
             skinned = (pose, skinner.bounds(bones, weights).astype(np.float64))
-            self._skinned = skinned
+            self.skinned = skinned
         return skinned[1]
 
-    def _skin_into(self, positions: Buffer, normals: Buffer) -> object:
+    def skin_into(self, positions: Buffer, normals: Buffer) -> object:
         """Skin a computed instance's current pose into the vertex buffers ``positions`` and
-        ``normals`` on the GPU (:meth:`Skinner._skin_into`; no frame in flight may read them);
+        ``normals`` on the GPU (:meth:`Skinner.skin_into`; no frame in flight may read them);
         keep its box, and return the pose they now hold."""
-        posed, skinner = self._posed, self._skinner
+        posed, skinner = self.posed, self.skinner
         assert posed is not None and skinner is not None
         pose, bones, weights = posed
-        box = skinner._skin_into(bones, weights, positions, normals)
-        self._skinned = (pose, box.astype(np.float64))
+        box = skinner.skin_into(bones, weights, positions, normals)
+        self.skinned = (pose, box.astype(np.float64))
         return pose
 
     def set_pose(self, bones: ArrayLike, morph_weights: ArrayLike | None = None) -> None:
@@ -331,8 +334,8 @@ class Instance:
         kept = np.array(bones, dtype=np.float64)  # validated by pack(): numbers, its shape
         weights = None if morph_weights is None else np.array(morph_weights, np.float32)
         self.pose, self.morph, self.morph_spec = pose, morph, spec
-        self._bones, self._morph_weights = kept, weights
-        self._posed = (pose, kept, weights)
+        self.bones, self.morph_weights = kept, weights
+        self.posed = (pose, kept, weights)
 
     def set_scalar(self, values: ArrayLike | None) -> None:
         """Colour this instance by a per-vertex scalar ``(N,)`` in 0..1 (clipped; NaN shows as

@@ -4,7 +4,7 @@ The renderer draws a method without vertex shaders (classic Delta Mush) by "comp
 draw": its Skinner skins the pose, and one pose's positions and normals ((N, 3) float32 each,
 the output's layout) are copied with ``vkCmdCopyBuffer`` into the instance's vertex buffers
 of a frame slot, in the Skinner's own submission, which it waits for. Nothing is read back but
-the pose's 24-byte box, and no vertex goes through the host (:meth:`Skinner._skin_into`).
+the pose's 24-byte box, and no vertex goes through the host (:meth:`Skinner.skin_into`).
 """
 
 from __future__ import annotations

@@ -189,8 +189,8 @@ class Renderer(ResourceOwner):
         with self._lock:
             self._boxes.close()
             for inst in self.instances:
-                if inst._skinner is not None:
-                    inst._skinner.close()
+                if inst.skinner is not None:
+                    inst.skinner.close()
             super().close()
             self._commands.clear()
             self._pipelines.clear()
@@ -255,7 +255,7 @@ class Renderer(ResourceOwner):
         mesh: RenderMesh,
         *,
         bone_count: int,
-        method: str = "dqs",
+        method: str = methods.DEFAULT,
         model: ArrayLike | None = None,
         color: ArrayLike = (0.62, 0.34, 0.16, 1.0),
         bones: ArrayLike | None = None,
@@ -329,10 +329,10 @@ class Renderer(ResourceOwner):
                 raise InputError(f"color must have 3 or 4 finite components, got {color!r}")
             inst.color = np.r_[c, 1.0] if c.shape == (3,) else c
             if wanted is not None and not inst.computed:
-                inst.inputs = mesh._ensure_inputs(self, wanted)  # uploaded once per mesh
+                inst.inputs = mesh.ensure_inputs(self, wanted)  # uploaded once per mesh
             if wanted is not None and inst.computed:
                 # "compute, then draw": the Skinner that poses it, made last
-                inst._skinner = Skinner(
+                inst.skinner = Skinner(
                     self.device,
                     mesh.mesh,
                     bone_count=bone_count,
@@ -356,17 +356,17 @@ class Renderer(ResourceOwner):
             self.instances = [i for i in self.instances if i is not inst]
             self._layout_stale = True
             self._boxes.forget(inst)
-            if inst._scalar_buffers or inst._posed_buffers:
+            if inst.scalar_buffers or inst.posed_buffers:
                 self.device.wait_idle()  # frames in flight may read them
-                for buf in inst._scalar_buffers.values():
+                for buf in inst.scalar_buffers.values():
                     self.release(buf)
-                for entry in inst._posed_buffers.values():
+                for entry in inst.posed_buffers.values():
                     self.release(entry[0])
                     self.release(entry[1])
-                inst._scalar_buffers.clear()
-                inst._posed_buffers.clear()
-            if inst._skinner is not None:
-                inst._skinner.close()
+                inst.scalar_buffers.clear()
+                inst.posed_buffers.clear()
+            if inst.skinner is not None:
+                inst.skinner.close()
 
     def add_crowd(
         self,
@@ -374,7 +374,7 @@ class Renderer(ResourceOwner):
         clip: AnimationClip | None = None,
         *,
         count: int,
-        method: str = "dqs",
+        method: str = methods.DEFAULT,
         clips: Sequence[AnimationClip] | None = None,
         label: str | None = None,
         centers: ArrayLike | None = None,
@@ -425,9 +425,9 @@ class Renderer(ResourceOwner):
                 raise InputError("remove_crowd(): that crowd is not drawn by this renderer")
             self.crowds = [c for c in self.crowds if c is not crowd]
             self.device.wait_idle()  # its buffers may still be read by a frame in flight
-            for obj in reversed(crowd._objects):
+            for obj in reversed(crowd.objects):
                 self.release(obj)
-            crowd._objects.clear()
+            crowd.objects.clear()
 
     def instance_bounds(self, inst: Instance) -> np.ndarray:
         """``inst.bounds``: its world-space (2, 3) box as posed now, exact in mesh space from
@@ -452,7 +452,7 @@ class Renderer(ResourceOwner):
                 raise InputError("posed_boxes(): that instance is not drawn by this renderer")
             if inst.method == UNSKINNED:
                 raise InputError("posed_boxes(): the instance is not skinned (method 'none')")
-            skinner = inst._skinner or self._boxes.skinner(inst.mesh, inst.inputs)
+            skinner = inst.skinner or self._boxes.skinner(inst.mesh, inst.inputs)
             return skinner.bounds_many(bones, morph_weights).astype(np.float64)
 
     def crowd_bounds(self, crowd: Crowd) -> tuple[np.ndarray, np.ndarray]:
@@ -494,11 +494,11 @@ class Renderer(ResourceOwner):
         if not self.cull_copies:
             return
         for crowd in self.crowds:
-            if crowd.visible and not crowd._cull_measured:
+            if crowd.visible and not crowd.cull_measured:
                 boxes = self._boxes.cull_boxes(crowd)
                 self.device.wait_idle()  # frames in flight may read the old boxes
                 crowd.set_cull_boxes(boxes)
-                crowd._cull_measured = True
+                crowd.cull_measured = True
 
     def _count_copies(self, frame: Frame) -> None:
         """Take the crowd copies ``frame`` drew (its fence has signalled) into :attr:`stats`."""
@@ -697,19 +697,19 @@ class Renderer(ResourceOwner):
                 self._write_posed(inst, frame)
             rows = inst.scalar
             if rows is not None:
-                buf = inst._scalar_buffers.get(frame.index)
+                buf = inst.scalar_buffers.get(frame.index)
                 if buf is None:
                     usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
                     label = f"{inst.mesh.label} scalar {frame.index}"
                     buf = self.own(Buffer(self.device, rows.nbytes, usage, label=label))
-                    inst._scalar_buffers[frame.index] = buf
+                    inst.scalar_buffers[frame.index] = buf
                 buf.write(rows)
 
     def _write_posed(self, inst: Instance, frame: Frame) -> None:
         """Skin a computed instance's pose on the GPU straight into the vertex buffers of
         ``frame`` (whose fence has signalled), unless they hold that pose already: once per
-        pose and frame slot, nothing read back but its box (:meth:`Skinner._skin_into`)."""
-        entry = inst._posed_buffers.get(frame.index)
+        pose and frame slot, nothing read back but its box (:meth:`Skinner.skin_into`)."""
+        entry = inst.posed_buffers.get(frame.index)
         if entry is None:
             usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
             label = f"{inst.mesh.label} {inst.method} posed"
@@ -720,10 +720,10 @@ class Renderer(ResourceOwner):
                 self.own(Buffer(self.device, size, usage, label=f"{label} normals")),
                 None,
             ]
-            inst._posed_buffers[frame.index] = entry
-        posed = inst._posed
+            inst.posed_buffers[frame.index] = entry
+        posed = inst.posed
         if posed is not None and entry[2] is not posed[0]:
-            entry[2] = inst._skin_into(entry[0], entry[1])
+            entry[2] = inst.skin_into(entry[0], entry[1])
 
     def _state_key(self) -> tuple:
         w, h = self.target.extent
@@ -740,7 +740,7 @@ class Renderer(ResourceOwner):
             self._culled,
             None if self._overlay is None else (self._overlay.shape, self._overlay_pass.generation),
             self.target.state_key(),
-            tuple(c._state_key() for c in self.crowds),
+            tuple(c.state_key() for c in self.crowds),
             self.cull_copies,
         )
 
@@ -777,10 +777,10 @@ class Renderer(ResourceOwner):
         w, h = self.target.extent
         vp = self.camera.view_projection(w / h)
         for crowd in crowds:  # culled first: the sampling pass skips the culled copies
-            cull = self._pipelines.compute(crowd.cull_pipeline_desc(), crowd._layouts.cull)
-            crowd._record_cull(cmd, frame.index, cull.handle, vp, self.cull_copies)
-            pipe = self._pipelines.compute(crowd.sample_pipeline_desc(), crowd._layouts.sample)
-            crowd._record_sample(cmd, frame.index, pipe.handle)
+            cull = self._pipelines.compute(crowd.cull_pipeline_desc(), crowd.layouts.cull)
+            crowd.record_cull(cmd, frame.index, cull.handle, vp, self.cull_copies)
+            pipe = self._pipelines.compute(crowd.sample_pipeline_desc(), crowd.layouts.sample)
+            crowd.record_sample(cmd, frame.index, pipe.handle)
         self._begin_pass(cmd, image)
         graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
         bound = None
@@ -792,7 +792,7 @@ class Renderer(ResourceOwner):
             buffers = [b.handle for b in rm.vertex_buffers]
             if inst.computed:
                 # its posed rows; the unread joints and weights inputs read its first row
-                positions, normals, _ = inst._posed_buffers[frame.index]
+                positions, normals, _ = inst.posed_buffers[frame.index]
                 buffers = [positions.handle, normals.handle, positions.handle, positions.handle]
             elif inst.variant == UNSKINNED:
                 buffers = buffers[: len(si.mesh_inputs(4))]
@@ -805,7 +805,7 @@ class Renderer(ResourceOwner):
                 buf = rm.surface_buffers.get(m.name) or self.materials.constant_row()
                 buffers.append(buf.handle)
             # location 9: the instance's scalar, or any float rows (unread: debug mode off)
-            scalar = inst._scalar_buffers.get(frame.index) if inst.scalar is not None else None
+            scalar = inst.scalar_buffers.get(frame.index) if inst.scalar is not None else None
             buffers.append((scalar or rm.vertex_buffers[0]).handle)
             vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
             vk.vkCmdBindIndexBuffer(cmd, rm.index_buffer.handle, 0, vk.VK_INDEX_TYPE_UINT32)
@@ -827,11 +827,11 @@ class Renderer(ResourceOwner):
                 desc = crowd.draw_pipeline_desc(
                     gm.material, wireframe=wire, cull=self.cull, samples=self.target.samples
                 )
-                layout = crowd._layouts.render
+                layout = crowd.layouts.render
                 pipe = self._pipelines.graphics(desc, layout, self.target.render_pass).handle
                 draws.append((first, count, gm.set, pipe))
             vp = self.camera.view_projection(w / h)
-            crowd._record_draw(cmd, frame.index, draws, self.materials.constant_row(), vp)
+            crowd.record_draw(cmd, frame.index, draws, self.materials.constant_row(), vp)
         if self._overlay is not None and self._overlay_pass is not None:
             oh, ow = self._overlay.shape[:2]
             self._overlay_pass.record(cmd, frame.index, (ow, oh), self.target.samples)
@@ -905,7 +905,7 @@ class Renderer(ResourceOwner):
             if self.crowds:
                 block = self._crowd_block()
                 for crowd in self.crowds:
-                    crowd._write(frame.index, block)
+                    crowd.write_frame(frame.index, block)
             self._submit(self._commands_for(frame, image), frame, image)
             frame.crowds_drawn = [(c, c.count) for c in self.crowds if c.visible]
             self.target.present(frame, image)

@@ -391,7 +391,7 @@ class Skinner(ResourceOwner):
         self._box_buffer: Buffer | None = None
         #: bounds.comp after the skinning (skin(bounds=True)), made on first use
         self._bounds_pass: BoundsPass | None = None
-        #: the copies of a pose's vertices into a renderer's vertex buffers (_skin_into)
+        #: the copies of a pose's vertices into a renderer's vertex buffers (skin_into)
         self._copies = OutputCopies(self)
         self._label = label
         self._program(self.method)  # build the main pipeline now, so errors surface here
@@ -495,7 +495,7 @@ class Skinner(ResourceOwner):
             )
         )
         compute = self.path == "compute"
-        out_usage = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | (  # _skin_into copies from it
+        out_usage = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | (  # skin_into copies from it
             vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
             | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
             if compute
@@ -809,7 +809,7 @@ class Skinner(ResourceOwner):
             self._run(batch, None, morphs, boxes)
         return boxes[0]
 
-    def _skin_into(
+    def skin_into(
         self, bones: object, morph_weights: object, positions: Buffer, normals: Buffer
     ) -> np.ndarray:
         """Skin one pose and copy its (N, 3) float32 positions and normals into the vertex
@@ -822,7 +822,7 @@ class Skinner(ResourceOwner):
         with self._lock:
             self._check_open()
             if self.path != "compute":
-                raise InputError("_skin_into() copies the compute path's output")
+                raise InputError("skin_into() copies the compute path's output")
             self._run(batch, None, morphs, boxes, copy_to=(positions, normals))
         return boxes[0]
 

@@ -228,8 +228,9 @@ class SkinningMethod:
         clips.
     box_rule : str or None
         How a conservative box of a pose follows from per-bone boxes
-        (:mod:`vkdqs.engine.bone_boxes`): ``"affine"``, ``"rigid"``, ``"blend"``, ``"centers"``;
-        None where no cheap bound is proved (the exact box from the GPU is used).
+        (:mod:`vkdqs.engine.bone_boxes`): ``"affine"``, ``"rigid"``, ``"mixed"``,
+        ``"about_centers"``; None where no cheap bound is proved (the exact box from the GPU is
+        used).
     base : str or None
         The method whose shaders skin the mesh before this one's compute passes (``"lbs"``
         under classic Delta Mush), or None: its own shaders. A method with a base has no shader
@@ -634,7 +635,7 @@ _SKINS: tuple[SkinningMethod, ...] = (
         aux=True,
         needs=frozenset({"dqs_blend"}),
         key="4",
-        box_rule="blend",
+        box_rule="mixed",
         usdskel="dualQuaternion",
     ),
     SkinningMethod(
@@ -648,7 +649,7 @@ _SKINS: tuple[SkinningMethod, ...] = (
         aux=True,
         needs=frozenset({"centers"}),
         key="5",
-        box_rule="centers",
+        box_rule="about_centers",
     ),
     SkinningMethod(
         "dqs_blender",
