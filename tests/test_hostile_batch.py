@@ -334,6 +334,7 @@ def silent_port():
     server.close()
 
 
+@pytest.mark.gpu  # its worker bakes on a device
 def test_a_batch_while_port_8787_is_taken_says_nothing_about_ports(tmp_path, recwarn):
     """Two batches on one machine (or a batch beside a Dask dashboard): vkdqs's own cluster binds
     no fixed port, so nothing warns that 8787, Dask's default, is in use."""
