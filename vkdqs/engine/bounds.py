@@ -223,7 +223,7 @@ class SceneBoxes:
         sampler makes, the frames and every blend between neighbours
         (:meth:`BoneBoxes.box_between`); None when the method's rule does not bound one of
         them (the crowd is then drawn whole)."""
-        skinning = methods.get(crowd.method)
+        skinning = crowd.skinning
         rule = skinning.box_rule
         if rule is None:
             return None

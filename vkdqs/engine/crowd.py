@@ -173,15 +173,18 @@ def _check_finite(arr: np.ndarray, what: str) -> None:
 
 
 def pack_clip(
-    clip: AnimationClip, method: str, rest_matrices: ArrayLike | None = None
+    clip: AnimationClip,
+    method: str | methods.SkinningMethod,
+    rest_matrices: ArrayLike | None = None,
 ) -> np.ndarray:
     """The clip's frames in the shader's bone layout, float32 ``(F, J, T, 4)``: each bone as the
     method packs an instance's pose (:meth:`vkdqs.methods.SkinningMethod.pack`), its bone block
     then its second block (``T`` = :attr:`~vkdqs.methods.SkinningMethod.crowd_texels`: 2 for a
     dual quaternion, 3 for matrix rows, 5 for both), so a whole frame skins exactly like an
     instance posed with it. A clip is packed once: no per-frame two-phase DQS, so the methods
-    whose crowds take no scale (``crowd_scale``) need a rigid clip."""
-    skinning = methods.get(method)
+    whose crowds take no scale (``crowd_scale``) need a rigid clip. ``method``: a registry entry,
+    or its name."""
+    skinning = method if isinstance(method, methods.SkinningMethod) else methods.get(method)
     j = clip.joint_count
     try:
         pose = skinning.pack(
@@ -193,7 +196,7 @@ def pack_clip(
         scaled = [m for m in methods.METHODS.values() if m.crowds and m.crowd_scale]
         use = " or ".join(f"method={m.name!r}" for m in scaled)
         raise InputError(
-            f"a {method!r} crowd needs a rigid clip (no scale or shear); use {use} for this "
+            f"a {skinning.name!r} crowd needs a rigid clip (no scale or shear); use {use} for this "
             f"clip ({exc})"
         ) from None
     if not skinning.second_block:
@@ -322,7 +325,7 @@ class Crowd:
         rest = self.rest_matrices
         #: (K, 2, 3) box of each clip over its frames (Renderer.crowd_bounds measures it once)
         self.clip_boxes: np.ndarray | None = None
-        packed = np.concatenate([pack_clip(c, method, rest) for c in clips])
+        packed = np.concatenate([pack_clip(c, skinning, rest) for c in clips])
         #: The Vulkan objects this crowd made (kept by the owner; dropped by remove_crowd).
         self.objects: list[Any] = []
         self._owner = owner

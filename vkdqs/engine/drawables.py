@@ -232,6 +232,13 @@ class Instance:
     #: by "compute, then draw": its Skinner's)
     inputs: MethodInputs | None = field(default=None, repr=False)
 
+    def __post_init__(self) -> None:
+        #: its method's registry entry (None for unskinned instances): the name is looked up
+        #: once, here
+        self.skinning: methods.SkinningMethod | None = (
+            None if self.method == UNSKINNED else methods.get(self.method)
+        )
+
     @property
     def ddm(self) -> DirectDeltaMush | None:
         """The Direct Delta Mush precomputation it skins with, or None."""
@@ -287,7 +294,7 @@ class Instance:
         """Drawn by "compute, then draw": its method has no vertex shader variants, so the
         renderer's compute Skinner skins each new pose and the posed vertices are drawn
         unskinned (:attr:`vkdqs.methods.SkinningMethod.drawn_by_compute`)."""
-        return self.method != UNSKINNED and methods.get(self.method).drawn_by_compute
+        return self.skinning is not None and self.skinning.drawn_by_compute
 
     def box_now(self) -> np.ndarray:
         """The exact (2, 3) box in mesh space of a computed instance's current pose, from its
@@ -318,7 +325,7 @@ class Instance:
         ``morph_weights`` ((M,)) weights the mesh's morph targets, applied before skinning
         (also for method "none"); None draws the rest shape.
         """
-        skinning = methods.get(methods.DEFAULT if self.method == UNSKINNED else self.method)
+        skinning = self.skinning or methods.get(methods.DEFAULT)
         morph = np.zeros((), si.MORPH_BLOCK)
         spec = 0
         if morph_weights is not None:

@@ -17,13 +17,13 @@ def check_limits(
     device: Device,
     mesh: SkinnedMesh,
     bone_count: int,
-    method: str,
+    method: methods.SkinningMethod,
     path: str,
     packing: si.MorphPacking,
 ) -> None:
     """Refuse a mesh or skeleton the device cannot skin, naming the limit."""
     info = device.info
-    bone_bytes = methods.get(method).bone_stride
+    bone_bytes = method.bone_stride
     max_bones = info.max_uniform_buffer_range // bone_bytes
     if bone_count > max_bones:
         raise LimitError(

@@ -108,7 +108,7 @@ class OverlayPass:
             depth_test=False,
             blend=True,
         )
-        pipe = r._pipelines.graphics(desc, self.layout, r.target.render_pass).handle
+        pipe = r.pipelines.graphics(desc, self.layout, r.target.render_pass).handle
         graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
         vk.vkCmdBindPipeline(cmd, graphics, pipe)
         vk.vkCmdBindDescriptorSets(

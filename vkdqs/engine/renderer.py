@@ -139,7 +139,8 @@ class Renderer(ResourceOwner):
         self.crowds: list[Crowd] = []
         self._crowd_layouts: _Layouts | None = None
         self.frames_rendered = 0
-        self._pipelines = PipelineCache(self)
+        #: the renderer's pipelines (its passes and crowds take theirs from it)
+        self.pipelines = PipelineCache(self)
         self._commands: dict[tuple[int, int], tuple[CommandBuffer, tuple]] = {}
         self._layout_gen = 0
         self._slots: list[Slot] = []
@@ -193,7 +194,7 @@ class Renderer(ResourceOwner):
                     inst.skinner.close()
             super().close()
             self._commands.clear()
-            self._pipelines.clear()
+            self.pipelines.clear()
 
     # -- scene ----------------------------------------------------------------------------
 
@@ -627,7 +628,7 @@ class Renderer(ResourceOwner):
             clockwise=inst.mirrored,
             samples=self.target.samples,
         )
-        return self._pipelines.graphics(desc, self._layout, self.target.render_pass).handle
+        return self.pipelines.graphics(desc, self._layout, self.target.render_pass).handle
 
     # -- frames ---------------------------------------------------------------------------
 
@@ -777,9 +778,9 @@ class Renderer(ResourceOwner):
         w, h = self.target.extent
         vp = self.camera.view_projection(w / h)
         for crowd in crowds:  # culled first: the sampling pass skips the culled copies
-            cull = self._pipelines.compute(crowd.cull_pipeline_desc(), crowd.layouts.cull)
+            cull = self.pipelines.compute(crowd.cull_pipeline_desc(), crowd.layouts.cull)
             crowd.record_cull(cmd, frame.index, cull.handle, vp, self.cull_copies)
-            pipe = self._pipelines.compute(crowd.sample_pipeline_desc(), crowd.layouts.sample)
+            pipe = self.pipelines.compute(crowd.sample_pipeline_desc(), crowd.layouts.sample)
             crowd.record_sample(cmd, frame.index, pipe.handle)
         self._begin_pass(cmd, image)
         graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
@@ -828,7 +829,7 @@ class Renderer(ResourceOwner):
                     gm.material, wireframe=wire, cull=self.cull, samples=self.target.samples
                 )
                 layout = crowd.layouts.render
-                pipe = self._pipelines.graphics(desc, layout, self.target.render_pass).handle
+                pipe = self.pipelines.graphics(desc, layout, self.target.render_pass).handle
                 draws.append((first, count, gm.set, pipe))
             vp = self.camera.view_projection(w / h)
             crowd.record_draw(cmd, frame.index, draws, self.materials.constant_row(), vp)

@@ -274,7 +274,7 @@ class Skinner(ResourceOwner):
         self.slots = self.method_inputs.slots()
         #: the mesh's morph deltas as the shaders read them (sparse or dense layout)
         self.morph_packing = morph_packing(mesh)
-        check_limits(device, mesh, bone_count, method, path, self.morph_packing)
+        check_limits(device, mesh, bone_count, skinning, path, self.morph_packing)
         #: the (first workgroup, count) runs a morphing pose skins with the morph code, and
         #: those without (their vertices have no non-zero delta); the vertex path draws the same
         self._morph_runs, self._plain_runs = morph_workgroup_runs(self.morph_packing, si.LOCAL_SIZE)

@@ -11,7 +11,16 @@ from pathlib import Path
 from ... import methods as registry
 from ...errors import InputError
 from ...files import check_output
-from .options import _ANIMATION_HELP, _add_command, _add_model, _animation, _fps, _output, _time
+from .options import (
+    _ANIMATION_HELP,
+    SubParsers,
+    _add_command,
+    _add_model,
+    _animation,
+    _fps,
+    _output,
+    _time,
+)
 from .running import _load, _need_vulkan, _say, _with_file
 
 _BAKE_METHOD_HELP = "skinning method: " + ", ".join(registry.names())
@@ -168,7 +177,7 @@ def bake_many(
     return 0 if report.ok else 1
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     """Add ``vkdqs bake`` to the command line's ``subparsers``."""
     p = _add_command(
         subparsers,

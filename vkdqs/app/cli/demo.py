@@ -11,7 +11,7 @@ import numpy as np
 
 from ... import methods as registry
 from ...errors import VkdqsError
-from .options import _add_command, _number
+from .options import SubParsers, _add_command, _number
 from .render import render
 from .running import _need_vulkan
 from .view import view
@@ -109,7 +109,7 @@ def demo(
     return render(Path("vkdqs-demo.png"), twist=170.0)
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     """Add ``vkdqs demo`` to the command line's ``subparsers``."""
     p = _add_command(
         subparsers, "demo", demo, "candy-wrapper twist: DQS, LBS, CoR and blend on the GPU"

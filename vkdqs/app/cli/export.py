@@ -7,7 +7,15 @@ from pathlib import Path
 
 from ... import methods as registry
 from ...files import check_output
-from .options import _ANIMATION_HELP, _add_command, _add_model, _animation, _fps, _output
+from .options import (
+    _ANIMATION_HELP,
+    SubParsers,
+    _add_command,
+    _add_model,
+    _animation,
+    _fps,
+    _output,
+)
 from .running import _load
 
 _EXPORT_FORMATS = (".usd", ".usda", ".usdc")  # vkdqs.baking.usdskel.FORMATS
@@ -47,7 +55,7 @@ def export(
     return 0
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     """Add ``vkdqs export`` to the command line's ``subparsers``."""
     p = _add_command(
         subparsers, "export", export, "write a UsdSkel rig that keeps the skinning method"

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from .options import _add_command, _add_model
+from .options import SubParsers, _add_command, _add_model
 from .running import _load
 
 
@@ -20,7 +20,7 @@ def info(model: str | Path, *, as_json: bool = False, max_bytes: int | None = No
     return 0
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     """Add ``vkdqs info`` to the command line's ``subparsers``."""
     p = _add_command(subparsers, "info", info, "what a glTF file holds: meshes, skins, animations")
     _add_model(p, optional=False)

@@ -152,8 +152,13 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+#: What ``ArgumentParser.add_subparsers()`` returns: argparse names its class privately (the one
+#: private name the command line uses; typeshed types it so).
+SubParsers = argparse._SubParsersAction
+
+
 def _add_command(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    subparsers: SubParsers[argparse.ArgumentParser],
     name: str,
     func: Callable[..., int],
     help: str,

@@ -14,6 +14,7 @@ from .options import (
     _ANIMATION_HELP,
     _METHOD_HELP,
     MAX_SIZE,
+    SubParsers,
     _add_command,
     _add_model,
     _animation,
@@ -118,7 +119,7 @@ def _say_left_out(left_out: dict[str, str]) -> None:
         print(f"left out {method}: {why}", file=sys.stderr)
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     """Add ``vkdqs render`` to the command line's ``subparsers``."""
     p = _add_command(
         subparsers,

@@ -9,6 +9,7 @@ from .options import (
     _ANIMATION_HELP,
     _METHOD_HELP,
     MAX_SIZE,
+    SubParsers,
     _add_command,
     _add_model,
     _animation,
@@ -62,7 +63,7 @@ def view(
     return 0
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     """Add ``vkdqs view`` to the command line's ``subparsers``."""
     p = _add_command(subparsers, "view", view, "the viewer: LBS and DQS side by side in a window")
     _add_model(p, optional=True)

@@ -23,17 +23,11 @@ from ...gpu import (
     Buffer,
     BufferView,
     CommandBuffer,
-    ComputePipelineDesc,
-    DescriptorPool,
-    DescriptorSetLayout,
+    ComputePass,
     Device,
     PipelineCache,
-    PipelineLayout,
     ResourceOwner,
-    TexelWrite,
     memory_barrier,
-    push_constants,
-    write_descriptors,
 )
 from ...gpu.calls import vk
 from ...mesh import SkinnedMesh
@@ -59,9 +53,8 @@ class _CentersJob(ResourceOwner):
 
     def _create(self, arrays: dict[int, np.ndarray], out_floats: int) -> None:
         dev, label = self.device, "centers of rotation"
-        bindings = {b.binding: b for b in si.CENTERS_BINDINGS}
         limit = dev.info.max_texel_buffer_elements
-        writes = []
+        views: dict[int, BufferView] = {}
         for binding, fmt in si.CENTERS_TEXELS:
             arr = arrays[binding]
             if arr.shape[0] > limit:
@@ -78,8 +71,7 @@ class _CentersJob(ResourceOwner):
                 )
             )
             buf.write(arr)
-            view = self.own(BufferView(dev, buf, int(fmt), label=f"{label} {binding}"))
-            writes.append(TexelWrite(bindings[binding], view))
+            views[binding] = self.own(BufferView(dev, buf, int(fmt), label=f"{label} {binding}"))
         self.out = self.own(
             Buffer(
                 dev,
@@ -92,32 +84,23 @@ class _CentersJob(ResourceOwner):
         out_view = self.own(
             BufferView(dev, self.out, int(si.COMPUTE_OUT_FORMAT), label=f"{label} output")
         )
-        writes.append(TexelWrite(bindings[si.CENTERS_OUT], out_view))
-        self.set_layout = self.own(DescriptorSetLayout(dev, bindings.values(), label=label))
-        self.layout = self.own(
-            PipelineLayout(
-                dev, [self.set_layout], si.CENTERS_PUSH_BYTES, si.Stage.COMPUTE, label=label
-            )
-        )
-        self.pool = self.own(DescriptorPool(dev, bindings.values(), sets=1, label=label))
-        self.set = self.pool.allocate(self.set_layout)
-        write_descriptors(dev, self.set, writes)
+        views[si.CENTERS_OUT] = out_view
         self._pipelines = PipelineCache(self)
-        desc = ComputePipelineDesc(SHADER, ((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),))
-        self.pipeline = self._pipelines.compute(desc, self.layout)
+        self.compute = ComputePass(
+            self, self._pipelines, SHADER, si.CENTERS_BINDINGS, si.CENTERS_PUSH_BYTES, label=label
+        )
+        self.compute.write(views)
+        self.pipeline = self.compute.pipeline(((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),))
         self.cmd = self.own(CommandBuffer(dev, label=label))
 
     def run(self, first: int, count: int, bone_count: int, inv_sigma2: float) -> None:
         cmd: Any = self.cmd.begin(one_time=True)
-        point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
-        vk.vkCmdBindPipeline(cmd, point, self.pipeline.handle)
-        vk.vkCmdBindDescriptorSets(cmd, point, self.layout.handle, 0, 1, [self.set], 0, None)
         push = np.zeros(4, np.uint32)
         push[:2] = (first, count)
         push[2:3].view(np.int32)[0] = bone_count
         push[3:4].view(np.float32)[0] = inv_sigma2
-        push_constants(cmd, self.layout.handle, si.Stage.COMPUTE, push)
-        vk.vkCmdDispatch(cmd, math.ceil(count / si.LOCAL_SIZE), 1, 1)
+        self.compute.begin(cmd)
+        self.compute.dispatch(cmd, self.pipeline, count, si.LOCAL_SIZE, push)
         memory_barrier(
             cmd,
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,

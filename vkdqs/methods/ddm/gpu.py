@@ -47,17 +47,11 @@ from ...gpu import (
     Buffer,
     BufferView,
     CommandBuffer,
-    ComputePipelineDesc,
-    DescriptorPool,
-    DescriptorSetLayout,
+    ComputePass,
     Device,
     PipelineCache,
-    PipelineLayout,
     ResourceOwner,
-    TexelWrite,
     memory_barrier,
-    push_constants,
-    write_descriptors,
 )
 from ...gpu.calls import vk
 from ...mesh import SkinnedMesh
@@ -209,38 +203,30 @@ class _SmoothingJob(ResourceOwner):
             self.values.append(buf)
             self.reads.append(self.own(BufferView(dev, buf, sfloat, label=f"{label} {i} read")))
             self.writes.append(self.own(BufferView(dev, buf, sfloat, label=f"{label} {i} write")))
-        self.bindings = {b.binding: b for b in si.DDM_BINDINGS}
-        self.set_layout = self.own(DescriptorSetLayout(dev, si.DDM_BINDINGS, label=label))
-        self.layout = self.own(
-            PipelineLayout(dev, [self.set_layout], si.DDM_PUSH_BYTES, si.Stage.COMPUTE, label=label)
-        )
-        # (current, previous, next) of buffers 0..2: at most 3 * 3 are ever used
-        self.pool = self.own(DescriptorPool(dev, si.DDM_BINDINGS, sets=9, label=label))
-        self.sets: dict[tuple[int, int, int], Any] = {}
         self._pipelines = PipelineCache(self)
-        desc = ComputePipelineDesc(SHADER, ((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),))
-        self.pipeline = self._pipelines.compute(desc, self.layout)
+        # (current, previous, next) of buffers 0..2: at most 3 * 3 sets are ever used
+        self.compute = ComputePass(
+            self, self._pipelines, SHADER, si.DDM_BINDINGS, si.DDM_PUSH_BYTES, sets=9, label=label
+        )
+        self.sets: dict[tuple[int, int, int], int] = {}
+        self.pipeline = self.compute.pipeline(((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),))
         self.cmd = self.own(CommandBuffer(dev, label=label))
 
-    def _set(self, current: int, previous: int, out: int) -> Any:
+    def _set(self, current: int, previous: int, out: int) -> int:
+        """The index of the set that reads ``current`` and ``previous`` and writes ``out``."""
         key = (current, previous, out)
         if key not in self.sets:
-            s = self.pool.allocate(self.set_layout)
-            b = self.bindings
-            write_descriptors(
-                self.device,
-                s,
-                [
-                    TexelWrite(b[si.DDM_ROWS], self.csr[0]),
-                    TexelWrite(b[si.DDM_NEIGHBOURS], self.csr[1]),
-                    TexelWrite(b[si.DDM_CURRENT], self.reads[current]),
-                    TexelWrite(b[si.DDM_PREVIOUS], self.reads[previous]),
-                    TexelWrite(b[si.DDM_NEXT], self.writes[out]),
-                    TexelWrite(b[si.DDM_SUM], self.writes[3]),
-                    TexelWrite(b[si.DDM_ITEMS], self.item_view),
-                ],
-            )
-            self.sets[key] = s
+            self.sets[key] = len(self.sets)
+            views = {
+                si.DDM_ROWS: self.csr[0],
+                si.DDM_NEIGHBOURS: self.csr[1],
+                si.DDM_CURRENT: self.reads[current],
+                si.DDM_PREVIOUS: self.reads[previous],
+                si.DDM_NEXT: self.writes[out],
+                si.DDM_SUM: self.writes[3],
+                si.DDM_ITEMS: self.item_view,
+            }
+            self.compute.write(views, self.sets[key])
         return self.sets[key]
 
     def expand(
@@ -254,7 +240,6 @@ class _SmoothingJob(ResourceOwner):
         push = np.zeros(8, np.uint32)
         push[1] = columns
         push[4:6].view(np.float32)[:] = ((1.0 - spread) / (1.0 + spread), 2.0 / (1.0 + spread))
-        point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
         written = vk.VK_ACCESS_SHADER_WRITE_BIT
         read_write = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
@@ -262,7 +247,7 @@ class _SmoothingJob(ResourceOwner):
         terms = list(range(1, len(coefficients)))
         for first in range(0, len(terms), PASSES_PER_SUBMIT):
             cmd: Any = self.cmd.begin(one_time=True)
-            vk.vkCmdBindPipeline(cmd, point, self.pipeline.handle)
+            self.compute.begin(cmd)
             for k in terms[first : first + PASSES_PER_SUBMIT]:
                 out = min({0, 1, 2} - {current, previous})
                 items = int(within[k])
@@ -274,10 +259,10 @@ class _SmoothingJob(ResourceOwner):
                 push[0], push[2] = items, gx * si.LOCAL_SIZE
                 push[3] = k == 1
                 push[6:8].view(np.float32)[:] = coefficients[k]
-                push_constants(cmd, self.layout.handle, si.Stage.COMPUTE, push)
-                s = self._set(current, previous, out)
-                vk.vkCmdBindDescriptorSets(cmd, point, self.layout.handle, 0, 1, [s], 0, None)
-                vk.vkCmdDispatch(cmd, gx, gy, 1)
+                dset = self._set(current, previous, out)
+                self.compute.dispatch(
+                    cmd, self.pipeline, gx * si.LOCAL_SIZE, si.LOCAL_SIZE, push, dset, rows=gy
+                )
                 # the next pass reads this one's term and adds to the sum
                 memory_barrier(cmd, compute, compute, written, read_write)
                 previous, current = current, out
