@@ -362,7 +362,9 @@ class Crowd:
         buffers, the instance block and the sampling and drawing descriptor sets."""
         dev, label = self._owner.device, self.label
         fmt = int(si.CROWD_TEXEL_FORMAT)
-        frames = self._keep(Buffer(dev, packed.nbytes, _TEXELS, label=f"{label} clip"))
+        frames = self._keep(
+            Buffer(dev, packed.nbytes, _TEXELS, label=f"{label} clip", memory="static")
+        )
         frames.write(packed)
         self._frames = frames
         self._frames_view = self._keep(BufferView(dev, frames, fmt, label=f"{label} clip"))
@@ -375,7 +377,9 @@ class Crowd:
             )
         )
         # each clip's box for the cull pass (2 texels: lo, hi), written by set_cull_boxes
-        boxes = self._keep(Buffer(dev, 32 * len(self.clips), _TEXELS, label=f"{label} clip boxes"))
+        boxes = self._keep(
+            Buffer(dev, 32 * len(self.clips), _TEXELS, label=f"{label} clip boxes", memory="static")
+        )
         self._box_buffer = boxes
         self._box_view = self._keep(BufferView(dev, boxes, fmt, label=f"{label} clip boxes"))
         #: per clip the conservative box the cull pass tests ((K, 2, 3)), or None: not culled
@@ -393,7 +397,9 @@ class Crowd:
         dev, label, keep = self._owner.device, f"{self.label} {{}} {f}", self._keep
         fmt = int(si.CROWD_TEXEL_FORMAT)
         positions = keep(Buffer(dev, 8 * self.count, _STORAGE, label=label.format("positions")))
-        bones = keep(Buffer(dev, self._bone_bytes, _OUT_TEXELS, label=label.format("bones")))
+        bones = keep(
+            Buffer(dev, self._bone_bytes, _OUT_TEXELS, label=label.format("bones"), memory="gpu")
+        )
         nbytes = self._copies[0].nbytes
         copies = keep(Buffer(dev, nbytes, _TEXELS, label=label.format("copies")))
         bones_view = keep(BufferView(dev, bones, fmt, label=label.format("bones")))
@@ -401,7 +407,9 @@ class Crowd:
         uniform = vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
         block = keep(Buffer(dev, si.INSTANCE_BLOCK.itemsize, uniform, label=label.format("block")))
         # the copies in view (r32ui) and one indirect draw command per material group
-        visible = keep(Buffer(dev, 4 * self.count, _OUT_TEXELS, label=label.format("visible")))
+        visible = keep(
+            Buffer(dev, 4 * self.count, _OUT_TEXELS, label=label.format("visible"), memory="gpu")
+        )
         visible_view = keep(
             BufferView(dev, visible, int(si.CROWD_VISIBLE_FORMAT), label=label.format("visible"))
         )
@@ -411,7 +419,7 @@ class Crowd:
                 self._commands.nbytes,
                 _STORAGE | vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
                 label=label.format("draw commands"),
-                readback=True,
+                memory="readback",
             )
         )
         sample_set = self._pool.allocate(self.layouts.sample_set)

@@ -77,7 +77,9 @@ class RenderMesh:
         self.vertex_layout = vertex_layout or si.as_layout(layout)
         # The same rows the Skinner uploads: 4 buffers, or 6 with 8 influences.
         for name, arr in si.mesh_arrays(mesh, self.vertex_layout).items():
-            buf = renderer.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {name}"))
+            buf = renderer.own(
+                Buffer(dev, arr.nbytes, usage, label=f"{label} {name}", memory="static")
+            )
             buf.write(arr)
             self.vertex_buffers.append(buf)
         self.index_buffer = renderer.own(
@@ -86,6 +88,7 @@ class RenderMesh:
                 mesh.indices.nbytes,
                 vk.VK_BUFFER_USAGE_INDEX_BUFFER_BIT,
                 label=f"{label} indices",
+                memory="static",
             )
         )
         self.index_buffer.write(mesh.indices)
@@ -106,7 +109,9 @@ class RenderMesh:
         #: ``{"uvs": Buffer, "colors": Buffer}`` for the :data:`si.SURFACE_INPUTS` the mesh has
         self.surface_buffers: dict[str, Buffer] = {}
         for name, arr in si.surface_arrays(mesh).items():
-            buf = renderer.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {name}"))
+            buf = renderer.own(
+                Buffer(dev, arr.nbytes, usage, label=f"{label} {name}", memory="static")
+            )
             buf.write(arr)
             self.surface_buffers[name] = buf
         #: ``(first index, index count, material)`` drawn per instance, in order
@@ -170,7 +175,9 @@ class RenderMesh:
         if self.aux_buffer is None:
             usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
             self.aux_buffer = renderer.own(
-                Buffer(renderer.device, rows.nbytes, usage, label=f"{self.label} aux")
+                Buffer(
+                    renderer.device, rows.nbytes, usage, label=f"{self.label} aux", memory="static"
+                )
             )
         else:
             renderer.device.wait_idle()  # frames in flight may read the old centers

@@ -98,7 +98,13 @@ class GpuMaterial:
         block["uv_row1"][0, :3] = material.uv_transform[1]
         block["alpha"][0, 0] = material.cutoff
         self.uniforms = owner.own(
-            Buffer(dev, block.nbytes, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label=f"{label} block")
+            Buffer(
+                dev,
+                block.nbytes,
+                vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT,
+                label=f"{label} block",
+                memory="static",
+            )
         )
         self.uniforms.write(block)
         self.pool = owner.own(
@@ -179,6 +185,7 @@ class MaterialCache:
                     si.MESH_ROW_BYTES,
                     vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT,
                     label="constant vertex row",
+                    memory="static",
                 )
             )
             self._constant_row.write(np.ones(4, np.float32))

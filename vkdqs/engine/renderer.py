@@ -717,8 +717,10 @@ class Renderer(ResourceOwner):
             # (N, 3) float32 rows; at least one 16-byte row for the stride-0 unread inputs
             size = max(12 * inst.mesh.mesh.vertex_count, si.MESH_ROW_BYTES)
             entry = [
-                self.own(Buffer(self.device, size, usage, label=f"{label} positions")),
-                self.own(Buffer(self.device, size, usage, label=f"{label} normals")),
+                self.own(
+                    Buffer(self.device, size, usage, label=f"{label} positions", memory="gpu")
+                ),
+                self.own(Buffer(self.device, size, usage, label=f"{label} normals", memory="gpu")),
                 None,
             ]
             inst.posed_buffers[frame.index] = entry

@@ -365,7 +365,9 @@ class Skinner(ResourceOwner):
         for m in self._mesh_inputs:
             if m.alias is None:
                 arr = self.arrays[m.name]
-                buf = self.own(Buffer(dev, arr.nbytes, usage, label=f"{label} {m.name}"))
+                buf = self.own(
+                    Buffer(dev, arr.nbytes, usage, label=f"{label} {m.name}", memory="static")
+                )
                 buf.write(arr)
                 self._mesh_buffers[m.name] = buf
         for m in self._mesh_inputs:  # the packed rows' unread bindings view the rows' buffer
@@ -504,7 +506,11 @@ class Skinner(ResourceOwner):
         # a whole number of rgba32f texels (the bounds pass's view of the positions)
         self._out_buffer = self.own(
             Buffer(
-                dev, align(poses * n * 24, 16), out_usage, label=f"{label} output", readback=True
+                dev,
+                align(poses * n * 24, 16),
+                out_usage,
+                label=f"{label} output",
+                memory="readback",
             )
         )
         self._out_view = self._out_texels = None
@@ -521,7 +527,7 @@ class Skinner(ResourceOwner):
                     poses * si.BOX_STRIDE,
                     vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
                     label=f"{label} boxes",
-                    readback=True,
+                    memory="readback",
                 )
             )
         self._capacity = poses

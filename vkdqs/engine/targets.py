@@ -244,7 +244,7 @@ class OffscreenTarget(_TargetBase):
                         w * h * 4,
                         vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                         label=f"offscreen readback {i}",
-                        readback=True,
+                        memory="readback",
                     )
                 )
             )
@@ -502,7 +502,7 @@ class SwapchainTarget(_TargetBase):
                 self.release(self._capture_buffer)
             usage = vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
             self._capture_buffer = self.own(
-                Buffer(self.device, w * h * 4, usage, label="window capture", readback=True)
+                Buffer(self.device, w * h * 4, usage, label="window capture", memory="readback")
             )
         return self._capture_buffer
 

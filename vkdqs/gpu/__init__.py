@@ -9,9 +9,9 @@ double as cache keys. Nothing here knows about skinning; the shader interface (b
 formats, strides) comes from :mod:`vkdqs.shader_interface`.
 
 Modules: ``calls`` (errors of Vulkan calls), ``device``, ``objects`` (DeviceObject,
-ResourceOwner), ``memory`` (Buffer, BufferView), ``images``, ``commands`` (CommandBuffer, Fence,
-Semaphore), ``descriptors``, ``queries`` (timestamp QueryPool), ``shaders`` (SPIR-V,
-ShaderModule), ``pipelines``, ``swapchain``.
+ResourceOwner), ``memory`` (usage classes, the allocator, Buffer, BufferView, memory profiles),
+``images``, ``commands`` (CommandBuffer, Fence, Semaphore), ``descriptors``, ``queries``
+(timestamp QueryPool), ``shaders`` (SPIR-V, ShaderModule), ``pipelines``, ``swapchain``.
 """
 
 # calls first: it imports the `vulkan` binding and turns a missing loader into a CapabilityError.
@@ -35,7 +35,7 @@ from .descriptors import (
 )
 from .device import VALIDATION_LAYER, Device, DeviceInfo, ValidationMessage, available_layers
 from .images import GpuSampler, Image, ImageView, Texture, can_blit_mips, pick_depth_format
-from .memory import Buffer, BufferView, texel_buffer
+from .memory import Buffer, BufferView, MemoryProfile, memory_profiles, texel_buffer
 from .objects import DeviceObject, ResourceOwner
 from .pipelines import (
     ComputePipeline,
@@ -75,6 +75,7 @@ __all__ = [
     "Image",
     "ImageView",
     "ImageWrite",
+    "MemoryProfile",
     "PipelineCache",
     "PipelineLayout",
     "QueryPool",
@@ -94,6 +95,7 @@ __all__ = [
     "can_blit_mips",
     "compute_barrier",
     "memory_barrier",
+    "memory_profiles",
     "pick_depth_format",
     "push_constants",
     "spirv",

@@ -26,7 +26,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import vulkan as vk
@@ -123,6 +123,13 @@ class DeviceInfo:
     timestamp_compute_and_graphics: bool
     #: meaningful bits of a timestamp on the chosen queue family (0: no timestamps there)
     timestamp_valid_bits: int
+    max_memory_allocation_count: int = 4096
+    non_coherent_atom_size: int = 256
+    buffer_image_granularity: int = 131072
+    max_compute_work_group_invocations: int = 128
+    max_bound_descriptor_sets: int = 4
+    #: the memory profile this Device simulates (:func:`vkdqs.gpu.memory_profiles`), or None
+    memory_profile: str | None = None
 
 
 class _Messages:
@@ -157,6 +164,7 @@ class _Handles:
         self.queue: Any = None
         self.route_key: int | None = None
         self.route_ptr: Any = None  # pUserData of the messenger: must outlive it
+        self.allocator: Any = None  # the memory blocks (memory.allocator.Allocator)
         self.children: dict[int, tuple[str, Callable[[], None]]] = {}
         self.released = False
 
@@ -185,6 +193,8 @@ class _Handles:
                     vk.vkDeviceWaitIdle(self.device)
                     for key in reversed(list(self.children)):
                         self.destroy_child(key)
+                    if self.allocator is not None:
+                        self.allocator.release()
                     vk.vkDestroyDevice(self.device, None)
                 if self.messenger is not None:
                     destroy = vk.vkGetInstanceProcAddr(
@@ -195,6 +205,7 @@ class _Handles:
                     vk.vkDestroyInstance(self.instance, None)
             finally:
                 self.children.clear()
+                self.allocator = None
                 self.device = self.instance = self.messenger = self.queue = None
                 if self.route_key is not None:
                     _ROUTES.pop(self.route_key, None)
@@ -232,6 +243,10 @@ class Device:
         Extra instance extensions (e.g. those GLFW needs for a window surface).
     device_extensions : sequence of str
         Extra device extensions (e.g. ``VK_KHR_swapchain``).
+    memory_profile : str, optional
+        See the memory types, heaps and limits of a real device while allocating on this one
+        (:func:`vkdqs.gpu.memory_profiles` lists them; docs/memory.md): strict, so that what
+        would fail on that device fails here. Default: ``$VKDQS_MEMORY_PROFILE`` (none).
 
     Raises
     ------
@@ -250,7 +265,13 @@ class Device:
         instance_extensions: Sequence[str] = (),
         device_extensions: Sequence[str] = (),
         app_name: str = "vkdqs",
+        memory_profile: str | None = None,
     ) -> None:
+        if memory_profile is None:
+            memory_profile = os.environ.get("VKDQS_MEMORY_PROFILE", "").strip() or None
+        from .memory.profiles import get_profile
+
+        profile = None if memory_profile is None else get_profile(memory_profile)
         self._h = _Handles()
         self._messages = _Messages()
         self._closed = False
@@ -263,6 +284,7 @@ class Device:
         try:
             self._create_instance(validation, list(instance_extensions), app_name)
             self._choose_physical_device(device)
+            self._apply_profile(profile)
             self._create_device(list(device_extensions))
         except BaseException:
             self.close()
@@ -362,7 +384,6 @@ class Device:
         self._physical = pd
         self._queue_family = family
         self.info = _device_info(index, pd, props, family)
-        self._memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(pd)
         log.info("vkdqs device: %s (%s)", self.info.name, self.info.device_type)
 
     def _create_device(self, extensions: list[str]) -> None:
@@ -373,6 +394,9 @@ class Device:
             vertexPipelineStoresAndAtomics=self.info.vertex_pipeline_stores_and_atomics,
             fillModeNonSolid=self.info.fill_mode_non_solid,
         )
+        budget = self._profile is None and _has_extension(self._physical, _BUDGET_EXTENSION)
+        if budget and _BUDGET_EXTENSION not in extensions:
+            extensions = [*extensions, _BUDGET_EXTENSION]
         info = vk.VkDeviceCreateInfo(
             queueCreateInfoCount=1,
             pQueueCreateInfos=[queue_info],
@@ -382,6 +406,32 @@ class Device:
         with vk_errors(f"creating the logical device on {self.info.name!r}"):
             self._h.device = vk.vkCreateDevice(self._physical, info, None)
         self._h.queue = vk.vkGetDeviceQueue(self._h.device, self._queue_family, 0)
+        from .memory.allocator import Allocator, AllocatorLimits
+
+        i = self.info
+        limits = AllocatorLimits(
+            i.max_memory_allocation_count, i.non_coherent_atom_size, i.buffer_image_granularity
+        )
+        self._h.allocator = Allocator(
+            self._h.device,
+            self.memory_table,
+            limits,
+            real_table=None if self._profile is None else self._real_table,
+            budget=_budget_query(self._h.instance, self._physical) if budget else None,
+        )
+
+    def _apply_profile(self, profile: Any) -> None:
+        """What this Device sees of memory and limits: the device's own, or ``profile``'s."""
+        from .memory.classes import MemoryTable
+
+        self._profile = profile
+        props = vk.vkGetPhysicalDeviceMemoryProperties(self._physical)
+        self._real_table = MemoryTable.from_vulkan(props)
+        self.memory_table = self._real_table if profile is None else profile.table
+        if profile is not None:
+            limits = {k: _stricter(k, v, getattr(self.info, k)) for k, v in profile.limits.items()}
+            self.info = replace(self.info, memory_profile=profile.name, **limits)
+            log.info("vkdqs memory profile: %s", profile.name)
 
     # -- handles and state ------------------------------------------------------------------
 
@@ -533,27 +583,26 @@ class Device:
 
     # -- memory -----------------------------------------------------------------------------
 
-    def memory_type_index(self, type_bits: int, required: int, preferred: int = 0) -> int:
-        """Index of a memory type allowed by ``type_bits`` with ``required`` flags, preferring
-        one that also has ``preferred``."""
-        props = self._memory_properties
-        fallback = None
-        for i in range(props.memoryTypeCount):
-            if not type_bits & (1 << i):
-                continue
-            flags = props.memoryTypes[i].propertyFlags
-            if flags & required != required:
-                continue
-            if flags & preferred == preferred:
-                return i
-            if fallback is None:
-                fallback = i
-        if fallback is None:
-            raise CapabilityError(
-                f"{self.info.name!r} has no memory type with flags {required:#x} "
-                f"in bits {type_bits:#x}"
-            )
-        return fallback
+    @property
+    def allocator(self) -> Any:
+        """The memory blocks buffers and images are placed in
+        (:class:`vkdqs.gpu.memory.allocator.Allocator`; package-internal)."""
+        self._check_open()
+        return self._h.allocator
+
+    def memory_report(self) -> dict[str, Any]:
+        """The memory vkdqs holds on this Device, per heap and per usage class.
+
+        Returns a dict: ``heaps``, one entry per heap with ``size``, ``device_local``,
+        ``budget`` (``VK_EXT_memory_budget``'s, else the heap size), ``memory_bytes`` and
+        ``memory_objects`` (the ``VkDeviceMemory`` blocks vkdqs allocated there) and
+        ``classes`` ({usage class: {"bytes", "allocations"}} placed in them);
+        ``memory_objects`` and ``max_memory_objects`` (``maxMemoryAllocationCount``) for the
+        device; ``simulated`` (a memory profile is on); ``profile`` (its name or None).
+        """
+        report = self.allocator.report()
+        report["profile"] = self.info.memory_profile
+        return report
 
     def check_owns(self, obj: Any, what: str) -> None:
         """Raise :class:`~vkdqs.errors.OwnershipError` unless ``obj`` was made on this Device."""
@@ -566,6 +615,37 @@ class Device:
                 f"cannot be used with another ({self!r})"
             )
         self._check_open()
+
+
+_BUDGET_EXTENSION = "VK_EXT_memory_budget"
+
+
+def _stricter(name: str, profile: Any, real: Any) -> Any:
+    """The stricter of a profile's limit and the real device's: the smaller maximum, the larger
+    alignment (what both devices accept)."""
+    if isinstance(profile, tuple):
+        return tuple(_stricter(name, p, r) for p, r in zip(profile, real, strict=True))
+    return min(profile, real) if name.startswith("max_") else max(profile, real)
+
+
+def _has_extension(pd: Any, name: str) -> bool:
+    with vk_errors("enumerating device extensions"):
+        return any(
+            cstr(e.extensionName) == name for e in vk.vkEnumerateDeviceExtensionProperties(pd, None)
+        )
+
+
+def _budget_query(instance: Any, pd: Any) -> Callable[[int], int]:
+    """``heap -> bytes this process may use there`` from ``VK_EXT_memory_budget`` (its budget
+    less what other processes use: heapBudget counts this process's usage in heapUsage)."""
+    get = vk.vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceMemoryProperties2")
+
+    def budget(heap: int) -> int:
+        values = vk.VkPhysicalDeviceMemoryBudgetPropertiesEXT()
+        get(pd, vk.VkPhysicalDeviceMemoryProperties2(pNext=values))
+        return int(values.heapBudget[heap])
+
+    return budget
 
 
 def _type_name(props: Any) -> str:
@@ -616,6 +696,11 @@ def _device_info(index: int, pd: Any, props: Any, family: int) -> DeviceInfo:
         timestamp_period=float(limits.timestampPeriod),
         timestamp_compute_and_graphics=bool(limits.timestampComputeAndGraphics),
         timestamp_valid_bits=int(families[family].timestampValidBits),
+        max_memory_allocation_count=int(limits.maxMemoryAllocationCount),
+        non_coherent_atom_size=int(limits.nonCoherentAtomSize),
+        buffer_image_granularity=int(limits.bufferImageGranularity),
+        max_compute_work_group_invocations=int(limits.maxComputeWorkGroupInvocations),
+        max_bound_descriptor_sets=int(limits.maxBoundDescriptorSets),
     )
 
 

@@ -1,6 +1,6 @@
-"""Images: a 2D VkImage with its own memory and one view (colour or depth attachments), views of
-images owned elsewhere (a swapchain's), sampled sRGB textures with their mip chains, and
-samplers."""
+"""Images: a 2D VkImage in device-local memory (placed by the allocator) and one view (colour
+or depth attachments), views of images owned elsewhere (a swapchain's), sampled sRGB textures
+with their mip chains, and samplers."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class Image(DeviceObject):
         try:
             view = _create_view(vk_device, image, fmt, aspect, label)
         except BaseException:
-            vk.vkFreeMemory(vk_device, memory, None)
+            memory.free()
             vk.vkDestroyImage(vk_device, image, None)
             raise
         self.view = view
@@ -51,7 +51,7 @@ class Image(DeviceObject):
         def destroyer() -> None:
             vk.vkDestroyImageView(vk_device, view, None)
             vk.vkDestroyImage(vk_device, image, None)
-            vk.vkFreeMemory(vk_device, memory, None)
+            memory.free()
 
         super().__init__(device, image, label, destroyer)
 
@@ -77,7 +77,7 @@ def _create_image(
     samples: int,
     doing: str,
 ) -> tuple[Any, Any]:
-    """A 2D optimal-tiling image in device-local memory: ``(image, memory)``, both freed again
+    """A 2D optimal-tiling image in device-local memory: ``(image, allocation)``, both freed again
     if allocating or binding fails (``doing`` names it in errors)."""
     vk_device = device.handle
     info = vk.VkImageCreateInfo(
@@ -94,22 +94,22 @@ def _create_image(
     )
     with vk_errors(doing):
         image = vk.vkCreateImage(vk_device, info, None)
+    memory = None
     try:
         req = vk.vkGetImageMemoryRequirements(vk_device, image)
-        type_index = device.memory_type_index(
-            req.memoryTypeBits, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+        memory = device.allocator.allocate(
+            int(req.size),
+            int(req.alignment),
+            int(req.memoryTypeBits),
+            "gpu",
+            kind="image",
+            label=doing,
         )
-        alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
-        with vk_errors(f"allocating memory for {doing}"):
-            memory = vk.vkAllocateMemory(vk_device, alloc, None)
-    except BaseException:
-        vk.vkDestroyImage(vk_device, image, None)
-        raise
-    try:
         with vk_errors(f"binding memory for {doing}"):
-            vk.vkBindImageMemory(vk_device, image, memory, 0)
+            vk.vkBindImageMemory(vk_device, image, memory.memory, memory.offset)
     except BaseException:
-        vk.vkFreeMemory(vk_device, memory, None)
+        if memory is not None:
+            memory.free()
         vk.vkDestroyImage(vk_device, image, None)
         raise
     return image, memory
@@ -240,7 +240,7 @@ class Texture(DeviceObject):
 
     def __init__(self, device: Device, rgba: np.ndarray, *, label: str, mips: str = "auto") -> None:
         from .commands import CommandBuffer
-        from .memory import Buffer
+        from .memory.buffer import Buffer
 
         rgba = np.ascontiguousarray(rgba, dtype=np.uint8)
         if rgba.ndim != 3 or rgba.shape[2] != 4:
@@ -274,6 +274,7 @@ class Texture(DeviceObject):
                     int(offsets[-1]),
                     vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
                     label=f"{label} upload",
+                    memory="staging",
                 ) as staging,
                 CommandBuffer(device, label=f"{label} upload") as cb,
             ):
@@ -286,7 +287,7 @@ class Texture(DeviceObject):
         except BaseException:
             if view is not None:
                 vk.vkDestroyImageView(vk_device, view, None)
-            vk.vkFreeMemory(vk_device, memory, None)
+            memory.free()
             vk.vkDestroyImage(vk_device, image, None)
             raise
         self.view = view
@@ -297,7 +298,7 @@ class Texture(DeviceObject):
         def destroyer() -> None:
             vk.vkDestroyImageView(vk_device, view, None)
             vk.vkDestroyImage(vk_device, image, None)
-            vk.vkFreeMemory(vk_device, memory, None)
+            memory.free()
 
         super().__init__(device, image, label, destroyer)
 

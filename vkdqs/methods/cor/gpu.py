@@ -68,6 +68,7 @@ class _CentersJob(ResourceOwner):
                     max(arr.nbytes, 16),
                     vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT,
                     label=f"{label} {binding}",
+                    memory="static",
                 )
             )
             buf.write(arr)
@@ -78,7 +79,7 @@ class _CentersJob(ResourceOwner):
                 out_floats * 4,
                 vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT,
                 label=f"{label} output",
-                readback=True,
+                memory="readback",
             )
         )
         out_view = self.own(

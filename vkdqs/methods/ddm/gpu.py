@@ -185,11 +185,18 @@ class _SmoothingJob(ResourceOwner):
         sint, sfloat = int(si.Format.R32G32B32A32_SINT), int(si.DDM_OUT_FORMAT)
         self.csr = []
         for name, arr in (("rows", rows), ("entries", entries)):
-            buf = self.own(Buffer(dev, max(arr.nbytes, 16), uniform, label=f"{label} {name}"))
+            buf = self.own(
+                Buffer(dev, max(arr.nbytes, 16), uniform, label=f"{label} {name}", memory="static")
+            )
             buf.write(arr)
             self.csr.append(self.own(BufferView(dev, buf, sint, label=f"{label} {name}")))
         items = self.own(
-            Buffer(dev, max(texels // _TEXELS_PER_BONE, 1) * 4, uniform, label=f"{label} items")
+            Buffer(
+                dev,
+                max(texels // _TEXELS_PER_BONE, 1) * 4,
+                uniform,
+                label=f"{label} items",
+            )
         )
         self.items = items
         self.item_view = self.own(
@@ -198,7 +205,7 @@ class _SmoothingJob(ResourceOwner):
         self.values, self.reads, self.writes = [], [], []
         for i in range(4):
             buf = self.own(
-                Buffer(dev, texels * 16, uniform | storage, label=f"{label} {i}", readback=True)
+                Buffer(dev, texels * 16, uniform | storage, label=f"{label} {i}", memory="readback")
             )
             self.values.append(buf)
             self.reads.append(self.own(BufferView(dev, buf, sfloat, label=f"{label} {i} read")))

@@ -278,7 +278,7 @@ class DeltaMushPasses:
             | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
         )
         for name in ("a", "b"):
-            buf = skinner.own(Buffer(dev, 16 * n, usage, label=f"{label} {name}"))
+            buf = skinner.own(Buffer(dev, 16 * n, usage, label=f"{label} {name}", memory="gpu"))
             fmt = int(si.DELTA_MUSH_SCRATCH_FORMAT)
             self._scratch[name] = skinner.own(BufferView(dev, buf, fmt, label=f"{label} {name}"))
         self._pass = ComputePass(

@@ -1,0 +1,220 @@
+"""Memory profiles make lavapipe strict: under a real device's table a buffer the host cannot
+map is never mapped, memory that is not coherent is seen only through flushes and
+invalidates, heaps and the allocation count are enforced, and sub-allocation keeps the count
+low. Results are the same on every profile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import vulkan as vk
+
+from vkdqs.errors import CapabilityError
+from vkdqs.gpu import Buffer, CommandBuffer
+from vkdqs.gpu.memory import memory_profiles
+
+from .conftest import _open_device
+
+pytestmark = pytest.mark.gpu
+
+STORAGE = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+
+
+@pytest.fixture(params=sorted(memory_profiles()))
+def profiled(request):
+    dev = _open_device(memory_profile=request.param)
+    yield dev
+    problems = [m.message for m in dev.take_messages()]
+    dev.close()
+    assert not problems, "validation messages:\n" + "\n".join(problems)
+
+
+def profile_device(name: str):
+    return _open_device(memory_profile=name)
+
+
+def gpu_copy(dev, src: Buffer, dst: Buffer, nbytes: int) -> None:
+    """A GPU copy src -> dst with the barriers a caller needs against host access."""
+    with CommandBuffer(dev, label="test copy") as cb:
+        cmd = cb.begin(one_time=True)
+        vk.vkCmdCopyBuffer(cmd, src.handle, dst.handle, 1, [vk.VkBufferCopy(0, 0, nbytes)])
+        from vkdqs.gpu import memory_barrier
+
+        memory_barrier(
+            cmd,
+            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+            vk.VK_PIPELINE_STAGE_HOST_BIT,
+            vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            vk.VK_ACCESS_HOST_READ_BIT,
+        )
+        cb.end()
+        cb.submit_and_wait()
+
+
+def test_every_class_writes_and_reads_back_on_every_profile(profiled):
+    data = np.arange(1000, dtype=np.float32)
+    for memory_class in ("static", "dynamic", "readback", "gpu", "staging"):
+        with Buffer(profiled, data.nbytes, STORAGE, label=memory_class, memory=memory_class) as b:
+            b.write(data)
+            assert np.array_equal(b.read(np.float32, 1000), data)
+            out = np.empty(10, np.float32)
+            b.read_into(out, offset=40)
+            assert np.array_equal(out, data[10:20])
+            # a GPU copy sees the host's writes; the host sees the GPU's
+            with Buffer(profiled, data.nbytes, STORAGE, label="dst", memory="readback") as dst:
+                gpu_copy(profiled, b, dst, data.nbytes)
+                assert np.array_equal(dst.read(np.float32, 1000), data)
+
+
+def test_static_data_is_not_host_visible_on_a_discrete_gpu():
+    dev = profile_device("discrete")
+    try:
+        b = Buffer(dev, 256, STORAGE, label="rest", memory="static")
+        assert not b.host_visible
+        t = dev.memory_table.types[b.memory_type]
+        assert t.flags == vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+        with pytest.raises(CapabilityError, match="not host-visible"):
+            b.allocation.view(0, 16)
+        b.write(np.ones(64, np.float32))  # staged
+        assert np.array_equal(b.read(np.float32, 64), np.ones(64, np.float32))
+        b.destroy()
+        assert dev.live_objects() == 0  # the staging buffers and command buffers are gone
+    finally:
+        dev.close()
+
+
+def test_non_coherent_memory_needs_its_flush_and_invalidate():
+    dev = profile_device("mobile")
+    try:
+        src = Buffer(dev, 1024, STORAGE, label="src", memory="readback")
+        dst = Buffer(dev, 1024, STORAGE, label="dst", memory="readback")
+        assert not src.allocation.coherent
+        ones = np.ones(1024, np.uint8)
+        # written without a flush: the device does not see it
+        src.allocation.view(0, 1024)[:] = ones
+        gpu_copy(dev, src, dst, 1024)
+        dst.allocation.invalidate(0, 1024)
+        assert not dst.allocation.view(0, 1024).any()
+        # Buffer.write flushes
+        src.write(ones)
+        gpu_copy(dev, src, dst, 1024)
+        assert not dst.allocation.view(0, 1024).any()  # not invalidated yet: stale
+        assert np.array_equal(dst.read(np.uint8, 1024), ones)  # read() invalidates
+        # ranges are whole atoms of the profile's nonCoherentAtomSize
+        atom = dev.info.non_coherent_atom_size
+        assert src.allocation.offset % atom == 0 and src.allocation.size % atom == 0
+    finally:
+        dev.close()
+
+
+def test_a_full_heap_is_one_error_naming_it():
+    dev = profile_device("discrete")
+    try:
+        # every heap as if all but 1 MiB of it were taken (the allocator falls back from one
+        # heap to the next: VRAM, the BAR window, system memory)
+        for h, heap in enumerate(dev.memory_table.heaps):
+            dev.allocator.heap_bytes[h] = heap.size - 2**20
+        with pytest.raises(CapabilityError) as err:
+            Buffer(dev, 40 * 2**20, STORAGE, label="rest positions", memory="static")
+        text = str(err.value)
+        assert "cannot allocate 41943040 bytes (40.0 MiB) of static memory" in text
+        assert "'rest positions'" in text
+        assert "heap 0 (8019 MiB, size 8019 MiB) has 8018.0 MiB in use" in text
+        assert dev.live_objects() == 0
+        assert "heap 1 (16351 MiB" in text and "heap 2 (214 MiB" in text
+        dev.allocator.heap_bytes[:] = [0, 0, 0]
+    finally:
+        dev.close()
+
+
+def test_static_data_falls_back_to_another_heap_when_vram_is_full():
+    dev = profile_device("discrete")
+    try:
+        dev.allocator.heap_bytes[0] = dev.memory_table.heaps[0].size - 2**20
+        b = Buffer(dev, 40 * 2**20, STORAGE, label="rest", memory="static")
+        assert dev.memory_table.types[b.memory_type].heap != 0
+        b.write(np.ones(16, np.float32))
+        assert np.array_equal(b.read(np.float32, 16), np.ones(16, np.float32))
+        b.destroy()
+        dev.allocator.heap_bytes[0] = 0
+    finally:
+        dev.close()
+
+
+def test_dynamic_data_leaves_the_bar_window_when_it_is_full():
+    dev = profile_device("discrete")
+    try:
+        window = dev.memory_table.heaps[2].size  # 214 MiB
+        bufs = [
+            Buffer(dev, 60 * 2**20, STORAGE, label=f"bones {i}", memory="dynamic")
+            for i in range(window // (60 * 2**20) + 2)
+        ]
+        heaps = {dev.memory_table.types[b.memory_type].heap for b in bufs}
+        assert heaps == {1, 2}  # the window first, system memory after
+        report = dev.memory_report()
+        assert report["heaps"][2]["memory_bytes"] <= window
+        for b in bufs:
+            b.destroy()
+    finally:
+        dev.close()
+
+
+def test_sub_allocation_keeps_the_allocation_count_low():
+    dev = profile_device("vulkan-minimum")  # maxMemoryAllocationCount 4096
+    try:
+        bufs = [
+            Buffer(dev, 4096, vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT, label=f"m{i}", memory="static")
+            for i in range(5000)
+        ]
+        report = dev.memory_report()
+        assert report["max_memory_objects"] == 4096
+        assert report["memory_objects"] <= 2
+        row = report["heaps"][0]["classes"]["static"]
+        assert row["allocations"] == 5000 and row["bytes"] >= 5000 * 4096
+        for b in bufs:
+            b.destroy()
+        assert dev.memory_report()["memory_objects"] <= 1  # one spare block kept
+    finally:
+        dev.close()
+
+
+def test_the_allocation_count_is_enforced():
+    dev = profile_device("vulkan-minimum")
+    try:
+        allocator = dev.allocator
+        allocator.count = dev.info.max_memory_allocation_count  # as if 4096 were made
+        with pytest.raises(CapabilityError, match="maxMemoryAllocationCount is 4096"):
+            Buffer(dev, 64 * 2**20, STORAGE, label="one more", memory="gpu")
+        allocator.count = 0
+    finally:
+        dev.close()
+
+
+def test_vulkan_minimum_limits_are_the_specifications():
+    dev = profile_device("vulkan-minimum")
+    try:
+        info = dev.info
+        assert info.memory_profile == "vulkan-minimum"
+        assert info.max_uniform_buffer_range == 16384
+        assert info.max_storage_buffer_range == 2**27
+        assert info.max_push_constants_size == 128
+        assert info.max_texel_buffer_elements == 65536
+        assert info.max_compute_work_group_invocations == 128
+        assert info.max_bound_descriptor_sets == 4
+        assert info.max_memory_allocation_count == 4096
+    finally:
+        dev.close()
+
+
+def test_the_report_counts_by_heap_and_class(fresh_device):
+    before = fresh_device.memory_report()
+    b = Buffer(fresh_device, 1000, STORAGE, label="r", memory="readback")
+    after = fresh_device.memory_report()
+    heap = fresh_device.memory_table.types[b.memory_type].heap
+    row = after["heaps"][heap]["classes"]["readback"]
+    old = before["heaps"][heap]["classes"].get("readback", {"bytes": 0, "allocations": 0})
+    assert row["allocations"] == old["allocations"] + 1
+    assert row["bytes"] >= old["bytes"] + 1000
+    assert after["profile"] is None and not after["simulated"]
+    b.destroy()
+    assert fresh_device.memory_report()["heaps"][heap]["classes"].get("readback", old) == old
