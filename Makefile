@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEB_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslc spirv-tools xvfb
 
-.PHONY: demo test test-quick test-width128 soak fuzz fuzz-short fuzz-manifest deps venv lint format shaders check-shaders bench figures \
+.PHONY: demo test test-quick test-width128 test-profiles soak fuzz fuzz-short fuzz-manifest deps venv lint format shaders check-shaders bench figures \
 	pictures docs docs-check docs-tools clean
 
 demo: deps venv
@@ -31,6 +31,20 @@ IMAGE_TESTS := $(addprefix tests/test_,$(addsuffix .py,draw_compute ddm_render o
 test-width128: deps venv
 	LP_NATIVE_VECTOR_WIDTH=128 VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
 	  $(PY) -m pytest $(XDIST) -m gpu $(IMAGE_TESTS) $(PYTEST_ARGS)
+
+# The image, compute, bake and memory tests again under memory profiles that make lavapipe
+# behave like a discrete GPU without resizable BAR and a mobile GPU whose cached memory is not
+# coherent (docs/memory.md; about 1.5 minutes each on 2 cores).
+PROFILE_TESTS := $(IMAGE_TESTS) $(addprefix tests/test_,$(addsuffix .py,bake bake_batch memory_profiles \
+	method_recipe delta_mush_method))
+MEMORY_PROFILES ?= discrete mobile
+test-profiles: deps venv
+	@for profile in $(MEMORY_PROFILES); do \
+	  echo "== memory profile $$profile"; \
+	  LP_NUM_THREADS=$${LP_NUM_THREADS:-1} VKDQS_MEMORY_PROFILE=$$profile \
+	    VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
+	    $(PY) -m pytest $(XDIST) -q -m gpu $(PROFILE_TESTS) $(PYTEST_ARGS) || exit 1; \
+	done
 
 # For development (CI runs everything): the tests that open no device, then a few GPU files
 # that cover skinning, drawing and compute-then-draw (about 1.5 minutes on 2 cores).

@@ -40,6 +40,7 @@ def machine(device: Any | None = None) -> dict[str, Any]:
         else {
             "device": device.info.name,
             "device_type": device.info.device_type,
+            "memory_profile": device.info.memory_profile,
         }
     )
     return info | {
@@ -54,3 +55,22 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     """Write a run's results (indented, one trailing newline), making the folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def memory_lines(report: dict[str, Any]) -> list[str]:
+    """``Device.memory_report()`` as printed lines: per heap the memory vkdqs holds and, per
+    usage class, what is placed in it."""
+    mib = 2**20
+    lines = []
+    for heap in report["heaps"]:
+        if not heap["memory_objects"]:
+            continue
+        classes = ", ".join(
+            f"{name} {row['bytes'] / mib:.1f} MiB in {row['allocations']}"
+            for name, row in heap["classes"].items()
+        )
+        lines.append(
+            f"heap {heap['heap']} ({heap['size'] / mib:.0f} MiB): {heap['memory_bytes'] / mib:.0f} "
+            f"MiB in {heap['memory_objects']} memory objects; {classes}"
+        )
+    return lines

@@ -128,13 +128,14 @@ def bench_size(
         pack = [_bench.timed(lambda s=s, p=pose: s._pack(p, batched=False)) for _ in range(rounds)]
         gpu = [_bench.timed(s._cmd.submit_and_wait) for _ in range(rounds)]
         read = [
-            _bench.timed(lambda s=s: s._out_buffer.read(np.float32, 6 * n)) for _ in range(rounds)
+            _bench.timed(lambda s=s: s.out_buffer.read(np.float32, 6 * n)) for _ in range(rounds)
         ]
         parts[method] = {
             "pack_ms": 1e3 * float(np.median(pack)),
             "gpu_ms": 1e3 * float(np.median(gpu)),
             "readback_ms": 1e3 * float(np.median(read)),
         }
+    memory = device.memory_report()  # every Skinner of this size alive
     for s in (*skinners.values(), *lean.values()):
         s.close()
 
@@ -162,6 +163,7 @@ def bench_size(
         }
     return {
         "n": n,
+        "memory": memory,
         "bytes_per_vertex": {
             layout: si.layout_bytes(4, "dqs", s.vertex_layout)
             for layout, s in (("exact", skinners[("compute", "dqs")]), ("lean", lean["dqs"]))
@@ -235,6 +237,8 @@ def main() -> None:
                 f"{'':>9}   compute/{method} parts: pack {part['pack_ms']:.2f} ms, "
                 f"GPU {part['gpu_ms']:.2f} ms, readback {part['readback_ms']:.2f} ms"
             )
+        for line in _bench.memory_lines(res["memory"]):
+            print(f"{'':>9}   memory: {line}")
         print("-" * 62)
     _bench.write_json(args.out, {"machine": machine, "results": results})
     print(f"wrote {args.out}")

@@ -149,7 +149,6 @@ PRIVATE_ACCESSES = {
     ("engine/skinner.py", "_views"): "_Program, the Skinner's pipeline helper",
     ("engine/skinner.py", "_morph_view"): "_Program, the Skinner's pipeline helper",
     ("engine/skinner.py", "_render_pass"): "_Program, the Skinner's pipeline helper",
-    ("engine/output_copies.py", "_out_buffer"): "OutputCopies, made by the Skinner",
     # the glTF reader's tables, shared by the gltf package's modules
     ("gltf/materials.py", "_images"): "the reader's image table",
     ("gltf/parts.py", "_table"): "the scene's node table",

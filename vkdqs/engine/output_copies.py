@@ -5,6 +5,10 @@ draw": its Skinner skins the pose, and one pose's positions and normals ((N, 3) 
 the output's layout) are copied with ``vkCmdCopyBuffer`` into the instance's vertex buffers
 of a frame slot, in the Skinner's own submission, which it waits for. Nothing is read back but
 the pose's 24-byte box, and no vertex goes through the host (:meth:`Skinner.skin_into`).
+
+Where the output lives in device-local memory the host cannot map (a discrete GPU), results
+read back are copied in the same submission into a host-cached ``readback`` buffer
+(:meth:`OutputCopies.readback`), which the host reads.
 """
 
 from __future__ import annotations
@@ -31,13 +35,49 @@ class OutputCopies:
         #: (id positions, id normals) -> (command buffer, the buffers it was recorded with:
         #: output, positions, normals; kept, so an id is not reused while it is recorded)
         self._recorded: dict[tuple[int, int], tuple[CommandBuffer, Buffer, Buffer, Buffer]] = {}
+        #: the readback copy: (command buffer, output, host buffer, bytes) as last recorded
+        self._readback: tuple[CommandBuffer, Buffer, Buffer, int] | None = None
+
+    def readback(self, host: Buffer, nbytes: int) -> CommandBuffer:
+        """The command buffer that copies the first ``nbytes`` of the Skinner's output (after a
+        shader -> transfer barrier) into ``host``, then makes them visible to host reads."""
+        skinner = self.skinner
+        out = skinner.out_buffer
+        assert out is not None
+        found = self._readback
+        if found is not None and found[1:] == (out, host, nbytes):
+            return found[0]
+        cmd_buffer = (
+            found[0]
+            if found is not None
+            else skinner.own(CommandBuffer(skinner.device, label="skinner readback", fence=False))
+        )
+        cmd = cmd_buffer.begin()
+        memory_barrier(
+            cmd,
+            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
+            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+            vk.VK_ACCESS_SHADER_WRITE_BIT,
+            vk.VK_ACCESS_TRANSFER_READ_BIT,
+        )
+        vk.vkCmdCopyBuffer(cmd, out.handle, host.handle, 1, [vk.VkBufferCopy(0, 0, nbytes)])
+        memory_barrier(
+            cmd,
+            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+            vk.VK_PIPELINE_STAGE_HOST_BIT,
+            vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            vk.VK_ACCESS_HOST_READ_BIT,
+        )
+        cmd_buffer.end()
+        self._readback = (cmd_buffer, out, host, nbytes)
+        return cmd_buffer
 
     def command(self, positions: Buffer, normals: Buffer) -> CommandBuffer:
         """The command buffer that copies pose 0's positions and normals out of the Skinner's
         output (after a compute -> transfer barrier) into ``positions`` and ``normals``, then
         makes them visible to vertex input."""
         skinner = self.skinner
-        out = skinner._out_buffer
+        out = skinner.out_buffer
         assert out is not None
         key = (id(positions), id(normals))
         found = self._recorded.get(key)

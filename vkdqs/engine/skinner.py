@@ -386,7 +386,10 @@ class Skinner(ResourceOwner):
             self._framebuffer = self.own(Framebuffer(dev, self._render_pass, [], 1, 1, label=label))
         self._cmd = self.own(CommandBuffer(dev, label=label))
         self._bone_buffer: Buffer | None = None
-        self._out_buffer: Buffer | None = None
+        #: the skinned vertices ((2, P, N, 3) float32: "gpu" memory) and, where the host cannot
+        #: map it, the host-cached buffer results are copied to in the same submission
+        self.out_buffer: Buffer | None = None
+        self._out_host: Buffer | None = None
         self._out_view: BufferView | None = None
         #: the output as rgba32f texels (the bounds pass reads the positions through it)
         self._out_texels: BufferView | None = None
@@ -415,7 +418,7 @@ class Skinner(ResourceOwner):
         return program
 
     def _write_buffer_descriptors(self, program: _Program) -> None:
-        assert self._bone_buffer is not None and self._out_buffer is not None
+        assert self._bone_buffer is not None and self.out_buffer is not None
         b = program.bindings
         writes: list[BufferWrite | TexelWrite] = [
             BufferWrite(b[si.BONES], self._bone_buffer, 0, self._bones_bytes)
@@ -431,7 +434,7 @@ class Skinner(ResourceOwner):
             )
         )
         if self.path == "vertex":
-            out = self._out_buffer
+            out = self.out_buffer
             writes.append(BufferWrite(b[si.READBACK_OUT], out, 0, out.size))
         else:
             assert self._out_view is not None and self._box_buffer is not None
@@ -477,12 +480,14 @@ class Skinner(ResourceOwner):
         old_objects = (
             self._out_view,
             self._out_texels,
-            self._out_buffer,
+            self.out_buffer,
+            self._out_host,
             self._bone_buffer,
             self._box_buffer,
         )
         self._capacity, self._recorded = 0, None
-        self._bone_buffer = self._out_buffer = self._out_view = self._box_buffer = None
+        self._bone_buffer = self.out_buffer = self._out_view = self._box_buffer = None
+        self._out_host = None
         self._out_texels = None
         for old in old_objects:
             if old is not None:
@@ -504,22 +509,22 @@ class Skinner(ResourceOwner):
             else vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
         )
         # a whole number of rgba32f texels (the bounds pass's view of the positions)
-        self._out_buffer = self.own(
-            Buffer(
-                dev,
-                align(poses * n * 24, 16),
-                out_usage,
-                label=f"{label} output",
-                memory="readback",
-            )
+        size = align(poses * n * 24, 16)
+        self.out_buffer = self.own(
+            Buffer(dev, size, out_usage, label=f"{label} output", memory="gpu")
         )
+        if not self.out_buffer.host_visible:  # a discrete GPU: read back through a copy
+            usage = vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+            self._out_host = self.own(
+                Buffer(dev, size, usage, label=f"{label} readback", memory="readback")
+            )
         self._out_view = self._out_texels = None
         if compute:
             fmt = int(si.COMPUTE_OUT_FORMAT)
-            self._out_view = self.own(BufferView(dev, self._out_buffer, fmt, label=label))
+            self._out_view = self.own(BufferView(dev, self.out_buffer, fmt, label=label))
             fmt = int(si.BOUNDS_TEXEL_FORMAT)
             self._out_texels = self.own(
-                BufferView(dev, self._out_buffer, fmt, label=f"{label} positions")
+                BufferView(dev, self.out_buffer, fmt, label=f"{label} positions")
             )
             self._box_buffer = self.own(
                 Buffer(
@@ -727,12 +732,15 @@ class Skinner(ResourceOwner):
                 slots[:, first : first + block.shape[1]] = block
             with deferred_interrupts():
                 self._record(program, poses, box_pass)
-                assert self._bone_buffer is not None and self._out_buffer is not None
+                assert self._bone_buffer is not None and self.out_buffer is not None
                 self._bone_buffer.write(slots)
                 if gpu_box:
                     assert self._box_buffer is not None
                     self._box_buffer.write(np.zeros(poses * si.BOX_STRIDE, np.uint8))
                 then = () if copy_to is None else (self._copies.command(*copy_to),)
+                if host is not None and self._out_host is not None:
+                    nbytes = poses * self.vertex_count * 24
+                    then = (*then, self._copies.readback(self._out_host, nbytes))
                 self._cmd.submit_and_wait(then)
                 if gpu_box:
                     assert self._box_buffer is not None and boxes is not None
@@ -742,7 +750,7 @@ class Skinner(ResourceOwner):
                     continue
                 # straight from the mapping into the caller's array: no (2, P, N, 3) copy
                 part = host[:, start : start + poses] if host is out else host[:, :poses]
-                self._out_buffer.read_into(part)
+                (self._out_host or self.out_buffer).read_into(part)
                 if boxes is not None and not gpu_box:
                     boxes[start : start + poses, 0] = part[0].min(axis=1)
                     boxes[start : start + poses, 1] = part[0].max(axis=1)
