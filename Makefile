@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEB_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslc spirv-tools xvfb
 
-.PHONY: demo test test-quick test-width128 test-profiles soak fuzz fuzz-short fuzz-manifest deps venv lint format shaders check-shaders bench figures \
+.PHONY: demo test test-quick test-width128 test-profiles test-large soak fuzz fuzz-short fuzz-manifest deps venv lint format shaders check-shaders bench figures \
 	pictures docs docs-check docs-tools clean
 
 demo: deps venv
@@ -45,6 +45,12 @@ test-profiles: deps venv
 	    VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
 	    $(PY) -m pytest $(XDIST) -q -m gpu $(PROFILE_TESTS) $(PYTEST_ARGS) || exit 1; \
 	done
+
+# The issue-sized memory test: a 10M-vertex DQS skin with readback under the discrete profile,
+# the same bits as the default device (the suite runs it at 1M; about 25 s, 4.5 GB).
+test-large: deps venv
+	VKDQS_LARGE_VERTICES=10000000 VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
+	  $(PY) -m pytest -p no:xdist -q tests/test_memory_large.py $(PYTEST_ARGS)
 
 # For development (CI runs everything): the tests that open no device, then a few GPU files
 # that cover skinning, drawing and compute-then-draw (about 1.5 minutes on 2 cores).

@@ -3,8 +3,6 @@ one-line error naming the limit, and vertex layouts resolved to the formats it r
 
 from __future__ import annotations
 
-import math
-
 from .. import methods
 from .. import shader_interface as si
 from ..errors import CapabilityError, InputError, LimitError
@@ -49,12 +47,6 @@ def check_limits(
         raise LimitError(
             f"mesh has {n} vertices, more than this device's maxTexelBufferElements "
             f"({info.max_texel_buffer_elements}) for the compute path"
-        )
-    groups = math.ceil(n / si.LOCAL_SIZE)
-    if groups > info.max_compute_work_group_count[0]:
-        raise LimitError(
-            f"mesh has {n} vertices: {groups} workgroups exceed "
-            f"maxComputeWorkGroupCount[0] = {info.max_compute_work_group_count[0]}"
         )
 
 

@@ -66,6 +66,7 @@ from ..gpu import (
     write_descriptors,
 )
 from ..gpu.calls import align, vk
+from ..gpu.compute_pass import split_groups
 from ..gpu.interrupts import deferred_interrupts
 from ..mesh import SkinnedMesh
 from .bounds_pass import BoundsPass
@@ -624,6 +625,7 @@ class Skinner(ResourceOwner):
         n = self.vertex_count
         bind_point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         parts = self._parts(program)
+        limit = self.device.info.max_compute_work_group_count[0]
         diag2 = si.ddm_diag2(self.mesh.positions)
         for p in range(poses):
             push = np.array(
@@ -636,7 +638,8 @@ class Skinner(ResourceOwner):
                 self._bind_pose(cmd, prog, bind_point, p)
                 push_constants(cmd, prog.layout.handle, si.Stage.COMPUTE, push)
                 for first, count in runs:
-                    vk.vkCmdDispatchBase(cmd, first, 0, 0, count, 1, 1)
+                    for base, groups in split_groups(first, count, limit):
+                        vk.vkCmdDispatchBase(cmd, base, 0, 0, groups, 1, 1)
 
     def _record_draws(self, cmd: Any, program: _Program, poses: int) -> None:
         n = self.vertex_count

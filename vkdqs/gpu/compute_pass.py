@@ -91,10 +91,11 @@ class ComputePass:
         self.sets = [pool.allocate(self.set_layout) for _ in range(sets)]
         self._pipelines = pipelines
         self._bound: Any = None
+        self._max_groups = dev.info.max_compute_work_group_count[0]
 
     def pipeline(self, spec: Iterable[tuple[int, int]] = ()) -> ComputePipeline:
         """The pipeline of the shader with specialization constants ``spec`` (made once)."""
-        desc = ComputePipelineDesc(self.shader, tuple(spec), code=self.code)
+        desc = ComputePipelineDesc(self.shader, tuple(spec), code=self.code, dispatch_base=True)
         return self._pipelines.compute(desc, self.layout)
 
     def write(self, views: Mapping[int, Any], set_index: int = 0) -> None:
@@ -127,7 +128,7 @@ class ComputePass:
     ) -> None:
         """Bind ``pipeline`` (where another was bound) and set ``set_index``, push ``push``,
         and dispatch enough workgroups of ``local_size`` for ``invocations`` (x) by ``rows``
-        (y)."""
+        (y), in runs that each fit the device's ``maxComputeWorkGroupCount``."""
         point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         if pipeline is not self._bound:
             vk.vkCmdBindPipeline(cmd, point, pipeline.handle)
@@ -137,4 +138,13 @@ class ComputePass:
         )
         if push is not None:
             push_constants(cmd, self.layout.handle, Stage.COMPUTE, push)
-        vk.vkCmdDispatch(cmd, max(1, math.ceil(invocations / local_size)), rows, 1)
+        groups = max(1, math.ceil(invocations / local_size))
+        for first, count in split_groups(0, groups, self._max_groups):
+            vk.vkCmdDispatchBase(cmd, first, 0, 0, count, rows, 1)
+
+
+def split_groups(first: int, count: int, limit: int) -> list[tuple[int, int]]:
+    """``(first, count)`` workgroup runs of at most ``limit`` (``maxComputeWorkGroupCount``)
+    covering ``count`` workgroups from ``first``: dispatched with ``vkCmdDispatchBase``, whose
+    base workgroup the shaders see in ``gl_WorkGroupID`` and ``gl_GlobalInvocationID``."""
+    return [(f, min(limit, first + count - f)) for f in range(first, first + count, limit)]
