@@ -219,3 +219,75 @@ def test_the_report_counts_by_heap_and_class(fresh_device):
     assert after["profile"] == profile and after["simulated"] == (profile is not None)
     b.destroy()
     assert fresh_device.memory_report()["heaps"][heap]["classes"].get("readback", old) == old
+
+
+def count_submissions(monkeypatch) -> list[int]:
+    """Patch the staging copies' submit to count its calls (and the copies each carried)."""
+    from vkdqs.gpu.memory import transfer
+
+    calls: list[int] = []
+    real = transfer._submit
+
+    def counted(device, copies, label):
+        calls.append(len(copies))
+        real(device, copies, label)
+
+    monkeypatch.setattr(transfer, "_submit", counted)
+    return calls
+
+
+def test_batched_uploads_share_one_submission(monkeypatch):
+    from vkdqs.gpu import batched_uploads
+
+    dev = profile_device("discrete")
+    try:
+        calls = count_submissions(monkeypatch)
+        data = [np.full(64, i, np.float32) for i in range(10)]
+        with batched_uploads(dev):
+            bufs = [Buffer(dev, 256, STORAGE, label=f"s{i}", memory="static") for i in range(10)]
+            for b, d in zip(bufs, data, strict=True):
+                b.write(d)
+            gone = Buffer(dev, 256, STORAGE, label="gone", memory="static")
+            gone.write(np.ones(64, np.float32))
+            gone.destroy()  # its copy is dropped, not recorded against a destroyed buffer
+            assert calls == []
+        assert calls == [10]
+        for b, d in zip(bufs, data, strict=True):
+            assert np.array_equal(b.read(np.float32, 64), d)
+        assert dev.live_objects() == 10  # no staging buffer or command buffer left
+    finally:
+        dev.close()
+
+
+def test_work_submitted_inside_a_batch_sees_its_uploads(monkeypatch):
+    from vkdqs.gpu import batched_uploads
+
+    dev = profile_device("discrete")
+    try:
+        calls = count_submissions(monkeypatch)
+        with batched_uploads(dev):
+            src = Buffer(dev, 256, STORAGE, label="src", memory="static")
+            src.write(np.arange(64, dtype=np.float32))
+            dst = Buffer(dev, 256, STORAGE, label="dst", memory="readback")
+            gpu_copy(dev, src, dst, 256)  # any submission flushes the batch first
+            assert np.array_equal(dst.read(np.float32, 64), np.arange(64, dtype=np.float32))
+            src.write(np.zeros(64, np.float32))
+            assert not src.read(np.float32, 64).any()  # a read flushes too
+        assert calls == [1, 1, 1]  # upload, upload, the read's copy
+    finally:
+        dev.close()
+
+
+def test_a_skinner_uploads_its_mesh_in_one_submission(monkeypatch):
+    from vkdqs import procedural
+    from vkdqs.engine.skinner import Skinner
+
+    dev = profile_device("discrete")
+    try:
+        calls = count_submissions(monkeypatch)
+        mesh = procedural.tube(500, bone_count=4, influences=4)
+        with Skinner(dev, mesh, bone_count=4) as s:
+            assert len(calls) == 1 and calls[0] >= 4  # positions, normals, joints, weights...
+            s.skin(procedural.bone_chain_pose(4, 20.0))
+    finally:
+        dev.close()

@@ -53,6 +53,7 @@ from ..gpu import (
     PipelineLayout,
     QueryPool,
     ResourceOwner,
+    batched_uploads,
     push_constants,
     write_descriptors,
 )
@@ -226,10 +227,12 @@ class Renderer(ResourceOwner):
             vertex_layout = None
             if isinstance(mesh, SkinnedMesh):  # else RenderMesh refuses it, naming the type
                 vertex_layout = resolve_layout(self.device, layout, mesh, "vertex")
-            rm = RenderMesh(self, mesh, label, layout, vertex_layout)
-            gpu = [
-                self.materials.material(m, f"{label} material {k}") for k, m in enumerate(materials)
-            ]
+            with batched_uploads(self.device):  # its buffers and textures in one submission
+                rm = RenderMesh(self, mesh, label, layout, vertex_layout)
+                gpu = [
+                    self.materials.material(m, f"{label} material {k}")
+                    for k, m in enumerate(materials)
+                ]
             rm.groups = [(first, count, gpu[k]) for first, count, k in ranges]
             self.meshes.append(rm)
             return rm

@@ -60,6 +60,7 @@ from ..gpu import (
     RenderPassDesc,
     ResourceOwner,
     TexelWrite,
+    batched_uploads,
     memory_barrier,
     push_constants,
     texel_buffer,
@@ -311,11 +312,12 @@ class Skinner(ResourceOwner):
         self._recorded: tuple[tuple[str, bool, int], int, bool] | None = None
         self._warned_scale = False
         try:
-            self._create()
-            for hook in skinning.before:
-                self.add_pass(methods.load(hook)(self, self.method_inputs), after=False)
-            for hook in skinning.after:
-                self.add_pass(methods.load(hook)(self, self.method_inputs))
+            with batched_uploads(device):  # the mesh's and the passes' static data at once
+                self._create()
+                for hook in skinning.before:
+                    self.add_pass(methods.load(hook)(self, self.method_inputs), after=False)
+                for hook in skinning.after:
+                    self.add_pass(methods.load(hook)(self, self.method_inputs))
         except BaseException:
             self.close()
             raise

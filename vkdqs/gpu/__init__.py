@@ -35,7 +35,14 @@ from .descriptors import (
 )
 from .device import VALIDATION_LAYER, Device, DeviceInfo, ValidationMessage, available_layers
 from .images import GpuSampler, Image, ImageView, Texture, can_blit_mips, pick_depth_format
-from .memory import Buffer, BufferView, MemoryProfile, memory_profiles, texel_buffer
+from .memory import (
+    Buffer,
+    BufferView,
+    MemoryProfile,
+    batched_uploads,
+    memory_profiles,
+    texel_buffer,
+)
 from .objects import DeviceObject, ResourceOwner
 from .pipelines import (
     ComputePipeline,
@@ -92,6 +99,7 @@ __all__ = [
     "Texture",
     "ValidationMessage",
     "available_layers",
+    "batched_uploads",
     "can_blit_mips",
     "compute_barrier",
     "memory_barrier",

@@ -519,7 +519,10 @@ class Device:
             yield self._h.queue
 
     def submit(self, submits: list, fence: Any, doing: str) -> None:
-        """``vkQueueSubmit`` under the queue lock, errors naming ``doing``."""
+        """``vkQueueSubmit`` under the queue lock, errors naming ``doing``; this thread's
+        pending batched uploads go first (:func:`vkdqs.gpu.memory.transfer.batched_uploads`)."""
+        for hook in BEFORE_SUBMIT:
+            hook(self)
         with self.queue() as q, vk_errors(doing):
             vk.vkQueueSubmit(q, len(submits), submits, fence)
 
@@ -707,6 +710,10 @@ def _device_info(index: int, pd: Any, props: Any, family: int) -> DeviceInfo:
 def _version(v: int) -> str:
     return f"{vk.VK_VERSION_MAJOR(v)}.{vk.VK_VERSION_MINOR(v)}.{vk.VK_VERSION_PATCH(v)}"
 
+
+#: Called with the Device before every submission (the staging module registers the flush of
+#: a thread's batched uploads: no work may read a buffer before its upload).
+BEFORE_SUBMIT: list[Callable[[Device], None]] = []
 
 _CHILD_KEYS = itertools.count(1)
 _ROUTE_KEYS = itertools.count(1)

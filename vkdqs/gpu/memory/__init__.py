@@ -6,6 +6,7 @@ what goes where on which kind of device, and why."""
 from .buffer import Buffer, BufferView, texel_buffer
 from .classes import MEMORY_CLASSES, MemoryClass, MemoryHeap, MemoryTable, MemoryType
 from .profiles import MemoryProfile, get_profile, memory_profiles
+from .transfer import batched_uploads
 
 __all__ = [
     "MEMORY_CLASSES",
@@ -16,6 +17,7 @@ __all__ = [
     "MemoryProfile",
     "MemoryTable",
     "MemoryType",
+    "batched_uploads",
     "get_profile",
     "memory_profiles",
     "texel_buffer",

@@ -5,19 +5,24 @@ goes through a host-visible staging buffer (``staging`` class: coherent system m
 ``vkCmdCopyBuffer`` that the call submits and waits for; reading a GPU-only buffer copies it
 into host-cached ``readback`` memory the same way. Each copy is fenced by barriers against
 every earlier and later use of the buffer, so it is correct wherever it is called between
-submissions. These are for data written once or read rarely; per-frame data is ``dynamic``
-and written in place, and the Skinner reads its results back through a copy recorded in its
-own submission.
+submissions. Within :func:`batched_uploads` (the Skinner and the renderer's meshes use it)
+the copies of many buffers share one submission. These are for data written once or read
+rarely; per-frame data is ``dynamic`` and written in place, and the Skinner reads its results
+back through a copy recorded in its own submission.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import vulkan as vk
 
 from ..commands import CommandBuffer, memory_barrier
+from ..device import BEFORE_SUBMIT
 
 if TYPE_CHECKING:
     from .buffer import Buffer
@@ -27,48 +32,137 @@ _ANY_ACCESS = vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT
 _TRANSFER = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
 
 
-def _copy(src: Buffer, dst: Buffer, src_offset: int, dst_offset: int, nbytes: int) -> None:
-    with CommandBuffer(dst.device, label=f"copy {src.label} -> {dst.label}") as cb:
-        cmd = cb.begin(one_time=True)
-        memory_barrier(
-            cmd,
-            _ANY,
-            _TRANSFER,
-            _ANY_ACCESS,
-            vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-        )
+#: A batch submits its copies once this many bytes are staged (bounds the staging memory).
+BATCH_BYTES = 64 * 2**20
+
+
+def _record_copies(cmd: Any, copies: list[tuple[Buffer, Buffer, int, int, int]]) -> None:
+    """One barrier against every earlier use, the copies, one barrier before any later use."""
+    memory_barrier(
+        cmd,
+        _ANY,
+        _TRANSFER,
+        _ANY_ACCESS,
+        vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+    )
+    for src, dst, src_offset, dst_offset, nbytes in copies:
         region = vk.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=nbytes)
         vk.vkCmdCopyBuffer(cmd, src.handle, dst.handle, 1, [region])
-        memory_barrier(
-            cmd,
-            _TRANSFER,
-            _ANY | vk.VK_PIPELINE_STAGE_HOST_BIT,
-            vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-            _ANY_ACCESS | vk.VK_ACCESS_HOST_READ_BIT,
-        )
+    memory_barrier(
+        cmd,
+        _TRANSFER,
+        _ANY | vk.VK_PIPELINE_STAGE_HOST_BIT,
+        vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+        _ANY_ACCESS | vk.VK_ACCESS_HOST_READ_BIT,
+    )
+
+
+def _submit(device: Any, copies: list[tuple[Buffer, Buffer, int, int, int]], label: str) -> None:
+    with CommandBuffer(device, label=label) as cb:
+        _record_copies(cb.begin(one_time=True), copies)
         cb.end()
         cb.submit_and_wait()
 
 
+class _Batch:
+    """The staged copies of one thread on one device, submitted together."""
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+        self.copies: list[tuple[Buffer, Buffer, int, int, int]] = []
+        self.bytes = 0
+
+    def add(self, staging: Buffer, dst: Buffer, offset: int, nbytes: int) -> None:
+        self.copies.append((staging, dst, 0, offset, nbytes))
+        self.bytes += nbytes
+        if self.bytes >= BATCH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Submit the pending copies (those to buffers destroyed since are dropped) and free
+        their staging buffers."""
+        copies, self.copies, self.bytes = self.copies, [], 0
+        try:
+            live = [c for c in copies if not c[1].destroyed]
+            if live and not self.device.closed:
+                _submit(self.device, live, f"{len(live)} uploads")
+        finally:
+            for staging, *_ in copies:
+                staging.destroy()
+
+
+_local = threading.local()
+
+
+def _batch(device: Any) -> _Batch | None:
+    return getattr(_local, "batches", {}).get(id(device))
+
+
+def flush_pending(device: Any) -> None:
+    """Submit this thread's batched uploads to ``device`` now (every other submission on the
+    device calls this first, so no work reads a buffer before its upload)."""
+    batch = _batch(device)
+    if batch is not None and batch.copies:
+        batch.flush()
+
+
+BEFORE_SUBMIT.append(flush_pending)
+
+
+@contextmanager
+def batched_uploads(device: Any) -> Iterator[None]:
+    """Within the block, writes to buffers the host cannot map (static data on a discrete GPU)
+    are staged and copied in one submission at its end (or every 64 MiB staged) instead of one
+    each; a read of such a buffer submits what is pending first. Per thread; nests. Where the
+    host maps static data (unified memory) nothing is staged and this does nothing."""
+    batches = _local.__dict__.setdefault("batches", {})
+    if id(device) in batches:
+        yield
+        return
+    batch = batches[id(device)] = _Batch(device)
+    try:
+        yield
+    finally:
+        del batches[id(device)]
+        batch.flush()
+
+
 def upload(buffer: Buffer, data: np.ndarray, offset: int) -> None:
-    """Write ``data`` (uint8) into ``buffer`` at ``offset`` through a staging buffer."""
+    """Write ``data`` (uint8) into ``buffer`` at ``offset`` through a staging buffer: copied
+    now, or with the other copies of a :func:`batched_uploads` block."""
     if data.nbytes == 0:
         return
-    with type(buffer)(
+    staging = type(buffer)(
         buffer.device,
         data.nbytes,
         vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
         label=f"{buffer.label} staging",
         memory="staging",
-    ) as staging:
+    )
+    batch = _batch(buffer.device)
+    if batch is not None:
+        try:
+            staging.write(data)
+        except BaseException:
+            staging.destroy()
+            raise
+        batch.add(staging, buffer, offset, data.nbytes)
+        return
+    with staging:
         staging.write(data)
-        _copy(staging, buffer, 0, offset, data.nbytes)
+        _submit(
+            buffer.device, [(staging, buffer, 0, offset, data.nbytes)], f"{buffer.label} upload"
+        )
 
 
 def download(buffer: Buffer, offset: int, nbytes: int) -> np.ndarray:
-    """A uint8 copy of ``nbytes`` of ``buffer`` at ``offset``, through host-cached memory."""
+    """A uint8 copy of ``nbytes`` of ``buffer`` at ``offset``, through host-cached memory
+    (after this thread's pending uploads)."""
     if nbytes == 0:
         return np.empty(0, np.uint8)
+    batch = _batch(buffer.device)
+    if batch is not None:
+        batch.flush()
     with type(buffer)(
         buffer.device,
         nbytes,
@@ -76,5 +170,5 @@ def download(buffer: Buffer, offset: int, nbytes: int) -> np.ndarray:
         label=f"{buffer.label} readback",
         memory="readback",
     ) as host:
-        _copy(buffer, host, offset, 0, nbytes)
+        _submit(buffer.device, [(buffer, host, offset, 0, nbytes)], f"{buffer.label} readback")
         return host.read(np.uint8, nbytes)
