@@ -11,9 +11,13 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-def _run(script, *args):
+def _run(script, *args, env=None):
     result = subprocess.run(
-        [sys.executable, str(BENCH / script), *args], capture_output=True, text=True, timeout=300
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=None if env is None else {**os.environ, **env},
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -230,10 +234,22 @@ def test_gpu_benchmark_smoke(tmp_path, device):
         assert result.returncode == 2 and "no discrete GPU" in result.stderr
     out = tmp_path / "gpu.json"
     args = ["--sizes", "2000", "--crowd-counts", "4", "--rounds", "1", "--copy-mib", "4"]
+    args += ["--mush-sizes", "1500"]
     text = _run("bench_gpu.py", *args, "--allow-any-device", "--out", str(out))
-    assert "copy bandwidth" in text
+    assert (
+        "copy bandwidth" in text
+        and "upload: copy" in text
+        and "memory, largest Skinner alive" in text
+    )
     res = json.loads(out.read_text())
     assert res["copy_bandwidth_bytes_per_s"] > 0
+    transfers = res["transfer_bytes_per_s"]
+    assert all(transfers[k] > 0 for k in ("upload_copy", "readback_copy", "static_write"))
+    assert transfers["staged"] is False  # lavapipe: unified memory, static data mapped
+    mush = {r["method"]: r for r in res["mush"]}
+    assert set(mush) == {"ddm", "delta mush/lbs (10 iterations)"}
+    assert all(r["vertices"] == 1500 and r["over_lbs"] > 0 for r in mush.values())
+    assert res["memory_report"]["heaps"][0]["memory_objects"] >= 1
     skin = {(r["method"], r["layout"], r["case"]): r for r in res["skinning"]}
     assert len(skin) == 8 and all(0 < r["fraction_of_floor"] for r in skin.values())
     for method in ("dqs", "lbs"):
@@ -242,6 +258,18 @@ def test_gpu_benchmark_smoke(tmp_path, device):
         assert skin[(method, "lean", "skin (readback)")]["bytes_per_vertex"] == 32 + 24
     crowds = {(r["method"], r["layout"]): r for r in res["crowds"]}
     assert len(crowds) == 4 and all(r["copies_drawn"] == 4 for r in crowds.values())
+
+
+def test_gpu_benchmark_stages_under_the_discrete_profile(tmp_path, device):
+    out = tmp_path / "gpu.json"
+    args = ["--sizes", "1000", "--crowd-counts", "2", "--rounds", "1", "--copy-mib", "2"]
+    args += ["--mush-sizes", "--allow-any-device", "--out", str(out)]
+    _run("bench_gpu.py", *args, env={"VKDQS_MEMORY_PROFILE": "discrete"})
+    res = json.loads(out.read_text())
+    assert res["transfer_bytes_per_s"]["staged"] is True
+    heaps = res["memory_report"]["heaps"]
+    assert "static" in heaps[0]["classes"] and "static" not in heaps[1]["classes"]
+    assert res["memory_report"]["profile"] == "discrete"
 
 
 def test_mush_draw_benchmark_smoke(tmp_path, device):

@@ -291,3 +291,14 @@ def test_a_skinner_uploads_its_mesh_in_one_submission(monkeypatch):
             s.skin(procedural.bone_chain_pose(4, 20.0))
     finally:
         dev.close()
+
+
+def test_the_budget_query_calls_the_core_entry_point():
+    """VK_EXT_memory_budget's query goes through vkGetPhysicalDeviceMemoryProperties2 (core
+    1.1); lavapipe lacks the extension and leaves the budget 0, which counts as no limit.
+    Without validation: the structure is the extension's, which lavapipe does not list."""
+    from vkdqs.gpu import Device
+    from vkdqs.gpu.device import _budget_query
+
+    with Device(validation=False) as dev:
+        assert _budget_query(dev.physical_device)(0) > 0

@@ -417,7 +417,7 @@ class Device:
             self.memory_table,
             limits,
             real_table=None if self._profile is None else self._real_table,
-            budget=_budget_query(self._h.instance, self._physical) if budget else None,
+            budget=_budget_query(self._physical) if budget else None,
         )
 
     def _apply_profile(self, profile: Any) -> None:
@@ -638,15 +638,16 @@ def _has_extension(pd: Any, name: str) -> bool:
         )
 
 
-def _budget_query(instance: Any, pd: Any) -> Callable[[int], int]:
-    """``heap -> bytes this process may use there`` from ``VK_EXT_memory_budget`` (its budget
-    less what other processes use: heapBudget counts this process's usage in heapUsage)."""
-    get = vk.vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceMemoryProperties2")
+def _budget_query(pd: Any) -> Callable[[int], int]:
+    """``heap -> bytes this process may use there`` from ``VK_EXT_memory_budget``
+    (``heapBudget``, which already leaves out what other processes use); a heap the driver
+    leaves at 0 counts its full size (the allocator takes the smaller of that and the size)."""
 
     def budget(heap: int) -> int:
         values = vk.VkPhysicalDeviceMemoryBudgetPropertiesEXT()
-        get(pd, vk.VkPhysicalDeviceMemoryProperties2(pNext=values))
-        return int(values.heapBudget[heap])
+        props = vk.VkPhysicalDeviceMemoryProperties2(pNext=values)
+        vk.vkGetPhysicalDeviceMemoryProperties2(pd, props)  # core in Vulkan 1.1
+        return int(values.heapBudget[heap]) or 2**63
 
     return budget
 
