@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import shader_interface as si
-from ..gpu import Buffer, CommandBuffer, memory_barrier
+from ..gpu import Buffer, CommandBuffer, record_copies
 from ..gpu.calls import vk
 
 if TYPE_CHECKING:
@@ -32,84 +32,59 @@ class OutputCopies:
 
     def __init__(self, skinner: Skinner) -> None:
         self.skinner = skinner
-        #: (id positions, id normals) -> (command buffer, the buffers it was recorded with:
-        #: output, positions, normals; kept, so an id is not reused while it is recorded)
-        self._recorded: dict[tuple[int, int], tuple[CommandBuffer, Buffer, Buffer, Buffer]] = {}
-        #: the readback copy: (command buffer, output, host buffer, bytes) as last recorded
-        self._readback: tuple[CommandBuffer, Buffer, Buffer, int] | None = None
+        #: key -> (command buffer, the buffers and size it was recorded with; kept, so an id
+        #: in a key is not reused while it is recorded)
+        self._recorded: dict[tuple, tuple[CommandBuffer, tuple]] = {}
 
-    def readback(self, host: Buffer, nbytes: int) -> CommandBuffer:
-        """The command buffer that copies the first ``nbytes`` of the Skinner's output (after a
-        shader -> transfer barrier) into ``host``, then makes them visible to host reads."""
-        skinner = self.skinner
-        out = skinner.out_buffer
-        assert out is not None
-        found = self._readback
-        if found is not None and found[1:] == (out, host, nbytes):
+    def _command(
+        self, key: tuple, copies: list, before: tuple[int, int], label: str
+    ) -> CommandBuffer:
+        """The command buffer recording ``copies`` out of the Skinner's output after its
+        shaders wrote it, before ``before``: recorded again only when what it copies changed."""
+        state = tuple((src, dst, nbytes) for src, dst, _, _, nbytes in copies)
+        found = self._recorded.get(key)
+        if found is not None and found[1] == state:
             return found[0]
+        skinner = self.skinner
         cmd_buffer = (
             found[0]
             if found is not None
-            else skinner.own(CommandBuffer(skinner.device, label="skinner readback", fence=False))
+            else skinner.own(CommandBuffer(skinner.device, label=label, fence=False))
         )
-        cmd = cmd_buffer.begin()
-        memory_barrier(
-            cmd,
-            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
-            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-            vk.VK_ACCESS_SHADER_WRITE_BIT,
-            vk.VK_ACCESS_TRANSFER_READ_BIT,
-        )
-        vk.vkCmdCopyBuffer(cmd, out.handle, host.handle, 1, [vk.VkBufferCopy(0, 0, nbytes)])
-        memory_barrier(
-            cmd,
-            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-            vk.VK_PIPELINE_STAGE_HOST_BIT,
-            vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-            vk.VK_ACCESS_HOST_READ_BIT,
+        shaders = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT
+        record_copies(
+            cmd_buffer.begin(),
+            copies,
+            after=(shaders, vk.VK_ACCESS_SHADER_WRITE_BIT),
+            before=before,
         )
         cmd_buffer.end()
-        self._readback = (cmd_buffer, out, host, nbytes)
+        self._recorded[key] = (cmd_buffer, state)
         return cmd_buffer
+
+    def readback(self, host: Buffer, nbytes: int) -> CommandBuffer:
+        """The command buffer that copies the first ``nbytes`` of the Skinner's output into
+        ``host``, then makes them visible to host reads."""
+        out = self.skinner.out_buffer
+        assert out is not None
+        host_read = (vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
+        copies = [(out, host, 0, 0, nbytes)]
+        return self._command(("readback",), copies, host_read, "skinner readback")
 
     def command(self, positions: Buffer, normals: Buffer) -> CommandBuffer:
         """The command buffer that copies pose 0's positions and normals out of the Skinner's
-        output (after a compute -> transfer barrier) into ``positions`` and ``normals``, then
-        makes them visible to vertex input."""
-        skinner = self.skinner
-        out = skinner.out_buffer
+        output into ``positions`` and ``normals``, then makes them visible to vertex input."""
+        out = self.skinner.out_buffer
         assert out is not None
-        key = (id(positions), id(normals))
-        found = self._recorded.get(key)
-        if found is not None and found[1:] == (out, positions, normals):
-            return found[0]
-        cmd_buffer = (
-            found[0]
-            if found is not None
-            else skinner.own(CommandBuffer(skinner.device, label="skinner copies", fence=False))
-        )
-        cmd = cmd_buffer.begin()
-        size = 12 * skinner.vertex_count
-        memory_barrier(
-            cmd,
-            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-            vk.VK_ACCESS_SHADER_WRITE_BIT,
-            vk.VK_ACCESS_TRANSFER_READ_BIT,
-        )
-        if size:  # the output's layout: a batch of one pose's positions, then its normals
-            vk.vkCmdCopyBuffer(cmd, out.handle, positions.handle, 1, [vk.VkBufferCopy(0, 0, size)])
-            vk.vkCmdCopyBuffer(cmd, out.handle, normals.handle, 1, [vk.VkBufferCopy(size, 0, size)])
-        memory_barrier(
-            cmd,
-            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+        size = 12 * self.skinner.vertex_count
+        # the output's layout: a batch of one pose's positions, then its normals
+        copies = [(out, positions, 0, 0, size), (out, normals, size, 0, size)]
+        vertex_input = (
             vk.VK_PIPELINE_STAGE_VERTEX_INPUT_BIT,
-            vk.VK_ACCESS_TRANSFER_WRITE_BIT,
             vk.VK_ACCESS_VERTEX_ATTRIBUTE_READ_BIT,
         )
-        cmd_buffer.end()
-        self._recorded[key] = (cmd_buffer, out, positions, normals)
-        return cmd_buffer
+        key = (id(positions), id(normals))
+        return self._command(key, copies, vertex_input, "skinner copies")
 
 
 def computed_inputs(

@@ -41,6 +41,7 @@ from .memory import (
     MemoryProfile,
     batched_uploads,
     memory_profiles,
+    record_copies,
     texel_buffer,
 )
 from .objects import DeviceObject, ResourceOwner
@@ -106,6 +107,7 @@ __all__ = [
     "memory_profiles",
     "pick_depth_format",
     "push_constants",
+    "record_copies",
     "spirv",
     "spirv_dir",
     "texel_buffer",

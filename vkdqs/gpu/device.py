@@ -409,9 +409,7 @@ class Device:
         from .memory.allocator import Allocator, AllocatorLimits
 
         i = self.info
-        limits = AllocatorLimits(
-            i.max_memory_allocation_count, i.non_coherent_atom_size, i.buffer_image_granularity
-        )
+        limits = AllocatorLimits(i.max_memory_allocation_count, i.non_coherent_atom_size)
         self._h.allocator = Allocator(
             self._h.device,
             self.memory_table,

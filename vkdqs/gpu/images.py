@@ -97,14 +97,7 @@ def _create_image(
     memory = None
     try:
         req = vk.vkGetImageMemoryRequirements(vk_device, image)
-        memory = device.allocator.allocate(
-            int(req.size),
-            int(req.alignment),
-            int(req.memoryTypeBits),
-            "gpu",
-            kind="image",
-            label=doing,
-        )
+        memory = device.allocator.allocate(req, "gpu", kind="image", label=doing)
         with vk_errors(f"binding memory for {doing}"):
             vk.vkBindImageMemory(vk_device, image, memory.memory, memory.offset)
     except BaseException:

@@ -6,7 +6,7 @@ what goes where on which kind of device, and why."""
 from .buffer import Buffer, BufferView, texel_buffer
 from .classes import MEMORY_CLASSES, MemoryClass, MemoryHeap, MemoryTable, MemoryType
 from .profiles import MemoryProfile, get_profile, memory_profiles
-from .transfer import batched_uploads
+from .transfer import batched_uploads, record_copies
 
 __all__ = [
     "MEMORY_CLASSES",
@@ -20,5 +20,6 @@ __all__ = [
     "batched_uploads",
     "get_profile",
     "memory_profiles",
+    "record_copies",
     "texel_buffer",
 ]

@@ -42,6 +42,7 @@ from .classes import (
     HOST_VISIBLE,
     MEMORY_CLASSES,
     MemoryTable,
+    describe_types,
     flag_names,
     ranked_types,
     rule,
@@ -70,7 +71,6 @@ class AllocatorLimits:
 
     max_allocations: int
     non_coherent_atom: int
-    buffer_image_granularity: int
 
 
 class Block:
@@ -221,28 +221,32 @@ class Allocator:
         """A memory profile's table is simulated on the device's own memory."""
         return self.real_table is not None
 
+    def maps(self, memory_class: str) -> bool:
+        """Whether memory of ``memory_class`` goes to a host-visible type (the first its rule
+        ranks): what a caller plans copies by before it allocates."""
+        order = ranked_types(self.table, self.table.all_types, rule(memory_class, self.table))
+        return bool(order) and bool(self.table.types[order[0]].flags & HOST_VISIBLE)
+
     # -- allocation -------------------------------------------------------------------------
 
     def allocate(
-        self,
-        size: int,
-        alignment: int,
-        type_bits: int,
-        memory_class: str,
-        *,
-        kind: str,
-        label: str,
+        self, requirements: Any, memory_class: str, *, kind: str, label: str
     ) -> Allocation:
-        """Place ``size`` bytes for a ``kind`` ("buffer" or "image") resource of
-        ``memory_class``, trying the types its rule ranks in order until one's heap has room.
-        ``type_bits``: the real device's ``memoryTypeBits`` for the resource."""
+        """Place a ``kind`` ("buffer" or "image") resource of ``memory_class`` with
+        ``requirements`` (the real device's ``VkMemoryRequirements``), trying the types its
+        rule ranks in order until one's heap has room."""
+        size, alignment = int(requirements.size), int(requirements.alignment)
+        type_bits = int(requirements.memoryTypeBits)
         usage = rule(memory_class, self.table)
         bits = self.table.all_types if self.simulated else type_bits
         order = ranked_types(self.table, bits, usage)
         if not order:
+            allowed = describe_types(
+                self.table, [i for i in range(len(self.table.types)) if bits & (1 << i)]
+            )
             raise CapabilityError(
                 f"{label!r}: no memory type has the flags {flag_names(usage.requires)} that "
-                f"{memory_class} memory needs (types allowed: {bits:#x})"
+                f"{memory_class} memory needs (types allowed: {allowed})"
             )
         refused: list[str] = []
         with self.lock:

@@ -57,14 +57,7 @@ class Buffer(DeviceObject):
         allocation: Allocation | None = None
         try:
             req = vk.vkGetBufferMemoryRequirements(vk_device, buffer)
-            allocation = allocator.allocate(
-                int(req.size),
-                int(req.alignment),
-                int(req.memoryTypeBits),
-                memory,
-                kind="buffer",
-                label=label,
-            )
+            allocation = allocator.allocate(req, memory, kind="buffer", label=label)
             with vk_errors(f"binding memory for {doing}"):
                 vk.vkBindBufferMemory(vk_device, buffer, allocation.memory, allocation.offset)
         except BaseException:

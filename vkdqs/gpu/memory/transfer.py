@@ -30,36 +30,40 @@ if TYPE_CHECKING:
 _ANY = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
 _ANY_ACCESS = vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT
 _TRANSFER = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+_HOST_READ = vk.VK_ACCESS_HOST_READ_BIT
 
 
 #: A batch submits its copies once this many bytes are staged (bounds the staging memory).
 BATCH_BYTES = 64 * 2**20
 
 
-def _record_copies(cmd: Any, copies: list[tuple[Buffer, Buffer, int, int, int]]) -> None:
-    """One barrier against every earlier use, the copies, one barrier before any later use."""
+def record_copies(
+    cmd: Any,
+    copies: list[tuple[Buffer, Buffer, int, int, int]],
+    *,
+    after: tuple[int, int] = (_ANY, _ANY_ACCESS),
+    before: tuple[int, int] = (_ANY | vk.VK_PIPELINE_STAGE_HOST_BIT, _ANY_ACCESS | _HOST_READ),
+) -> None:
+    """Record buffer copies ``(src, dst, src_offset, dst_offset, nbytes)`` (empty ones left
+    out) between two barriers: after the writes of ``after`` (stages, accesses), before the
+    uses of ``before``. The defaults order them against any earlier and any later use."""
     memory_barrier(
         cmd,
-        _ANY,
+        after[0],
         _TRANSFER,
-        _ANY_ACCESS,
+        after[1],
         vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
     )
     for src, dst, src_offset, dst_offset, nbytes in copies:
-        region = vk.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=nbytes)
-        vk.vkCmdCopyBuffer(cmd, src.handle, dst.handle, 1, [region])
-    memory_barrier(
-        cmd,
-        _TRANSFER,
-        _ANY | vk.VK_PIPELINE_STAGE_HOST_BIT,
-        vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-        _ANY_ACCESS | vk.VK_ACCESS_HOST_READ_BIT,
-    )
+        if nbytes:
+            region = vk.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=nbytes)
+            vk.vkCmdCopyBuffer(cmd, src.handle, dst.handle, 1, [region])
+    memory_barrier(cmd, _TRANSFER, before[0], vk.VK_ACCESS_TRANSFER_WRITE_BIT, before[1])
 
 
 def _submit(device: Any, copies: list[tuple[Buffer, Buffer, int, int, int]], label: str) -> None:
     with CommandBuffer(device, label=label) as cb:
-        _record_copies(cb.begin(one_time=True), copies)
+        record_copies(cb.begin(one_time=True), copies)
         cb.end()
         cb.submit_and_wait()
 
