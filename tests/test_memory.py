@@ -81,6 +81,15 @@ def test_unified_devices_map_static_data_directly():
         assert static.flags & c.HOST_VISIBLE and static.flags & c.DEVICE_LOCAL
 
 
+def test_unified_devices_keep_gpu_data_where_the_host_reads_it_cached():
+    for name in ("integrated", "mobile"):
+        gpu = first(get_profile(name).table, "gpu")
+        assert gpu.flags & c.DEVICE_LOCAL and gpu.flags & c.HOST_VISIBLE
+        assert gpu.flags & c.HOST_CACHED
+    # a discrete GPU keeps it out of the host's reach (and out of the BAR window)
+    assert first(get_profile("discrete").table, "gpu").flags == c.DEVICE_LOCAL
+
+
 def test_mobile_readback_is_cached_and_not_coherent():
     t = get_profile("mobile").table
     readback = first(t, "readback")

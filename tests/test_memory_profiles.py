@@ -66,6 +66,30 @@ def test_every_class_writes_and_reads_back_on_every_profile(profiled):
                 assert np.array_equal(dst.read(np.float32, 1000), data)
 
 
+def test_a_skinner_reads_back_without_a_copy_only_on_unified_memory():
+    from vkdqs import procedural
+    from vkdqs import shader_interface as si
+    from vkdqs.engine.skinner import Skinner
+
+    mesh = procedural.tube(300, bone_count=4, influences=4)
+    pose = procedural.bone_chain_pose(4, 30.0)
+    results = {}
+    for name, copied in (("integrated", False), ("mobile", False), ("discrete", True)):
+        dev = profile_device(name)
+        try:
+            with Skinner(dev, mesh, bone_count=4, method="lbs") as s:
+                results[name] = s.skin(pose)
+                assert (s._out_host is not None) == copied, name
+                assert s.out_buffer.host_visible != copied
+                one = s._slot_bytes + 24 * mesh.vertex_count + si.BOX_STRIDE  # slot, vertices, box
+                assert s.pose_bytes == one + copied * 24 * mesh.vertex_count
+        finally:
+            dev.close()
+    for got in results.values():  # the same shader on the same inputs
+        for a, b in zip(got, results["discrete"], strict=True):
+            assert np.array_equal(a, b)
+
+
 def test_static_data_is_not_host_visible_on_a_discrete_gpu():
     dev = profile_device("discrete")
     try:
@@ -90,6 +114,9 @@ def test_non_coherent_memory_needs_its_flush_and_invalidate():
         dst = Buffer(dev, 1024, STORAGE, label="dst", memory="readback")
         assert not src.allocation.coherent
         ones = np.ones(1024, np.uint8)
+        zeros = np.zeros(1024, np.uint8)
+        src.write(zeros)  # new memory holds whatever it held before: zero both, flushed
+        dst.write(zeros)
         # written without a flush: the device does not see it
         src.allocation.view(0, 1024)[:] = ones
         gpu_copy(dev, src, dst, 1024)

@@ -466,10 +466,13 @@ class Skinner(ResourceOwner):
 
     @property
     def pose_bytes(self) -> int:
-        """Device memory one pose of a batch takes: its uniform slot, its output vertices and
-        (compute path) its box; :attr:`max_batch_bytes` divided by it is the batch size."""
+        """Device memory one pose of a batch takes: its uniform slot, its output vertices
+        (twice where they are read back through a copy) and (compute path) its box;
+        :attr:`max_batch_bytes` divided by it is the batch size."""
         box = si.BOX_STRIDE if self.path == "compute" else 0
-        return self._slot_bytes + 24 * self.vertex_count + box
+        # where the host cannot map the output, results read back have a copy of their own
+        copies = 1 if self.device.allocator.maps("gpu") else 2
+        return self._slot_bytes + copies * 24 * self.vertex_count + box
 
     def _ensure_capacity(self, poses: int) -> None:
         """Make the bone and output buffers hold ``poses`` poses (<= _batch_limit()).

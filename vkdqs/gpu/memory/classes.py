@@ -25,8 +25,9 @@ The classes (:data:`RULES`; docs/memory.md explains each choice):
     Host-visible and host-cached (CPU reads of uncached memory run at a fraction of the speed),
     then coherent.
 ``gpu``
-    Written and read by the GPU only: outputs drawn but not read, images. Device-local, not
-    host-visible where possible (it keeps the small BAR heap for ``dynamic`` data).
+    Written by the GPU: the Skinner's output, outputs drawn but not read, images. Device-local,
+    not host-visible where possible (it keeps the small BAR heap for ``dynamic`` data); on
+    unified memory host-visible and cached, so results are read back without a copy.
 ``staging``
     The host-visible source or destination of a copy to or from memory the host cannot map:
     coherent system memory, keeping the device-local heaps free.
@@ -140,6 +141,9 @@ _STATIC_STAGED = UsageRule(0, ((DEVICE_LOCAL, True), (HOST_VISIBLE, False)))
 _STATIC_UNIFIED = UsageRule(
     0, ((DEVICE_LOCAL, True), (HOST_VISIBLE, True), (HOST_COHERENT, True), (HOST_CACHED, False))
 )
+# On unified memory the GPU's own data costs the host nothing to see: where results are read
+# back (the Skinner's output), cached host-visible memory saves the copy into readback memory.
+_GPU_UNIFIED = UsageRule(0, ((DEVICE_LOCAL, True), (HOST_VISIBLE, True), (HOST_CACHED, True)))
 
 #: The rule of each usage class; ``static`` has two (:func:`rule`).
 RULES: dict[str, UsageRule] = {
@@ -159,11 +163,12 @@ RULES: dict[str, UsageRule] = {
 
 def rule(memory_class: str, table: MemoryTable) -> UsageRule:
     """The rule for ``memory_class`` on a device with ``table``: static data is mapped directly
-    on unified-memory devices and staged into memory the host cannot see elsewhere."""
+    on unified-memory devices and staged into memory the host cannot see elsewhere; GPU data
+    goes to cached host-visible memory there, which results are read from without a copy."""
     if memory_class not in RULES:
         raise ValueError(f"unknown memory class {memory_class!r}; one of {MEMORY_CLASSES}")
-    if memory_class == "static" and table.unified:
-        return _STATIC_UNIFIED
+    if table.unified and memory_class in ("static", "gpu"):
+        return _STATIC_UNIFIED if memory_class == "static" else _GPU_UNIFIED
     return RULES[memory_class]
 
 
