@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEB_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslc spirv-tools xvfb
 
-.PHONY: demo test test-quick test-width128 test-profiles test-large soak fuzz fuzz-short fuzz-manifest deps venv lint format shaders check-shaders bench figures \
+.PHONY: test-adopt demo test test-quick test-width128 test-profiles test-large soak fuzz fuzz-short fuzz-manifest deps venv lint format shaders check-shaders bench figures \
 	pictures docs docs-check docs-tools clean
 
 demo: deps venv
@@ -45,6 +45,13 @@ test-profiles: deps venv
 	    VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
 	    $(PY) -m pytest $(XDIST) -q -m gpu $(PROFILE_TESTS) $(PYTEST_ARGS) || exit 1; \
 	done
+
+# The whole GPU suite again on an adopted device: each device fixture wraps a device made by an
+# "app" with the plain vulkan binding (tests/vulkan_app.py) through Device.adopt, submitting
+# through the app's callback (docs/vulkan-app.md; about 2.5 minutes on 2 cores).
+test-adopt: deps venv
+	LP_NUM_THREADS=$${LP_NUM_THREADS:-1} VKDQS_ADOPT=1 VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
+	  $(PY) -m pytest $(XDIST) -q -m gpu $(PYTEST_ARGS)
 
 # The issue-sized memory test: a 10M-vertex DQS skin with readback under the discrete profile,
 # the same bits as the default device (the suite runs it at 1M; about 25 s, 4.5 GB).

@@ -35,6 +35,7 @@ class _ValidationRecords(logging.Handler):
 
 _VALIDATION_RECORDS = _ValidationRecords()
 logging.getLogger("vkdqs.validation").addHandler(_VALIDATION_RECORDS)
+logging.getLogger("vulkan_app.validation").addHandler(_VALIDATION_RECORDS)  # VKDQS_ADOPT=1
 
 
 #: Fixtures that open a Vulkan device (or a window's display): tests using them are ``gpu``.
@@ -116,11 +117,30 @@ def _open_device(**kwargs):
     if not validation and _require_device():
         pytest.fail(f"VKDQS_REQUIRE_DEVICE=1 but {VALIDATION_LAYER} is not installed")
     try:
+        if _adopting():
+            return _adopted_device(**kwargs)
         return Device(validation=validation, **kwargs)
     except NoSuitableDeviceError as exc:
         if _require_device():
             pytest.fail(f"VKDQS_REQUIRE_DEVICE=1 but no Vulkan device: {exc}")
         pytest.skip(f"no Vulkan device: {exc}")
+
+
+def _adopting() -> bool:
+    """``VKDQS_ADOPT=1``: the device fixtures wrap an app's device (Device.adopt) built with
+    the plain ``vulkan`` binding (tests/vulkan_app.py) instead of opening their own."""
+    return os.environ.get("VKDQS_ADOPT", "") not in ("", "0")
+
+
+def _adopted_device(**kwargs):
+    """An app's device (with the features vkdqs enables on its own), adopted and handed over:
+    closing the Device destroys it, and the app's messenger fails the test on what is left."""
+    from vkdqs.gpu.device import Device
+
+    from .vulkan_app import VulkanApp
+
+    app = VulkanApp(features=("vertexPipelineStoresAndAtomics", "fillModeNonSolid"))
+    return Device.adopt(**app.adopt_kwargs(hand_over=True), **kwargs)
 
 
 @pytest.fixture(scope="session")

@@ -18,9 +18,11 @@ of its own (see the docs' "Objects, owners and threads" page, docs/threads.md).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
+import sys
 import threading
 import warnings
 import weakref
@@ -167,6 +169,12 @@ class _Handles:
         self.allocator: Any = None  # the memory blocks (memory.allocator.Allocator)
         self.children: dict[int, tuple[str, Callable[[], None]]] = {}
         self.released = False
+        # An adopted device (Device.adopt): the app's instance, device and queue, never
+        # destroyed here; the app's lock around every use of its queue; its submit callback.
+        self.adopted = False
+        self.queue_lock: Any = contextlib.nullcontext()
+        self.app_submit: Callable[[list, Any], None] | None = None
+        self.on_close: Callable[[], None] | None = None
 
     def destroy_child(self, key: int) -> bool:
         """Destroy one child now; False if it was already destroyed."""
@@ -178,7 +186,7 @@ class _Handles:
         return True
 
     def wait_idle(self) -> None:
-        with self.lock:
+        with self.lock, self.queue_lock:
             if self.device is not None:
                 vk.vkDeviceWaitIdle(self.device)
 
@@ -190,18 +198,20 @@ class _Handles:
             self.released = True
             try:
                 if self.device is not None:
-                    vk.vkDeviceWaitIdle(self.device)
+                    with self.queue_lock:
+                        vk.vkDeviceWaitIdle(self.device)
                     for key in reversed(list(self.children)):
                         self.destroy_child(key)
                     if self.allocator is not None:
                         self.allocator.release()
-                    vk.vkDestroyDevice(self.device, None)
+                    if not self.adopted:
+                        vk.vkDestroyDevice(self.device, None)
                 if self.messenger is not None:
                     destroy = vk.vkGetInstanceProcAddr(
                         self.instance, "vkDestroyDebugUtilsMessengerEXT"
                     )
                     destroy(self.instance, self.messenger, None)
-                if self.instance is not None:
+                if self.instance is not None and not self.adopted:
                     vk.vkDestroyInstance(self.instance, None)
             finally:
                 self.children.clear()
@@ -209,6 +219,9 @@ class _Handles:
                 self.device = self.instance = self.messenger = self.queue = None
                 if self.route_key is not None:
                     _ROUTES.pop(self.route_key, None)
+            if self.on_close is not None:
+                on_close, self.on_close = self.on_close, None
+                on_close()
 
 
 def _finalize(handles: _Handles, name: str) -> None:
@@ -290,6 +303,132 @@ class Device:
             self.close()
             raise
 
+    @classmethod
+    def adopt(
+        cls,
+        *,
+        instance: Any,
+        physical_device: Any,
+        device: Any,
+        queue_family_index: int,
+        queue: Any,
+        submit: Callable[[list, Any], None] | None = None,
+        queue_lock: Any = None,
+        enabled_features: Any = (),
+        enabled_extensions: Sequence[str] = (),
+        validation: bool = False,
+        memory_profile: str | None = None,
+        on_close: Callable[[], None] | None = None,
+        name: str = "adopted",
+    ) -> Device:
+        """Wrap a Vulkan device the app created (docs/embedding.md), without owning it.
+
+        vkdqs never destroys ``instance``, ``device`` or ``queue``: :meth:`close` destroys
+        only what vkdqs made on the device (after ``vkDeviceWaitIdle``), and the app destroys
+        its device afterwards. The app keeps the queue: vkdqs never calls ``vkQueueSubmit``
+        itself. Calls that submit on their own (a Skinner's ``skin``, a Renderer's ``render``,
+        staged uploads, bakes) hand their ``VkSubmitInfo`` list and fence to ``submit(infos,
+        fence)``, which must submit them to a queue of ``queue_family_index``; without it they
+        raise :class:`~vkdqs.errors.CapabilityError`, and only the calls that record into the
+        app's command buffer (``Skinner.record``) work.
+
+        Parameters
+        ----------
+        instance, physical_device, device, queue
+            The app's ``VkInstance``, ``VkPhysicalDevice``, ``VkDevice`` and ``VkQueue``.
+        queue_family_index : int
+            The family ``queue`` is from: it must do graphics and compute.
+        submit : callable, optional
+            ``submit(infos, fence)``: the app's submission of vkdqs's work.
+        queue_lock : context manager, optional
+            Held while vkdqs waits for the device to go idle (``vkDeviceWaitIdle`` needs every
+            queue externally synchronized): the lock the app holds around its own queue use.
+        enabled_features : VkPhysicalDeviceFeatures or iterable of str
+            The features the app enabled (``vertexPipelineStoresAndAtomics`` for
+            ``path='vertex'``, ``fillModeNonSolid`` for wireframe); none by default.
+        enabled_extensions : sequence of str
+            The device extensions the app enabled (``VK_EXT_memory_budget`` is used if there).
+        validation : bool
+            Receive the validation layer's messages (:attr:`messages`) through a debug
+            messenger of vkdqs's own; the app must have enabled the layer and
+            ``VK_EXT_debug_utils`` on its instance.
+        memory_profile : str, optional
+            As for :class:`Device`.
+        on_close : callable, optional
+            Called once vkdqs's objects are destroyed (by :meth:`close`, or by the garbage
+            collector's safety net): where an app that hands its device over for the Device's
+            whole life destroys it.
+        name : str
+            What messages call this Device.
+
+        Raises
+        ------
+        CapabilityError
+            One message listing everything vkdqs needs that the device lacks.
+        """
+        self = cls.__new__(cls)
+        self._h = _Handles()
+        self._messages = _Messages()
+        self._closed = False
+        self._finalizer = weakref.finalize(self, _finalize, self._h, name)
+        self._h.adopted = True
+        self._h.instance, self._h.device, self._h.queue = instance, device, queue
+        self._h.app_submit = submit
+        self._h.on_close = on_close
+        if queue_lock is not None:
+            self._h.queue_lock = queue_lock
+        self.validation = bool(validation)
+        try:
+            missing = _adoption_problems(
+                instance, physical_device, device, queue, queue_family_index
+            )
+            if missing:
+                raise CapabilityError("vkdqs cannot use this device:\n  " + "\n  ".join(missing))
+            index = [
+                _same_handle(pd, physical_device) for pd in vk.vkEnumeratePhysicalDevices(instance)
+            ].index(True)
+            props = vk.vkGetPhysicalDeviceProperties(physical_device)
+            self._physical = physical_device
+            self._queue_family = int(queue_family_index)
+            info = _device_info(index, physical_device, props, self._queue_family)
+            features = _feature_names(enabled_features)
+            self.info = replace(
+                info,
+                vertex_pipeline_stores_and_atomics=info.vertex_pipeline_stores_and_atomics
+                and "vertexPipelineStoresAndAtomics" in features,
+                fill_mode_non_solid=info.fill_mode_non_solid and "fillModeNonSolid" in features,
+            )
+            if validation:
+                self._adopt_messenger()
+            if memory_profile is None:
+                memory_profile = os.environ.get("VKDQS_MEMORY_PROFILE", "").strip() or None
+            from .memory.profiles import get_profile
+
+            self._apply_profile(None if memory_profile is None else get_profile(memory_profile))
+            budget = self._profile is None and _BUDGET_EXTENSION in enabled_extensions
+            self._make_allocator(budget)
+        except BaseException:
+            self.close()
+            raise
+        log.info("vkdqs adopted device: %s (%s)", self.info.name, self.info.device_type)
+        return self
+
+    def _adopt_messenger(self) -> None:
+        info = self._messenger_info()
+        try:
+            create = vk.vkGetInstanceProcAddr(self._h.instance, "vkCreateDebugUtilsMessengerEXT")
+        except Exception as exc:  # the binding raises when the extension is not enabled
+            raise CapabilityError(
+                "validation=True needs VK_EXT_debug_utils enabled on the app's instance"
+            ) from exc
+        with vk_errors("creating the debug messenger on the app's instance"):
+            self._h.messenger = create(self._h.instance, info, None)
+
+    @property
+    def adopted(self) -> bool:
+        """Whether this Device wraps an app's device (:meth:`adopt`) rather than owning one."""
+        return self._h.adopted
+
     # -- creation ---------------------------------------------------------------------------
 
     def _create_instance(self, validation: bool, extensions: list[str], app_name: str) -> None:
@@ -342,6 +481,7 @@ class Device:
                 self._h.messenger = create(self._h.instance, messenger_info, None)
 
     def _messenger_info(self) -> Any:
+        _install_callback()
         key = next(_ROUTE_KEYS)
         _ROUTES[key] = self._messages
         self._h.route_key = key
@@ -406,6 +546,9 @@ class Device:
         with vk_errors(f"creating the logical device on {self.info.name!r}"):
             self._h.device = vk.vkCreateDevice(self._physical, info, None)
         self._h.queue = vk.vkGetDeviceQueue(self._h.device, self._queue_family, 0)
+        self._make_allocator(budget)
+
+    def _make_allocator(self, budget: bool) -> None:
         from .memory.allocator import Allocator, AllocatorLimits
 
         i = self.info
@@ -511,8 +654,9 @@ class Device:
     @contextmanager
     def queue(self) -> Iterator[Any]:
         """Hold the queue lock and yield the ``VkQueue``: every use of the queue goes through
-        this (Vulkan requires host access to a queue to be externally synchronized)."""
-        with self._h.lock:
+        this (Vulkan requires host access to a queue to be externally synchronized). On an
+        adopted Device this also holds the app's ``queue_lock``."""
+        with self._h.lock, self._h.queue_lock:
             self._check_open()
             yield self._h.queue
 
@@ -521,6 +665,18 @@ class Device:
         pending batched uploads go first (:func:`vkdqs.gpu.memory.transfer.batched_uploads`)."""
         for hook in BEFORE_SUBMIT:
             hook(self)
+        if self._h.adopted:
+            app_submit = self._h.app_submit
+            if app_submit is None:
+                raise CapabilityError(
+                    f"{doing}: this Device was adopted without a submit callback, and vkdqs "
+                    "never submits to the app's queue itself; pass submit= to Device.adopt, "
+                    "or record into the app's command buffer (Skinner.record)"
+                )
+            self._check_open()
+            with vk_errors(doing):
+                app_submit(submits, fence)
+            return
         with self.queue() as q, vk_errors(doing):
             vk.vkQueueSubmit(q, len(submits), submits, fence)
 
@@ -619,6 +775,74 @@ class Device:
 
 
 _BUDGET_EXTENSION = "VK_EXT_memory_budget"
+
+
+#: Formats vkdqs cannot work without, with the features it needs of each.
+_NEEDED_FORMATS = (
+    ("R8G8B8A8_SRGB", "optimalTilingFeatures", "COLOR_ATTACHMENT"),
+    ("R32G32B32A32_SFLOAT", "bufferFeatures", "UNIFORM_TEXEL_BUFFER"),
+    ("R32G32B32A32_SFLOAT", "bufferFeatures", "STORAGE_TEXEL_BUFFER"),
+)
+
+
+def _same_handle(a: Any, b: Any) -> bool:
+    return vk.ffi.cast("uintptr_t", a) == vk.ffi.cast("uintptr_t", b)
+
+
+def _adoption_problems(
+    instance: Any, physical: Any, device: Any, queue: Any, family: int
+) -> list[str]:
+    """What an app's device lacks for vkdqs (empty when it has everything)."""
+    for name, handle in (("instance", instance), ("physical_device", physical)):
+        if handle is None:
+            return [f"{name} is None"]
+    problems = [f"{n} is None" for n, h in (("device", device), ("queue", queue)) if h is None]
+    with vk_errors("enumerating the app instance's physical devices"):
+        listed = list(vk.vkEnumeratePhysicalDevices(instance) or [])
+    if not any(_same_handle(pd, physical) for pd in listed):
+        return [*problems, "physical_device is not one of instance's physical devices"]
+    props = vk.vkGetPhysicalDeviceProperties(physical)
+    if props.apiVersion < API_VERSION:
+        problems.append(f"Vulkan {_version(props.apiVersion)} < 1.1")
+    families = vk.vkGetPhysicalDeviceQueueFamilyProperties(physical)
+    want = vk.VK_QUEUE_GRAPHICS_BIT | vk.VK_QUEUE_COMPUTE_BIT
+    index = _as_index(family)
+    if not 0 <= index < len(families):
+        problems.append(f"queue_family_index {family!r} is not one of the {len(families)} families")
+    elif (families[index].queueFlags & want) != want:
+        problems.append(f"queue family {family} does not do both graphics and compute")
+    for fmt, where, feature in _NEEDED_FORMATS:
+        props_f = vk.vkGetPhysicalDeviceFormatProperties(physical, getattr(vk, f"VK_FORMAT_{fmt}"))
+        if not getattr(props_f, where) & getattr(vk, f"VK_FORMAT_FEATURE_{feature}_BIT"):
+            problems.append(f"format {fmt} lacks {feature} ({where})")
+    depth = (vk.VK_FORMAT_D32_SFLOAT, vk.VK_FORMAT_X8_D24_UNORM_PACK32, vk.VK_FORMAT_D16_UNORM)
+    if not any(
+        vk.vkGetPhysicalDeviceFormatProperties(physical, f).optimalTilingFeatures
+        & vk.VK_FORMAT_FEATURE_DEPTH_STENCIL_ATTACHMENT_BIT
+        for f in depth
+    ):
+        problems.append("no depth attachment format (D32, X8_D24 or D16)")
+    return problems
+
+
+def _as_index(family: Any) -> int:
+    try:
+        return int(family)
+    except (TypeError, ValueError):
+        return -1
+
+
+def _feature_names(features: Any) -> set[str]:
+    """The enabled feature names from a VkPhysicalDeviceFeatures or an iterable of names."""
+    if isinstance(features, str):
+        return {features}
+    if hasattr(features, "vertexPipelineStoresAndAtomics"):
+        return {
+            n
+            for n in ("vertexPipelineStoresAndAtomics", "fillModeNonSolid")
+            if getattr(features, n)
+        }
+    return {str(n) for n in features}
 
 
 def _stricter(name: str, profile: Any, real: Any) -> Any:
@@ -721,15 +945,34 @@ _ROUTE_KEYS = itertools.count(1)
 _ROUTES: dict[int, _Messages] = {}
 
 
+def _install_callback() -> None:
+    """Note the app's Python debug callback before vkdqs's replaces it.
+
+    The ``vulkan`` binding calls one Python function for every debug messenger in the process:
+    the one given to the last ``VkDebugUtilsMessengerCreateInfoEXT`` built. An app that made
+    its own messenger (an embedding app, Device.adopt) would lose its messages to vkdqs's; so
+    messages of messengers that are not vkdqs's go on to the function that was there before.
+    """
+    binding = sys.modules.get("vulkan._vulkan")
+    current = getattr(binding, "_internal_vkDebugUtilsMessengerCallbackEXT", None)
+    if current is not None and current is not _debug_callback:
+        _FOREIGN[0] = current
+
+
+_FOREIGN: list[Callable[..., int] | None] = [None]
+
+
 def _debug_callback(severity: int, types: int, data: Any, user_data: Any) -> int:
     try:
-        key = vk.ffi.cast("uintptr_t*", user_data)[0]
-        message = vk.ffi.string(data.pMessage).decode("utf-8", "replace")
-        target = _ROUTES.get(key)
+        key = None if user_data == vk.ffi.NULL else vk.ffi.cast("uintptr_t*", user_data)[0]
+        target = _ROUTES.get(key) if key is not None else None
         if target is not None:
-            target.add(severity, message)
-        else:
-            validation_log.warning("%s", message)
+            target.add(severity, vk.ffi.string(data.pMessage).decode("utf-8", "replace"))
+            return vk.VK_FALSE
+        foreign = _FOREIGN[0]
+        if foreign is not None:  # another messenger's (the app's): its own callback
+            return foreign(severity, types, data, user_data)
+        validation_log.warning("%s", vk.ffi.string(data.pMessage).decode("utf-8", "replace"))
     except Exception:  # an exception must never unwind into the driver
         validation_log.exception("vkdqs debug callback failed")
     return vk.VK_FALSE
