@@ -146,9 +146,9 @@ PRIVATE_ACCESSES = {
     ("bones.py", "_rescale"): "dq's uniform-scale split",
     ("bones.py", "_true_length"): "dq's uniform-scale split",
     # a Skinner's helpers in its own module and package, made and owned by it
-    ("engine/skinner.py", "_views"): "_Program, the Skinner's pipeline helper",
-    ("engine/skinner.py", "_morph_view"): "_Program, the Skinner's pipeline helper",
-    ("engine/skinner.py", "_render_pass"): "_Program, the Skinner's pipeline helper",
+    ("engine/programs.py", "_views"): "SkinProgram, the Skinner's pipeline helper",
+    ("engine/programs.py", "_morph_view"): "SkinProgram, the Skinner's pipeline helper",
+    ("engine/programs.py", "_render_pass"): "SkinProgram, the Skinner's pipeline helper",
     # the glTF reader's tables, shared by the gltf package's modules
     ("gltf/materials.py", "_images"): "the reader's image table",
     ("gltf/parts.py", "_table"): "the scene's node table",

@@ -35,6 +35,8 @@ class VulkanApp:
         self.lock = threading.Lock()
         self.submissions = 0
         self._callback = None
+        self._pool = self._cmd = self._fence = None
+        self._owned: list = []  # the app's buffers and their memory
         layers = [LAYER] if validation else []
         extensions = [vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME] if validation else []
         chain = None
@@ -107,6 +109,78 @@ class VulkanApp:
         create = vk.vkGetInstanceProcAddr(self.instance, "vkCreateDebugUtilsMessengerEXT")
         self.messenger = create(self.instance, info, None)
 
+    # -- what a frame loop uses: buffers, a command buffer, a fence --------------------------
+
+    def host_buffer(self, size: int, usage: int):
+        """A host-visible, coherent buffer of the app's own: (VkBuffer, VkDeviceMemory)."""
+        info = vk.VkBufferCreateInfo(
+            size=size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE
+        )
+        buffer = vk.vkCreateBuffer(self.device, info, None)
+        req = vk.vkGetBufferMemoryRequirements(self.device, buffer)
+        props = vk.vkGetPhysicalDeviceMemoryProperties(self.physical_device)
+        want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        index = next(
+            i
+            for i in range(props.memoryTypeCount)
+            if req.memoryTypeBits & (1 << i) and (props.memoryTypes[i].propertyFlags & want) == want
+        )
+        memory = vk.vkAllocateMemory(
+            self.device,
+            vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index),
+            None,
+        )
+        vk.vkBindBufferMemory(self.device, buffer, memory, 0)
+        self._owned.append((buffer, memory))
+        return buffer, memory
+
+    def write(self, memory, data) -> None:
+        raw = vk.vkMapMemory(self.device, memory, 0, len(data), 0)
+        raw[: len(data)] = bytes(data)
+        vk.vkUnmapMemory(self.device, memory)
+
+    def read(self, memory, size: int) -> bytes:
+        raw = vk.vkMapMemory(self.device, memory, 0, size, 0)
+        out = bytes(raw[:size])
+        vk.vkUnmapMemory(self.device, memory)
+        return out
+
+    def begin(self):
+        """The app's command buffer of this frame, reset and recording."""
+        if self._pool is None:
+            self._pool = vk.vkCreateCommandPool(
+                self.device,
+                vk.VkCommandPoolCreateInfo(
+                    flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                    queueFamilyIndex=self.queue_family_index,
+                ),
+                None,
+            )
+            self._cmd = vk.vkAllocateCommandBuffers(
+                self.device,
+                vk.VkCommandBufferAllocateInfo(
+                    commandPool=self._pool,
+                    level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                    commandBufferCount=1,
+                ),
+            )[0]
+            self._fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
+        vk.vkResetCommandBuffer(self._cmd, 0)
+        vk.vkBeginCommandBuffer(
+            self._cmd,
+            vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT),
+        )
+        return self._cmd
+
+    def end_submit_wait(self) -> None:
+        """End the frame's command buffer, submit it on the app's queue and wait."""
+        vk.vkEndCommandBuffer(self._cmd)
+        info = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[self._cmd])
+        with self.lock:
+            vk.vkQueueSubmit(self.queue, 1, [info], self._fence)
+        vk.vkWaitForFences(self.device, 1, [self._fence], vk.VK_TRUE, 10**10)
+        vk.vkResetFences(self.device, 1, [self._fence])
+
     def submit(self, infos: list, fence) -> None:
         """The app's submission of vkdqs's work, under the app's queue lock."""
         with self.lock:
@@ -135,6 +209,12 @@ class VulkanApp:
         if self.device is None:
             return
         vk.vkDeviceWaitIdle(self.device)
+        if self._pool is not None:
+            vk.vkDestroyFence(self.device, self._fence, None)
+            vk.vkDestroyCommandPool(self.device, self._pool, None)
+        for buffer, memory in self._owned:
+            vk.vkDestroyBuffer(self.device, buffer, None)
+            vk.vkFreeMemory(self.device, memory, None)
         vk.vkDestroyDevice(self.device, None)
         self.device = None
         if self.messenger is not None:

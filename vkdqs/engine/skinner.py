@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,14 +48,9 @@ from ..gpu import (
     BufferView,
     BufferWrite,
     CommandBuffer,
-    ComputePipelineDesc,
-    DescriptorPool,
-    DescriptorSetLayout,
     Device,
     Framebuffer,
-    GraphicsPipelineDesc,
     PipelineCache,
-    PipelineLayout,
     RenderPass,
     RenderPassDesc,
     ResourceOwner,
@@ -75,10 +70,15 @@ from .limits import check_limits, resolve_layout
 from .morphs import morph_blocks, morph_packing, morph_workgroup_runs
 from .output_copies import OutputCopies
 from .passes import PassTarget, SkinPass
+from .programs import SkinProgram
+from .recording import SkinRecorder
 
 if TYPE_CHECKING:
     from ..methods.ddm.reference import DirectDeltaMush
     from ..methods.delta_mush.reference import DeltaMush
+
+#: (first workgroup, count) runs of a dispatch
+Runs = tuple[tuple[int, int], ...]
 
 log = logging.getLogger("vkdqs")
 
@@ -97,66 +97,6 @@ def _physical_memory() -> int:
         return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (AttributeError, OSError, ValueError):
         return 16 * 2**30
-
-
-class _Program:
-    """One shader variant (e.g. "dqs", "dqs_scale", "lbs"): its pipeline and descriptor set."""
-
-    def __init__(
-        self, skinner: Skinner, method: str, morphs: bool = False, output: int = si.OUTPUT_VERTICES
-    ) -> None:
-        dev, s = skinner.device, skinner
-        kind = "compute" if s.path == "compute" else "readback"
-        # a method with a base (classic Delta Mush) skins with its base's variants
-        self.variant = si.variant(kind, methods.get(method).shaders, s.slots)
-        self.method = method
-        #: the morph code is in (a batch with an active target) or compiled away; what a
-        #: compute dispatch writes (si.OUTPUT_VERTICES and/or si.OUTPUT_BOX)
-        self.output = output if kind == "compute" else si.OUTPUT_VERTICES
-        self.key = (method, morphs, self.output)
-        self.name = self.variant.name
-        self.bindings = {b.binding: b for b in si.bindings_of(self.variant)}
-        stage = si.Stage.COMPUTE if kind == "compute" else si.Stage.VERTEX
-        self.set_layout = s.own(DescriptorSetLayout(dev, self.bindings.values(), label=self.name))
-        push = si.push_bytes_of(self.variant)
-        self.layout = s.own(PipelineLayout(dev, [self.set_layout], push, stage, label=self.name))
-        self.pool = s.own(DescriptorPool(dev, self.bindings.values(), sets=1, label=self.name))
-        self.set = self.pool.allocate(self.set_layout)
-        morph_spec = (si.MORPH_TARGETS_ID, si.morph_spec(s.morph_packing, morphs))
-        spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morph_spec)
-        spec += s.vertex_layout.spec
-        if kind == "compute":
-            spec = (*spec, (si.COMPUTE_OUTPUT_ID, self.output))
-            desc = ComputePipelineDesc(self.name, spec, dispatch_base=True)
-            self.pipeline = s.pipelines.compute(desc, self.layout)
-            texels = [
-                TexelWrite(self.bindings[m.binding], s._views[m.name])
-                for m in si.mesh_inputs(s.slots, method, s.vertex_layout)
-            ]
-            texels.append(TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view))
-            write_descriptors(dev, self.set, texels)
-        else:
-            gdesc = GraphicsPipelineDesc(
-                vertex_shader=self.name,
-                fragment_shader=None,
-                vertex_inputs=tuple(
-                    (m.location, int(m.vertex_format))
-                    for m in si.attributes(si.mesh_inputs(s.slots, method, s.vertex_layout))
-                ),
-                spec=(spec[0], morph_spec, *s.vertex_layout.spec),
-                topology=vk.VK_PRIMITIVE_TOPOLOGY_POINT_LIST,
-                rasterizer_discard=True,
-                cull_back=False,
-            )
-            self.pipeline = s.pipelines.graphics(gdesc, self.layout, s._render_pass)
-            texels = [
-                TexelWrite(self.bindings[m.binding], s._views[m.name])
-                for m in si.mesh_inputs(s.slots, method, s.vertex_layout)
-                if m.location < 0  # read as texels on this path too (Direct Delta Mush's)
-            ]
-            texels.append(TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view))
-            write_descriptors(dev, self.set, texels)
-        self.capacity = 0  # the Skinner's capacity this set's buffer descriptors point at
 
 
 class Skinner(ResourceOwner):
@@ -303,14 +243,21 @@ class Skinner(ResourceOwner):
         scale_bytes = bone_count * si.SCALE_STRIDE if second else 0
         # ... then the MorphBlock (morph weights; 0 active without targets)
         self._morph_offset = align(self._scale_offset + scale_bytes, alignment)
-        self._slot_bytes = align(self._morph_offset + si.MORPH_BLOCK.itemsize, alignment)
-        self._programs: dict[tuple[str, bool, int], _Program] = {}
+        #: bytes of one pose's uniform slot (bone block, second block, MorphBlock)
+        self.slot_bytes = align(self._morph_offset + si.MORPH_BLOCK.itemsize, alignment)
+        self._programs: dict[tuple[str, bool, int], SkinProgram] = {}
         #: this Skinner's pipelines (its passes take theirs from it too)
         self.pipelines = PipelineCache(self)
         self._capacity = 0
         self._generation = 0  # of the output buffers (PassTarget.generation)
         self._recorded: tuple[tuple[str, bool, int], int, bool] | None = None
         self._warned_scale = False
+        self._diag2: np.ndarray | None = None  # the mesh's squared diagonal (push constant)
+        #: the per-frame ring :meth:`record` skins from (made on its first call)
+        self._recorder: SkinRecorder | None = None
+        #: how many frames :meth:`record` may have in flight (its ring's slots); set before
+        #: the first record() call
+        self.frames_in_flight = 2
         try:
             with batched_uploads(device):  # the mesh's and the passes' static data at once
                 self._create()
@@ -321,6 +268,11 @@ class Skinner(ResourceOwner):
         except BaseException:
             self.close()
             raise
+
+    @property
+    def has_passes(self) -> bool:
+        """Whether passes run before or after the skinning dispatches (Delta Mush's)."""
+        return bool(self._before or self._after)
 
     def add_pass(self, skin_pass: SkinPass, *, after: bool = True) -> None:
         """Record ``skin_pass`` (:class:`vkdqs.engine.passes.SkinPass`) after each batch's
@@ -401,12 +353,12 @@ class Skinner(ResourceOwner):
         self._bounds_pass: BoundsPass | None = None
         #: the copies of a pose's vertices into a renderer's vertex buffers (skin_into)
         self._copies = OutputCopies(self)
-        self._label = label
-        self._program(self.method)  # build the main pipeline now, so errors surface here
+        self.label = label
+        self.program(self.method)  # build the main pipeline now, so errors surface here
 
-    def _program(
+    def program(
         self, method: str, morphs: bool = False, output: int = si.OUTPUT_VERTICES
-    ) -> _Program:
+    ) -> SkinProgram:
         """The pipeline of ``method``; ``morphs``: with the morph code (a batch with an active
         target), else the one where it is compiled away (no cost for 0 active targets);
         ``output``: what a compute dispatch writes (vertices, their box, or both)."""
@@ -414,38 +366,46 @@ class Skinner(ResourceOwner):
             output = si.OUTPUT_VERTICES
         program = self._programs.get((method, morphs, output))
         if program is None:
-            program = _Program(self, method, morphs, output)
+            program = SkinProgram(self, method, morphs, output)
             self._programs[(method, morphs, output)] = program
         if program.capacity != self._capacity and self._capacity:
             self._write_buffer_descriptors(program)
         return program
 
-    def _write_buffer_descriptors(self, program: _Program) -> None:
+    def _write_buffer_descriptors(self, program: SkinProgram) -> None:
         assert self._bone_buffer is not None and self.out_buffer is not None
+        writes = self.descriptor_writes(
+            program, self._bone_buffer, self.out_buffer, self._out_view, self._box_buffer
+        )
+        write_descriptors(self.device, program.set, writes)
+        program.capacity = self._capacity
+
+    def descriptor_writes(
+        self,
+        program: SkinProgram,
+        bones: Buffer,
+        out: Buffer,
+        out_view: BufferView | None,
+        boxes: Buffer | None,
+    ) -> list[BufferWrite | TexelWrite]:
+        """The buffer descriptors of ``program``'s set over these bone slots and outputs (the
+        batch buffers, or :meth:`record`'s ring)."""
         b = program.bindings
         writes: list[BufferWrite | TexelWrite] = [
-            BufferWrite(b[si.BONES], self._bone_buffer, 0, self._bones_bytes)
+            BufferWrite(b[si.BONES], bones, 0, self._bones_bytes)
         ]
         if si.BONE_SCALES in b:
             scales = self.bone_count * si.SCALE_STRIDE
-            writes.append(
-                BufferWrite(b[si.BONE_SCALES], self._bone_buffer, self._scale_offset, scales)
-            )
-        writes.append(
-            BufferWrite(
-                b[si.MORPH_WEIGHTS], self._bone_buffer, self._morph_offset, si.MORPH_BLOCK.itemsize
-            )
-        )
+            writes.append(BufferWrite(b[si.BONE_SCALES], bones, self._scale_offset, scales))
+        block = si.MORPH_BLOCK.itemsize
+        writes.append(BufferWrite(b[si.MORPH_WEIGHTS], bones, self._morph_offset, block))
         if self.path == "vertex":
-            out = self.out_buffer
             writes.append(BufferWrite(b[si.READBACK_OUT], out, 0, out.size))
         else:
-            assert self._out_view is not None and self._box_buffer is not None
-            writes.append(TexelWrite(b[si.COMPUTE_OUT], self._out_view))
-            box = self._box_buffer
-            writes.append(BufferWrite(b[si.COMPUTE_BOXES], box, 0, box.size))
-        write_descriptors(self.device, program.set, writes)
-        program.capacity = self._capacity
+            assert out_view is not None and boxes is not None
+            writes.append(TexelWrite(b[si.COMPUTE_OUT], out_view))
+            writes.append(BufferWrite(b[si.COMPUTE_BOXES], boxes, 0, boxes.size))
+        return writes
 
     def _batch_limit(self) -> int:
         """The most poses one submission takes: within max_batch_bytes and the device limits."""
@@ -472,7 +432,7 @@ class Skinner(ResourceOwner):
         box = si.BOX_STRIDE if self.path == "compute" else 0
         # where the host cannot map the output, results read back have a copy of their own
         copies = 1 if self.device.allocator.maps("gpu") else 2
-        return self._slot_bytes + copies * 24 * self.vertex_count + box
+        return self.slot_bytes + copies * 24 * self.vertex_count + box
 
     def _ensure_capacity(self, poses: int) -> None:
         """Make the bone and output buffers hold ``poses`` poses (<= _batch_limit()).
@@ -498,11 +458,11 @@ class Skinner(ResourceOwner):
         for old in old_objects:
             if old is not None:
                 self.release(old)
-        label = f"{self._label} x{poses}"
+        label = f"{self.label} x{poses}"
         self._bone_buffer = self.own(
             Buffer(
                 dev,
-                poses * self._slot_bytes,
+                poses * self.slot_bytes,
                 vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT,
                 label=f"{label} bones",
             )
@@ -553,7 +513,7 @@ class Skinner(ResourceOwner):
             self._bounds_pass = BoundsPass(self)
         return self._bounds_pass
 
-    def _record(self, program: _Program, poses: int, box_pass: bool = False) -> None:
+    def _record(self, program: SkinProgram, poses: int, box_pass: bool = False) -> None:
         """Record the command buffer for a batch of ``poses`` poses (once per batch size);
         ``box_pass``: then reduce each pose's box from its vertices (:class:`BoundsPass`)."""
         if self._recorded == (program.key, poses, box_pass):
@@ -586,7 +546,7 @@ class Skinner(ResourceOwner):
         self._cmd.end()
         self._recorded = (program.key, poses, box_pass)
 
-    def _target(self, program: _Program, poses: int) -> PassTarget:
+    def _target(self, program: SkinProgram, poses: int) -> PassTarget:
         """What the passes around a batch's dispatches record over (compute path)."""
         assert self._out_view is not None and self._out_texels is not None
         assert self._box_buffer is not None
@@ -600,7 +560,9 @@ class Skinner(ResourceOwner):
             self._generation,
         )
 
-    def _bind_pose(self, cmd: Any, program: _Program, bind_point: int, p: int) -> None:
+    def _bind_pose(
+        self, cmd: Any, program: SkinProgram, bind_point: int, p: int, dset: Any = None
+    ) -> None:
         # one dynamic offset per dynamic binding, in binding order (bones, scales, morphs):
         # each binding's range starts at its block within slot 0
         dynamic = [
@@ -608,12 +570,15 @@ class Skinner(ResourceOwner):
             for b in sorted(program.bindings)
             if program.bindings[b].type == si.DescriptorType.UNIFORM_BUFFER_DYNAMIC
         ]
-        offsets = [p * self._slot_bytes] * len(dynamic)
+        offsets = [p * self.slot_bytes] * len(dynamic)
+        sets = [program.set if dset is None else dset]
         vk.vkCmdBindDescriptorSets(
-            cmd, bind_point, program.layout.handle, 0, 1, [program.set], len(offsets), offsets
+            cmd, bind_point, program.layout.handle, 0, 1, sets, len(offsets), offsets
         )
 
-    def _parts(self, program: _Program) -> list[tuple[_Program, tuple[tuple[int, int], ...]]]:
+    def dispatch_parts(
+        self, program: SkinProgram
+    ) -> list[tuple[SkinProgram, tuple[tuple[int, int], ...]]]:
         """The programs a batch runs and their (first workgroup, count) runs: a morphing pose
         runs the morph code only on the runs whose vertices have deltas (on lavapipe a vertex
         without any still pays a loop iteration), the pipeline without it on the others."""
@@ -621,32 +586,54 @@ class Skinner(ResourceOwner):
         group = si.LOCAL_SIZE * (si.BOX_STEPS if box else 1)
         parts = [(program, ((0, math.ceil(self.vertex_count / group)),))]
         if program.key[1]:
-            plain = self._program(program.method, False, program.output)
+            plain = self.program(program.method, False, program.output)
             morph_runs, plain_runs = self._box_runs if box else (self._morph_runs, self._plain_runs)
             parts = [(plain, plain_runs), (program, morph_runs)]
         return [(prog, runs) for prog, runs in parts if runs]
 
-    def _record_dispatches(self, cmd: Any, program: _Program, poses: int) -> None:
+    def _record_dispatches(self, cmd: Any, program: SkinProgram, poses: int) -> None:
+        parts = self.dispatch_parts(program)
+        for p in range(poses):
+            self.record_pose_dispatch(cmd, parts, p, poses, bind=len(parts) > 1 or p == 0)
+
+    def record_pose_dispatch(
+        self,
+        cmd: Any,
+        parts: list[tuple[SkinProgram, Runs]],
+        p: int,
+        poses: int,
+        *,
+        bind: bool = True,
+        sets: Callable[[SkinProgram], Any] | None = None,
+    ) -> None:
+        """Record pose ``p``'s dispatches of a batch of ``poses`` (:meth:`dispatch_parts`), reading
+        slot ``p`` and writing output pose ``p``; ``bind``: bind each part's pipeline;
+        ``sets``: the descriptor set of a program (default: its own)."""
         n = self.vertex_count
         bind_point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
-        parts = self._parts(program)
         limit = self.device.info.max_compute_work_group_count[0]
-        diag2 = si.ddm_diag2(self.mesh.positions)
-        for p in range(poses):
-            push = np.array(
-                [n, p * n * 3, (poses + p) * n * 3, p * si.BOX_STRIDE // 4, diag2.view(np.uint32)],
-                np.uint32,
-            )
-            for prog, runs in parts:
-                if len(parts) > 1 or p == 0:
-                    vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
-                self._bind_pose(cmd, prog, bind_point, p)
-                push_constants(cmd, prog.layout.handle, si.Stage.COMPUTE, push)
-                for first, count in runs:
-                    for base, groups in split_groups(first, count, limit):
-                        vk.vkCmdDispatchBase(cmd, base, 0, 0, groups, 1, 1)
+        if self._diag2 is None:
+            self._diag2 = si.ddm_diag2(self.mesh.positions)
+        push = np.array(
+            [
+                n,
+                p * n * 3,
+                (poses + p) * n * 3,
+                p * si.BOX_STRIDE // 4,
+                self._diag2.view(np.uint32),
+            ],
+            np.uint32,
+        )
+        for prog, runs in parts:
+            if bind:
+                vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
+            self._bind_pose(cmd, prog, bind_point, p, None if sets is None else sets(prog))
+            push_constants(cmd, prog.layout.handle, si.Stage.COMPUTE, push)
+            for first, count in runs:
+                for base, groups in split_groups(first, count, limit):
+                    vk.vkCmdDispatchBase(cmd, base, 0, 0, groups, 1, 1)
 
-    def _record_draws(self, cmd: Any, program: _Program, poses: int) -> None:
+    def _record_draws(self, cmd: Any, program: SkinProgram, poses: int) -> None:
         n = self.vertex_count
         bind_point = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
         begin = vk.VkRenderPassBeginInfo(
@@ -661,7 +648,7 @@ class Skinner(ResourceOwner):
         size = si.LOCAL_SIZE
         parts = [
             (prog, [(a * size, min((a + c) * size, n) - a * size) for a, c in runs])
-            for prog, runs in self._parts(program)
+            for prog, runs in self.dispatch_parts(program)
         ]
         for p in range(poses):
             push = np.zeros(si.READBACK_PUSH_BYTES // 4, np.float32)
@@ -721,23 +708,12 @@ class Skinner(ResourceOwner):
         )
         with deferred_interrupts():
             self._ensure_capacity(chunk)
-            program = self._program(packed.variant, active, output)
+            program = self.program(packed.variant, active, output)
             if box_pass:
                 self._boxes_after()
         for start in range(0, total, chunk):
             poses = min(chunk, total - start)
-            slots = np.zeros((poses, self._slot_bytes // 4), np.float32)
-            slots[:, : self._bones_bytes // 4] = packed.bones[start : start + poses].reshape(
-                poses, -1
-            )
-            if packed.scales is not None:
-                first = self._scale_offset // 4
-                scales = packed.scales[start : start + poses].reshape(poses, -1)
-                slots[:, first : first + self.bone_count * si.SCALE_FLOATS] = scales
-            if morphs is not None:
-                first = self._morph_offset // 4
-                block = morphs[start : start + poses].view(np.float32).reshape(poses, -1)
-                slots[:, first : first + block.shape[1]] = block
+            slots = self.slot_rows(packed, morphs, start, poses)
             with deferred_interrupts():
                 self._record(program, poses, box_pass)
                 assert self._bone_buffer is not None and self.out_buffer is not None
@@ -762,6 +738,24 @@ class Skinner(ResourceOwner):
                 if boxes is not None and not gpu_box:
                     boxes[start : start + poses, 0] = part[0].min(axis=1)
                     boxes[start : start + poses, 1] = part[0].max(axis=1)
+
+    def slot_rows(
+        self, packed: bone_packing.PackedPose, morphs: np.ndarray | None, start: int, poses: int
+    ) -> np.ndarray:
+        """Poses ``start`` to ``start + poses`` as the uniform slots the shaders read: the
+        bone block, the second block, the MorphBlock ((poses, slot bytes / 4) float32)."""
+        slots = np.zeros((poses, self.slot_bytes // 4), np.float32)
+        bones = packed.bones[start : start + poses].reshape(poses, -1)
+        slots[:, : self._bones_bytes // 4] = bones
+        if packed.scales is not None:
+            first = self._scale_offset // 4
+            scales = packed.scales[start : start + poses].reshape(poses, -1)
+            slots[:, first : first + self.bone_count * si.SCALE_FLOATS] = scales
+        if morphs is not None:
+            first = self._morph_offset // 4
+            block = morphs[start : start + poses].view(np.float32).reshape(poses, -1)
+            slots[:, first : first + block.shape[1]] = block
+        return slots
 
     def _pack(self, bones: object, batched: bool) -> bone_packing.PackedPose:
         return self.skinning.pack(
@@ -847,6 +841,42 @@ class Skinner(ResourceOwner):
                 raise InputError("skin_into() copies the compute path's output")
             self._run(batch, None, morphs, boxes, copy_to=(positions, normals))
         return boxes[0]
+
+    def record(
+        self,
+        command_buffer: Any,
+        bones: object,
+        *,
+        positions: tuple[Any, int],
+        normals: tuple[Any, int] | None = None,
+        morph_weights: object = None,
+        stride: int = 12,
+        dst_stage: str | None = "vertex_input",
+    ) -> int:
+        """Record one pose's skinning into the app's ``command_buffer`` (recording, outside a
+        render pass) and the copies of its ``(N, 3)`` float32 positions and normals into the
+        app's buffers; nothing is submitted or waited for. Compute path, methods without
+        passes. The synchronization contract: :mod:`vkdqs.engine.recording`, docs/vulkan-app.md.
+
+        ``bones``, ``morph_weights``: as for :meth:`skin`, written now to a slot of a ring of
+        :attr:`frames_in_flight` slots. ``positions``, ``normals``: ``(buffer, offset)``, an
+        :class:`vkdqs.gpu.AppBuffer` (or a vkdqs Buffer) with ``TRANSFER_DST`` usage and a
+        byte offset (a multiple of 4); ``normals=None``: positions only. ``stride``: 12 (tight
+        rows) or 16 (vec4 rows, the fourth float left as it is). ``dst_stage``: the app's first
+        use of the outputs (:data:`vkdqs.engine.recording.DST_STAGES`), which a barrier after
+        the copies makes them visible to; None: the app records that barrier.
+
+        Returns the ring slot used: the app must not record ``frames_in_flight`` more frames
+        with this Skinner before this command buffer has completed.
+        """
+        batch, morphs = self._one_pose(bones, morph_weights)
+        with self._lock:
+            self._check_open()
+            if self._recorder is None:
+                self._recorder = SkinRecorder(self)
+            return self._recorder.record(
+                command_buffer, batch, morphs, positions, normals, stride, dst_stage
+            )
 
     def _one_pose(
         self, bones: object, morph_weights: object

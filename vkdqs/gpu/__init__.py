@@ -16,6 +16,7 @@ ResourceOwner), ``memory`` (usage classes, the allocator, Buffer, BufferView, me
 
 # calls first: it imports the `vulkan` binding and turns a missing loader into a CapabilityError.
 from . import calls as calls
+from .app_buffer import AppBuffer
 from .commands import (
     FENCE_TIMEOUT_NS,
     CommandBuffer,
@@ -63,6 +64,7 @@ from .swapchain import Surface, Swapchain, SwapchainDesc
 __all__ = [
     "FENCE_TIMEOUT_NS",
     "VALIDATION_LAYER",
+    "AppBuffer",
     "Buffer",
     "BufferView",
     "BufferWrite",

@@ -1,0 +1,222 @@
+"""Skinner.record: one pose skinned into an app's buffers, in the app's command buffer.
+
+The app (tests/vulkan_app.py) records, submits on its own queue and waits on its own fence;
+vkdqs only records. The rows it finds in its buffers are the bits ``Skinner.skin`` returns (the
+same pipeline on the same inputs, then copies), checked against the float64 reference too; the
+validation layer (with synchronization validation in the suite) checks every sequence.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import vulkan as vk
+
+from vkdqs import Skinner, dq, procedural, reference
+from vkdqs.errors import InputError, OwnershipError
+from vkdqs.gpu import AppBuffer, Buffer
+from vkdqs.gpu.device import Device
+
+from .test_morph import morph_mesh
+from .vulkan_app import VulkanApp
+
+pytestmark = pytest.mark.gpu
+
+USAGE = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+
+
+@pytest.fixture
+def app():
+    a = VulkanApp(features=("vertexPipelineStoresAndAtomics",))
+    yield a
+    a.destroy()
+    assert not a.messages, "the app's validation messages:\n" + "\n".join(a.messages)
+
+
+@pytest.fixture
+def adopted(app):
+    with Device.adopt(**app.adopt_kwargs()) as dev:
+        yield dev
+        assert not dev.take_messages()
+
+
+def _rows(app, memory, offset, n, stride):
+    raw = np.frombuffer(app.read(memory, offset + stride * n), np.float32, offset=offset)
+    return raw.reshape(n, stride // 4)
+
+
+def _poses():
+    return [procedural.twist_pose(a) for a in (0, 45, 90, 135, 170)]
+
+
+def test_recorded_rows_are_the_bits_skin_returns(app, adopted):
+    mesh = procedural.candy_wrapper()
+    n = mesh.vertex_count
+    pos, pos_mem = app.host_buffer(64 + 12 * n, USAGE)
+    nrm, nrm_mem = app.host_buffer(12 * n, USAGE)
+    positions = AppBuffer(adopted, pos, size=64 + 12 * n, usage=USAGE, label="app positions")
+    normals = AppBuffer(adopted, nrm, size=12 * n, usage=USAGE, label="app normals")
+    with Skinner(adopted, mesh, bone_count=2) as skinner:
+        submitted = app.submissions
+        for frame, pose in enumerate(_poses()):  # more frames than the ring has slots
+            cmd = app.begin()
+            slot = skinner.record(cmd, pose, positions=(positions, 64), normals=(normals, 0))
+            assert slot == frame % skinner.frames_in_flight
+            app.end_submit_wait()
+            got_p = _rows(app, pos_mem, 64, n, 12)
+            got_n = _rows(app, nrm_mem, 0, n, 12)
+            want_p, want_n = skinner.skin(pose)
+            np.testing.assert_array_equal(got_p, want_p)
+            np.testing.assert_array_equal(got_n, want_n)
+            args = (mesh.positions, mesh.normals, mesh.joints, mesh.weights)
+            ref_p, _ = reference.skin_dqs(*args, dq.from_matrices(pose))
+            np.testing.assert_allclose(got_p, ref_p, atol=1e-5)
+        # record() submitted nothing through the app's callback: only skin() did
+        assert app.submissions - submitted == len(_poses())
+
+
+def test_two_poses_in_one_command_buffer_and_vec4_rows(app, adopted):
+    mesh = procedural.candy_wrapper()
+    n = mesh.vertex_count
+    size = 2 * 16 * n
+    buf, mem = app.host_buffer(size, USAGE)
+    sentinel = np.full((2 * n, 4), 7.0, np.float32)
+    app.write(mem, sentinel.tobytes())
+    target = AppBuffer(adopted, buf, size=size, usage=USAGE)
+    poses = [procedural.twist_pose(30), procedural.twist_pose(150)]
+    with Skinner(adopted, mesh, bone_count=2) as skinner:
+        cmd = app.begin()
+        for i, pose in enumerate(poses):  # both ring slots in one frame: no hazard between them
+            skinner.record(cmd, pose, positions=(target, i * 16 * n), stride=16)
+        app.end_submit_wait()
+        rows = _rows(app, mem, 0, 2 * n, 16)
+        for i, pose in enumerate(poses):
+            want, _ = skinner.skin(pose)
+            np.testing.assert_array_equal(rows[i * n : (i + 1) * n, :3], want)
+        np.testing.assert_array_equal(rows[:, 3], 7.0)  # the fourth float left as it was
+
+
+def test_morph_weights_are_recorded_too(app, adopted):
+    mesh = morph_mesh(np.random.default_rng(5), 300, 4, 6)
+    n = mesh.vertex_count
+    buf, mem = app.host_buffer(12 * n, USAGE)
+    target = AppBuffer(adopted, buf, size=12 * n, usage=USAGE)
+    weights = np.linspace(0.2, 0.9, mesh.morph_target_count).astype(np.float32)
+    bones = np.stack([procedural.twist_pose(20 * b)[1] for b in range(6)])
+    with Skinner(adopted, mesh, bone_count=6) as skinner:
+        cmd = app.begin()
+        skinner.record(cmd, bones, positions=(target, 0), morph_weights=weights)
+        app.end_submit_wait()
+        want, _ = skinner.skin(bones, weights)
+    np.testing.assert_array_equal(_rows(app, mem, 0, n, 12), want)
+
+
+def test_a_wrong_destination_is_refused_before_anything_is_recorded(app, adopted, device):
+    mesh = procedural.candy_wrapper()
+    n = mesh.vertex_count
+    buf, _ = app.host_buffer(12 * n, USAGE)
+    pose = procedural.twist_pose(30)
+    with Skinner(adopted, mesh, bone_count=2) as skinner:
+        cmd = app.begin()
+        good = AppBuffer(adopted, buf, size=12 * n, usage=USAGE)
+        with pytest.raises(InputError, match=r"wrap the app.s VkBuffer as vkdqs\.gpu\.AppBuffer"):
+            skinner.record(cmd, pose, positions=(buf, 0))
+        with pytest.raises(InputError, match="do not fit"):
+            skinner.record(cmd, pose, positions=(good, 12))
+        with pytest.raises(InputError, match="not a multiple of 4"):
+            skinner.record(cmd, pose, positions=(good, 2))
+        no_dst = AppBuffer(adopted, buf, size=12 * n, usage=vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT)
+        with pytest.raises(InputError, match="TRANSFER_DST"):
+            skinner.record(cmd, pose, positions=(no_dst, 0))
+        with pytest.raises(InputError, match="stride must be 12 or 16"):
+            skinner.record(cmd, pose, positions=(good, 0), stride=20)
+        with pytest.raises(InputError, match="dst_stage"):
+            skinner.record(cmd, pose, positions=(good, 0), dst_stage="fragment_sometimes")
+        if device is not adopted:
+            other = Buffer(device, 12 * n, USAGE, label="other device's")
+            with pytest.raises(OwnershipError):
+                skinner.record(cmd, pose, positions=(other, 0))
+            other.destroy()
+        assert skinner._recorder is None or skinner._recorder.frame == 0  # nothing recorded
+        app.end_submit_wait()  # an empty command buffer
+
+
+def test_record_is_for_the_compute_path_without_passes(app, adopted):
+    mesh = procedural.candy_wrapper()
+    buf, _ = app.host_buffer(12 * mesh.vertex_count, USAGE)
+    target = AppBuffer(adopted, buf, size=12 * mesh.vertex_count, usage=USAGE)
+    pose = procedural.twist_pose(30)
+    cmd = app.begin()
+    with Skinner(adopted, mesh, bone_count=2, path="vertex") as skinner:
+        with pytest.raises(InputError, match="path='compute'"):
+            skinner.record(cmd, pose, positions=(target, 0))
+    app.end_submit_wait()
+
+
+def test_frames_in_flight_is_fixed_by_the_first_record(app, adopted):
+    mesh = procedural.candy_wrapper()
+    buf, _ = app.host_buffer(12 * mesh.vertex_count, USAGE)
+    target = AppBuffer(adopted, buf, size=12 * mesh.vertex_count, usage=USAGE)
+    with Skinner(adopted, mesh, bone_count=2) as skinner:
+        skinner.frames_in_flight = 3
+        for frame in range(4):
+            cmd = app.begin()
+            assert (
+                skinner.record(cmd, procedural.twist_pose(10 * frame), positions=(target, 0))
+                == frame % 3
+            )
+            app.end_submit_wait()
+        skinner.frames_in_flight = 2
+        cmd = app.begin()
+        with pytest.raises(InputError, match="cannot change"):
+            skinner.record(cmd, procedural.twist_pose(0), positions=(target, 0))
+        app.end_submit_wait()
+
+
+def _copy_out(app, src, dst, nbytes):
+    """The app's next use of the outputs: a transfer read of them."""
+    region = vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=nbytes)
+    vk.vkCmdCopyBuffer(app._cmd, src, dst, 1, [region])
+
+
+@pytest.mark.parametrize("dst_stage", ["transfer", None])
+def test_the_barrier_after_the_copies_is_what_synchronization_validation_asks(
+    app, adopted, dst_stage
+):
+    """With ``dst_stage`` the app's read of the outputs is ordered after vkdqs's copies; with
+    None (the app records its own barrier) and no barrier, the layer reports the hazard: the
+    contract is checked, not assumed."""
+    import os
+
+    if os.environ.get("VKDQS_SYNC_VALIDATION", "") in ("", "0") or not app.validation:
+        pytest.skip("needs synchronization validation (the suite turns it on)")
+    mesh = procedural.candy_wrapper()
+    nbytes = 12 * mesh.vertex_count
+    usage = USAGE | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+    src, _ = app.host_buffer(nbytes, usage)
+    dst, _ = app.host_buffer(nbytes, usage)
+    target = AppBuffer(adopted, src, size=nbytes, usage=usage)
+    loggers = [logging.getLogger(n) for n in ("vulkan_app.validation", "vkdqs.validation")]
+    with Skinner(adopted, mesh, bone_count=2) as skinner:
+        skinner.skin(procedural.twist_pose(10))  # pipelines made outside the frame
+        for lg in loggers:
+            lg.disabled = dst_stage is None  # the hazard expected below
+        try:
+            cmd = app.begin()
+            skinner.record(
+                cmd, procedural.twist_pose(40), positions=(target, 0), dst_stage=dst_stage
+            )
+            _copy_out(app, src, dst, nbytes)
+            app.end_submit_wait()
+        finally:
+            for lg in loggers:
+                lg.disabled = False
+    hazards = [m for m in app.messages if "SYNC-HAZARD" in m]
+    adopted.take_messages()
+    if dst_stage is None:
+        assert any("READ_AFTER_WRITE" in m for m in hazards), app.messages
+        app.messages.clear()
+    else:
+        assert not hazards

@@ -1,0 +1,86 @@
+"""A Skinner's pipelines: one shader variant's pipeline, layout and descriptor set
+(:class:`SkinProgram`), made by the Skinner on first use and owned by it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import methods
+from .. import shader_interface as si
+from ..gpu import (
+    ComputePipelineDesc,
+    DescriptorPool,
+    DescriptorSetLayout,
+    GraphicsPipelineDesc,
+    PipelineLayout,
+    TexelWrite,
+    write_descriptors,
+)
+from ..gpu.calls import vk
+
+if TYPE_CHECKING:
+    from .skinner import Skinner
+
+__all__ = ["SkinProgram"]
+
+
+class SkinProgram:
+    """One shader variant (e.g. "dqs", "dqs_scale", "lbs"): its pipeline and descriptor set."""
+
+    def __init__(
+        self, skinner: Skinner, method: str, morphs: bool = False, output: int = si.OUTPUT_VERTICES
+    ) -> None:
+        dev, s = skinner.device, skinner
+        kind = "compute" if s.path == "compute" else "readback"
+        # a method with a base (classic Delta Mush) skins with its base's variants
+        self.variant = si.variant(kind, methods.get(method).shaders, s.slots)
+        self.method = method
+        #: the morph code is in (a batch with an active target) or compiled away; what a
+        #: compute dispatch writes (si.OUTPUT_VERTICES and/or si.OUTPUT_BOX)
+        self.output = output if kind == "compute" else si.OUTPUT_VERTICES
+        self.key = (method, morphs, self.output)
+        self.name = self.variant.name
+        self.bindings = {b.binding: b for b in si.bindings_of(self.variant)}
+        stage = si.Stage.COMPUTE if kind == "compute" else si.Stage.VERTEX
+        self.set_layout = s.own(DescriptorSetLayout(dev, self.bindings.values(), label=self.name))
+        push = si.push_bytes_of(self.variant)
+        self.layout = s.own(PipelineLayout(dev, [self.set_layout], push, stage, label=self.name))
+        self.pool = s.own(DescriptorPool(dev, self.bindings.values(), sets=1, label=self.name))
+        self.set = self.pool.allocate(self.set_layout)
+        morph_spec = (si.MORPH_TARGETS_ID, si.morph_spec(s.morph_packing, morphs))
+        spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morph_spec)
+        spec += s.vertex_layout.spec
+        if kind == "compute":
+            spec = (*spec, (si.COMPUTE_OUTPUT_ID, self.output))
+            desc = ComputePipelineDesc(self.name, spec, dispatch_base=True)
+            self.pipeline = s.pipelines.compute(desc, self.layout)
+            #: the mesh's descriptors (the same in every set of this pipeline)
+            self.mesh_writes = [
+                TexelWrite(self.bindings[m.binding], s._views[m.name])
+                for m in si.mesh_inputs(s.slots, method, s.vertex_layout)
+            ]
+            self.mesh_writes.append(TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view))
+            write_descriptors(dev, self.set, self.mesh_writes)
+        else:
+            gdesc = GraphicsPipelineDesc(
+                vertex_shader=self.name,
+                fragment_shader=None,
+                vertex_inputs=tuple(
+                    (m.location, int(m.vertex_format))
+                    for m in si.attributes(si.mesh_inputs(s.slots, method, s.vertex_layout))
+                ),
+                spec=(spec[0], morph_spec, *s.vertex_layout.spec),
+                topology=vk.VK_PRIMITIVE_TOPOLOGY_POINT_LIST,
+                rasterizer_discard=True,
+                cull_back=False,
+            )
+            self.pipeline = s.pipelines.graphics(gdesc, self.layout, s._render_pass)
+            texels = [
+                TexelWrite(self.bindings[m.binding], s._views[m.name])
+                for m in si.mesh_inputs(s.slots, method, s.vertex_layout)
+                if m.location < 0  # read as texels on this path too (Direct Delta Mush's)
+            ]
+            texels.append(TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view))
+            self.mesh_writes = texels
+            write_descriptors(dev, self.set, texels)
+        self.capacity = 0  # the Skinner's capacity this set's buffer descriptors point at

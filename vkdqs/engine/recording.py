@@ -1,0 +1,180 @@
+"""Skinning recorded into an app's command buffer (:meth:`vkdqs.Skinner.record`).
+
+The app records a frame; :class:`SkinRecorder` records into it the skinning dispatch of one pose
+and the copies of its positions and normals into the app's buffers. The pose is read from a
+slot of a ring of ``frames_in_flight`` bone slots that vkdqs owns (host-visible ``dynamic``
+memory, written when ``record`` is called), the dispatch writes a ring slot of vkdqs's own
+output (``gpu`` memory), and ``vkCmdCopyBuffer`` moves it into the app's buffers at its offsets
+as tightly packed ``(N, 3)`` float32 rows (``stride=12``) or 16-byte rows (``stride=16``, the
+fourth float left as it is).
+
+The synchronization contract (docs/vulkan-app.md): vkdqs's commands are a compute dispatch
+(``COMPUTE_SHADER``: uniform and texel reads, shader writes to its own output), then a barrier,
+then transfer writes to the app's ranges, then (unless ``dst_stage=None``) a barrier from
+``TRANSFER``/``TRANSFER_WRITE`` to the app's stage and access. The first barrier's source stages
+include the app's stage, so a read of the same range by an earlier draw or dispatch (the last
+frame's vertex input) is ordered before the copy overwrites it. The app promises that the
+command buffer of a slot has completed (its fence waited) before it records
+``frames_in_flight`` more frames with the same Skinner: the slot's bones are rewritten then.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import shader_interface as si
+from ..bones import PackedPose
+from ..errors import InputError
+from ..gpu import Buffer, BufferView, DescriptorPool, memory_barrier, write_descriptors
+from ..gpu.app_buffer import destination
+from ..gpu.calls import align, vk
+
+if TYPE_CHECKING:
+    from .programs import SkinProgram
+    from .skinner import Skinner
+
+__all__ = ["DST_STAGES", "SkinRecorder"]
+
+#: ``dst_stage`` names: the pipeline stage and access of the app's first use of the outputs,
+#: which the barrier vkdqs records after its copies makes them visible to.
+DST_STAGES: dict[str, tuple[int, int]] = {
+    "vertex_input": (
+        vk.VK_PIPELINE_STAGE_VERTEX_INPUT_BIT,
+        vk.VK_ACCESS_VERTEX_ATTRIBUTE_READ_BIT,
+    ),
+    "vertex_shader": (vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT, vk.VK_ACCESS_SHADER_READ_BIT),
+    "compute": (vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_ACCESS_SHADER_READ_BIT),
+    "transfer": (vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT),
+}
+
+_TRANSFER = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+_REGION = np.dtype([("src", "<u8"), ("dst", "<u8"), ("size", "<u8")])  # VkBufferCopy
+
+
+class SkinRecorder:
+    """A Skinner's ring for :meth:`Skinner.record`: ``frames`` bone slots, as many output
+    poses, and a descriptor set per pipeline over them. Owned by the Skinner."""
+
+    def __init__(self, skinner: Skinner) -> None:
+        s, dev, n = skinner, skinner.device, skinner.vertex_count
+        if s.path != "compute":
+            raise InputError("record() needs path='compute' (the vertex path draws)")
+        if s.has_passes:
+            raise InputError(
+                f"record() does not record the passes of {s.method!r} yet; use skin() or "
+                "skin_into()"
+            )
+        frames = s.frames_in_flight
+        if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
+            raise InputError(f"frames_in_flight must be an int >= 1, got {frames!r}")
+        label = f"{s.label} record ring x{frames}"
+        self.skinner = skinner
+        self.frames = frames
+        self.frame = 0
+        self.bones = s.own(
+            Buffer(dev, frames * s.slot_bytes, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label=label)
+        )
+        usage = vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+        self.out = s.own(
+            Buffer(dev, align(frames * n * 24, 16), usage, label=f"{label} output", memory="gpu")
+        )
+        fmt = int(si.COMPUTE_OUT_FORMAT)
+        self.out_view = s.own(BufferView(dev, self.out, fmt, label=f"{label} output"))
+        self.boxes = s.own(
+            Buffer(
+                dev,
+                frames * si.BOX_STRIDE,
+                vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                label=f"{label} boxes",
+                memory="gpu",
+            )
+        )
+        self._sets: dict[tuple, Any] = {}
+        #: (n, stride, source offset, destination offset) -> VkBufferCopy[] of one row each
+        self._regions: dict[tuple[int, int, int, int], Any] = {}
+
+    def _set(self, program: SkinProgram) -> Any:
+        dset = self._sets.get(program.key)
+        if dset is None:
+            s = self.skinner
+            bindings = program.bindings.values()
+            pool = s.own(DescriptorPool(s.device, bindings, sets=1, label=f"{program.name} ring"))
+            dset = pool.allocate(program.set_layout)
+            writes = s.descriptor_writes(program, self.bones, self.out, self.out_view, self.boxes)
+            write_descriptors(s.device, dset, [*program.mesh_writes, *writes])
+            self._sets[program.key] = dset
+        return dset
+
+    def record(
+        self,
+        cmd: Any,
+        packed: PackedPose,
+        morphs: np.ndarray | None,
+        positions: object,
+        normals: object,
+        stride: int,
+        dst_stage: str | None,
+    ) -> int:
+        """Record one pose (a batch of one, with its MorphBlock or None) into ``cmd``; the
+        ring slot it used."""
+        s, n = self.skinner, self.skinner.vertex_count
+        if s.frames_in_flight != self.frames:
+            raise InputError(
+                f"frames_in_flight cannot change after the first record() ({self.frames})"
+            )
+        if stride not in (12, 16):
+            raise InputError(f"stride must be 12 or 16 (bytes a row), got {stride!r}")
+        if dst_stage is not None and dst_stage not in DST_STAGES:
+            raise InputError(
+                f"dst_stage must be one of {sorted(DST_STAGES)} or None, got {dst_stage!r}"
+            )
+        active = morphs is not None and bool(morphs["header"][:, 0].any())
+        program = s.program(packed.variant, active, si.OUTPUT_VERTICES)
+        slot_row = s.slot_rows(packed, morphs, 0, 1)
+        dev = s.device
+        nbytes = stride * (n - 1) + 12
+        usage = vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+        targets = [destination(dev, positions, "positions", nbytes, usage, 4)]
+        if normals is not None:
+            targets.append(destination(dev, normals, "normals", nbytes, usage, 4))
+        slot = self.frame % self.frames
+        self.frame += 1
+        self.bones.write(slot_row, offset=slot * s.slot_bytes)
+        parts = s.dispatch_parts(program)
+        s.record_pose_dispatch(cmd, parts, slot, self.frames, sets=self._set)
+        stage, access = DST_STAGES[dst_stage or "vertex_input"]
+        # the shader's writes before the copies read them; the app's earlier reads of its
+        # ranges (this stage) before the copies overwrite them
+        memory_barrier(
+            cmd,
+            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | stage,
+            _TRANSFER,
+            vk.VK_ACCESS_SHADER_WRITE_BIT,
+            vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+        )
+        sources = (slot * n * 12, (self.frames + slot) * n * 12)  # positions, normals
+        for (buffer, offset), src in zip(targets, sources, strict=False):
+            count, regions = self._copy_regions(n, stride, src, offset)
+            vk.vkCmdCopyBuffer(cmd, self.out.handle, buffer.handle, count, regions)
+        if dst_stage is not None:
+            memory_barrier(cmd, _TRANSFER, stage, vk.VK_ACCESS_TRANSFER_WRITE_BIT, access)
+        return slot
+
+    def _copy_regions(self, n: int, stride: int, src: int, dst: int) -> tuple[int, Any]:
+        """``VkBufferCopy`` regions: one for tight rows, one a row for 16-byte rows (built
+        with numpy once per destination and kept)."""
+        if stride == 12:
+            return 1, [vk.VkBufferCopy(srcOffset=src, dstOffset=dst, size=12 * n)]
+        key = (n, stride, src, dst)
+        regions = self._regions.get(key)
+        if regions is None:
+            regions = vk.ffi.new("VkBufferCopy[]", n)
+            view = np.frombuffer(vk.ffi.buffer(regions), _REGION)
+            rows = np.arange(n, dtype=np.uint64)
+            view["src"] = src + 12 * rows
+            view["dst"] = dst + stride * rows
+            view["size"] = 12
+            self._regions[key] = regions
+        return n, regions
