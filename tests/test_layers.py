@@ -30,6 +30,7 @@ LAYERS = {
     "geometry": 1,
     "clip": 1,
     "shader_interface.": 1,
+    "shaders.": 1,
     "methods": 1,
     "methods.needs": 1,
     "methods.ddm": 1,

@@ -1,8 +1,7 @@
-"""The only code that knows where the SPIR-V lives; shader modules and specialization constants.
+"""Shader modules and specialization constants.
 
-The .spv files are compiled from ``shaders/glsl`` by ``build_shaders.py`` and committed. In a
-checkout they are read from ``<repo>/shaders/spirv``; in an installed wheel they ship as package
-data in ``vkdqs/spirv``. vkdqs never compiles GLSL at run time; a caller may hand a module's
+The SPIR-V is read through :func:`vkdqs.shaders.spirv` (the only code that knows where it
+lives). vkdqs never compiles GLSL at run time; a caller may hand a module's
 SPIR-V words in as data instead (``ShaderModule(device, name, code=...)``,
 ``ComputePipelineDesc(..., code=...)``): a method defined outside the package, an app's own
 build of a shader.
@@ -12,40 +11,16 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import vulkan as vk
 
 from ..errors import ShaderError
+from ..shaders.modules import spirv
+from ..shaders.modules import spirv_dir as spirv_dir  # re-exported (vkdqs.gpu.spirv_dir)
 from .calls import vk_errors
 from .device import Device
 from .objects import DeviceObject
-
-_PACKAGE_DIR = Path(__file__).resolve().parent.parent
-_CANDIDATES = (_PACKAGE_DIR / "spirv", _PACKAGE_DIR.parent / "shaders" / "spirv")
-
-
-def spirv_dir() -> Path:
-    """The folder holding the committed/shipped ``*.spv`` files."""
-    for path in _CANDIDATES:
-        if (path / "manifest.json").exists():
-            return path
-    raise ShaderError("vkdqs SPIR-V not found; looked in " + ", ".join(str(p) for p in _CANDIDATES))
-
-
-@cache
-def spirv(name: str) -> bytes:
-    """The bytes of ``<name>.spv`` (e.g. ``"skin_dqs.comp"``)."""
-    path = spirv_dir() / f"{name}.spv"
-    try:
-        code = path.read_bytes()
-    except FileNotFoundError:
-        raise ShaderError(f"SPIR-V module {path} is missing (run build_shaders.py)") from None
-    if len(code) % 4 or code[:4] != b"\x03\x02\x23\x07":
-        raise ShaderError(f"{path} is not a SPIR-V module")
-    return code
 
 
 def check_spirv(code: object, name: str) -> bytes:

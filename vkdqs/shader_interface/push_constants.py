@@ -17,3 +17,22 @@ CENTERS_PUSH_BYTES = 16  #: uint first_vertex, vertex_count; int bone_count; flo
 #: c_translation
 DDM_PUSH_BYTES = 32
 OVERLAY_PUSH_BYTES = 8  #: ivec2 size, the overlay image's width and height (fragment stage)
+
+#: The members of the skinning shaders' push blocks, by variant kind: (name, GLSL type, byte
+#: offset), as skin.comp and skin.vert declare them (checked against the SPIR-V's Offset
+#: decorations by tests/test_shaders_library.py).
+PUSH_MEMBERS: dict[str, tuple[tuple[str, str, int], ...]] = {
+    "compute": (
+        ("vertex_count", "uint", 0),
+        ("position_base", "uint", 4),
+        ("normal_base", "uint", 8),
+        ("box_base", "uint", 12),
+        ("diag2", "float", 16),
+    ),
+    "render": (("view_projection", "mat4", 0),),
+    "readback": (
+        ("view_projection", "mat4", 0),
+        ("position_base", "uint", 64),
+        ("normal_base", "uint", 68),
+    ),
+}

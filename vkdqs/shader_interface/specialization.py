@@ -41,6 +41,26 @@ OUTPUT_VERTICES = 1
 OUTPUT_BOX = 2
 
 
+#: The skinning shaders' specialization constants: id -> (GLSL name, what it means, the value
+#: when it is not set).
+SPEC_CONSTANTS: dict[int, tuple[str, str, int]] = {
+    MAX_BONES_ID: ("MAX_BONES", "bones the bone blocks hold (at least the skeleton's)", 128),
+    LOCAL_SIZE_ID: ("local_size_x", f"the compute workgroup size (vkdqs uses {LOCAL_SIZE})", 64),
+    MORPH_TARGETS_ID: (
+        "MORPH_TARGETS",
+        "morph deltas applied: bit 0 positions, bit 1 normals (0: the morph code compiled away)",
+        0,
+    ),
+    OCT_NORMALS_ID: ("OCT_NORMALS", "normals are octahedral snorm16x2 (the lean layout)", 0),
+    PACKED_ROWS_ID: ("PACKED_ROWS", "the lean layout's packed rgba32ui rows (skin.comp)", 0),
+    COMPUTE_OUTPUT_ID: (
+        "COMPUTE_OUTPUT",
+        "what a dispatch writes: bit 0 the skinned vertices, bit 1 their box",
+        1,
+    ),
+}
+
+
 def fragment_spec(
     textured: bool, vertex_colors: bool, alpha_mask: bool
 ) -> tuple[tuple[int, int], ...]:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import bake, demo, export, info, render, view
+from . import bake, demo, export, info, render, shaders, view
 from .options import _HelpFormatter
 from .running import _lost_output, _run, _standard_streams, _stop_on_signals
 
@@ -53,11 +53,11 @@ __all__ = ["build_parser", "main"]
 
 #: The subcommands in the order ``vkdqs --help`` lists them; each module's ``add_parser`` adds
 #: its subparser.
-_COMMANDS = (demo, view, render, info, bake, export)
+_COMMANDS = (demo, view, render, info, bake, export, shaders)
 
 #: Commands whose work is what they print: when their standard output is closed or fails, they
 #: say so (status 1, or 141 when the reader went away); the others' work is a file or a window.
-_PRINTING = frozenset({"info", "demo"})
+_PRINTING = frozenset({"info", "demo", "shaders"})
 
 
 def build_parser() -> argparse.ArgumentParser:
