@@ -81,7 +81,7 @@ def test_a_skinner_reads_back_without_a_copy_only_on_unified_memory():
                 results[name] = s.skin(pose)
                 assert (s._out_host is not None) == copied, name
                 assert s.out_buffer.host_visible != copied
-                one = s._slot_bytes + 24 * mesh.vertex_count + si.BOX_STRIDE  # slot, vertices, box
+                one = s.slot_bytes + 24 * mesh.vertex_count + si.BOX_STRIDE  # slot, vertices, box
                 assert s.pose_bytes == one + copied * 24 * mesh.vertex_count
         finally:
             dev.close()
