@@ -191,39 +191,71 @@ def render_pass(app: App):
     return app.keep(vk.vkDestroyRenderPass, vk.vkCreateRenderPass(app.device, info, None))
 
 
-def pipeline(app: App, render_pass):
-    """The app's own graphics pipeline: vec3 positions (binding 0) and normals (binding 1)."""
+def pipeline(
+    app: App,
+    render_pass,
+    vertex_code: bytes | None = None,
+    inputs: tuple[tuple[int, int, int], ...] = (
+        (0, vk.VK_FORMAT_R32G32B32_SFLOAT, 12),
+        (1, vk.VK_FORMAT_R32G32B32_SFLOAT, 12),
+    ),
+    set_layouts: tuple = (),
+    spec: dict[int, int] | None = None,
+):
+    """The app's graphics pipeline: its own lit.vert (or ``vertex_code``) and lit.frag;
+    ``inputs``: (location, format, stride) per vertex buffer binding, in binding order (the
+    default: vec3 positions and normals); ``spec``: the vertex shader's uint32 constants."""
     stages, modules = [], []
-    for name, stage in (
-        ("lit.vert", vk.VK_SHADER_STAGE_VERTEX_BIT),
-        ("lit.frag", vk.VK_SHADER_STAGE_FRAGMENT_BIT),
+    vertex = vertex_code or (SHADERS / "lit.vert.spv").read_bytes()
+    specialization = None
+    if spec:
+        entries = [vk.VkSpecializationMapEntry(i, 4 * k, 4) for k, i in enumerate(spec)]
+        values = np.array(list(spec.values()), np.uint32)  # alive until the pipeline exists
+        specialization = vk.VkSpecializationInfo(
+            mapEntryCount=len(entries),
+            pMapEntries=entries,
+            dataSize=values.nbytes,
+            pData=vk.ffi.from_buffer(values),
+        )
+    for code, stage, constants in (
+        (vertex, vk.VK_SHADER_STAGE_VERTEX_BIT, specialization),
+        ((SHADERS / "lit.frag.spv").read_bytes(), vk.VK_SHADER_STAGE_FRAGMENT_BIT, None),
     ):
-        code = (SHADERS / f"{name}.spv").read_bytes()
         module = vk.vkCreateShaderModule(
             app.device, vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None
         )
         modules.append(module)
-        stages.append(vk.VkPipelineShaderStageCreateInfo(stage=stage, module=module, pName="main"))
+        stages.append(
+            vk.VkPipelineShaderStageCreateInfo(
+                stage=stage, module=module, pName="main", pSpecializationInfo=constants
+            )
+        )
     push = vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_VERTEX_BIT, offset=0, size=64)
     layout = app.keep(
         vk.vkDestroyPipelineLayout,
         vk.vkCreatePipelineLayout(
             app.device,
-            vk.VkPipelineLayoutCreateInfo(pushConstantRangeCount=1, pPushConstantRanges=[push]),
+            vk.VkPipelineLayoutCreateInfo(
+                setLayoutCount=len(set_layouts),
+                pSetLayouts=list(set_layouts) or None,
+                pushConstantRangeCount=1,
+                pPushConstantRanges=[push],
+            ),
             None,
         ),
     )
     bindings = [
-        vk.VkVertexInputBindingDescription(b, 12, vk.VK_VERTEX_INPUT_RATE_VERTEX) for b in (0, 1)
+        vk.VkVertexInputBindingDescription(b, stride, vk.VK_VERTEX_INPUT_RATE_VERTEX)
+        for b, (_, _, stride) in enumerate(inputs)
     ]
     attributes = [
-        vk.VkVertexInputAttributeDescription(loc, loc, vk.VK_FORMAT_R32G32B32_SFLOAT, 0)
-        for loc in (0, 1)
+        vk.VkVertexInputAttributeDescription(location, b, fmt, 0)
+        for b, (location, fmt, _) in enumerate(inputs)
     ]
     vertex_input = vk.VkPipelineVertexInputStateCreateInfo(
-        vertexBindingDescriptionCount=2,
+        vertexBindingDescriptionCount=len(bindings),
         pVertexBindingDescriptions=bindings,
-        vertexAttributeDescriptionCount=2,
+        vertexAttributeDescriptionCount=len(attributes),
         pVertexAttributeDescriptions=attributes,
     )
     viewport = vk.VkViewport(0, 0, WIDTH, HEIGHT, 0.0, 1.0)
@@ -280,6 +312,128 @@ def pose(frame: int) -> np.ndarray:
     return dq.from_matrices(procedural.bone_chain_pose(BONES, 15.0 * frame, length=8.0))
 
 
+class Frames:
+    """The app's offscreen frame loop: colour and depth images, render pass, framebuffer,
+    IN_FLIGHT command buffers and fences, and a host buffer that the last frame's image (and
+    ``extra_bytes`` of buffers) is copied into."""
+
+    def __init__(self, app: App, extra_bytes: int = 0) -> None:
+        self.app = app
+        host = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        self.size = WIDTH * HEIGHT * 4 + extra_bytes
+        self.readback, self.readback_memory = app.buffer(
+            self.size, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, host
+        )
+        self.color, color_view = app.image(
+            COLOR,
+            vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+            vk.VK_IMAGE_ASPECT_COLOR_BIT,
+        )
+        _, depth_view = app.image(
+            DEPTH, vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT, vk.VK_IMAGE_ASPECT_DEPTH_BIT
+        )
+        self.render_pass = render_pass(app)
+        info = vk.VkFramebufferCreateInfo(
+            renderPass=self.render_pass,
+            attachmentCount=2,
+            pAttachments=[color_view, depth_view],
+            width=WIDTH,
+            height=HEIGHT,
+            layers=1,
+        )
+        self.framebuffer = app.keep(
+            vk.vkDestroyFramebuffer, vk.vkCreateFramebuffer(app.device, info, None)
+        )
+        pool_info = vk.VkCommandPoolCreateInfo(
+            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, queueFamilyIndex=app.family
+        )
+        pool = app.keep(
+            vk.vkDestroyCommandPool, vk.vkCreateCommandPool(app.device, pool_info, None)
+        )
+        self.commands = vk.vkAllocateCommandBuffers(
+            app.device,
+            vk.VkCommandBufferAllocateInfo(
+                commandPool=pool,
+                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                commandBufferCount=IN_FLIGHT,
+            ),
+        )
+        signaled = vk.VkFenceCreateInfo(flags=vk.VK_FENCE_CREATE_SIGNALED_BIT)
+        self.fences = [
+            app.keep(vk.vkDestroyFence, vk.vkCreateFence(app.device, signaled, None))
+            for _ in range(IN_FLIGHT)
+        ]
+        self.clear = [
+            vk.VkClearValue(color=vk.VkClearColorValue(float32=[0.9, 0.9, 0.9, 1.0])),
+            vk.VkClearValue(depthStencil=vk.VkClearDepthStencilValue(1.0, 0)),
+        ]
+
+    def begin(self, frame: int):
+        """Frame ``frame``'s command buffer, recording, once its slot's last use completed."""
+        slot = frame % IN_FLIGHT
+        device = self.app.device
+        vk.vkWaitForFences(device, 1, [self.fences[slot]], vk.VK_TRUE, 10**10)
+        vk.vkResetFences(device, 1, [self.fences[slot]])
+        cmd = self.commands[slot]
+        vk.vkResetCommandBuffer(cmd, 0)
+        vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo())
+        return cmd
+
+    def begin_pass(self, cmd) -> None:
+        begin = vk.VkRenderPassBeginInfo(
+            renderPass=self.render_pass,
+            framebuffer=self.framebuffer,
+            renderArea=vk.VkRect2D(vk.VkOffset2D(0, 0), vk.VkExtent2D(WIDTH, HEIGHT)),
+            clearValueCount=2,
+            pClearValues=self.clear,
+        )
+        vk.vkCmdBeginRenderPass(cmd, begin, vk.VK_SUBPASS_CONTENTS_INLINE)
+
+    def end(self, cmd, frame: int, copies: tuple = ()) -> None:
+        """End the pass and submit; the last frame copies its image, then each (buffer,
+        bytes) of ``copies``, into the host buffer."""
+        vk.vkCmdEndRenderPass(cmd)
+        if frame == FRAMES - 1:
+            region = vk.VkBufferImageCopy(
+                imageSubresource=vk.VkImageSubresourceLayers(vk.VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1),
+                imageExtent=vk.VkExtent3D(WIDTH, HEIGHT, 1),
+            )
+            layout = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
+            vk.vkCmdCopyImageToBuffer(cmd, self.color, layout, self.readback, 1, [region])
+            offset = WIDTH * HEIGHT * 4
+            for buffer, nbytes in copies:
+                region = vk.VkBufferCopy(0, offset, nbytes)
+                vk.vkCmdCopyBuffer(cmd, buffer, self.readback, 1, [region])
+                offset += nbytes
+            host_read = vk.VkMemoryBarrier(
+                srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT,
+            )
+            transfer, host = vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT
+            vk.vkCmdPipelineBarrier(cmd, transfer, host, 0, 1, [host_read], 0, None, 0, None)
+        vk.vkEndCommandBuffer(cmd)
+        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[cmd])
+        self.app.submit([submit], self.fences[frame % IN_FLIGHT])
+
+    def finish(self) -> tuple[np.ndarray, bytes]:
+        """Wait for every frame; the last one's (H, W, 4) image and the copied bytes."""
+        vk.vkWaitForFences(self.app.device, IN_FLIGHT, self.fences, vk.VK_TRUE, 10**10)
+        data = self.app.read(self.readback_memory, self.size)
+        image = np.frombuffer(data, np.uint8, WIDTH * HEIGHT * 4).reshape(HEIGHT, WIDTH, 4)
+        return image, data[WIDTH * HEIGHT * 4 :]
+
+
+def index_buffer(app: App, indices: np.ndarray):
+    """The mesh's triangles in a host-visible index buffer of the app's."""
+    host = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+    data = indices.astype(np.uint32).tobytes()
+    buffer, memory = app.buffer(len(data), vk.VK_BUFFER_USAGE_INDEX_BUFFER_BIT, host)
+    raw = vk.vkMapMemory(app.device, memory, 0, len(data), 0)
+    raw[: len(data)] = data
+    vk.vkUnmapMemory(app.device, memory)
+    return buffer
+
+
 def main() -> int:
     app = App()
     mesh = character()
@@ -293,7 +447,6 @@ def main() -> int:
         submit=app.submit,
     )
     local = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
-    host = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
     usage = (
         vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
         | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
@@ -301,62 +454,9 @@ def main() -> int:
     )
     positions, _ = app.buffer(12 * n, usage, local)  # the app's vertex buffers, in VRAM
     normals, _ = app.buffer(12 * n, usage, local)
-    index_buffer, index_memory = app.buffer(
-        indices.nbytes, vk.VK_BUFFER_USAGE_INDEX_BUFFER_BIT, host
-    )
-    raw = vk.vkMapMemory(app.device, index_memory, 0, indices.nbytes, 0)
-    raw[: indices.nbytes] = indices.astype(np.uint32).tobytes()
-    vk.vkUnmapMemory(app.device, index_memory)
-    readback, readback_memory = app.buffer(
-        WIDTH * HEIGHT * 4 + 12 * n, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, host
-    )
-    color_image, color_view = app.image(
-        COLOR,
-        vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
-        vk.VK_IMAGE_ASPECT_COLOR_BIT,
-    )
-    _, depth_view = app.image(
-        DEPTH, vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT, vk.VK_IMAGE_ASPECT_DEPTH_BIT
-    )
-    rp = render_pass(app)
-    framebuffer = app.keep(
-        vk.vkDestroyFramebuffer,
-        vk.vkCreateFramebuffer(
-            app.device,
-            vk.VkFramebufferCreateInfo(
-                renderPass=rp,
-                attachmentCount=2,
-                pAttachments=[color_view, depth_view],
-                width=WIDTH,
-                height=HEIGHT,
-                layers=1,
-            ),
-            None,
-        ),
-    )
-    graphics, layout = pipeline(app, rp)
-    pool = app.keep(
-        vk.vkDestroyCommandPool,
-        vk.vkCreateCommandPool(
-            app.device,
-            vk.VkCommandPoolCreateInfo(
-                flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-                queueFamilyIndex=app.family,
-            ),
-            None,
-        ),
-    )
-    commands = vk.vkAllocateCommandBuffers(
-        app.device,
-        vk.VkCommandBufferAllocateInfo(
-            commandPool=pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=IN_FLIGHT
-        ),
-    )
-    signaled = vk.VkFenceCreateInfo(flags=vk.VK_FENCE_CREATE_SIGNALED_BIT)
-    fences = [
-        app.keep(vk.vkDestroyFence, vk.vkCreateFence(app.device, signaled, None))
-        for _ in range(IN_FLIGHT)
-    ]
+    indexes = index_buffer(app, indices)
+    frames = Frames(app, extra_bytes=12 * n)  # the last frame's positions come back too
+    graphics, layout = pipeline(app, frames.render_pass)
     app_positions = AppBuffer(device, positions, size=12 * n, usage=usage, label="app positions")
     app_normals = AppBuffer(device, normals, size=12 * n, usage=usage, label="app normals")
     skinner = vkdqs.Skinner(device, mesh, bone_count=BONES)
@@ -364,68 +464,20 @@ def main() -> int:
     # vkdqs's exact boxes of the frames (Skinner.bounds submits through app.submit) frame the view
     camera = framing(np.stack([skinner.bounds(pose(f)) for f in range(FRAMES)]))
     vp = np.ascontiguousarray(camera.view_projection(WIDTH / HEIGHT).T, np.float32)
-    clear = [
-        vk.VkClearValue(color=vk.VkClearColorValue(float32=[0.9, 0.9, 0.9, 1.0])),
-        vk.VkClearValue(depthStencil=vk.VkClearDepthStencilValue(1.0, 0)),
-    ]
     for frame in range(FRAMES):
-        slot = frame % IN_FLIGHT
-        vk.vkWaitForFences(app.device, 1, [fences[slot]], vk.VK_TRUE, 10**10)  # the slot is free
-        vk.vkResetFences(app.device, 1, [fences[slot]])
-        cmd = commands[slot]
-        vk.vkResetCommandBuffer(cmd, 0)
-        vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo())
+        cmd = frames.begin(frame)
         # vkdqs records the skinning into the app's vertex buffers, then a barrier to vertex input
         skinner.record(cmd, pose(frame), positions=(app_positions, 0), normals=(app_normals, 0))
-        begin = vk.VkRenderPassBeginInfo(
-            renderPass=rp,
-            framebuffer=framebuffer,
-            renderArea=vk.VkRect2D(vk.VkOffset2D(0, 0), vk.VkExtent2D(WIDTH, HEIGHT)),
-            clearValueCount=2,
-            pClearValues=clear,
-        )
-        vk.vkCmdBeginRenderPass(cmd, begin, vk.VK_SUBPASS_CONTENTS_INLINE)
+        frames.begin_pass(cmd)
         vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, graphics)
         vk.vkCmdBindVertexBuffers(cmd, 0, 2, [positions, normals], [0, 0])
-        vk.vkCmdBindIndexBuffer(cmd, index_buffer, 0, vk.VK_INDEX_TYPE_UINT32)
-        vk.vkCmdPushConstants(
-            cmd, layout, vk.VK_SHADER_STAGE_VERTEX_BIT, 0, 64, vk.ffi.from_buffer(vp)
-        )
+        vk.vkCmdBindIndexBuffer(cmd, indexes, 0, vk.VK_INDEX_TYPE_UINT32)
+        stage = vk.VK_SHADER_STAGE_VERTEX_BIT
+        vk.vkCmdPushConstants(cmd, layout, stage, 0, 64, vk.ffi.from_buffer(vp))
         vk.vkCmdDrawIndexed(cmd, len(indices), 1, 0, 0, 0)
-        vk.vkCmdEndRenderPass(cmd)
-        if frame == FRAMES - 1:  # the last frame: its image and its skinned positions
-            region = vk.VkBufferImageCopy(
-                imageSubresource=vk.VkImageSubresourceLayers(vk.VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1),
-                imageExtent=vk.VkExtent3D(WIDTH, HEIGHT, 1),
-            )
-            vk.vkCmdCopyImageToBuffer(
-                cmd, color_image, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, readback, 1, [region]
-            )
-            vk.vkCmdCopyBuffer(
-                cmd, positions, readback, 1, [vk.VkBufferCopy(0, WIDTH * HEIGHT * 4, 12 * n)]
-            )
-            host_read = vk.VkMemoryBarrier(
-                srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT,
-            )
-            vk.vkCmdPipelineBarrier(
-                cmd,
-                vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                vk.VK_PIPELINE_STAGE_HOST_BIT,
-                0,
-                1,
-                [host_read],
-                0,
-                None,
-                0,
-                None,
-            )
-        vk.vkEndCommandBuffer(cmd)
-        app.submit([vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[cmd])], fences[slot])
-    vk.vkWaitForFences(app.device, IN_FLIGHT, fences, vk.VK_TRUE, 10**10)
-    data = app.read(readback_memory, WIDTH * HEIGHT * 4 + 12 * n)
-    image = np.frombuffer(data, np.uint8, WIDTH * HEIGHT * 4).reshape(HEIGHT, WIDTH, 4)
-    drawn = np.frombuffer(data, np.float32, 3 * n, WIDTH * HEIGHT * 4).reshape(n, 3)
+        frames.end(cmd, frame, copies=((positions, 12 * n),))
+    image, data = frames.finish()
+    drawn = np.frombuffer(data, np.float32, 3 * n).reshape(n, 3)
     want, _ = skinner.skin(pose(FRAMES - 1))  # vkdqs's own result for the same pose
     diff = np.abs(drawn - want).max()
     print(f"max |app's vertex buffer - Skinner.skin| = {diff:.1e} ({n} vertices)")
