@@ -220,3 +220,25 @@ def test_the_barrier_after_the_copies_is_what_synchronization_validation_asks(
         app.messages.clear()
     else:
         assert not hazards
+
+
+def test_the_recorded_box_is_the_exact_box_of_the_positions(app, adopted):
+    mesh = procedural.candy_wrapper()
+    n = mesh.vertex_count
+    buf, mem = app.host_buffer(12 * n, USAGE)
+    target = AppBuffer(adopted, buf, size=12 * n, usage=USAGE)
+    with Skinner(adopted, mesh, bone_count=2) as skinner:
+        with pytest.raises(InputError, match="before any record"):
+            skinner.recorded_bounds(0)
+        for frame, pose in enumerate(_poses()[:3]):
+            cmd = app.begin()
+            slot = skinner.record(cmd, pose, positions=(target, 0), bounds=frame != 1)
+            app.end_submit_wait()
+            if frame == 1:
+                with pytest.raises(InputError, match="not recorded with bounds=True"):
+                    skinner.recorded_bounds(slot)
+                continue
+            got = _rows(app, mem, 0, n, 12)
+            box = skinner.recorded_bounds(slot)
+            np.testing.assert_array_equal(box, np.stack([got.min(0), got.max(0)]))
+            np.testing.assert_array_equal(got, skinner.skin(pose)[0])  # still the same bits

@@ -82,16 +82,19 @@ class SkinRecorder:
         )
         fmt = int(si.COMPUTE_OUT_FORMAT)
         self.out_view = s.own(BufferView(dev, self.out, fmt, label=f"{label} output"))
+        # each slot's box (record(bounds=True)): a few bytes, read by the host
         self.boxes = s.own(
             Buffer(
                 dev,
                 frames * si.BOX_STRIDE,
                 vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
                 label=f"{label} boxes",
-                memory="gpu",
+                memory="readback",
             )
         )
         self._sets: dict[tuple, Any] = {}
+        #: whether each slot's last recording reduced its box
+        self.boxed = [False] * frames
         #: (n, stride, source offset, destination offset) -> VkBufferCopy[] of one row each
         self._regions: dict[tuple[int, int, int, int], Any] = {}
 
@@ -116,6 +119,7 @@ class SkinRecorder:
         normals: object,
         stride: int,
         dst_stage: str | None,
+        bounds: bool = False,
     ) -> int:
         """Record one pose (a batch of one, with its MorphBlock or None) into ``cmd``; the
         ring slot it used."""
@@ -131,7 +135,8 @@ class SkinRecorder:
                 f"dst_stage must be one of {sorted(DST_STAGES)} or None, got {dst_stage!r}"
             )
         active = morphs is not None and bool(morphs["header"][:, 0].any())
-        program = s.program(packed.variant, active, si.OUTPUT_VERTICES)
+        output = si.OUTPUT_VERTICES | (si.OUTPUT_BOX if bounds else 0)
+        program = s.program(packed.variant, active, output)
         slot_row = s.slot_rows(packed, morphs, 0, 1)
         dev = s.device
         nbytes = stride * (n - 1) + 12
@@ -142,17 +147,30 @@ class SkinRecorder:
         slot = self.frame % self.frames
         self.frame += 1
         self.bones.write(slot_row, offset=slot * s.slot_bytes)
+        if bounds:  # the slot's box keys start at 0 (atomicMax folds into them)
+            vk.vkCmdFillBuffer(cmd, self.boxes.handle, slot * si.BOX_STRIDE, si.BOX_STRIDE, 0)
+            memory_barrier(
+                cmd,
+                _TRANSFER,
+                vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
+            )
+        self.boxed[slot] = bounds
         parts = s.dispatch_parts(program)
         s.record_pose_dispatch(cmd, parts, slot, self.frames, sets=self._set)
         stage, access = DST_STAGES[dst_stage or "vertex_input"]
         # the shader's writes before the copies read them; the app's earlier reads of its
         # ranges (this stage) before the copies overwrite them
+        # (and the box's writes before the host reads it, once the app's fence has signalled)
         memory_barrier(
             cmd,
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | stage,
-            _TRANSFER,
+            _TRANSFER | vk.VK_PIPELINE_STAGE_HOST_BIT,
             vk.VK_ACCESS_SHADER_WRITE_BIT,
-            vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            vk.VK_ACCESS_TRANSFER_READ_BIT
+            | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+            | vk.VK_ACCESS_HOST_READ_BIT,
         )
         sources = (slot * n * 12, (self.frames + slot) * n * 12)  # positions, normals
         for (buffer, offset), src in zip(targets, sources, strict=False):
@@ -161,6 +179,13 @@ class SkinRecorder:
         if dst_stage is not None:
             memory_barrier(cmd, _TRANSFER, stage, vk.VK_ACCESS_TRANSFER_WRITE_BIT, access)
         return slot
+
+    def box(self, slot: int) -> np.ndarray:
+        """The (2, 3) box slot ``slot``'s recording reduced (its command buffer completed)."""
+        if not (isinstance(slot, int) and 0 <= slot < self.frames) or not self.boxed[slot]:
+            raise InputError(f"ring slot {slot!r} was not recorded with bounds=True")
+        keys = self.boxes.read(np.uint32, si.BOX_STRIDE // 4, offset=slot * si.BOX_STRIDE)
+        return si.decode_boxes(keys)[0]
 
     def _copy_regions(self, n: int, stride: int, src: int, dst: int) -> tuple[int, Any]:
         """``VkBufferCopy`` regions: one for tight rows, one a row for 16-byte rows (built

@@ -852,22 +852,20 @@ class Skinner(ResourceOwner):
         morph_weights: object = None,
         stride: int = 12,
         dst_stage: str | None = "vertex_input",
+        bounds: bool = False,
     ) -> int:
         """Record one pose's skinning into the app's ``command_buffer`` (recording, outside a
         render pass) and the copies of its ``(N, 3)`` float32 positions and normals into the
-        app's buffers; nothing is submitted or waited for. Compute path, methods without
-        passes. The synchronization contract: :mod:`vkdqs.engine.recording`, docs/vulkan-app.md.
-
-        ``bones``, ``morph_weights``: as for :meth:`skin`, written now to a slot of a ring of
-        :attr:`frames_in_flight` slots. ``positions``, ``normals``: ``(buffer, offset)``, an
-        :class:`vkdqs.gpu.AppBuffer` (or a vkdqs Buffer) with ``TRANSFER_DST`` usage and a
-        byte offset (a multiple of 4); ``normals=None``: positions only. ``stride``: 12 (tight
-        rows) or 16 (vec4 rows, the fourth float left as it is). ``dst_stage``: the app's first
-        use of the outputs (:data:`vkdqs.engine.recording.DST_STAGES`), which a barrier after
-        the copies makes them visible to; None: the app records that barrier.
-
-        Returns the ring slot used: the app must not record ``frames_in_flight`` more frames
-        with this Skinner before this command buffer has completed.
+        app's buffers, submitting nothing (compute path, methods without passes; the contract:
+        :mod:`vkdqs.engine.recording`, docs/vulkan-app.md). ``bones``, ``morph_weights``: as for
+        :meth:`skin`. ``positions``, ``normals`` (None: not written): ``(buffer, offset)``, an
+        :class:`vkdqs.gpu.AppBuffer` or vkdqs Buffer with ``TRANSFER_DST`` usage, a byte offset
+        that is a multiple of 4. ``stride``: 12 (tight rows) or 16 (vec4 rows, the fourth float
+        kept). ``dst_stage``: the app's first use of the outputs
+        (:data:`vkdqs.engine.recording.DST_STAGES`; None: the app records that barrier).
+        ``bounds``: also reduce the positions' exact box (:meth:`recorded_bounds`). Returns the
+        ring slot used: the app must not record :attr:`frames_in_flight` more frames with this
+        Skinner before this command buffer has completed.
         """
         batch, morphs = self._one_pose(bones, morph_weights)
         with self._lock:
@@ -875,8 +873,18 @@ class Skinner(ResourceOwner):
             if self._recorder is None:
                 self._recorder = SkinRecorder(self)
             return self._recorder.record(
-                command_buffer, batch, morphs, positions, normals, stride, dst_stage
+                command_buffer, batch, morphs, positions, normals, stride, dst_stage, bounds
             )
+
+    def recorded_bounds(self, slot: int) -> np.ndarray:
+        """The exact (2, 3) box (min, max) of the positions :meth:`record` wrote from ring slot
+        ``slot`` with ``bounds=True``; call it after that command buffer has completed (the
+        app's fence) and before the slot is recorded again."""
+        with self._lock:
+            self._check_open()
+            if self._recorder is None:
+                raise InputError("recorded_bounds() before any record()")
+            return self._recorder.box(slot)
 
     def _one_pose(
         self, bones: object, morph_weights: object
