@@ -35,7 +35,7 @@ test-width128: deps venv
 # The image, compute, bake and memory tests again under memory profiles that make lavapipe
 # behave like a discrete GPU without resizable BAR and a mobile GPU whose cached memory is not
 # coherent (docs/memory.md; about 1.5 minutes each on 2 cores).
-PROFILE_TESTS := $(IMAGE_TESTS) $(addprefix tests/test_,$(addsuffix .py,bake bake_batch memory_profiles \
+PROFILE_TESTS := $(IMAGE_TESTS) $(addprefix tests/test_,$(addsuffix .py,bake bake_batch memory_profiles record \
 	method_recipe delta_mush_method))
 MEMORY_PROFILES ?= discrete mobile
 test-profiles: deps venv
