@@ -255,9 +255,9 @@ def count_submissions(monkeypatch) -> list[int]:
     calls: list[int] = []
     real = transfer._submit
 
-    def counted(device, copies, label):
-        calls.append(len(copies))
-        real(device, copies, label)
+    def counted(device, copies, label, recordings=()):
+        calls.append(len(copies) + len(recordings))  # buffer copies and image uploads
+        real(device, copies, label, recordings)
 
     monkeypatch.setattr(transfer, "_submit", counted)
     return calls
@@ -316,6 +316,33 @@ def test_a_skinner_uploads_its_mesh_in_one_submission(monkeypatch):
         with Skinner(dev, mesh, bone_count=4) as s:
             assert len(calls) == 1 and calls[0] >= 4  # positions, normals, joints, weights...
             s.skin(procedural.bone_chain_pose(4, 20.0))
+    finally:
+        dev.close()
+
+
+def test_a_renderer_mesh_uploads_its_textures_with_its_buffers(monkeypatch):
+    """On a discrete GPU a textured mesh's buffers and its texture (the copy into the image,
+    its layout transitions and mips) go in one submission; the image is drawn as uploaded."""
+    from vkdqs import Material
+    from vkdqs.camera import Camera
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
+
+    from .test_materials_render import quad
+
+    dev = profile_device("discrete")
+    try:
+        rgba = np.zeros((16, 16, 4), np.uint8)
+        rgba[..., 1] = rgba[..., 3] = 255  # green
+        with OffscreenTarget(dev, 64, 64) as target, Renderer(dev, target) as renderer:
+            calls = count_submissions(monkeypatch)
+            rm = renderer.add_mesh(quad(), material=Material(texture=rgba), label="quad")
+            assert len(calls) == 1 and calls[0] >= 5, calls  # the buffers and the texture
+            renderer.add_instance(rm, bone_count=1, color=(1, 1, 1, 1))
+            renderer.camera = Camera(distance=4.0)
+            image = renderer.render_image()
+        drawn = image[..., :3].reshape(-1, 3).astype(int)
+        assert (drawn[:, 1] > drawn[:, 0] + 60).sum() > 100  # the green texture shows
     finally:
         dev.close()
 

@@ -234,6 +234,7 @@ class Texture(DeviceObject):
     def __init__(self, device: Device, rgba: np.ndarray, *, label: str, mips: str = "auto") -> None:
         from .commands import CommandBuffer
         from .memory.buffer import Buffer
+        from .memory.transfer import defer_recording
 
         rgba = np.ascontiguousarray(rgba, dtype=np.uint8)
         if rgba.ndim != 3 or rgba.shape[2] != 4:
@@ -261,22 +262,23 @@ class Texture(DeviceObject):
             view = _create_view(vk_device, image, _SRGB, color, f"texture {label}", levels)
             uploads = [rgba] if on_gpu else host_mips(rgba)
             offsets = np.cumsum([0] + [u.nbytes for u in uploads])
-            with (
-                Buffer(
-                    device,
-                    int(offsets[-1]),
-                    vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
-                    label=f"{label} upload",
-                    memory="staging",
-                ) as staging,
-                CommandBuffer(device, label=f"{label} upload") as cb,
-            ):
+            staging = Buffer(
+                device,
+                int(offsets[-1]),
+                vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
+                label=f"{label} upload",
+                memory="staging",
+            )
+            try:
                 for u, at in zip(uploads, offsets, strict=False):
                     staging.write(u, int(at))
-                cmd = cb.begin(one_time=True)
-                self._record_upload(cmd, image, staging, uploads, offsets, levels, on_gpu)
-                cb.end()
-                cb.submit_and_wait()
+            except BaseException:
+                staging.destroy()
+                raise
+
+            def record(cmd: Any) -> None:
+                Texture._record_upload(cmd, image, staging, uploads, offsets, levels, on_gpu)
+
         except BaseException:
             if view is not None:
                 vk.vkDestroyImageView(vk_device, view, None)
@@ -294,6 +296,17 @@ class Texture(DeviceObject):
             memory.free()
 
         super().__init__(device, image, label, destroyer)
+        # within batched_uploads (a renderer's add_mesh): with the mesh's other uploads
+        if defer_recording(device, record, staging, lambda: not self.destroyed):
+            return
+        try:
+            with staging, CommandBuffer(device, label=f"{label} upload") as cb:
+                record(cb.begin(one_time=True))
+                cb.end()
+                cb.submit_and_wait()
+        except BaseException:
+            self.destroy()
+            raise
 
     @staticmethod
     def _record_upload(

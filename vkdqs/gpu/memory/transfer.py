@@ -14,7 +14,7 @@ back through a copy recorded in its own submission.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -61,19 +61,32 @@ def record_copies(
     memory_barrier(cmd, _TRANSFER, before[0], vk.VK_ACCESS_TRANSFER_WRITE_BIT, before[1])
 
 
-def _submit(device: Any, copies: list[tuple[Buffer, Buffer, int, int, int]], label: str) -> None:
+def _submit(
+    device: Any,
+    copies: list[tuple[Buffer, Buffer, int, int, int]],
+    label: str,
+    recordings: Sequence[Callable[[Any], None]] = (),
+) -> None:
+    """One command buffer: the buffer copies, then each recording; submitted and waited for."""
     with CommandBuffer(device, label=label) as cb:
-        record_copies(cb.begin(one_time=True), copies)
+        cmd = cb.begin(one_time=True)
+        if copies:
+            record_copies(cmd, copies)
+        for record in recordings:
+            record(cmd)
         cb.end()
         cb.submit_and_wait()
 
 
 class _Batch:
-    """The staged copies of one thread on one device, submitted together."""
+    """The staged copies of one thread on one device, and the image uploads recorded with
+    them (:func:`defer_recording`), submitted together."""
 
     def __init__(self, device: Any) -> None:
         self.device = device
         self.copies: list[tuple[Buffer, Buffer, int, int, int]] = []
+        #: (record(cmd), its staging buffer, whether its destination still exists)
+        self.recordings: list[tuple[Callable[[Any], None], Buffer, Callable[[], bool]]] = []
         self.bytes = 0
 
     def add(self, staging: Buffer, dst: Buffer, offset: int, nbytes: int) -> None:
@@ -82,16 +95,28 @@ class _Batch:
         if self.bytes >= BATCH_BYTES:
             self.flush()
 
+    def record(
+        self, record: Callable[[Any], None], staging: Buffer, alive: Callable[[], bool]
+    ) -> None:
+        self.recordings.append((record, staging, alive))
+        self.bytes += staging.size
+        if self.bytes >= BATCH_BYTES:
+            self.flush()
+
     def flush(self) -> None:
-        """Submit the pending copies (those to buffers destroyed since are dropped) and free
-        their staging buffers."""
+        """Submit the pending copies and recordings (those to objects destroyed since are
+        dropped) in one command buffer and free their staging buffers."""
         copies, self.copies, self.bytes = self.copies, [], 0
+        recordings, self.recordings = self.recordings, []
         try:
             live = [c for c in copies if not c[1].destroyed]
-            if live and not self.device.closed:
-                _submit(self.device, live, f"{len(live)} uploads")
+            recorded = [r for r, _, alive in recordings if alive()]
+            if (live or recorded) and not self.device.closed:
+                _submit(self.device, live, f"{len(live) + len(recorded)} uploads", recorded)
         finally:
             for staging, *_ in copies:
+                staging.destroy()
+            for _, staging, _ in recordings:
                 staging.destroy()
 
 
@@ -106,8 +131,22 @@ def flush_pending(device: Any) -> None:
     """Submit this thread's batched uploads to ``device`` now (every other submission on the
     device calls this first, so no work reads a buffer before its upload)."""
     batch = _batch(device)
-    if batch is not None and batch.copies:
+    if batch is not None and (batch.copies or batch.recordings):
         batch.flush()
+
+
+def defer_recording(
+    device: Any, record: Callable[[Any], None], staging: Buffer, alive: Callable[[], bool]
+) -> bool:
+    """Hand an upload that ``record(cmd)`` records out of ``staging`` (an image's: copies,
+    layout transitions, mip blits) to this thread's :func:`batched_uploads` block, which
+    submits it with the others and then destroys ``staging``; dropped if ``alive()`` is false
+    by then. False (nothing taken) outside such a block: the caller submits it itself."""
+    batch = _batch(device)
+    if batch is None:
+        return False
+    batch.record(record, staging, alive)
+    return True
 
 
 BEFORE_SUBMIT.append(flush_pending)
