@@ -181,9 +181,17 @@ def _copy_out(app, src, dst, nbytes):
     vk.vkCmdCopyBuffer(app._cmd, src, dst, 1, [region])
 
 
-@pytest.mark.parametrize("dst_stage", ["transfer", None])
+# The direct path's missing barrier is not among them: the installed layer (Debian 12's
+# 1.3.239) tracks no storage texel buffer writes (two unsynchronized dispatches writing one
+# texel range are not reported either), so for it this shows only that nothing is reported;
+# its barriers follow the contract in vkdqs/engine/recording.py.
+@pytest.mark.parametrize(
+    ("dst_stage", "direct"),
+    [("transfer", False), (None, False), ("transfer", True)],
+    ids=["copied", "copied-no-barrier", "direct"],
+)
 def test_the_barrier_after_the_copies_is_what_synchronization_validation_asks(
-    app, adopted, dst_stage
+    app, adopted, dst_stage, direct
 ):
     """With ``dst_stage`` the app's read of the outputs is ordered after vkdqs's copies; with
     None (the app records its own barrier) and no barrier, the layer reports the hazard: the
@@ -194,10 +202,11 @@ def test_the_barrier_after_the_copies_is_what_synchronization_validation_asks(
         pytest.skip("needs synchronization validation (the suite turns it on)")
     mesh = procedural.candy_wrapper()
     nbytes = 12 * mesh.vertex_count
-    usage = USAGE | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-    src, _ = app.host_buffer(nbytes, usage)
-    dst, _ = app.host_buffer(nbytes, usage)
-    target = AppBuffer(adopted, src, size=nbytes, usage=usage)
+    usage = (DIRECT if direct else USAGE) | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+    src, _ = app.host_buffer(2 * nbytes, usage)
+    dst, _ = app.host_buffer(nbytes, usage | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+    target = AppBuffer(adopted, src, size=2 * nbytes, usage=usage)
+    normals = (target, nbytes) if direct else None
     loggers = [logging.getLogger(n) for n in ("vulkan_app.validation", "vkdqs.validation")]
     with Skinner(adopted, mesh, bone_count=2) as skinner:
         skinner.skin(procedural.twist_pose(10))  # pipelines made outside the frame
@@ -205,9 +214,9 @@ def test_the_barrier_after_the_copies_is_what_synchronization_validation_asks(
             lg.disabled = dst_stage is None  # the hazard expected below
         try:
             cmd = app.begin()
-            skinner.record(
-                cmd, procedural.twist_pose(40), positions=(target, 0), dst_stage=dst_stage
-            )
+            pose = procedural.twist_pose(40)
+            positions = (target, 0)
+            skinner.record(cmd, pose, positions=positions, normals=normals, dst_stage=dst_stage)
             _copy_out(app, src, dst, nbytes)
             app.end_submit_wait()
         finally:
@@ -242,3 +251,39 @@ def test_the_recorded_box_is_the_exact_box_of_the_positions(app, adopted):
             box = skinner.recorded_bounds(slot)
             np.testing.assert_array_equal(box, np.stack([got.min(0), got.max(0)]))
             np.testing.assert_array_equal(got, skinner.skin(pose)[0])  # still the same bits
+
+
+DIRECT = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
+
+
+def test_one_storage_texel_buffer_is_written_by_the_dispatch_itself(app, adopted):
+    """Positions and normals in one app buffer with STORAGE_TEXEL_BUFFER usage: the dispatch
+    writes the rows there (no copy: the buffer has no TRANSFER_DST usage, which a copy would
+    need and the validation layer would report), the same bits as skin()."""
+    mesh = procedural.candy_wrapper()
+    n = mesh.vertex_count
+    size = 64 + 24 * n + 16
+    buf, mem = app.host_buffer(size, DIRECT)
+    target = AppBuffer(adopted, buf, size=size, usage=DIRECT, label="app vertices")
+    with Skinner(adopted, mesh, bone_count=2) as skinner:
+        for frame, pose in enumerate(_poses()):
+            cmd = app.begin()
+            skinner.record(
+                cmd,
+                pose,
+                positions=(target, 64),
+                normals=(target, 64 + 12 * n),
+                bounds=frame % 2 == 0,
+            )
+            app.end_submit_wait()
+            got_p = _rows(app, mem, 64, n, 12)
+            got_n = _rows(app, mem, 64 + 12 * n, n, 12)
+            want_p, want_n = skinner.skin(pose)
+            np.testing.assert_array_equal(got_p, want_p)
+            np.testing.assert_array_equal(got_n, want_n)
+            if frame % 2 == 0:
+                box = skinner.recorded_bounds(frame % skinner.frames_in_flight)
+                np.testing.assert_array_equal(box, np.stack([want_p.min(0), want_p.max(0)]))
+        with pytest.raises(InputError, match="TRANSFER_DST"):  # apart: copied, so refused here
+            skinner.record(app.begin(), _poses()[0], positions=(target, 0))
+        app.end_submit_wait()

@@ -8,6 +8,9 @@ output (``gpu`` memory), and ``vkCmdCopyBuffer`` moves it into the app's buffers
 as tightly packed ``(N, 3)`` float32 rows (``stride=12``) or 16-byte rows (``stride=16``, the
 fourth float left as it is).
 
+Where positions and normals are tight rows in one app buffer with ``STORAGE_TEXEL_BUFFER``
+usage, the dispatch writes them there through a storage texel view (the direct path: no copy).
+
 The synchronization contract (docs/vulkan-app.md): vkdqs's commands are a compute dispatch
 (``COMPUTE_SHADER``: uniform and texel reads, shader writes to its own output), then a barrier,
 then transfer writes to the app's ranges, then (unless ``dst_stage=None``) a barrier from
@@ -28,7 +31,7 @@ from .. import shader_interface as si
 from ..bones import PackedPose
 from ..errors import InputError
 from ..gpu import Buffer, BufferView, DescriptorPool, memory_barrier, write_descriptors
-from ..gpu.app_buffer import destination
+from ..gpu.app_buffer import AppBuffer, destination
 from ..gpu.calls import align, vk
 
 if TYPE_CHECKING:
@@ -50,6 +53,7 @@ DST_STAGES: dict[str, tuple[int, int]] = {
 }
 
 _TRANSFER = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+_STORAGE_TEXEL = vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
 _REGION = np.dtype([("src", "<u8"), ("dst", "<u8"), ("size", "<u8")])  # VkBufferCopy
 
 
@@ -93,22 +97,53 @@ class SkinRecorder:
             )
         )
         self._sets: dict[tuple, Any] = {}
+        #: id(AppBuffer) -> (its storage texel view, the AppBuffer): the direct path's outputs
+        self._views: dict[int, tuple[BufferView, AppBuffer]] = {}
         #: whether each slot's last recording reduced its box
         self.boxed = [False] * frames
         #: (n, stride, source offset, destination offset) -> VkBufferCopy[] of one row each
         self._regions: dict[tuple[int, int, int, int], Any] = {}
 
-    def _set(self, program: SkinProgram) -> Any:
-        dset = self._sets.get(program.key)
+    def _set(self, program: SkinProgram, view: BufferView | None = None) -> Any:
+        """``program``'s descriptor set over the ring, its output ``view`` (an app buffer's:
+        the direct path) or the ring's own."""
+        key = (program.key, None if view is None else id(view))
+        dset = self._sets.get(key)
         if dset is None:
             s = self.skinner
             bindings = program.bindings.values()
             pool = s.own(DescriptorPool(s.device, bindings, sets=1, label=f"{program.name} ring"))
             dset = pool.allocate(program.set_layout)
-            writes = s.descriptor_writes(program, self.bones, self.out, self.out_view, self.boxes)
+            out_view = self.out_view if view is None else view
+            writes = s.descriptor_writes(program, self.bones, self.out, out_view, self.boxes)
             write_descriptors(s.device, dset, [*program.mesh_writes, *writes])
-            self._sets[program.key] = dset
+            self._sets[key] = dset
         return dset
+
+    def _direct(self, positions: object, normals: object, stride: int) -> bool:
+        """Whether the dispatch writes straight into the app's buffer: positions and normals
+        tight rows in one AppBuffer with ``STORAGE_TEXEL_BUFFER`` usage, of at most
+        ``maxTexelBufferElements`` floats."""
+        pair = isinstance(positions, tuple) and isinstance(normals, tuple)
+        if stride != 12 or not pair or len(positions) != 2 or len(normals) != 2:
+            return False
+        buffer = positions[0]
+        if not isinstance(buffer, AppBuffer) or normals[0] is not buffer:
+            return False
+        limit = self.skinner.device.info.max_texel_buffer_elements
+        return bool(buffer.usage & _STORAGE_TEXEL) and buffer.size // 4 <= limit
+
+    def _direct_view(self, buffer: AppBuffer) -> BufferView:
+        """The storage texel view (r32f) of the app's buffer the direct path writes."""
+        texels = buffer.size // 4
+        view = self._views.get(id(buffer))
+        if view is None:
+            s = self.skinner
+            fmt = int(si.COMPUTE_OUT_FORMAT)
+            view = s.own(BufferView(s.device, buffer, fmt, label=buffer.label, size=4 * texels))
+            self._views[id(buffer)] = (view, buffer)  # the AppBuffer kept: its id stays its own
+            return view
+        return view[0]
 
     def record(
         self,
@@ -140,32 +175,54 @@ class SkinRecorder:
         slot_row = s.slot_rows(packed, morphs, 0, 1)
         dev = s.device
         nbytes = stride * (n - 1) + 12
-        usage = vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+        direct = self._direct(positions, normals, stride)
+        usage = _STORAGE_TEXEL if direct else vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
         targets = [destination(dev, positions, "positions", nbytes, usage, 4)]
         if normals is not None:
             targets.append(destination(dev, normals, "normals", nbytes, usage, 4))
+        view = self._direct_view(targets[0][0]) if direct else None
         slot = self.frame % self.frames
         self.frame += 1
         self.bones.write(slot_row, offset=slot * s.slot_bytes)
+        stage, access = DST_STAGES[dst_stage or "vertex_input"]
+        compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
         if bounds:  # the slot's box keys start at 0 (atomicMax folds into them)
             vk.vkCmdFillBuffer(cmd, self.boxes.handle, slot * si.BOX_STRIDE, si.BOX_STRIDE, 0)
+        if bounds or view is not None:
+            # the fill before the dispatch; on the direct path also the app's earlier reads of
+            # its buffer (this stage) before the dispatch overwrites it
             memory_barrier(
                 cmd,
-                _TRANSFER,
-                vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                (_TRANSFER if bounds else 0) | (stage if view is not None else 0),
+                compute,
+                vk.VK_ACCESS_TRANSFER_WRITE_BIT if bounds else 0,
                 vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
             )
         self.boxed[slot] = bounds
         parts = s.dispatch_parts(program)
+        if view is not None:  # the shader writes the app's rows: no copy
+            bases = (targets[0][1] // 4, targets[1][1] // 4)
+            s.record_pose_dispatch(
+                cmd, parts, slot, self.frames, sets=lambda p: self._set(p, view), bases=bases
+            )
+            host = vk.VK_PIPELINE_STAGE_HOST_BIT if bounds else 0
+            if dst_stage is not None or bounds:
+                memory_barrier(
+                    cmd,
+                    compute,
+                    (stage if dst_stage is not None else 0) | host,
+                    vk.VK_ACCESS_SHADER_WRITE_BIT,
+                    (access if dst_stage is not None else 0)
+                    | (vk.VK_ACCESS_HOST_READ_BIT if bounds else 0),
+                )
+            return slot
         s.record_pose_dispatch(cmd, parts, slot, self.frames, sets=self._set)
-        stage, access = DST_STAGES[dst_stage or "vertex_input"]
         # the shader's writes before the copies read them; the app's earlier reads of its
         # ranges (this stage) before the copies overwrite them
         # (and the box's writes before the host reads it, once the app's fence has signalled)
         memory_barrier(
             cmd,
-            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | stage,
+            compute | stage,
             _TRANSFER | vk.VK_PIPELINE_STAGE_HOST_BIT,
             vk.VK_ACCESS_SHADER_WRITE_BIT,
             vk.VK_ACCESS_TRANSFER_READ_BIT

@@ -605,25 +605,19 @@ class Skinner(ResourceOwner):
         *,
         bind: bool = True,
         sets: Callable[[SkinProgram], Any] | None = None,
+        bases: tuple[int, int] | None = None,
     ) -> None:
         """Record pose ``p``'s dispatches of a batch of ``poses`` (:meth:`dispatch_parts`), reading
         slot ``p`` and writing output pose ``p``; ``bind``: bind each part's pipeline;
-        ``sets``: the descriptor set of a program (default: its own)."""
-        n = self.vertex_count
-        bind_point = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+        ``sets``: the descriptor set of a program (default: its own); ``bases``: where the
+        positions and normals go in the output (floats; default: pose ``p``'s)."""
+        n, bind_point = self.vertex_count, vk.VK_PIPELINE_BIND_POINT_COMPUTE
         limit = self.device.info.max_compute_work_group_count[0]
         if self._diag2 is None:
             self._diag2 = si.ddm_diag2(self.mesh.positions)
-        push = np.array(
-            [
-                n,
-                p * n * 3,
-                (poses + p) * n * 3,
-                p * si.BOX_STRIDE // 4,
-                self._diag2.view(np.uint32),
-            ],
-            np.uint32,
-        )
+        at, normals_at = bases or (p * n * 3, (poses + p) * n * 3)
+        box, diag2 = p * si.BOX_STRIDE // 4, self._diag2.view(np.uint32)
+        push = np.array([n, at, normals_at, box, diag2], np.uint32)
         for prog, runs in parts:
             if bind:
                 vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)

@@ -277,7 +277,7 @@ class Texture(DeviceObject):
                 raise
 
             def record(cmd: Any) -> None:
-                Texture._record_upload(cmd, image, staging, uploads, offsets, levels, on_gpu)
+                self._record_upload(cmd, image, staging, uploads, offsets, levels, on_gpu)
 
         except BaseException:
             if view is not None:

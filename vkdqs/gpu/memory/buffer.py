@@ -141,14 +141,17 @@ class Buffer(DeviceObject):
 
 
 class BufferView(DeviceObject):
-    """A texel view of a whole buffer in ``fmt`` (``VkFormat``)."""
+    """A texel view in ``fmt`` (``VkFormat``) of a buffer's first ``size`` bytes (default: the
+    whole buffer; a vkdqs Buffer or an app's :class:`~vkdqs.gpu.AppBuffer`)."""
 
     kind = "buffer view"
 
-    def __init__(self, device: Device, buffer: Buffer, fmt: int, *, label: str) -> None:
+    def __init__(
+        self, device: Device, buffer: Any, fmt: int, *, label: str, size: int | None = None
+    ) -> None:
         vk_device = device.handle
         info = vk.VkBufferViewCreateInfo(
-            buffer=buffer.handle, format=fmt, offset=0, range=buffer.size
+            buffer=buffer.handle, format=fmt, offset=0, range=buffer.size if size is None else size
         )
         with vk_errors(f"creating buffer view {label!r}"):
             handle = vk.vkCreateBufferView(vk_device, info, None)
