@@ -286,3 +286,13 @@ def test_mush_draw_benchmark_smoke(tmp_path, device):
     text = _run("bench_mush_draw.py", *args)
     assert "500 vertices" in text
     assert json.loads(out.read_text())["ms_per_frame"]["500"] > 0
+
+
+def test_record_benchmark_smoke(tmp_path, device):
+    out = tmp_path / "record.json"
+    args = ["--sizes", "2000", "--rounds", "1", "--warmup", "1", "--out", str(out)]
+    text = _run("bench_record.py", *args)
+    assert "record direct / skin" in text
+    (res,) = json.loads(out.read_text())["results"]
+    assert res["n"] == 2000
+    assert set(res["median_s"]) == {"skin", "record copied", "record direct", "record vec4"}
