@@ -7,7 +7,8 @@ For a tube of N vertices (64 bones, 4 influences, DQS, compute path), one frame 
   normals copied into two vertex buffers (``vkCmdCopyBuffer``), submitted and waited for;
 * ``record direct``: the same into one buffer with ``STORAGE_TEXEL_BUFFER`` usage, which the
   dispatch writes itself (no copy);
-* ``record vec4``: copied into 16-byte rows (one copy region a row).
+* ``record vec4``: copied into 16-byte rows (one copy region a row);
+* ``record direct vec4``: 16-byte rows in one storage texel buffer, written by the dispatch.
 
 The caller's command buffer is one of vkdqs's (``CommandBuffer``) on an owned Device: the cost
 measured is vkdqs's recording and the GPU work, as an embedding app would pay it. Medians over
@@ -33,7 +34,7 @@ from vkdqs.gpu import AppBuffer, Buffer, CommandBuffer
 from vkdqs.gpu.device import Device
 
 BONES = 64
-ROWS = ("skin", "record copied", "record direct", "record vec4")
+ROWS = ("skin", "record copied", "record direct", "record vec4", "record direct vec4")
 
 
 def bench_size(device: Device, n: int, rounds: int, warmup: int) -> dict:
@@ -51,8 +52,10 @@ def bench_size(device: Device, n: int, rounds: int, warmup: int) -> dict:
             "normals": Buffer(device, 12 * n, copy_usage, label="normals", memory="gpu"),
             "both": Buffer(device, 24 * n, direct_usage, label="both", memory="gpu"),
             "vec4": Buffer(device, 16 * n, copy_usage, label="vec4", memory="gpu"),
+            "both4": Buffer(device, 32 * n, direct_usage, label="both4", memory="gpu"),
         }
         both = AppBuffer(device, bufs["both"].handle, size=24 * n, usage=direct_usage)
+        both4 = AppBuffer(device, bufs["both4"].handle, size=32 * n, usage=direct_usage)
         counter = iter(range(10**9))
 
         def pose():
@@ -70,6 +73,9 @@ def bench_size(device: Device, n: int, rounds: int, warmup: int) -> dict:
             ),
             "record direct": lambda: record(positions=(both, 0), normals=(both, 12 * n)),
             "record vec4": lambda: record(positions=(bufs["vec4"], 0), stride=16),
+            "record direct vec4": lambda: record(
+                positions=(both4, 0), normals=(both4, 16 * n), stride=16
+            ),
         }
         times: dict[str, list[float]] = {k: [] for k in ROWS}
         for r in range(warmup + rounds):
@@ -97,9 +103,9 @@ def main() -> None:
     with Device() as device:
         results = [bench_size(device, n, args.rounds, args.warmup) for n in args.sizes]
         meta = _bench.machine(device)
-    print(f"{'N':>9}  " + "  ".join(f"{k:>14}" for k in ROWS))
+    print(f"{'N':>9}  " + "  ".join(f"{k:>18}" for k in ROWS))
     for res in results:
-        cells = "  ".join(f"{1e3 * res['median_s'][k]:>11.2f} ms" for k in ROWS)
+        cells = "  ".join(f"{1e3 * res['median_s'][k]:>15.2f} ms" for k in ROWS)
         print(f"{res['n']:>9}  {cells}")
         for k, v in res["ratios"].items():
             print(f"{'':>9}  {k}: {v:.2f}")

@@ -287,3 +287,24 @@ def test_one_storage_texel_buffer_is_written_by_the_dispatch_itself(app, adopted
         with pytest.raises(InputError, match="TRANSFER_DST"):  # apart: copied, so refused here
             skinner.record(app.begin(), _poses()[0], positions=(target, 0))
         app.end_submit_wait()
+
+
+def test_vec4_rows_in_a_storage_texel_buffer_are_written_by_the_dispatch(app, adopted):
+    """16-byte rows in one buffer with STORAGE_TEXEL_BUFFER usage: the dispatch writes xyz at
+    the vec4 stride (OUTPUT_STRIDE 4), the fourth float of every row left as it was."""
+    mesh = procedural.candy_wrapper()
+    n = mesh.vertex_count
+    size = 32 * n
+    buf, mem = app.host_buffer(size, DIRECT)
+    app.write(mem, np.full((2 * n, 4), 7.0, np.float32).tobytes())
+    target = AppBuffer(adopted, buf, size=size, usage=DIRECT)
+    with Skinner(adopted, mesh, bone_count=2) as skinner:
+        for pose in _poses()[:3]:
+            cmd = app.begin()
+            skinner.record(cmd, pose, positions=(target, 0), normals=(target, 16 * n), stride=16)
+            app.end_submit_wait()
+            rows = _rows(app, mem, 0, 2 * n, 16)
+            want_p, want_n = skinner.skin(pose)
+            np.testing.assert_array_equal(rows[:n, :3], want_p)
+            np.testing.assert_array_equal(rows[n:, :3], want_n)
+            np.testing.assert_array_equal(rows[:, 3], 7.0)

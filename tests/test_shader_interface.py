@@ -89,6 +89,7 @@ from vkdqs.shader_interface import (
     MORPH_TEXEL_FORMAT,
     MORPH_WEIGHTS,
     OCT_NORMALS_ID,
+    OUTPUT_STRIDE_ID,
     PACKED_ROWS_ID,
     RENDER_BINDINGS,
     SAMPLE_COUNTS,
@@ -318,8 +319,8 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
         want |= {MORPH_TARGETS_ID}
     if v.kind in ("render", "readback", "compute", "crowd_render"):  # include/vertex_data.glsl
         want |= {OCT_NORMALS_ID}
-    if v.kind == "compute":  # skin.comp: vertices, their box, or both
-        want |= {COMPUTE_OUTPUT_ID}
+    if v.kind == "compute":  # skin.comp: vertices, their box, or both; the rows' stride
+        want |= {COMPUTE_OUTPUT_ID, OUTPUT_STRIDE_ID}
     if v.kind == "compute" and "SKIN_DDM" not in v.defines:  # the lean layout's packed rows
         want |= {PACKED_ROWS_ID}
     if v.kind == "delta_mush":  # delta_mush.comp: which pass, reading what

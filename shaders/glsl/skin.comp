@@ -3,8 +3,9 @@
 // Compute skinning for throughput and batches: the same skin_vertex() as skin.vert.
 // Vertex data is read through uniform texel buffers and written through a storage texel buffer:
 // on lavapipe texel-buffer access is an order of magnitude faster than storage-buffer access.
-// Output layout: positions at position_base + 3*i, normals at normal_base + 3*i (floats), so the
-// host reads them back as two tightly packed (N, 3) arrays.
+// Output layout: positions at position_base + OUTPUT_STRIDE*i, normals at normal_base +
+// OUTPUT_STRIDE*i (floats): 3, two tightly packed (N, 3) arrays the host reads back; 4, an app's
+// vec4 rows (Skinner.record), whose fourth float is left as it is.
 // Bounds (COMPUTE_OUTPUT bit 1): the exact axis-aligned box of the skinned positions, reduced in
 // the same dispatch. Each invocation skins BOX_STEPS vertices (a workgroup covers LOCAL_SIZE *
 // BOX_STEPS consecutive ones, its invocations reading neighbours at each step), keeps their
@@ -53,6 +54,8 @@ layout(set = 0, binding = 12) buffer Boxes {
 layout(constant_id = 8) const uint COMPUTE_OUTPUT = 1u;
 const bool WRITE_VERTICES = (COMPUTE_OUTPUT & 1u) != 0u;
 const bool REDUCE_BOX = (COMPUTE_OUTPUT & 2u) != 0u;
+// Floats from one output row to the next: 3 (tight rows) or 4 (vec4 rows).
+layout(constant_id = 14) const uint OUTPUT_STRIDE = 3u;
 
 layout(push_constant) uniform PushConstants {
     uint vertex_count;
@@ -112,8 +115,8 @@ vec3 skin_one(uint v) {
                 p, n, p, n);
 #endif
     if (WRITE_VERTICES) {
-        int i = int(pc.position_base + 3u * v);
-        int k = int(pc.normal_base + 3u * v);
+        int i = int(pc.position_base + OUTPUT_STRIDE * v);
+        int k = int(pc.normal_base + OUTPUT_STRIDE * v);
         imageStore(out_data, i, vec4(p.x));
         imageStore(out_data, i + 1, vec4(p.y));
         imageStore(out_data, i + 2, vec4(p.z));

@@ -28,7 +28,12 @@ class SkinProgram:
     """One shader variant (e.g. "dqs", "dqs_scale", "lbs"): its pipeline and descriptor set."""
 
     def __init__(
-        self, skinner: Skinner, method: str, morphs: bool = False, output: int = si.OUTPUT_VERTICES
+        self,
+        skinner: Skinner,
+        method: str,
+        morphs: bool = False,
+        output: int = si.OUTPUT_VERTICES,
+        stride: int = 3,
     ) -> None:
         dev, s = skinner.device, skinner
         kind = "compute" if s.path == "compute" else "readback"
@@ -38,7 +43,9 @@ class SkinProgram:
         #: the morph code is in (a batch with an active target) or compiled away; what a
         #: compute dispatch writes (si.OUTPUT_VERTICES and/or si.OUTPUT_BOX)
         self.output = output if kind == "compute" else si.OUTPUT_VERTICES
-        self.key = (method, morphs, self.output)
+        #: floats from one output row to the next (3, or 4 for an app's vec4 rows)
+        self.stride = stride
+        self.key = (method, morphs, self.output, stride)
         self.name = self.variant.name
         self.bindings = {b.binding: b for b in si.bindings_of(self.variant)}
         stage = si.Stage.COMPUTE if kind == "compute" else si.Stage.VERTEX
@@ -51,7 +58,7 @@ class SkinProgram:
         spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morph_spec)
         spec += s.vertex_layout.spec
         if kind == "compute":
-            spec = (*spec, (si.COMPUTE_OUTPUT_ID, self.output))
+            spec = (*spec, (si.COMPUTE_OUTPUT_ID, self.output), (si.OUTPUT_STRIDE_ID, stride))
             desc = ComputePipelineDesc(self.name, spec, dispatch_base=True)
             self.pipeline = s.pipelines.compute(desc, self.layout)
             #: the mesh's descriptors (the same in every set of this pipeline)

@@ -8,8 +8,9 @@ output (``gpu`` memory), and ``vkCmdCopyBuffer`` moves it into the app's buffers
 as tightly packed ``(N, 3)`` float32 rows (``stride=12``) or 16-byte rows (``stride=16``, the
 fourth float left as it is).
 
-Where positions and normals are tight rows in one app buffer with ``STORAGE_TEXEL_BUFFER``
-usage, the dispatch writes them there through a storage texel view (the direct path: no copy).
+Where positions and normals are rows (tight or vec4) in one app buffer with
+``STORAGE_TEXEL_BUFFER`` usage, the dispatch writes them there through a storage texel view (the
+direct path: no copy; ``OUTPUT_STRIDE`` 4 for vec4 rows).
 
 The synchronization contract (docs/vulkan-app.md): vkdqs's commands are a compute dispatch
 (``COMPUTE_SHADER``: uniform and texel reads, shader writes to its own output), then a barrier,
@@ -122,10 +123,10 @@ class SkinRecorder:
 
     def _direct(self, positions: object, normals: object, stride: int) -> bool:
         """Whether the dispatch writes straight into the app's buffer: positions and normals
-        tight rows in one AppBuffer with ``STORAGE_TEXEL_BUFFER`` usage, of at most
+        rows (tight or vec4) in one AppBuffer with ``STORAGE_TEXEL_BUFFER`` usage, of at most
         ``maxTexelBufferElements`` floats."""
         pair = isinstance(positions, tuple) and isinstance(normals, tuple)
-        if stride != 12 or not pair or len(positions) != 2 or len(normals) != 2:
+        if not pair or len(positions) != 2 or len(normals) != 2:
             return False
         buffer = positions[0]
         if not isinstance(buffer, AppBuffer) or normals[0] is not buffer:
@@ -171,11 +172,12 @@ class SkinRecorder:
             )
         active = morphs is not None and bool(morphs["header"][:, 0].any())
         output = si.OUTPUT_VERTICES | (si.OUTPUT_BOX if bounds else 0)
-        program = s.program(packed.variant, active, output)
+        direct = self._direct(positions, normals, stride)
+        # the direct path writes the app's rows at their stride; copies come from tight rows
+        program = s.program(packed.variant, active, output, stride // 4 if direct else 3)
         slot_row = s.slot_rows(packed, morphs, 0, 1)
         dev = s.device
         nbytes = stride * (n - 1) + 12
-        direct = self._direct(positions, normals, stride)
         usage = _STORAGE_TEXEL if direct else vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
         targets = [destination(dev, positions, "positions", nbytes, usage, 4)]
         if normals is not None:

@@ -245,12 +245,12 @@ class Skinner(ResourceOwner):
         self._morph_offset = align(self._scale_offset + scale_bytes, alignment)
         #: bytes of one pose's uniform slot (bone block, second block, MorphBlock)
         self.slot_bytes = align(self._morph_offset + si.MORPH_BLOCK.itemsize, alignment)
-        self._programs: dict[tuple[str, bool, int], SkinProgram] = {}
+        self._programs: dict[tuple[str, bool, int, int], SkinProgram] = {}
         #: this Skinner's pipelines (its passes take theirs from it too)
         self.pipelines = PipelineCache(self)
         self._capacity = 0
         self._generation = 0  # of the output buffers (PassTarget.generation)
-        self._recorded: tuple[tuple[str, bool, int], int, bool] | None = None
+        self._recorded: tuple[tuple[str, bool, int, int], int, bool] | None = None
         self._warned_scale = False
         self._diag2: np.ndarray | None = None  # the mesh's squared diagonal (push constant)
         #: the per-frame ring :meth:`record` skins from (made on its first call)
@@ -357,17 +357,18 @@ class Skinner(ResourceOwner):
         self.program(self.method)  # build the main pipeline now, so errors surface here
 
     def program(
-        self, method: str, morphs: bool = False, output: int = si.OUTPUT_VERTICES
+        self, method: str, morphs: bool = False, output: int = si.OUTPUT_VERTICES, stride: int = 3
     ) -> SkinProgram:
         """The pipeline of ``method``; ``morphs``: with the morph code (a batch with an active
         target), else the one where it is compiled away (no cost for 0 active targets);
-        ``output``: what a compute dispatch writes (vertices, their box, or both)."""
+        ``output``: what a compute dispatch writes (vertices, their box, or both); ``stride``:
+        floats a row (3, or 4 for vec4 rows)."""
         if self.path != "compute":
-            output = si.OUTPUT_VERTICES
-        program = self._programs.get((method, morphs, output))
+            output, stride = si.OUTPUT_VERTICES, 3
+        program = self._programs.get((method, morphs, output, stride))
         if program is None:
-            program = SkinProgram(self, method, morphs, output)
-            self._programs[(method, morphs, output)] = program
+            program = SkinProgram(self, method, morphs, output, stride)
+            self._programs[(method, morphs, output, stride)] = program
         if program.capacity != self._capacity and self._capacity:
             self._write_buffer_descriptors(program)
         return program
@@ -586,7 +587,7 @@ class Skinner(ResourceOwner):
         group = si.LOCAL_SIZE * (si.BOX_STEPS if box else 1)
         parts = [(program, ((0, math.ceil(self.vertex_count / group)),))]
         if program.key[1]:
-            plain = self.program(program.method, False, program.output)
+            plain = self.program(program.method, False, program.output, program.stride)
             morph_runs, plain_runs = self._box_runs if box else (self._morph_runs, self._plain_runs)
             parts = [(plain, plain_runs), (program, morph_runs)]
         return [(prog, runs) for prog, runs in parts if runs]

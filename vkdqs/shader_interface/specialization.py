@@ -39,6 +39,9 @@ CROWD_COLORS_ID = 7
 COMPUTE_OUTPUT_ID = 8
 OUTPUT_VERTICES = 1
 OUTPUT_BOX = 2
+#: skin.comp: floats from one output row to the next, 3 (tight rows, the default) or 4 (an app's
+#: vec4 rows, written by Skinner.record)
+OUTPUT_STRIDE_ID = 14
 
 
 #: The skinning shaders' specialization constants: id -> (GLSL name, what it means, the value
@@ -58,6 +61,7 @@ SPEC_CONSTANTS: dict[int, tuple[str, str, int]] = {
         "what a dispatch writes: bit 0 the skinned vertices, bit 1 their box",
         1,
     ),
+    OUTPUT_STRIDE_ID: ("OUTPUT_STRIDE", "floats from one output row to the next (3 or 4)", 3),
 }
 
 

@@ -110,7 +110,7 @@ def spec_ids(v: Variant) -> tuple[int, ...]:
     if v.method != si.UNSKINNED:
         ids.add(si.MAX_BONES_ID)
     if v.kind is Kind.COMPUTE:
-        ids |= {si.LOCAL_SIZE_ID, si.COMPUTE_OUTPUT_ID}
+        ids |= {si.LOCAL_SIZE_ID, si.COMPUTE_OUTPUT_ID, si.OUTPUT_STRIDE_ID}
         if "SKIN_DDM" not in v.defines:
             ids.add(si.PACKED_ROWS_ID)
     return tuple(sorted(ids))
