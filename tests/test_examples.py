@@ -25,9 +25,20 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
     ],
 )
 def test_example_runs_offscreen(tmp_path, name, expect, output):
+    result = _run_example(tmp_path, name)
+    assert result.returncode == 0, result.stderr
+    assert expect in result.stdout
+    assert "Validation" not in result.stderr
+    if output:
+        assert (tmp_path / output).stat().st_size > 1000
+
+
+def _run_example(tmp_path, name, extra_env=None):
+    """Run ``examples/NAME --offscreen`` in ``tmp_path`` without a display."""
     env = dict(os.environ)
     env.pop("DISPLAY", None)
-    result = subprocess.run(
+    env.update(extra_env or {})
+    return subprocess.run(
         [sys.executable, str(EXAMPLES / name), "--offscreen"],
         cwd=tmp_path,
         env=env,
@@ -35,11 +46,6 @@ def test_example_runs_offscreen(tmp_path, name, expect, output):
         text=True,
         timeout=300,
     )
-    assert result.returncode == 0, result.stderr
-    assert expect in result.stdout
-    assert "Validation" not in result.stderr
-    if output:
-        assert (tmp_path / output).stat().st_size > 1000
 
 
 def _load_example(name: str):
@@ -60,19 +66,11 @@ def _run_validated(tmp_path, name):
     forced on by the Vulkan loader (the app itself asks for neither): no message allowed."""
     from .conftest import validation_available
 
-    env = dict(os.environ)
-    env.pop("DISPLAY", None)
+    layers = {}
     if validation_available():
-        env["VK_INSTANCE_LAYERS"] = "VK_LAYER_KHRONOS_validation"
-        env["VK_LAYER_ENABLES"] = "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT"
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLES / name), "--offscreen"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+        layers["VK_INSTANCE_LAYERS"] = "VK_LAYER_KHRONOS_validation"
+        layers["VK_LAYER_ENABLES"] = "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT"
+    result = _run_example(tmp_path, name, layers)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "Validation" not in output and "SYNC-HAZARD" not in output, output
