@@ -284,6 +284,7 @@ def test_one_storage_texel_buffer_is_written_by_the_dispatch_itself(app, adopted
             if frame % 2 == 0:
                 box = skinner.recorded_bounds(frame % skinner.frames_in_flight)
                 np.testing.assert_array_equal(box, np.stack([want_p.min(0), want_p.max(0)]))
+        assert skinner._recorder._out is None  # no ring output of its own: nothing copied
         with pytest.raises(InputError, match="TRANSFER_DST"):  # apart: copied, so refused here
             skinner.record(app.begin(), _poses()[0], positions=(target, 0))
         app.end_submit_wait()
@@ -308,3 +309,30 @@ def test_vec4_rows_in_a_storage_texel_buffer_are_written_by_the_dispatch(app, ad
             np.testing.assert_array_equal(rows[:n, :3], want_p)
             np.testing.assert_array_equal(rows[n:, :3], want_n)
             np.testing.assert_array_equal(rows[:, 3], 7.0)
+
+
+def test_a_slot_whose_command_buffer_has_not_run_is_refused(app, adopted):
+    """The frames_in_flight promise, checked where the GPU can tell: each recording's mark."""
+    mesh = procedural.candy_wrapper()
+    n = mesh.vertex_count
+    buf, mem = app.host_buffer(12 * n, USAGE)
+    target = AppBuffer(adopted, buf, size=12 * n, usage=USAGE)
+    poses = _poses()
+    with Skinner(adopted, mesh, bone_count=2) as skinner:
+        cmd = app.begin()
+        assert [skinner.record(cmd, p, positions=(target, 0)) for p in poses[:2]] == [0, 1]
+        with pytest.raises(InputError, match="slot 0 is still in flight"):
+            skinner.record(cmd, poses[2], positions=(target, 0))  # nothing recorded
+        app.end_submit_wait()
+        np.testing.assert_array_equal(_rows(app, mem, 0, n, 12), skinner.skin(poses[1])[0])
+        cmd = app.begin()
+        assert skinner.record(cmd, poses[2], positions=(target, 0)) == 0  # slot 0 has run
+        vk.vkEndCommandBuffer(cmd)  # thrown away without being submitted
+        cmd = app.begin()
+        assert skinner.record(cmd, poses[3], positions=(target, 0)) == 1
+        with pytest.raises(InputError, match="slot 0 is still in flight"):
+            skinner.record(cmd, poses[4], positions=(target, 0))
+        skinner.forget_recordings()
+        assert skinner.record(cmd, poses[4], positions=(target, 0)) == 0
+        app.end_submit_wait()
+        np.testing.assert_array_equal(_rows(app, mem, 0, n, 12), skinner.skin(poses[4])[0])

@@ -3,6 +3,8 @@ one-line error naming the limit, and vertex layouts resolved to the formats it r
 
 from __future__ import annotations
 
+import os
+
 from .. import methods
 from .. import shader_interface as si
 from ..errors import CapabilityError, InputError, LimitError
@@ -73,3 +75,11 @@ def resolve_layout(
         lambda f: bool(device.buffer_format_features(f) & need),
         packed=influences and path == "compute",
     )
+
+
+def physical_memory() -> int:
+    """The memory of the machine in bytes (16 GiB where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return 16 * 2**30

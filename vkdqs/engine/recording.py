@@ -20,6 +20,13 @@ include the app's stage, so a read of the same range by an earlier draw or dispa
 frame's vertex input) is ordered before the copy overwrites it. The app promises that the
 command buffer of a slot has completed (its fence waited) before it records
 ``frames_in_flight`` more frames with the same Skinner: the slot's bones are rewritten then.
+
+vkdqs checks that promise where the GPU can tell it: each recording ends with a
+``vkCmdFillBuffer`` of its sequence number into a small host-readable mark of its slot (and a
+barrier to ``HOST``), so when a slot comes round again the mark shows whether the command
+buffer that last used it has run. One that has not (not yet completed, or never submitted) is
+refused before anything is written or recorded; :meth:`SkinRecorder.forget` is for an app that
+threw away command buffers it recorded without submitting them.
 """
 
 from __future__ import annotations
@@ -63,7 +70,7 @@ class SkinRecorder:
     poses, and a descriptor set per pipeline over them. Owned by the Skinner."""
 
     def __init__(self, skinner: Skinner) -> None:
-        s, dev, n = skinner, skinner.device, skinner.vertex_count
+        s, dev = skinner, skinner.device
         if s.path != "compute":
             raise InputError("record() needs path='compute' (the vertex path draws)")
         if s.has_passes:
@@ -81,22 +88,25 @@ class SkinRecorder:
         self.bones = s.own(
             Buffer(dev, frames * s.slot_bytes, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, label=label)
         )
-        usage = vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-        self.out = s.own(
-            Buffer(dev, align(frames * n * 24, 16), usage, label=f"{label} output", memory="gpu")
-        )
-        fmt = int(si.COMPUTE_OUT_FORMAT)
-        self.out_view = s.own(BufferView(dev, self.out, fmt, label=f"{label} output"))
-        # each slot's box (record(bounds=True)): a few bytes, read by the host
+        self.label = label
+        #: the ring's own output (positions, then normals, of every slot), made by the first
+        #: recording that copies (an app whose recordings all take the direct path has none)
+        self._out: tuple[Buffer, BufferView] | None = None
+        # each slot's box (record(bounds=True)) and, after them, each slot's mark (the
+        # sequence number of the recording that last used it, written by the GPU): a few bytes,
+        # read by the host
+        self._marks = frames * si.BOX_STRIDE
         self.boxes = s.own(
             Buffer(
                 dev,
-                frames * si.BOX_STRIDE,
+                self._marks + 4 * frames,
                 vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
                 label=f"{label} boxes",
                 memory="readback",
             )
         )
+        #: the sequence number (1, 2, ...) of each slot's last recording; 0: none yet
+        self.issued = [0] * frames
         self._sets: dict[tuple, Any] = {}
         #: id(AppBuffer) -> (its storage texel view, the AppBuffer): the direct path's outputs
         self._views: dict[int, tuple[BufferView, AppBuffer]] = {}
@@ -115,11 +125,45 @@ class SkinRecorder:
             bindings = program.bindings.values()
             pool = s.own(DescriptorPool(s.device, bindings, sets=1, label=f"{program.name} ring"))
             dset = pool.allocate(program.set_layout)
-            out_view = self.out_view if view is None else view
-            writes = s.descriptor_writes(program, self.bones, self.out, out_view, self.boxes)
+            out, out_view = self._output() if view is None else (None, view)
+            writes = s.descriptor_writes(program, self.bones, out, out_view, self.boxes)
             write_descriptors(s.device, dset, [*program.mesh_writes, *writes])
             self._sets[key] = dset
         return dset
+
+    def _output(self) -> tuple[Buffer, BufferView]:
+        """The ring's output buffer (``gpu`` memory, the copies' source) and its texel view."""
+        if self._out is None:
+            s = self.skinner
+            size = align(self.frames * s.vertex_count * 24, 16)
+            usage = _STORAGE_TEXEL | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+            label = f"{self.label} output"
+            out = s.own(Buffer(s.device, size, usage, label=label, memory="gpu"))
+            view = s.own(BufferView(s.device, out, int(si.COMPUTE_OUT_FORMAT), label=label))
+            self._out = (out, view)
+        return self._out
+
+    def _check_done(self, slot: int) -> None:
+        """Refuse to reuse ``slot`` while the command buffer that last used it has not run
+        (its mark is not that recording's sequence number)."""
+        seq = self.issued[slot]
+        if not seq:
+            return
+        mark = int(self.boxes.read(np.uint32, 1, offset=self._marks + 4 * slot)[0])
+        if mark != seq:
+            raise InputError(
+                f"record(): ring slot {slot} is still in flight: the command buffer of "
+                f"recording {seq} (of this Skinner) has not completed, and "
+                f"frames_in_flight={self.frames} recordings later its pose would be "
+                "overwritten; wait for that command buffer's fence first (or set a larger "
+                "frames_in_flight before the first record(); for command buffers thrown away "
+                "unsubmitted, Skinner.forget_recordings())"
+            )
+
+    def forget(self) -> None:
+        """Take every slot as free: for an app that threw away recorded command buffers
+        without submitting them (after waiting for the ones it did submit)."""
+        self.issued = [0] * self.frames
 
     def _direct(self, positions: object, normals: object, stride: int) -> bool:
         """Whether the dispatch writes straight into the app's buffer: positions and normals
@@ -184,8 +228,37 @@ class SkinRecorder:
             targets.append(destination(dev, normals, "normals", nbytes, usage, 4))
         view = self._direct_view(targets[0][0]) if direct else None
         slot = self.frame % self.frames
+        self._check_done(slot)
         self.frame += 1
+        seq = (self.frame - 1) % 0xFFFFFFFF + 1  # a uint32 the GPU writes, never 0
+        self.issued[slot] = seq
         self.bones.write(slot_row, offset=slot * s.slot_bytes)
+        self._record_commands(cmd, program, slot, targets, view, stride, dst_stage, bounds)
+        # the slot's mark, once everything before it has run, for the host (_check_done)
+        mark = self._marks + 4 * slot
+        vk.vkCmdFillBuffer(cmd, self.boxes.handle, mark, 4, seq)
+        memory_barrier(
+            cmd,
+            _TRANSFER,
+            vk.VK_PIPELINE_STAGE_HOST_BIT,
+            vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            vk.VK_ACCESS_HOST_READ_BIT,
+        )
+        return slot
+
+    def _record_commands(
+        self,
+        cmd: Any,
+        program: SkinProgram,
+        slot: int,
+        targets: list[tuple[Any, int]],
+        view: BufferView | None,
+        stride: int,
+        dst_stage: str | None,
+        bounds: bool,
+    ) -> None:
+        """Record the slot's dispatch and the commands around it (see the module docstring)."""
+        s, n = self.skinner, self.skinner.vertex_count
         stage, access = DST_STAGES[dst_stage or "vertex_input"]
         compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
         if bounds:  # the slot's box keys start at 0 (atomicMax folds into them)
@@ -217,7 +290,7 @@ class SkinRecorder:
                     (access if dst_stage is not None else 0)
                     | (vk.VK_ACCESS_HOST_READ_BIT if bounds else 0),
                 )
-            return slot
+            return
         s.record_pose_dispatch(cmd, parts, slot, self.frames, sets=self._set)
         # the shader's writes before the copies read them; the app's earlier reads of its
         # ranges (this stage) before the copies overwrite them
@@ -232,12 +305,12 @@ class SkinRecorder:
             | vk.VK_ACCESS_HOST_READ_BIT,
         )
         sources = (slot * n * 12, (self.frames + slot) * n * 12)  # positions, normals
+        out = self._output()[0].handle
         for (buffer, offset), src in zip(targets, sources, strict=False):
             count, regions = self._copy_regions(n, stride, src, offset)
-            vk.vkCmdCopyBuffer(cmd, self.out.handle, buffer.handle, count, regions)
+            vk.vkCmdCopyBuffer(cmd, out, buffer.handle, count, regions)
         if dst_stage is not None:
             memory_barrier(cmd, _TRANSFER, stage, vk.VK_ACCESS_TRANSFER_WRITE_BIT, access)
-        return slot
 
     def box(self, slot: int) -> np.ndarray:
         """The (2, 3) box slot ``slot``'s recording reduced (its command buffer completed)."""

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +65,7 @@ from ..gpu.compute_pass import split_groups
 from ..gpu.interrupts import deferred_interrupts
 from ..mesh import SkinnedMesh
 from .bounds_pass import BoundsPass
-from .limits import check_limits, resolve_layout
+from .limits import check_limits, physical_memory, resolve_layout
 from .morphs import morph_blocks, morph_packing, morph_workgroup_runs
 from .output_copies import OutputCopies
 from .passes import PassTarget, SkinPass
@@ -89,14 +88,6 @@ MAX_BATCH_BYTES = 64 * 2**20
 #: What validating and packing a pose costs at its peak, per bone (float64 copies, the DQ
 #: conversion's temporaries; measured at most about 1450 for "dqs_blender"), with a margin.
 PACK_BYTES_PER_BONE = 2048
-
-
-def _physical_memory() -> int:
-    """The memory of the machine in bytes (16 GiB where the system does not say)."""
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, OSError, ValueError):
-        return 16 * 2**30
 
 
 class Skinner(ResourceOwner):
@@ -233,7 +224,7 @@ class Skinner(ResourceOwner):
         self.max_batch_bytes = MAX_BATCH_BYTES
         #: Bound on what one ``skin_many`` call may allocate on the host (its result and the
         #: packing of its poses), checked before anything is: half this machine's memory.
-        self.max_call_bytes = _physical_memory() // 2
+        self.max_call_bytes = physical_memory() // 2
         alignment = device.info.min_uniform_buffer_offset_alignment
         # One slot per pose: the bone block, then the second block (a method with one, or one
         # whose scaled poses run two-phase DQS).
@@ -860,7 +851,8 @@ class Skinner(ResourceOwner):
         (:data:`vkdqs.engine.recording.DST_STAGES`; None: the app records that barrier).
         ``bounds``: also reduce the positions' exact box (:meth:`recorded_bounds`). Returns the
         ring slot used: the app must not record :attr:`frames_in_flight` more frames with this
-        Skinner before this command buffer has completed.
+        Skinner before this command buffer has completed (a slot whose last command buffer has
+        not run is refused with InputError).
         """
         batch, morphs = self._one_pose(bones, morph_weights)
         with self._lock:
@@ -870,6 +862,13 @@ class Skinner(ResourceOwner):
             return self._recorder.record(
                 command_buffer, batch, morphs, positions, normals, stride, dst_stage, bounds
             )
+
+    def forget_recordings(self) -> None:
+        """Take :meth:`record`'s ring slots as free, for an app that threw away command
+        buffers it recorded without submitting them (the ones it submitted have completed)."""
+        with self._lock:
+            if self._recorder is not None:
+                self._recorder.forget()
 
     def recorded_bounds(self, slot: int) -> np.ndarray:
         """The exact (2, 3) box (min, max) of the positions :meth:`record` wrote from ring slot
