@@ -379,14 +379,11 @@ class Device:
             self._h.queue_lock = queue_lock
         self.validation = bool(validation)
         try:
-            missing = _adoption_problems(
+            missing, index = _adoption_problems(
                 instance, physical_device, device, queue, queue_family_index
             )
             if missing:
                 raise CapabilityError("vkdqs cannot use this device:\n  " + "\n  ".join(missing))
-            index = [
-                _same_handle(pd, physical_device) for pd in vk.vkEnumeratePhysicalDevices(instance)
-            ].index(True)
             props = vk.vkGetPhysicalDeviceProperties(physical_device)
             self._physical = physical_device
             self._queue_family = int(queue_family_index)
@@ -791,16 +788,18 @@ def _same_handle(a: Any, b: Any) -> bool:
 
 def _adoption_problems(
     instance: Any, physical: Any, device: Any, queue: Any, family: int
-) -> list[str]:
-    """What an app's device lacks for vkdqs (empty when it has everything)."""
+) -> tuple[list[str], int]:
+    """What an app's device lacks for vkdqs (empty when it has everything), and the physical
+    device's index among the instance's."""
     for name, handle in (("instance", instance), ("physical_device", physical)):
         if handle is None:
-            return [f"{name} is None"]
+            return [f"{name} is None"], -1
     problems = [f"{n} is None" for n, h in (("device", device), ("queue", queue)) if h is None]
     with vk_errors("enumerating the app instance's physical devices"):
         listed = list(vk.vkEnumeratePhysicalDevices(instance) or [])
-    if not any(_same_handle(pd, physical) for pd in listed):
-        return [*problems, "physical_device is not one of instance's physical devices"]
+    same = [_same_handle(pd, physical) for pd in listed]
+    if not any(same):
+        return [*problems, "physical_device is not one of instance's physical devices"], -1
     props = vk.vkGetPhysicalDeviceProperties(physical)
     if props.apiVersion < API_VERSION:
         problems.append(f"Vulkan {_version(props.apiVersion)} < 1.1")
@@ -822,7 +821,7 @@ def _adoption_problems(
         for f in depth
     ):
         problems.append("no depth attachment format (D32, X8_D24 or D16)")
-    return problems
+    return problems, same.index(True)
 
 
 def _as_index(family: Any) -> int:
