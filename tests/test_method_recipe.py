@@ -30,6 +30,7 @@ from vkdqs.shader_interface import Binding, DescriptorType, Stage
 
 from .gltf_fixtures import make_rig
 from .imaging import CLEAR, assert_images_agree_to_rounding, covered
+from .vulkan_app import VulkanApp
 
 NAME, NEED, KEYWORD = "lbs_inflate", "inflation", "inflation"
 
@@ -91,24 +92,28 @@ class InflatePass:
         )
         skinner.own(buffer)
         self.amounts = skinner.own(view)
+        # two sets: the Skinner's batches', and Skinner.record's ring's (records_ring)
         self.compute = ComputePass(
-            skinner, skinner.pipelines, "inflate.comp", BINDINGS, 12, code=code
+            skinner, skinner.pipelines, "inflate.comp", BINDINGS, 12, sets=2, code=code
         )
         self.pipeline = self.compute.pipeline()
-        self.written = None
+        self.written = [None, None]
+
+    records_ring = True
 
     def record(self, cmd, target) -> None:
         if not target.writes_vertices:
             return
-        if self.written != target.generation:
-            self.compute.write({0: target.vertices, 1: self.amounts})
-            self.written = target.generation
+        ring = int(target.ring)
+        if self.written[ring] != target.generation:
+            self.compute.write({0: target.vertices, 1: self.amounts}, ring)
+            self.written[ring] = target.generation
         compute_barrier(cmd)
         self.compute.begin(cmd)
         n = target.vertex_count
-        for p in range(target.poses):
+        for p in target.pose_range:
             push = np.array([n, target.positions_at(p), target.normals_at(p)], np.uint32)
-            self.compute.dispatch(cmd, self.pipeline, n, 64, push)
+            self.compute.dispatch(cmd, self.pipeline, n, 64, push, ring)
 
 
 def _reference(p, n, j, w, bones, *, base, inflation, **kw):
@@ -188,6 +193,30 @@ def test_on_the_compute_path_against_its_reference(device, recipe):
     np.testing.assert_array_equal(many[0], p)  # a batch records the pass per pose
     rest = recipe.reference(mesh, np.tile(np.eye(4), (2, 1, 1)))[0]
     np.testing.assert_allclose(many[1], rest, rtol=0, atol=2e-6 * mesh.extent)
+
+
+def test_recorded_into_an_apps_command_buffer(recipe):
+    """Skinner.record records the method's pass on its ring, in the app's command buffer."""
+    mesh = vkdqs.procedural.candy_wrapper()
+    n = mesh.vertex_count
+    app = VulkanApp()
+    usage = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+    try:
+        with vkdqs.Device.adopt(**app.adopt_kwargs()) as dev:
+            buf, mem = app.host_buffer(12 * n, usage)
+            target = vkdqs.gpu.AppBuffer(dev, buf, size=12 * n, usage=usage)
+            with vkdqs.Skinner(dev, mesh, bone_count=2, method=NAME) as skinner:
+                for pose in (_pose(mesh), np.tile(np.eye(4), (2, 1, 1))):
+                    skinner.record(app.begin(), pose, positions=(target, 0))
+                    app.end_submit_wait()
+                    got = np.frombuffer(app.read(mem, 12 * n), np.float32).reshape(n, 3)
+                    np.testing.assert_array_equal(got, skinner.skin(pose)[0])
+                    want = recipe.reference(mesh, pose)[0]
+                    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * mesh.extent)
+            assert not dev.take_messages()
+    finally:
+        app.destroy()
+    assert not app.messages
 
 
 def test_a_given_value_and_the_refusals(device, recipe):

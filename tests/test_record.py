@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import vulkan as vk
 
-from vkdqs import Skinner, dq, procedural, reference
+from vkdqs import DeltaMushSkinner, Skinner, dq, procedural, reference
 from vkdqs.errors import InputError, OwnershipError
 from vkdqs.gpu import AppBuffer, Buffer
 from vkdqs.gpu.device import Device
@@ -143,7 +143,7 @@ def test_a_wrong_destination_is_refused_before_anything_is_recorded(app, adopted
         app.end_submit_wait()  # an empty command buffer
 
 
-def test_record_is_for_the_compute_path_without_passes(app, adopted):
+def test_record_is_for_the_compute_path(app, adopted):
     mesh = procedural.candy_wrapper()
     buf, _ = app.host_buffer(12 * mesh.vertex_count, USAGE)
     target = AppBuffer(adopted, buf, size=12 * mesh.vertex_count, usage=USAGE)
@@ -336,3 +336,59 @@ def test_a_slot_whose_command_buffer_has_not_run_is_refused(app, adopted):
         assert skinner.record(cmd, poses[4], positions=(target, 0)) == 0
         app.end_submit_wait()
         np.testing.assert_array_equal(_rows(app, mem, 0, n, 12), skinner.skin(poses[4])[0])
+
+
+def _mush_skinner(device, mesh, kind):
+    if kind == "delta_mush":
+        return Skinner(device, mesh, bone_count=2, method="delta_mush")
+    return DeltaMushSkinner(device, mesh, bone_count=2, method="dqs", iterations=4)
+
+
+@pytest.mark.parametrize(
+    ("kind", "bounds"), [("delta_mush", False), ("delta_mush", True), ("dqs", True)]
+)
+def test_delta_mush_passes_are_recorded_on_the_ring(app, adopted, kind, bounds):
+    """A method with passes after the skinning (classic Delta Mush): the passes run on the
+    ring's slot in the app's command buffer (descriptor sets of their own), the rows are
+    copied; the same bits as skin() (the same pipelines and passes on the same inputs), the
+    box the bounds pass reduces from the mushed positions."""
+    mesh = procedural.candy_wrapper()
+    n = mesh.vertex_count
+    size = 24 * n
+    usage = USAGE | DIRECT  # the direct path would be possible: the passes need the copy
+    buf, mem = app.host_buffer(size, usage)
+    target = AppBuffer(adopted, buf, size=size, usage=usage)
+    with _mush_skinner(adopted, mesh, kind) as skinner:
+        for frame, pose in enumerate(_poses()):
+            cmd = app.begin()
+            slot = skinner.record(
+                cmd, pose, positions=(target, 0), normals=(target, 12 * n), bounds=bounds
+            )
+            if frame == 1:  # a batch of the Skinner's own between two frames
+                many = skinner.skin_many(np.stack(_poses()[:3]))
+            app.end_submit_wait()
+            want_p, want_n = skinner.skin(pose)
+            np.testing.assert_array_equal(_rows(app, mem, 0, n, 12), want_p)
+            np.testing.assert_array_equal(_rows(app, mem, 12 * n, n, 12), want_n)
+            if bounds:
+                box = skinner.recorded_bounds(slot)
+                np.testing.assert_array_equal(box, np.stack([want_p.min(0), want_p.max(0)]))
+        np.testing.assert_array_equal(many[0][2], skinner.skin(_poses()[2])[0])
+        with Skinner(adopted, mesh, bone_count=2, method="lbs") as lbs:  # the passes show
+            assert np.abs(lbs.skin(_poses()[-1])[0] - want_p).max() > 1e-3 * mesh.extent
+
+
+def test_a_pass_that_does_not_record_for_the_ring_is_refused(app, adopted):
+    class OwnPass:
+        def record(self, cmd, target):
+            pass
+
+    mesh = procedural.candy_wrapper()
+    buf, _ = app.host_buffer(12 * mesh.vertex_count, USAGE)
+    target = AppBuffer(adopted, buf, size=12 * mesh.vertex_count, usage=USAGE)
+    with Skinner(adopted, mesh, bone_count=2) as skinner:
+        skinner.add_pass(OwnPass())
+        cmd = app.begin()
+        with pytest.raises(InputError, match=r"passes \['OwnPass'\].*records_ring"):
+            skinner.record(cmd, procedural.twist_pose(30), positions=(target, 0))
+        app.end_submit_wait()

@@ -42,28 +42,34 @@ class BoundsPass:
             si.Variant(si.Kind.BOUNDS).name,
             si.BOUNDS_BINDINGS,
             si.BOUNDS_PUSH_BYTES,
+            sets=2,  # the batch's, Skinner.record's ring's
             label=f"bounds {skinner.method}",
         )
         self._pipelines = [
             self._pass.pipeline(((si.LOCAL_SIZE_ID, si.LOCAL_SIZE), (si.BOUNDS_EDGES_ID, edges)))
             for edges in (0, 1)
         ]
-        self._written: int | None = None
+        #: the generation each set (batch, ring) last pointed at
+        self._written: list[int | None] = [None, None]
+
+    #: it records for Skinner.record's ring too (its second set)
+    records_ring = True
 
     def record(self, cmd: Any, target: PassTarget) -> None:
-        """After the skinning dispatches of ``target.poses`` poses: a barrier, then each pose's
-        box reduced from the positions they wrote (the host zero-filled the records). The set
-        is pointed at the target's buffers when they are new (every submission was waited
-        for)."""
-        n, poses = target.vertex_count, target.poses
+        """After the skinning dispatches of ``target.poses`` poses: a barrier, then each
+        recorded pose's box reduced from the positions they wrote (the host zero-filled the
+        records). The set (the batch's, or the ring's) is pointed at the target's buffers
+        when they are new (every submission was waited for)."""
+        n, poses, ring = target.vertex_count, target.pose_range, int(target.ring)
         if n == 0:
             return
-        if self._written != target.generation:
+        if self._written[ring] != target.generation:
             boxes = target.boxes
             self._pass.write(
-                {si.BOUNDS_POSITIONS: target.texels, si.BOUNDS_BOXES: (boxes, 0, boxes.size)}
+                {si.BOUNDS_POSITIONS: target.texels, si.BOUNDS_BOXES: (boxes, 0, boxes.size)},
+                ring,
             )
-            self._written = target.generation
+            self._written[ring] = target.generation
         compute_barrier(cmd)
         self._pass.begin(cmd)
         # the main dispatch: groups of 12 floats (4 vertices), BOUNDS_STEPS an invocation; the
@@ -71,8 +77,8 @@ class BoundsPass:
         per_group = 12 * si.LOCAL_SIZE * si.BOUNDS_STEPS
         rows = self.skinner.device.info.max_compute_work_group_count[1]
         for pipeline, x in zip(self._pipelines, (3 * n, per_group), strict=True):
-            for first in range(0, poses, rows):
+            for first in range(poses.start, poses.stop, rows):
                 push = np.array([n, first], np.uint32)
                 self._pass.dispatch(
-                    cmd, pipeline, x, per_group, push, rows=min(rows, poses - first)
+                    cmd, pipeline, x, per_group, push, ring, rows=min(rows, poses.stop - first)
                 )

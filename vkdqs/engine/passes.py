@@ -44,6 +44,13 @@ class PassTarget:
     generation : int
         Changes whenever the Skinner makes new output buffers (another batch size): a pass
         points its descriptor sets at them again then, and only then.
+    ring : bool
+        The target is :meth:`vkdqs.Skinner.record`'s ring (its own buffers, never remade,
+        ``poses`` its slots), recorded into an app's command buffers that may still be pending
+        when the batch's sets are pointed elsewhere: a pass keeps descriptor sets of its own
+        for it, and says so (:attr:`SkinPass.records_ring`).
+    only : int or None
+        The one pose to record (the ring slot); None: every pose (:attr:`pose_range`).
     """
 
     poses: int
@@ -53,6 +60,13 @@ class PassTarget:
     texels: BufferView
     boxes: Buffer
     generation: int = 0
+    ring: bool = False
+    only: int | None = None
+
+    @property
+    def pose_range(self) -> range:
+        """The poses whose passes to record."""
+        return range(self.poses) if self.only is None else range(self.only, self.only + 1)
 
     @property
     def writes_vertices(self) -> bool:
@@ -69,7 +83,13 @@ class PassTarget:
 
 
 class SkinPass(Protocol):
-    """A pass a Skinner records before or after its skinning dispatches."""
+    """A pass a Skinner records before or after its skinning dispatches.
+
+    A pass may also say ``records_ring = True``: it records for :attr:`PassTarget.ring`
+    targets too (the poses of :attr:`PassTarget.pose_range`, through descriptor sets of
+    their own), so :meth:`vkdqs.Skinner.record` records it; ``record`` refuses a Skinner with
+    a pass that does not say so.
+    """
 
     def record(self, cmd: Any, target: PassTarget) -> None:
         """Record its dispatches (and the barriers they need) for one batch into ``cmd``."""

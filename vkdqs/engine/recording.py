@@ -8,6 +8,11 @@ output (``gpu`` memory), and ``vkCmdCopyBuffer`` moves it into the app's buffers
 as tightly packed ``(N, 3)`` float32 rows (``stride=12``) or 16-byte rows (``stride=16``, the
 fourth float left as it is).
 
+A Skinner's passes (classic Delta Mush's smoothing; :mod:`vkdqs.engine.passes`) are recorded
+around the dispatch on the ring's slot (a :class:`~vkdqs.engine.passes.PassTarget` with
+``ring=True``), each through descriptor sets of its own for the ring, so that a batch of
+``skin()`` never rewrites a set an app's pending command buffer uses; their rows are copied.
+
 Where positions and normals are rows (tight or vec4) in one app buffer with
 ``STORAGE_TEXEL_BUFFER`` usage, the dispatch writes them there through a storage texel view (the
 direct path: no copy; ``OUTPUT_STRIDE`` 4 for vec4 rows).
@@ -41,8 +46,10 @@ from ..errors import InputError
 from ..gpu import Buffer, BufferView, DescriptorPool, memory_barrier, write_descriptors
 from ..gpu.app_buffer import AppBuffer, destination
 from ..gpu.calls import align, vk
+from .passes import PassTarget
 
 if TYPE_CHECKING:
+    from .passes import SkinPass
     from .programs import SkinProgram
     from .skinner import Skinner
 
@@ -65,6 +72,11 @@ _STORAGE_TEXEL = vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
 _REGION = np.dtype([("src", "<u8"), ("dst", "<u8"), ("size", "<u8")])  # VkBufferCopy
 
 
+def _rings(skin_pass: object) -> bool:
+    """Whether a pass records for the ring (:class:`vkdqs.engine.passes.SkinPass`)."""
+    return getattr(skin_pass, "records_ring", False) is True
+
+
 class SkinRecorder:
     """A Skinner's ring for :meth:`Skinner.record`: ``frames`` bone slots, as many output
     poses, and a descriptor set per pipeline over them. Owned by the Skinner."""
@@ -73,11 +85,6 @@ class SkinRecorder:
         s, dev = skinner, skinner.device
         if s.path != "compute":
             raise InputError("record() needs path='compute' (the vertex path draws)")
-        if s.has_passes:
-            raise InputError(
-                f"record() does not record the passes of {s.method!r} yet; use skin() or "
-                "skin_into()"
-            )
         frames = s.frames_in_flight
         if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
             raise InputError(f"frames_in_flight must be an int >= 1, got {frames!r}")
@@ -91,7 +98,7 @@ class SkinRecorder:
         self.label = label
         #: the ring's own output (positions, then normals, of every slot), made by the first
         #: recording that copies (an app whose recordings all take the direct path has none)
-        self._out: tuple[Buffer, BufferView] | None = None
+        self._out: tuple[Buffer, BufferView, BufferView] | None = None
         # each slot's box (record(bounds=True)) and, after them, each slot's mark (the
         # sequence number of the recording that last used it, written by the GPU): a few bytes,
         # read by the host
@@ -125,23 +132,50 @@ class SkinRecorder:
             bindings = program.bindings.values()
             pool = s.own(DescriptorPool(s.device, bindings, sets=1, label=f"{program.name} ring"))
             dset = pool.allocate(program.set_layout)
-            out, out_view = self._output() if view is None else (None, view)
+            out, out_view = self._output()[:2] if view is None else (None, view)
             writes = s.descriptor_writes(program, self.bones, out, out_view, self.boxes)
             write_descriptors(s.device, dset, [*program.mesh_writes, *writes])
             self._sets[key] = dset
         return dset
 
-    def _output(self) -> tuple[Buffer, BufferView]:
-        """The ring's output buffer (``gpu`` memory, the copies' source) and its texel view."""
+    def _output(self) -> tuple[Buffer, BufferView, BufferView]:
+        """The ring's output buffer (``gpu`` memory, the copies' source), its r32f view and
+        its rgba32f view (the bounds pass's, after passes)."""
         if self._out is None:
             s = self.skinner
-            size = align(self.frames * s.vertex_count * 24, 16)
-            usage = _STORAGE_TEXEL | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+            size = align(self.frames * s.vertex_count * 24, 16)  # whole rgba32f texels
+            usage = (
+                _STORAGE_TEXEL
+                | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
+                | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+            )
             label = f"{self.label} output"
             out = s.own(Buffer(s.device, size, usage, label=label, memory="gpu"))
             view = s.own(BufferView(s.device, out, int(si.COMPUTE_OUT_FORMAT), label=label))
-            self._out = (out, view)
+            fmt = int(si.BOUNDS_TEXEL_FORMAT)
+            texels = s.own(BufferView(s.device, out, fmt, label=f"{label} positions"))
+            self._out = (out, view, texels)
         return self._out
+
+    def _target(self, output: int, slot: int) -> PassTarget:
+        """The ring as the passes around the dispatch see it: slot ``slot`` of ``frames``."""
+        _, view, texels = self._output()
+        n = self.skinner.vertex_count
+        return PassTarget(self.frames, n, output, view, texels, self.boxes, ring=True, only=slot)
+
+    def _passes(self) -> tuple[tuple[SkinPass, ...], tuple[SkinPass, ...]]:
+        """The Skinner's passes before and after the skinning, each one that records for the
+        ring (a pass that does not say so is refused)."""
+        s = self.skinner
+        before, after = s.passes(after=False), s.passes(after=True)
+        alien = sorted({type(p).__name__ for p in (*before, *after) if not _rings(p)})
+        if alien:
+            raise InputError(
+                f"record() cannot record {s.method!r}'s passes {alien}: a pass records "
+                "into an app's command buffer only where it says records_ring "
+                "(vkdqs.engine.passes.SkinPass)"
+            )
+        return before, after
 
     def _check_done(self, slot: int) -> None:
         """Refuse to reuse ``slot`` while the command buffer that last used it has not run
@@ -215,8 +249,11 @@ class SkinRecorder:
                 f"dst_stage must be one of {sorted(DST_STAGES)} or None, got {dst_stage!r}"
             )
         active = morphs is not None and bool(morphs["header"][:, 0].any())
-        output = si.OUTPUT_VERTICES | (si.OUTPUT_BOX if bounds else 0)
-        direct = self._direct(positions, normals, stride)
+        before, after = self._passes()
+        # after passes (Delta Mush), the box is the bounds pass's, from the vertices they wrote
+        output = si.OUTPUT_VERTICES | (si.OUTPUT_BOX if bounds and not after else 0)
+        # passes work on the ring's own output: those rows are copied
+        direct = not (before or after) and self._direct(positions, normals, stride)
         # the direct path writes the app's rows at their stride; copies come from tight rows
         program = s.program(packed.variant, active, output, stride // 4 if direct else 3)
         slot_row = s.slot_rows(packed, morphs, 0, 1)
@@ -233,7 +270,9 @@ class SkinRecorder:
         seq = (self.frame - 1) % 0xFFFFFFFF + 1  # a uint32 the GPU writes, never 0
         self.issued[slot] = seq
         self.bones.write(slot_row, offset=slot * s.slot_bytes)
-        self._record_commands(cmd, program, slot, targets, view, stride, dst_stage, bounds)
+        self._record_commands(
+            cmd, program, slot, targets, view, stride, dst_stage, bounds, (before, after)
+        )
         # the slot's mark, once everything before it has run, for the host (_check_done)
         mark = self._marks + 4 * slot
         vk.vkCmdFillBuffer(cmd, self.boxes.handle, mark, 4, seq)
@@ -256,8 +295,10 @@ class SkinRecorder:
         stride: int,
         dst_stage: str | None,
         bounds: bool,
+        passes: tuple[tuple[SkinPass, ...], tuple[SkinPass, ...]],
     ) -> None:
-        """Record the slot's dispatch and the commands around it (see the module docstring)."""
+        """Record the slot's dispatch, the Skinner's passes around it (on the ring's output)
+        and the commands around them (see the module docstring)."""
         s, n = self.skinner, self.skinner.vertex_count
         stage, access = DST_STAGES[dst_stage or "vertex_input"]
         compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
@@ -291,7 +332,15 @@ class SkinRecorder:
                     | (vk.VK_ACCESS_HOST_READ_BIT if bounds else 0),
                 )
             return
+        before, after = passes
+        target = self._target(program.output, slot) if before or after else None
+        for skin_pass in before:
+            skin_pass.record(cmd, target)
         s.record_pose_dispatch(cmd, parts, slot, self.frames, sets=self._set)
+        for skin_pass in after:
+            skin_pass.record(cmd, target)
+        if bounds and after:  # the box of what the passes wrote (its own barrier first)
+            s.bounds_pass().record(cmd, target)
         # the shader's writes before the copies read them; the app's earlier reads of its
         # ranges (this stage) before the copies overwrite them
         # (and the box's writes before the host reads it, once the app's fence has signalled)

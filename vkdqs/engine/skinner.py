@@ -265,6 +265,10 @@ class Skinner(ResourceOwner):
         """Whether passes run before or after the skinning dispatches (Delta Mush's)."""
         return bool(self._before or self._after)
 
+    def passes(self, *, after: bool) -> tuple[SkinPass, ...]:
+        """The passes recorded after (or before) the skinning dispatches (:meth:`add_pass`)."""
+        return tuple(self._after if after else self._before)
+
     def add_pass(self, skin_pass: SkinPass, *, after: bool = True) -> None:
         """Record ``skin_pass`` (:class:`vkdqs.engine.passes.SkinPass`) after each batch's
         skinning dispatches (``after=False``: before them), in the same submission (compute
@@ -499,8 +503,8 @@ class Skinner(ResourceOwner):
         for program in self._programs.values():
             self._write_buffer_descriptors(program)
 
-    def _boxes_after(self) -> BoundsPass:
-        """The bounds pass, made on first use."""
+    def bounds_pass(self) -> BoundsPass:
+        """The pass that reduces boxes from the vertices written (made on first use)."""
         if self._bounds_pass is None:
             self._bounds_pass = BoundsPass(self)
         return self._bounds_pass
@@ -520,7 +524,7 @@ class Skinner(ResourceOwner):
             for after in self._after:
                 after.record(cmd, target)
             if box_pass:
-                self._boxes_after().record(cmd, target)
+                self.bounds_pass().record(cmd, target)
         else:
             self._record_draws(cmd, program, poses)
         stage = (
@@ -696,7 +700,7 @@ class Skinner(ResourceOwner):
             self._ensure_capacity(chunk)
             program = self.program(packed.variant, active, output)
             if box_pass:
-                self._boxes_after()
+                self.bounds_pass()
         for start in range(0, total, chunk):
             poses = min(chunk, total - start)
             slots = self.slot_rows(packed, morphs, start, poses)
@@ -842,7 +846,7 @@ class Skinner(ResourceOwner):
     ) -> int:
         """Record one pose's skinning into the app's ``command_buffer`` (recording, outside a
         render pass) and the copies of its ``(N, 3)`` float32 positions and normals into the
-        app's buffers, submitting nothing (compute path, methods without passes; the contract:
+        app's buffers, submitting nothing (compute path; passes too; the contract:
         :mod:`vkdqs.engine.recording`, docs/vulkan-app.md). ``bones``, ``morph_weights``: as for
         :meth:`skin`. ``positions``, ``normals`` (None: not written): ``(buffer, offset)``, an
         :class:`vkdqs.gpu.AppBuffer` or vkdqs Buffer with ``TRANSFER_DST`` usage, a byte offset

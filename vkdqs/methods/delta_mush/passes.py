@@ -287,7 +287,7 @@ class DeltaMushPasses:
             SHADER,
             si.DELTA_MUSH_BINDINGS,
             si.DELTA_MUSH_PUSH_BYTES,
-            sets=len(_SETS),
+            sets=2 * len(_SETS),  # the batch's, then Skinner.record's ring's
             label=label,
         )
         self._sets = {name: i for i, name in enumerate(_SETS)}
@@ -306,7 +306,11 @@ class DeltaMushPasses:
             for k, from_out in _PIPELINES
             for overflow in variants
         }
-        self._written: int | None = None
+        #: the generation the batch's sets and the ring's last pointed at
+        self._written: list[int | None] = [None, None]
+
+    #: it records for Skinner.record's ring too (sets of its own)
+    records_ring = True
 
     @classmethod
     def from_inputs(cls, skinner: Skinner, inputs: MethodInputs) -> DeltaMushPasses:
@@ -314,9 +318,10 @@ class DeltaMushPasses:
         bind in ``inputs`` (given, or the mesh's default)."""
         return cls(skinner, inputs.delta_mush)  # type: ignore[arg-type]
 
-    def _write_sets(self, out_view: BufferView) -> None:
-        """Point the sets at the scratch buffers and the Skinner's current output (made again
-        when the batch size changes; every submission was waited for)."""
+    def _write_sets(self, out_view: BufferView, ring: int) -> None:
+        """Point the batch's sets (``ring`` 0) at the scratch buffers and the Skinner's current
+        output (made again when the batch size changes; every submission was waited for), or
+        the ring's (1) at the ring's output (made once)."""
         for name, index in self._sets.items():
             src, dst = _SETS[name]
             views = {
@@ -326,7 +331,7 @@ class DeltaMushPasses:
                 si.DELTA_MUSH_SRC: self._scratch[src],
                 si.DELTA_MUSH_DST: self._scratch[dst],
             }
-            self._pass.write(views, index)
+            self._pass.write(views, index + ring * len(_SETS))
 
     def passes(
         self, p: int, poses: int
@@ -356,13 +361,14 @@ class DeltaMushPasses:
         (nothing for a dispatch that writes no vertices)."""
         if not target.writes_vertices:
             return
-        if self._written != target.generation:
-            self._write_sets(target.vertices)
-            self._written = target.generation
+        ring = int(target.ring)
+        if self._written[ring] != target.generation:
+            self._write_sets(target.vertices, ring)
+            self._written[ring] = target.generation
         push = np.zeros(si.DELTA_MUSH_PUSH_BYTES // 4, np.uint32)
         push[4:5].view(np.float32)[0] = self.bind.step
         self._pass.begin(cmd)
-        for p in range(target.poses):
+        for p in target.pose_range:
             for pipeline, dset, uints in self.passes(p, target.poses):
                 compute_barrier(cmd)
                 push[:4], push[5] = uints[:4], uints[4]
@@ -372,5 +378,5 @@ class DeltaMushPasses:
                     uints[0],
                     self._local_size,
                     push,
-                    self._sets[dset],
+                    self._sets[dset] + ring * len(_SETS),
                 )
