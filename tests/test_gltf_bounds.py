@@ -386,17 +386,18 @@ def test_peak_memory_stays_under_what_is_charged(peak_files):
 
 
 _RSS = """
-import json, resource, sys, warnings
+import json, sys, warnings
 warnings.simplefilter("ignore")
 import numpy
 from PIL import Image, PngImagePlugin, JpegImagePlugin, WebPImagePlugin
 import DracoPy, meshoptimizer
 from vkdqs.gltf import load_gltf
+from tests.peak_memory import peak_bytes
 path, max_bytes = sys.argv[1], int(sys.argv[2])
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = peak_bytes()
 scene = load_gltf(path, max_bytes=max_bytes)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"rss": (peak - before) * 1024, "charged": scene.charged_bytes,
+peak = peak_bytes()
+print(json.dumps({"rss": peak - before, "charged": scene.charged_bytes,
                   "textured": [m.texture is not None for m in scene.materials]}))
 """
 

@@ -621,10 +621,10 @@ COST_CASES = {
 
 # Loads the file, then uses it as `vkdqs info` and a player do; prints what it cost.
 _MEASURE = """
-import json, resource, sys, time
+import json, sys, time
+from tests.peak_memory import peak_bytes
 from vkdqs.gltf import GltfError, load_gltf
-scale = 1 if sys.platform != "darwin" else 1024
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = peak_bytes()
 start = time.perf_counter()
 cpu_start = time.process_time()
 kwargs = {"max_bytes": int(sys.argv[2])} if len(sys.argv) > 2 else {}
@@ -638,9 +638,9 @@ except GltfError as exc:
     outcome, message = "GltfError", str(exc)
 seconds = time.process_time() - cpu_start
 wall = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = peak_bytes()
 print(json.dumps({"outcome": outcome, "message": message, "seconds": seconds,
-                  "wall": wall, "mb": (peak - before) * scale / 1024}))
+                  "wall": wall, "mb": (peak - before) / 2**20}))
 """
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import resource
 import struct
 import subprocess
 import sys
@@ -22,6 +21,8 @@ from PIL import Image
 from vkdqs.gltf import GltfError, GltfWarning, load_gltf
 from vkdqs.gltf.accessors import DEFAULT_IMAGE_BYTES, DEFAULT_MIN_BYTES
 from vkdqs.gltf.images import PEAK_BYTES_PER_PIXEL, max_image_pixels
+
+from .peak_memory import peak_bytes, reset_peak
 
 ROOT = Path(__file__).resolve().parents[1]
 MIB = 2**20
@@ -81,15 +82,16 @@ def _png_header(width: int, height: int) -> bytes:
 
 
 _LOAD = """
-import json, resource, sys, warnings
+import json, sys, warnings
 warnings.simplefilter("ignore")
 import numpy
 from PIL import Image, PngImagePlugin, JpegImagePlugin
 from vkdqs.gltf import load_gltf
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+from tests.peak_memory import peak_bytes
+before = peak_bytes()
 scene = load_gltf(sys.argv[1])
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"rss": (peak - before) * 1024, "charged": scene.charged_bytes,
+peak = peak_bytes()
+print(json.dumps({"rss": peak - before, "charged": scene.charged_bytes,
                   "sides": [list(m.texture.shape) for m in scene.materials]}))
 """
 
@@ -134,11 +136,12 @@ def test_past_twice_pillows_pixel_rule_is_a_bomb_refused_from_its_header(tmp_pat
     assert most == 2 * Image.MAX_IMAGE_PIXELS
     side = int(most**0.5) + 1  # just past it, each side under MAX_IMAGE_SIDE
     path = _model(tmp_path, [(_png_header(side, side), "image/png")], "bomb.glb")
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert reset_peak(), "the peak is measured from /proc/self (Linux)"
+    before = peak_bytes()
     with pytest.warns(GltfWarning, match=r"images\[0\]: refused as a decompression bomb"):
         scene = load_gltf(path)
     assert scene.materials[0].texture is None
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 * 1024  # KiB
+    assert peak_bytes() - before < 64 * 2**20
     # between the rule's two thresholds Pillow only warns: decoded (here: truncated data)
     side = int((1.5 * Image.MAX_IMAGE_PIXELS) ** 0.5)
     path = _model(tmp_path, [(_png_header(side, side), "image/png")], "large.glb")

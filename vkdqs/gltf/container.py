@@ -114,10 +114,13 @@ def _parse_json(
     name: str,
     charge: Callable[[int], None] | None = None,
     notes: list[str] | None = None,
+    prescan: Callable[[bytes | bytearray | memoryview], None] | None = None,
 ) -> dict:
     """Parse the JSON text of a glTF document; ``charge(bytes)`` is called before parsing with
-    an upper bound of what the parse allocates (it raises to refuse the file). A byte order
-    mark, which glTF forbids, is skipped with a warning appended to ``notes``."""
+    an upper bound of what the parse allocates (it raises to refuse the file), then
+    ``prescan(text bytes)`` (it raises to refuse the file before it is parsed; it allocates
+    less than the parse would). A byte order mark, which glTF forbids, is skipped with a
+    warning appended to ``notes``."""
     bom = bytes(data[:3]) == b"\xef\xbb\xbf"
     if bom:
         if notes is not None:
@@ -131,6 +134,8 @@ def _parse_json(
         raise GltfError(f"{name}: JSON is not valid UTF-8 (byte {exc.start + 3 * bom})") from None
     if charge is not None:
         charge(_json_cost(text))
+    if prescan is not None:
+        prescan(data)
     try:
         doc = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:

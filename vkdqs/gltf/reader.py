@@ -103,6 +103,7 @@ from vkdqs.gltf.errors import GltfError, _BudgetSpent, _show
 from vkdqs.gltf.geometry import _triangulate, vertex_normals
 from vkdqs.gltf.materials import issue_warnings, read_materials
 from vkdqs.gltf.nodes import _more, _NodeReader
+from vkdqs.gltf.prescan import oversized_skin
 from vkdqs.gltf.scene import GltfScene, Mesh, Node, Primitive, Skin, _NodeTable
 from vkdqs.gltf.uris import open_regular_file, read_at_most
 
@@ -239,11 +240,7 @@ class _Reader(_NodeReader):
         for s, sk in enumerate(self.array("skins")):
             joints = sk.get("joints")
             if isinstance(joints, list) and len(joints) > MAX_JOINTS:
-                self.fail(
-                    f"skins[{s}].joints",
-                    f"{len(joints)} joints; vkdqs reads skins of at most {MAX_JOINTS} joints "
-                    "(JOINTS_n are 8- or 16-bit, so no vertex can use more)",
-                )
+                self.fail(f"skins[{s}].joints", _too_many_joints(len(joints)))
 
     def primitive(self, m: int, p: int, prim: dict, flat_normals: bool) -> Primitive:
         path = f"meshes[{m}].primitives[{p}]"
@@ -1137,6 +1134,21 @@ def _read_file(path: Path, budget: Budget, max_bytes: int | None) -> bytearray:
     return raw
 
 
+def _too_many_joints(count: int) -> str:
+    return (
+        f"{count} joints; vkdqs reads skins of at most {MAX_JOINTS} joints "
+        "(JOINTS_n are 8- or 16-bit, so no vertex can use more)"
+    )
+
+
+def _refuse_oversized_skin(name: str, text: bytes | bytearray | memoryview) -> None:
+    """Refuse a skin of too many joints from the JSON text, before the parse builds it (and
+    the nodes it names): :mod:`vkdqs.gltf.prescan`."""
+    found = oversized_skin(text, MAX_JOINTS)
+    if found is not None:
+        raise GltfError(f"{name}: skins[{found[0]}].joints: {_too_many_joints(found[1])}")
+
+
 def _parse_document(
     path: Path, raw: bytearray, budget: Budget, notes: list[str]
 ) -> tuple[dict, memoryview | None]:
@@ -1153,7 +1165,13 @@ def _parse_document(
     else:
         json_bytes = raw
         budget.earn(json=len(raw))
-    doc = _parse_json(json_bytes, name, lambda n: budget.charge(n, "", "parsing the JSON"), notes)
+    doc = _parse_json(
+        json_bytes,
+        name,
+        lambda n: budget.charge(n, "", "parsing the JSON"),
+        notes,
+        lambda text: _refuse_oversized_skin(name, text),
+    )
     return doc, glb_bin
 
 
