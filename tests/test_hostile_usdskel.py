@@ -17,6 +17,7 @@ from pxr import Sdf, Usd, UsdSkel  # usd-core: in the test extra
 import vkdqs
 from vkdqs.app import cli
 from vkdqs.baking import usdskel
+from vkdqs.gltf import GltfWarning
 from vkdqs.gltf.save import GltfBuilder
 
 
@@ -133,6 +134,18 @@ def test_names_usd_cannot_hold_become_valid_distinct_joint_paths(tmp_path):
     assert info.joints == len(joints) == len(names)
     assert kept == names  # the names as they were
     assert all(joints[i].startswith(joints[i - 1] + "/") for i in range(1, len(joints)))
+
+
+def test_a_nul_in_a_name_is_kept_as_u_fffd_with_a_warning(tmp_path):
+    """USD strings end at a NUL: usd-core cut "a\\0b" to "a" silently, which made two joint
+    names alike; each NUL is written as U+FFFD, with a warning."""
+    names = ["a\0b", "a\0c", "\0"]
+    path = _save(tmp_path, _model(len(names), names=names, key_times=[0.0, 1.0]))
+    with pytest.warns(GltfWarning, match=r"3 name\(s\) .*jointNames hold a NUL"):
+        vkdqs.export_usdskel(path, tmp_path / "n.usda", method="lbs")
+    _, [(joints, kept)] = _valid_rig(tmp_path / "n.usda")
+    assert kept == [n.replace("\0", "\ufffd") for n in names]
+    assert len(set(joints)) == len(names)
 
 
 def test_many_names_alike_are_made_distinct_in_linear_time(tmp_path):

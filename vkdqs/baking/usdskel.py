@@ -236,6 +236,21 @@ def _identifiers(names: Sequence[str], fallback: str, taken: set[str] | None = N
     return out
 
 
+def _usd_text(names: Sequence[str], scene: GltfScene, where: str) -> list[str]:
+    """``names`` as USD can hold them: its strings end at a NUL character, which would cut a
+    name short there (silently), so each NUL becomes U+FFFD, with one warning."""
+    cut = sum("\0" in name for name in names)  # over joints: names, not a hot path
+    if not cut:
+        return list(names)
+    warnings.warn(
+        f"{scene.path.name}: {cut} name(s) written to {where} hold a NUL character, which USD "
+        "strings cannot: each NUL is written as U+FFFD",
+        GltfWarning,
+        stacklevel=5,
+    )
+    return [name.replace("\0", "\ufffd") for name in names]
+
+
 def _key_times(scene: GltfScene, index: int, fps: float) -> tuple[NDArray[np.float64], bool]:
     """The seconds the animation is sampled at: every key of every channel, a sample just
     before each STEP key, and, for a CUBICSPLINE channel, every ``1 / fps`` of its range;
@@ -472,9 +487,10 @@ class _Rig:
         where = f"/Root/{_identifiers([label], 'skin', self.names)[0]}"
         skel = UsdSkel.Skeleton.Define(self.stage, where)
         if where.rsplit("/", 1)[1] != label:
-            skel.GetPrim().SetDisplayName(label)
+            skel.GetPrim().SetDisplayName(_usd_text([label], scene, where)[0])
         skel.CreateJointsAttr(Vt.TokenArray(tokens))
-        skel.CreateJointNamesAttr(Vt.TokenArray([scene.nodes[n].name for n in joints]))
+        kept = _usd_text([scene.nodes[n].name for n in joints], scene, f"{where}.jointNames")
+        skel.CreateJointNamesAttr(Vt.TokenArray(kept))
         # bind transforms: the skin's joints' (inverse bind matrices, inverted); the others'
         # their world matrices at rest (they bind nothing)
         bind = self.rest[joints].copy()
@@ -592,7 +608,7 @@ class _Rig:
         mesh = UsdGeom.Mesh.Define(self.stage, f"/Root/{name}")
         node = self.scene.nodes[part.node]
         if node.name and node.name != name:
-            mesh.GetPrim().SetDisplayName(node.name)
+            mesh.GetPrim().SetDisplayName(_usd_text([node.name], self.scene, f"/Root/{name}")[0])
         mesh.CreateSubdivisionSchemeAttr(UsdGeom.Tokens.none)
         faces = np.ascontiguousarray(faces, np.int32)
         mesh.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(faces), 3, np.int32)))
