@@ -239,6 +239,54 @@ def test_a_worker_that_dies_is_recorded_and_the_batch_goes_on(models, cluster, t
 
 
 @pytest.mark.gpu
+def test_a_worker_killed_mid_write_leaves_no_output_and_no_temporary(models, cluster, tmp_path):
+    """A worker process that exits after writing part of an output (its frames on the disk,
+    the archive not finished): no output under the final name, the model recorded as failed,
+    and the temporaries its two attempts left removed when its task ended."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    class CrashMidWrite(distributed.WorkerPlugin):
+        def setup(self, worker):
+            from vkdqs import files
+
+            original = files.AtomicFile.written
+
+            def written(self):
+                original(self)
+                if self.path.name.startswith("crash"):
+                    (marks / f"{os.getpid()}").write_text(str(self.temporary))
+                    os._exit(3)
+
+            files.AtomicFile.written = written
+
+    shutil.copy(models / "c.glb", tmp_path / "crash.glb")
+    scheduler = cluster.scheduler
+    allowed, scheduler.allowed_failures = scheduler.allowed_failures, batch.ALLOWED_FAILURES
+    with distributed.Client(cluster) as client:
+        client.register_plugin(CrashMidWrite(), name="crash-mid-write")
+        try:
+            report = bake_batch(
+                [tmp_path / "crash.glb", models / "c.glb"],
+                tmp_path / "out",
+                fps=FPS,
+                scheduler=cluster.scheduler_address,
+                timeout=LIMIT,
+            )
+        finally:
+            client.unregister_worker_plugin("crash-mid-write")
+            scheduler.allowed_failures = allowed
+            client.restart()
+    crashed, fine = report.records
+    assert "KilledWorker" in crashed.error and fine.error is None
+    left = [Path(p.read_text()) for p in marks.iterdir()]
+    assert len(left) == batch.ALLOWED_FAILURES + 1  # each attempt died with a temporary
+    assert all(p.parent == tmp_path / "out" and p.name.startswith(".crash") for p in left)
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == ["c__rest.npz", "manifest.jsonl"], names
+
+
+@pytest.mark.gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("losses", [2, batch.MAX_LOST_RESULTS + 1])
 def test_a_lost_result_is_fetched_again(models, cluster, tmp_path, monkeypatch, losses):

@@ -482,9 +482,10 @@ def _plan(
 
 
 def _clean_temporaries(out: Path, jobs: list[dict]) -> None:
-    """Remove what a killed run left of the outputs about to be baked: the temporaries
-    (``.<name>.*.tmp``, files or private folders) :mod:`vkdqs.files` writes them under. The
-    manifest's lock says no other run is writing here."""
+    """Remove what a killed run or worker left of these jobs' outputs: the temporaries
+    (``.<name>.*.tmp``, files or private folders) :mod:`vkdqs.files` writes them under; before
+    the jobs are baked, and after each job's task has ended (never after the time limit, when
+    a worker may still be writing). The manifest's lock says no other run is writing here."""
     prefixes = {f".{name[:_NAME_CHARS]}." for job in jobs for name in job["outputs"]}
     if not prefixes:
         return
@@ -670,6 +671,7 @@ def _collect(
                 error = f"the worker baking it failed: {type(exc).__name__}: {exc}"
                 future.release()
                 finish(job, _failed(job, error))
+                _clean_temporaries(Path(job["out_dir"]), [job])  # a killed worker's
                 continue
             try:
                 data = client.gather(future)
@@ -694,6 +696,8 @@ def _collect(
             records = [BatchRecord.of(d, skipped=d.get("skipped", False)) for d in data]
             pids.update(d["worker"] for d in data if "worker" in d)
             finish(job, records)
+            # a worker that died mid-write before a retry succeeded left its temporary
+            _clean_temporaries(Path(job["out_dir"]), [job])
     except TimeoutError:
         for future in pending:
             future.cancel()
