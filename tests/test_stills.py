@@ -242,8 +242,11 @@ def test_bad_scalar_and_overlay_inputs(device):
             renderer.set_overlay(np.zeros((48, 64, 3), np.uint8))
         from vkdqs.engine.overlay_pass import check_overlay
 
-        with pytest.raises(InputError, match=r"maxTexelBufferElements.*--no-labels"):
-            check_overlay(np.zeros((10, 10, 4), np.uint8), 50)
+        with pytest.raises(
+            InputError, match=r"100 pixels wide.*maxTexelBufferElements.*--no-labels"
+        ):
+            check_overlay(np.zeros((10, 100, 4), np.uint8), 50)
+        check_overlay(np.zeros((10, 10, 4), np.uint8), 50)  # drawn in parts
         inst.set_scalar(np.full(mesh.mesh.vertex_count, np.nan))  # NaN shows as 0
         assert (inst.scalar == 0).all()
         grid = FloorGrid(renderer)
@@ -322,3 +325,35 @@ def test_diff_and_framing_of_a_morphing_model_morph_first(device, tmp_path):
         # every morphed, skinned vertex is among the framed points (rigid parts add boxes)
         np.testing.assert_allclose(points[: len(ref)], ref, atol=1e-9)
         player.close()
+
+
+def test_an_overlay_past_max_texel_buffer_elements_is_drawn_in_parts(device):
+    """At the Vulkan minimum a view holds 65536 texels, less than a 322x240 overlay: it is
+    drawn in bands of rows (views at 256-byte aligned offsets, a scissor each), and the frame
+    is the bits of the one-view frame on the default device (the same shaders on the same
+    inputs: only the views and scissors differ)."""
+    from vkdqs import procedural
+    from vkdqs.engine.overlay_pass import overlay_parts
+    from vkdqs.gpu import Device
+
+    w, h = 322, 240  # rows of 1288 bytes: the bands' offsets need the alignment
+    rng = np.random.default_rng(3)
+    overlay = rng.integers(0, 256, (h, w, 4), dtype=np.uint8)
+    overlay[..., 3] = np.where(rng.random((h, w)) < 0.3, 0, overlay[..., 3])
+    frames = []
+    with Device(memory_profile="vulkan-minimum") as minimum:
+        for dev in (device, minimum):
+            with (
+                OffscreenTarget(dev, w, h, samples=1) as target,
+                Renderer(dev, target) as renderer,
+            ):
+                _, firsts = overlay_parts(w, h, dev.info.max_texel_buffer_elements)
+                renderer.add_instance(renderer.add_mesh(procedural.candy_wrapper()), bone_count=2)
+                renderer.set_overlay(overlay)
+                frames.append((renderer.render_image(), len(firsts)))
+    (one, parts_one), (banded, parts) = frames
+    # one view on the suite's device (unless it runs under the minimum's limits itself)
+    assert parts_one == (1 if device.info.max_texel_buffer_elements >= w * h else 2)
+    assert parts == -(-h // (65536 // w)) == 2
+    np.testing.assert_array_equal(banded, one)
+    assert len(np.unique(one.reshape(-1, one.shape[-1]), axis=0)) > 1000  # the noise shows

@@ -7,6 +7,13 @@ full-screen triangle (``overlay.vert``) reads it pixel by pixel (``overlay.frag`
 layout and pipeline layout, apart from the mesh pipelines) and blends it "over" the frame at the
 end of the render pass. No image layouts, samplers or copies are involved, which keeps it to the
 objects vkdqs already has.
+
+A texel view holds at most ``maxTexelBufferElements`` pixels (65536 on a device at the Vulkan
+minimum: a 960x540 frame has 518400), so the image is drawn in parts (:func:`overlay_parts`):
+bands of whole rows, each a view of its own at a 256-byte aligned offset of the slot's buffer
+(256 is the largest minTexelBufferOffsetAlignment the specification allows) and its own
+descriptor set, drawn with a scissor over its rows. Where the image fits one view (every
+desktop GPU, lavapipe) that is one part, one draw.
 """
 
 from __future__ import annotations
@@ -34,6 +41,18 @@ if TYPE_CHECKING:
     from .renderer import Renderer
 
 
+#: Bytes the parts' views start at multiples of (the specification's largest
+#: minTexelBufferOffsetAlignment).
+PART_ALIGNMENT = 256
+
+
+def overlay_parts(width: int, height: int, max_texels: int) -> tuple[int, list[int]]:
+    """How an image of ``width`` x ``height`` pixels is drawn from views of at most
+    ``max_texels`` texels: (rows a part, each part's first row)."""
+    rows = min(height, max_texels // width)
+    return rows, list(range(0, height, rows))
+
+
 def check_overlay(image: Any, max_texels: int) -> np.ndarray:
     """``image`` as a C-contiguous ``(H, W, 4)`` uint8 array (sRGB colour, straight alpha)."""
     arr = np.asarray(image)
@@ -41,11 +60,11 @@ def check_overlay(image: Any, max_texels: int) -> np.ndarray:
         raise InputError(
             f"the overlay must be an (H, W, 4) uint8 RGBA image, got {arr.dtype} {arr.shape}"
         )
-    if arr.shape[0] * arr.shape[1] > max_texels:
+    if arr.shape[1] > max_texels:
         raise InputError(
-            f"the overlay has {arr.shape[0] * arr.shape[1]} pixels; this device's texel buffers "
-            f"hold {max_texels} (maxTexelBufferElements): render a smaller image, or one without "
-            "labels (vkdqs render --no-labels)"
+            f"the overlay is {arr.shape[1]} pixels wide; this device's texel buffers hold "
+            f"{max_texels} (maxTexelBufferElements), less than one row: render a narrower image, "
+            "or one without labels (vkdqs render --no-labels)"
         )
     return np.ascontiguousarray(arr)
 
@@ -64,36 +83,53 @@ class OverlayPass:
                 dev, [self.set_layout], si.OVERLAY_PUSH_BYTES, si.Stage.FRAGMENT, label="overlay"
             )
         )
-        pool = renderer.own(DescriptorPool(dev, si.OVERLAY_BINDINGS, sets=frames, label="overlay"))
-        self.sets = [pool.allocate(self.set_layout) for _ in range(frames)]
-        self.buffers: list[Buffer | None] = [None] * frames
-        self.views: list[BufferView | None] = [None] * frames
+        #: per frame slot: its buffer, the parts' views, pool and sets, and the layout they
+        #: were made for ((width, rows a part, parts), bytes between parts)
+        self.slots: list[dict[str, Any] | None] = [None] * frames
         #: per frame slot: the overlay version its buffer holds
         self.written = [-1] * frames
-        #: bumped when a slot's buffer is re-made (its descriptor changes: re-record)
+        #: bumped when a slot's buffer is re-made (its descriptors change: re-record)
         self.generation = 0
+
+    def _make_slot(self, slot: int, width: int, rows: int, parts: int) -> dict[str, Any]:
+        """``slot``'s buffer of ``parts`` bands of ``rows`` rows, a view and a set each."""
+        r, label = self._renderer, f"overlay {slot}"
+        old = self.slots[slot]
+        if old is not None:
+            r.device.wait_idle()  # command buffers of other images may still use the sets
+            for obj in (*old["views"], old["pool"], old["buffer"]):
+                r.release(obj)
+        stride = -(-rows * width * 4 // PART_ALIGNMENT) * PART_ALIGNMENT
+        usage = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
+        buf = r.own(Buffer(r.device, stride * parts, usage, label=label))
+        fmt, binding = int(si.OVERLAY_TEXEL_FORMAT), si.OVERLAY_BINDINGS[0]
+        views = [
+            r.own(BufferView(r.device, buf, fmt, label=label, size=rows * width * 4, offset=k))
+            for k in range(0, stride * parts, stride)
+        ]
+        pool = r.own(DescriptorPool(r.device, si.OVERLAY_BINDINGS, sets=parts, label=label))
+        sets = [pool.allocate(self.set_layout) for _ in views]
+        for dset, view in zip(sets, views, strict=True):
+            write_descriptors(r.device, dset, [TexelWrite(binding, view)])
+        self.generation += 1
+        made = {"buffer": buf, "views": views, "pool": pool, "sets": sets, "stride": stride}
+        made["layout"] = (width, rows, parts)
+        self.slots[slot] = made
+        return made
 
     def write(self, slot: int, image: np.ndarray, version: int) -> None:
         """Put ``image`` into ``slot``'s buffer (that slot's frame has finished)."""
         if self.written[slot] == version:
             return
-        r = self._renderer
-        buf = self.buffers[slot]
-        if buf is None or buf.size < image.nbytes:
-            r.device.wait_idle()  # command buffers of other images may still use the set
-            if buf is not None:
-                r.release(self.views[slot])
-                r.release(buf)
-            usage = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-            buf = r.own(Buffer(r.device, image.nbytes, usage, label=f"overlay {slot}"))
-            view = r.own(
-                BufferView(r.device, buf, int(si.OVERLAY_TEXEL_FORMAT), label=f"overlay {slot}")
-            )
-            binding = si.OVERLAY_BINDINGS[0]
-            write_descriptors(r.device, self.sets[slot], [TexelWrite(binding, view)])
-            self.buffers[slot], self.views[slot] = buf, view
-            self.generation += 1
-        buf.write(image.reshape(-1))
+        height, width = image.shape[:2]
+        rows, firsts = overlay_parts(
+            width, height, self._renderer.device.info.max_texel_buffer_elements
+        )
+        made = self.slots[slot]
+        if made is None or made["layout"] != (width, rows, len(firsts)):
+            made = self._make_slot(slot, width, rows, len(firsts))
+        for k, first in enumerate(firsts):  # over parts: one for most devices
+            made["buffer"].write(image[first : first + rows], offset=k * made["stride"])
         self.written[slot] = version
 
     def record(self, cmd: Any, slot: int, size: tuple[int, int], samples: int) -> None:
@@ -111,9 +147,15 @@ class OverlayPass:
         pipe = r.pipelines.graphics(desc, self.layout, r.target.render_pass).handle
         graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
         vk.vkCmdBindPipeline(cmd, graphics, pipe)
-        vk.vkCmdBindDescriptorSets(
-            cmd, graphics, self.layout.handle, 0, 1, [self.sets[slot]], 0, None
-        )
-        push = np.array(size, dtype=np.int32)
-        push_constants(cmd, self.layout.handle, si.Stage.FRAGMENT, push)
-        vk.vkCmdDraw(cmd, 3, 1, 0, 0)
+        made = self.slots[slot]
+        assert made is not None, "write() before record()"
+        width, rows, parts = made["layout"]
+        for k, dset in enumerate(made["sets"]):  # over parts: one for most devices
+            first = k * rows
+            vk.vkCmdBindDescriptorSets(cmd, graphics, self.layout.handle, 0, 1, [dset], 0, None)
+            push = np.array([size[0], size[1], first, rows], dtype=np.int32)
+            push_constants(cmd, self.layout.handle, si.Stage.FRAGMENT, push)
+            if parts > 1:  # the part's rows (the overlay is the render pass's last draw)
+                band = vk.VkRect2D(vk.VkOffset2D(0, first), vk.VkExtent2D(width, rows))
+                vk.vkCmdSetScissor(cmd, 0, 1, [band])
+            vk.vkCmdDraw(cmd, 3, 1, 0, 0)

@@ -16,7 +16,9 @@ CENTERS_PUSH_BYTES = 16  #: uint first_vertex, vertex_count; int bone_count; flo
 #: uint vertex_count, columns, row_invocations, first; float gamma, delta, c_rotation,
 #: c_translation
 DDM_PUSH_BYTES = 32
-OVERLAY_PUSH_BYTES = 8  #: ivec2 size, the overlay image's width and height (fragment stage)
+#: ivec2 size (the overlay image's width and height), int first_row, int rows (the part of
+#: the image drawn: a band of rows, one texel view; fragment stage)
+OVERLAY_PUSH_BYTES = 16
 
 #: The members of the skinning shaders' push blocks, by variant kind: (name, GLSL type, byte
 #: offset), as skin.comp and skin.vert declare them (checked against the SPIR-V's Offset

@@ -141,17 +141,27 @@ class Buffer(DeviceObject):
 
 
 class BufferView(DeviceObject):
-    """A texel view in ``fmt`` (``VkFormat``) of a buffer's first ``size`` bytes (default: the
-    whole buffer; a vkdqs Buffer or an app's :class:`~vkdqs.gpu.AppBuffer`)."""
+    """A texel view in ``fmt`` (``VkFormat``) of ``size`` bytes of a buffer from byte
+    ``offset`` (a multiple of the device's minTexelBufferOffsetAlignment, which is at most
+    256; default: the whole buffer; a vkdqs Buffer or an app's
+    :class:`~vkdqs.gpu.AppBuffer`)."""
 
     kind = "buffer view"
 
     def __init__(
-        self, device: Device, buffer: Any, fmt: int, *, label: str, size: int | None = None
+        self,
+        device: Device,
+        buffer: Any,
+        fmt: int,
+        *,
+        label: str,
+        size: int | None = None,
+        offset: int = 0,
     ) -> None:
         vk_device = device.handle
+        span = buffer.size - offset if size is None else size
         info = vk.VkBufferViewCreateInfo(
-            buffer=buffer.handle, format=fmt, offset=0, range=buffer.size if size is None else size
+            buffer=buffer.handle, format=fmt, offset=offset, range=span
         )
         with vk_errors(f"creating buffer view {label!r}"):
             handle = vk.vkCreateBufferView(vk_device, info, None)
