@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEB_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers glslc spirv-tools xvfb
 
-.PHONY: test-adopt demo test test-quick test-width128 test-profiles test-large soak fuzz fuzz-short fuzz-manifest deps venv lint format shaders check-shaders bench figures \
+.PHONY: test-adopt test-minimum demo test test-quick test-width128 test-profiles test-large soak fuzz fuzz-short fuzz-manifest deps venv lint format shaders check-shaders bench figures \
 	pictures docs docs-check docs-tools clean
 
 demo: deps venv
@@ -45,6 +45,15 @@ test-profiles: deps venv
 	    VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
 	    $(PY) -m pytest $(XDIST) -q -m gpu $(PROFILE_TESTS) $(PYTEST_ARGS) || exit 1; \
 	done
+
+# The demo scenes (make demo, stills, the viewer's window, the overlay) under the limits the
+# Vulkan specification requires of every device (maxTexelBufferElements 65536,
+# maxUniformBufferRange 16384, ...: the vulkan-minimum memory profile; docs/memory.md).
+MINIMUM_TESTS := $(addprefix tests/test_,$(addsuffix .py,cli stills overlay window))
+test-minimum: deps venv
+	LP_NUM_THREADS=$${LP_NUM_THREADS:-1} VKDQS_MEMORY_PROFILE=vulkan-minimum \
+	  VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
+	  $(PY) -m pytest $(XDIST) -q -m gpu $(MINIMUM_TESTS) $(PYTEST_ARGS)
 
 # The whole GPU suite again on an adopted device: each device fixture wraps a device made by an
 # "app" with the plain vulkan binding (tests/vulkan_app.py) through Device.adopt, submitting
