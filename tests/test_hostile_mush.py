@@ -487,6 +487,20 @@ def test_precomputations_of_another_mesh_are_refused(device):
         Skinner(device, candy, bone_count=2, method="delta_mush", delta_mush=bind)
 
 
+def test_a_precomputation_of_other_weights_is_refused(device):
+    """The same mesh weighted otherwise: the ddm gives weight to bones that no vertex of the
+    mesh is weighted to (smoothing keeps a weightless bone's Ω exactly zero), refused."""
+    tube = procedural.tube(300, bone_count=12, influences=4)
+    of_tube = vkdqs.direct_delta_mush(tube, bone_count=12, device=device)
+    halved = SkinnedMesh(tube.positions, tube.normals, tube.joints // 2, tube.weights, tube.indices)
+    with pytest.raises(
+        InputError, match=r"no vertex of this mesh is weighted to bone \d+: .*other"
+    ):
+        Skinner(device, halved, bone_count=12, method="ddm", ddm=of_tube)
+    with Skinner(device, tube, bone_count=12, method="ddm", ddm=of_tube):  # its own: taken
+        pass
+
+
 def test_a_precomputation_for_fewer_bones_serves_a_larger_skeleton(device):
     """A ddm computed for 2 bones names only bones 0 and 1; in a 4-bone skeleton the other
     two carry no weight, so their Ω is zero and the ddm is the 4-bone one's: the Skinner takes

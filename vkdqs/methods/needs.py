@@ -291,6 +291,18 @@ def check_ddm(ddm: object, mesh: SkinnedMesh, bone_count: int, method: str = "dd
             f"ddm uses bone {int(ddm.bones.max())}, beyond bone_count={bone_count} "
             f"(it was computed for {ddm.bone_count} bones)"
         )
+    # Ω of a bone is its weights smoothed over the mesh, exactly zero where no vertex is
+    # weighted to it: a bone with Ω but no weight means the ddm came from other weights
+    weighted = np.zeros(bone_count, bool)
+    weighted[mesh.joints[mesh.weights > 0]] = True
+    stray = (ddm.omega != 0).any(axis=2) & ~weighted[ddm.bones]
+    if stray.any():
+        v, slot = (int(i) for i in np.argwhere(stray)[0])
+        bone = int(ddm.bones[v, slot])
+        raise InputError(
+            f"ddm gives vertex {v} bone {bone}, but no vertex of this mesh is weighted to bone "
+            f"{bone}: it was computed with other weights (vkdqs.direct_delta_mush(mesh, ...))"
+        )
 
 
 def check_delta_mush(bind: object, mesh: SkinnedMesh, method: str = "delta_mush") -> None:
