@@ -266,9 +266,7 @@ class SkinRecorder:
         view = self._direct_view(targets[0][0]) if direct else None
         slot = self.frame % self.frames
         self._check_done(slot)
-        self.frame += 1
-        seq = (self.frame - 1) % 0xFFFFFFFF + 1  # a uint32 the GPU writes, never 0
-        self.issued[slot] = seq
+        seq = self.frame % 0xFFFFFFFF + 1  # a uint32 the GPU writes, never 0
         self.bones.write(slot_row, offset=slot * s.slot_bytes)
         self._record_commands(
             cmd, program, slot, targets, view, stride, dst_stage, bounds, (before, after)
@@ -283,6 +281,9 @@ class SkinRecorder:
             vk.VK_ACCESS_TRANSFER_WRITE_BIT,
             vk.VK_ACCESS_HOST_READ_BIT,
         )
+        # counted once recorded (a failure half-way leaves the slot as it was)
+        self.frame += 1
+        self.issued[slot] = seq
         return slot
 
     def _record_commands(
