@@ -266,8 +266,9 @@ def test_a_worker_killed_mid_write_leaves_no_output_and_no_temporary(models, clu
     with distributed.Client(cluster) as client:
         client.register_plugin(CrashMidWrite(), name="crash-mid-write")
         try:
+            # the model alone: a model baking beside it on the dying worker would die with it
             report = bake_batch(
-                [tmp_path / "crash.glb", models / "c.glb"],
+                [tmp_path / "crash.glb"],
                 tmp_path / "out",
                 fps=FPS,
                 scheduler=cluster.scheduler_address,
@@ -277,13 +278,13 @@ def test_a_worker_killed_mid_write_leaves_no_output_and_no_temporary(models, clu
             client.unregister_worker_plugin("crash-mid-write")
             scheduler.allowed_failures = allowed
             client.restart()
-    crashed, fine = report.records
-    assert "KilledWorker" in crashed.error and fine.error is None
+    [crashed] = report.records
+    assert "KilledWorker" in crashed.error
     left = [Path(p.read_text()) for p in marks.iterdir()]
     assert len(left) == batch.ALLOWED_FAILURES + 1  # each attempt died with a temporary
     assert all(p.parent == tmp_path / "out" and p.name.startswith(".crash") for p in left)
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert names == ["c__rest.npz", "manifest.jsonl"], names
+    assert names == ["manifest.jsonl"], names
 
 
 @pytest.mark.gpu
