@@ -42,15 +42,18 @@ def _encoded(fmt: str, side: int) -> bytes:
     return out.getvalue()
 
 
-def _model(folder: Path, images: list[tuple[bytes, str]], name: str) -> Path:
-    """A GLB with one quad per image, each image its own bufferView (decoded once each)."""
+def _model(folder: Path, images: list[tuple[bytes, str]], name: str, basisu: bool = False) -> Path:
+    """A GLB with one quad per image, each image its own bufferView (decoded once each);
+    ``basisu``: the textures name their images through KHR_texture_basisu."""
     binary = b""
     views, imgs, textures, materials = [], [], [], []
     for i, (data, mime) in enumerate(images):
         views.append({"buffer": 0, "byteOffset": len(binary), "byteLength": len(data)})
         binary += data + b"\0" * (-len(data) % 4)
         imgs.append({"bufferView": i, "mimeType": mime})
-        textures.append({"source": i})
+        textures.append(
+            {"extensions": {"KHR_texture_basisu": {"source": i}}} if basisu else {"source": i}
+        )
         materials.append({"pbrMetallicRoughness": {"baseColorTexture": {"index": i}}})
     doc = {
         "asset": {"version": "2.0"},
@@ -60,6 +63,8 @@ def _model(folder: Path, images: list[tuple[bytes, str]], name: str) -> Path:
         "textures": textures,
         "materials": materials,
     }
+    if basisu:
+        doc["extensionsUsed"] = doc["extensionsRequired"] = ["KHR_texture_basisu"]
     text = json.dumps(doc, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 4)
     path = folder / name
@@ -86,8 +91,9 @@ import json, sys, warnings
 warnings.simplefilter("ignore")
 import numpy
 from PIL import Image, PngImagePlugin, JpegImagePlugin
-from vkdqs.gltf import load_gltf
+from vkdqs.gltf import ktx2, load_gltf
 from tests.peak_memory import peak_bytes
+ktx2.available()  # the transcoder's library loaded before the baseline
 before = peak_bytes()
 scene = load_gltf(sys.argv[1])
 peak = peak_bytes()
@@ -129,6 +135,25 @@ def test_an_8192_texture_loads_with_the_default_shrunk_to_4096(tmp_path):
     # the peak was checked, but only the kept array stays held
     scene = load_gltf(path)
     assert scene.charged_bytes >= PEAK_BYTES_PER_PIXEL["JPEG"] * 8192 * 8192
+
+
+@pytest.mark.parametrize("codec", ["etc1s", "uastc"])
+def test_a_4096_ktx2_texture_peaks_under_what_is_charged(tmp_path, codec):
+    """A 4096x4096 KHR_texture_basisu texture (a 2 KB file of one colour: the transcode's cost
+    is its output's, whatever the content) transcoded with the default bound: the resident peak
+    under what was charged (plus 16 MiB for the allocator), the pixels its colour."""
+    data = (ROOT / "tests" / "data" / f"flat4096_{codec}.ktx2").read_bytes()
+    path = _model(tmp_path, [(data, "image/ktx2")], "ktx2.glb", basisu=True)
+    result = _load_in_a_process(path)
+    assert result["sides"] == [[4096, 4096, 4]]
+    assert 4096 * 4096 * 4 <= result["charged"] <= DEFAULT_IMAGE_BYTES
+    assert result["rss"] <= result["charged"] + 16 * MIB, result
+    texture = load_gltf(path).materials[0].texture
+    assert (texture == texture[0, 0]).all()  # one colour, as encoded
+    # UASTC keeps it within a step; ETC1S codes a block's colour as a quantized base plus one
+    # of a few intensity offsets (measured: 29 levels off in red)
+    near = 2 if codec == "uastc" else 32
+    assert np.abs(texture[0, 0].astype(int) - (200, 90, 40, 255)).max() <= near
 
 
 def test_past_twice_pillows_pixel_rule_is_a_bomb_refused_from_its_header(tmp_path):

