@@ -326,16 +326,45 @@ def test_crowds_and_instances_draw_together(scene):
     assert both > one > 100
 
 
-def test_dispatch_limit_is_a_limit_error(device, scene):
-    _, renderer, rm = scene
-    joints = 64
-    frames = np.tile(np.eye(4), (2, joints, 1, 1))
-    groups = device.info.max_compute_work_group_count[0]
-    count = groups * 64 // joints + 1
-    if count > MAX_COPIES:
-        pytest.skip("this device dispatches more groups than MAX_COPIES crowds need")
-    with pytest.raises(LimitError, match="maxComputeWorkGroupCount"):
-        renderer.add_crowd(rm, AnimationClip(frames, 30), count=count)
+def test_dispatches_past_max_compute_work_group_count_run_in_pieces(device, monkeypatch):
+    """A device that dispatches at most 4 workgroups at once (a profile's limit, lowered): the
+    crowd's cull pass (300 copies: 5 groups) and sampling pass (600 joints: 10 groups) run in
+    pieces (vkCmdDispatchBase), and the frame is the bits of the frame on the suite's device."""
+    from vkdqs.gpu import Device
+    from vkdqs.gpu.calls import vk
+    from vkdqs.gpu.memory import profiles
+
+    discrete = profiles._BY_NAME["discrete"].limits
+    monkeypatch.setitem(discrete, "max_compute_work_group_count", (4, 65535, 65535))
+    real, runs = vk.vkCmdDispatchBase, []
+
+    def dispatch_base(cmd, bx, by, bz, gx, gy, gz):
+        runs.append(gx)
+        return real(cmd, bx, by, bz, gx, gy, gz)
+
+    monkeypatch.setattr(vk, "vkCmdDispatchBase", dispatch_base)
+    count = 300
+    models = grid_models(count, spacing=0.5)
+    models[:, 0, 3] = 0.5 * (np.arange(count) % 20)
+    models[:, 1, 3] = 0.5 * (np.arange(count) // 20)
+    images = []
+    with Device(memory_profile="discrete") as small:
+        assert small.info.max_compute_work_group_count[0] == 4
+        for dev in (device, small):
+            runs.clear()
+            with (
+                OffscreenTarget(dev, W, H) as target,
+                Renderer(dev, target, clear_color=CLEAR) as renderer,
+            ):
+                rm = renderer.add_mesh(procedural.candy_wrapper())
+                crowd = renderer.add_crowd(rm, twist_clip(), count=count)
+                crowd.set_models(models)
+                crowd.set_times(np.linspace(0, 0.3, count))
+                renderer.frame_scene()
+                images.append(renderer.render_image())
+    assert max(runs) == 4 and runs.count(4) >= 3  # the cull's and the sampling's pieces
+    assert covered(images[0]).sum() > 1000
+    np.testing.assert_array_equal(images[1], images[0])
 
 
 def test_crowd_scene_plays_a_gltf_rig_out_of_phase(device, tmp_path):

@@ -29,9 +29,9 @@ than storage-buffer reads), not in the 64 KiB uniform block. Limits (checked wit
 :class:`~vkdqs.LimitError`): the bones of all copies (``count * joints * t`` texels, ``t``
 2 for DQS and cor, 3 for LBS and ddm, 5 for blend and dqs_blender), the clip
 (``frames * joints * t``) and the copies (``count * 8``) must each fit
-``maxTexelBufferElements`` (2^27 on lavapipe: e.g. 1.3M copies of a 50-joint DQS rig); the
-sampling dispatch (``count * joints / 64`` groups) must fit ``maxComputeWorkGroupCount[0]``
-(65535 groups: 4.2M bones); and ``count <=`` :data:`MAX_COPIES`. Memory is 16 bytes a texel,
+``maxTexelBufferElements`` (2^27 on lavapipe: e.g. 1.3M copies of a 50-joint DQS rig); and
+``count <=`` :data:`MAX_COPIES`. The sampling and cull dispatches run in pieces of at most
+``maxComputeWorkGroupCount[0]`` workgroups (:class:`~vkdqs.gpu.ComputePass`). Memory is 16 bytes a texel,
 per frame in flight for bones and copies.
 
 Methods: "dqs", "lbs", "blend" (per-vertex LBS/DQS blend by the mesh's ``dqs_blend``: the
@@ -74,7 +74,7 @@ from ..gpu import (
     Buffer,
     BufferView,
     BufferWrite,
-    ComputePipelineDesc,
+    ComputePass,
     DescriptorPool,
     DescriptorSetLayout,
     GraphicsPipelineDesc,
@@ -234,9 +234,8 @@ def _check_clips(clips: AnimationClip | Sequence[AnimationClip]) -> tuple[Animat
 
 def _check_device_limits(
     info: Any, count: int, clips: tuple[AnimationClip, ...], texels: int
-) -> int:
-    """Refuse a crowd whose texel buffers or sampling dispatch exceed the device's limits;
-    return the sampling dispatch's workgroup count."""
+) -> None:
+    """Refuse a crowd whose texel buffers exceed the device's limits."""
     joints = clips[0].joint_count
     total_frames = sum(c.frame_count for c in clips)
     limit = info.max_texel_buffer_elements
@@ -250,13 +249,15 @@ def _check_device_limits(
                 f"{what} take {n} texels, more than a texel buffer holds on "
                 f"{info.name!r} (maxTexelBufferElements {limit}); use fewer copies per crowd"
             )
-    groups = -(-count * joints // si.LOCAL_SIZE)
-    if groups > info.max_compute_work_group_count[0]:
-        raise LimitError(
-            f"sampling {count} copies x {joints} joints needs {groups} workgroups, more than "
-            f"maxComputeWorkGroupCount[0] ({info.max_compute_work_group_count[0]})"
-        )
-    return groups
+
+
+class _Kept:
+    """The owner a crowd's compute passes make their objects with: the renderer's (``keep``),
+    each listed as the crowd's, so that removing the crowd destroys them."""
+
+    def __init__(self, device: Any, keep: Any) -> None:
+        self.device = device
+        self.own = keep
 
 
 class Crowd:
@@ -299,7 +300,7 @@ class Crowd:
                 f"the clip has {clip.joint_count} joints, too few for mesh {mesh.label!r}: {exc}"
             ) from None
         count = int(count)
-        self._groups = _check_device_limits(owner.device.info, count, clips, skinning.crowd_texels)
+        _check_device_limits(owner.device.info, count, clips, skinning.crowd_texels)
         self.mesh = mesh
         #: The crowd's clips; ``clip`` is the first (what every copy plays until set_clips).
         self.clips = clips
@@ -369,12 +370,30 @@ class Crowd:
         self._frames = frames
         self._frames_view = self._keep(BufferView(dev, frames, fmt, label=f"{label} clip"))
         self._pool = self._keep(
-            DescriptorPool(
-                dev,
-                si.CROWD_SAMPLE_BINDINGS + si.CROWD_RENDER_BINDINGS + si.CROWD_CULL_BINDINGS,
-                sets=3 * frames_in_flight,
-                label=label,
-            )
+            DescriptorPool(dev, si.CROWD_RENDER_BINDINGS, sets=frames_in_flight, label=label)
+        )
+        # the sampling and cull passes: the renderer's shared layouts, sets of this crowd's
+        kept = _Kept(dev, self._keep)
+        layouts = self.layouts
+        self._sample = ComputePass(
+            kept,
+            self._owner.pipelines,
+            si.crowd_variant_name("crowd_sample", self.method),
+            si.CROWD_SAMPLE_BINDINGS,
+            si.CROWD_SAMPLE_PUSH_BYTES,
+            sets=frames_in_flight,
+            label=f"{label} sample",
+            layouts=(layouts.sample_set, layouts.sample),
+        )
+        self._cull = ComputePass(
+            kept,
+            self._owner.pipelines,
+            si.Variant(si.Kind.CROWD_CULL).name,
+            si.CROWD_CULL_BINDINGS,
+            si.CROWD_CULL_PUSH_BYTES,
+            sets=frames_in_flight,
+            label=f"{label} cull",
+            layouts=(layouts.cull_set, layouts.cull),
         )
         # each clip's box for the cull pass (2 texels: lo, hi), written by set_cull_boxes
         boxes = self._keep(
@@ -422,16 +441,13 @@ class Crowd:
                 memory="readback",
             )
         )
-        sample_set = self._pool.allocate(self.layouts.sample_set)
-        b = {x.binding: x for x in si.CROWD_SAMPLE_BINDINGS}
-        write_descriptors(
-            dev,
-            sample_set,
-            [
-                TexelWrite(b[si.CROWD_FRAMES], self._frames_view),
-                BufferWrite(b[si.CROWD_POSITIONS], positions, 0, positions.size),
-                TexelWrite(b[si.CROWD_BONES_OUT], bones_view),
-            ],
+        self._sample.write(
+            {
+                si.CROWD_FRAMES: self._frames_view,
+                si.CROWD_POSITIONS: (positions, 0, positions.size),
+                si.CROWD_BONES_OUT: bones_view,
+            },
+            f,
         )
         render_set = self._pool.allocate(self.layouts.render_set)
         b = {x.binding: x for x in si.CROWD_RENDER_BINDINGS}
@@ -447,28 +463,23 @@ class Crowd:
                 *(TexelWrite(b[m.binding], texels[m.name]) for m in si.DDM_INPUTS if texels),
             ],
         )
-        cull_set = self._pool.allocate(self.layouts.cull_set)
-        b = {x.binding: x for x in si.CROWD_CULL_BINDINGS}
-        write_descriptors(
-            dev,
-            cull_set,
-            [
-                TexelWrite(b[si.CROWD_CULL_COPIES], copies_view),
-                TexelWrite(b[si.CROWD_CULL_BOXES], self._box_view),
-                TexelWrite(b[si.CROWD_CULL_VISIBLE], visible_view),
-                BufferWrite(b[si.CROWD_CULL_COMMANDS], commands, 0, commands.size),
-                BufferWrite(b[si.CROWD_CULL_POSITIONS], positions, 0, positions.size),
-            ],
+        self._cull.write(
+            {
+                si.CROWD_CULL_COPIES: copies_view,
+                si.CROWD_CULL_BOXES: self._box_view,
+                si.CROWD_CULL_VISIBLE: visible_view,
+                si.CROWD_CULL_COMMANDS: (commands, 0, commands.size),
+                si.CROWD_CULL_POSITIONS: (positions, 0, positions.size),
+            },
+            f,
         )
         return {
             "visible": visible,
             "commands": commands,
-            "cull_set": cull_set,
             "positions": positions,
             "bones": bones,
             "copies": copies,
             "block": block,
-            "sample_set": sample_set,
             "render_set": render_set,
             "copies_gen": -1,
         }
@@ -650,30 +661,25 @@ class Crowd:
         """How many copies frame slot ``slot``'s last frame drew (read after its fence)."""
         return int(self._slots[slot]["commands"].read(np.uint32, 2)[1])
 
-    def record_cull(
-        self, cmd: Any, slot: int, pipeline: Any, view_projection: Any, cull: bool
-    ) -> None:
+    def record_cull(self, cmd: Any, slot: int, view_projection: Any, cull: bool) -> None:
         """Outside the render pass, before sampling: list the copies whose box may be in view
         (every copy when :attr:`cull_boxes` is None) and count them into the slot's draw
         commands, mark the others' frame positions so the sampling pass skips them, then make
         all of it visible to the sampling pass, the indirect draw and the vertex shader."""
-        s = self._slots[slot]
-        compute = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         # the list and commands were last read by this slot's previous frame (WAR)
         memory_barrier(
             cmd,
             vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT | vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
         )
-        vk.vkCmdBindPipeline(cmd, compute, pipeline)
-        layout = self.layouts.cull.handle
-        vk.vkCmdBindDescriptorSets(cmd, compute, layout, 0, 1, [s["cull_set"]], 0, None)
         push = np.zeros(si.CROWD_CULL_PUSH_BYTES // 4, np.float32)
         push[:16] = np.asarray(view_projection, np.float32).T.reshape(-1)
         culling = cull and self.cull_boxes is not None
         push[16:19].view(np.uint32)[:] = (self.count, len(self._commands), int(culling))
-        push_constants(cmd, layout, si.Stage.COMPUTE, push)
-        vk.vkCmdDispatch(cmd, (self.count + si.LOCAL_SIZE - 1) // si.LOCAL_SIZE, 1, 1)
+        self._cull.begin(cmd)
+        pipeline = self._cull.pipeline(((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),))
+        # in runs of at most maxComputeWorkGroupCount workgroups (vkCmdDispatchBase)
+        self._cull.dispatch(cmd, pipeline, self.count, si.LOCAL_SIZE, push, slot)
         memory_barrier(
             cmd,
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
@@ -687,29 +693,19 @@ class Crowd:
             | vk.VK_ACCESS_HOST_READ_BIT,  # drawn_copies() reads the counts after the fence
         )
 
-    def cull_pipeline_desc(self) -> ComputePipelineDesc:
-        """The compute pipeline of the cull pass (``crowd_cull.comp``)."""
-        return ComputePipelineDesc(
-            shader=si.Variant(si.Kind.CROWD_CULL).name,
-            spec=((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),),
-        )
-
-    def record_sample(self, cmd: Any, slot: int, pipeline: Any) -> None:
-        """Outside the render pass: sample the clip into the slot's bones, then make them
+    def record_sample(self, cmd: Any, slot: int) -> None:
+        """Outside the render pass: sample the clip into the slot's bones (one invocation a
+        copy's joint, in runs of at most maxComputeWorkGroupCount workgroups), then make them
         visible to the vertex shader."""
-        s = self._slots[slot]
-        compute = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         # the bones were last read by the vertex shader of this slot's previous frame (WAR)
         memory_barrier(
             cmd, vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
         )
-        vk.vkCmdBindPipeline(cmd, compute, pipeline)
-        vk.vkCmdBindDescriptorSets(
-            cmd, compute, self.layouts.sample.handle, 0, 1, [s["sample_set"]], 0, None
-        )
         push = np.array([self.count, self.joint_count, self._total_frames], np.uint32)
-        push_constants(cmd, self.layouts.sample.handle, si.Stage.COMPUTE, push)
-        vk.vkCmdDispatch(cmd, self._groups, 1, 1)
+        self._sample.begin(cmd)
+        pipeline = self._sample.pipeline(((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),))
+        invocations = self.count * self.joint_count
+        self._sample.dispatch(cmd, pipeline, invocations, si.LOCAL_SIZE, push, slot)
         memory_barrier(
             cmd,
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
@@ -759,15 +755,6 @@ class Crowd:
             )
             # the copies in view: the cull pass counted them into this group's command
             vk.vkCmdDrawIndexedIndirect(cmd, s["commands"].handle, g * stride, 1, stride)
-
-    def sample_pipeline_desc(self) -> ComputePipelineDesc:
-        """The compute pipeline of the sampling pass: the shader of the method's sampling
-        layout (``crowd_dq.comp`` for "dqs" and "cor"), which the renderer dispatches before
-        its render pass."""
-        return ComputePipelineDesc(
-            shader=si.crowd_variant_name("crowd_sample", self.method),
-            spec=((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),),
-        )
 
     def draw_pipeline_desc(
         self, material: Material, *, wireframe: bool, cull: bool, samples: int

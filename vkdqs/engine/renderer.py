@@ -783,10 +783,8 @@ class Renderer(ResourceOwner):
         w, h = self.target.extent
         vp = self.camera.view_projection(w / h)
         for crowd in crowds:  # culled first: the sampling pass skips the culled copies
-            cull = self.pipelines.compute(crowd.cull_pipeline_desc(), crowd.layouts.cull)
-            crowd.record_cull(cmd, frame.index, cull.handle, vp, self.cull_copies)
-            pipe = self.pipelines.compute(crowd.sample_pipeline_desc(), crowd.layouts.sample)
-            crowd.record_sample(cmd, frame.index, pipe.handle)
+            crowd.record_cull(cmd, frame.index, vp, self.cull_copies)
+            crowd.record_sample(cmd, frame.index)
         self._begin_pass(cmd, image)
         graphics = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
         bound = None

@@ -3,8 +3,8 @@
 A pass is a descriptor set layout of its bindings, a pipeline layout with one push-constant
 range, a pool with its sets, and the pipelines of its shader by specialization constants (from
 the owner's :class:`~vkdqs.gpu.PipelineCache`). The bounds pass, Delta Mush's passes, the
-centers of rotation and a method defined outside the package all build theirs with it; each
-object is owned (and destroyed) by the owner given.
+centers of rotation, a crowd's sampling and culling and a method defined outside the package
+all build theirs with it; each object is owned (and destroyed) by the owner given.
 """
 
 from __future__ import annotations
@@ -63,6 +63,10 @@ class ComputePass:
         Descriptor sets to allocate (``pass.sets[i]``).
     code : bytes, optional
         The SPIR-V as data (a shader that does not ship with vkdqs).
+    layouts : (DescriptorSetLayout, PipelineLayout), optional
+        Layouts several passes share (made by their owner, for ``bindings`` and
+        ``push_bytes``): this pass then makes only its pool and sets, and its pipelines are
+        shared through the cache (a renderer's crowds).
     """
 
     def __init__(
@@ -76,16 +80,20 @@ class ComputePass:
         sets: int = 1,
         code: bytes | None = None,
         label: str | None = None,
+        layouts: tuple[DescriptorSetLayout, PipelineLayout] | None = None,
     ) -> None:
         dev, label = owner.device, label or shader
         self.owner, self.shader, self.code = owner, shader, code
         self.push_bytes = push_bytes
         #: the bindings by binding number
         self.bindings: dict[int, Binding] = {b.binding: b for b in bindings}
-        self.set_layout = owner.own(DescriptorSetLayout(dev, bindings, label=label))
-        self.layout = owner.own(
-            PipelineLayout(dev, [self.set_layout], push_bytes, Stage.COMPUTE, label=label)
-        )
+        if layouts is not None:
+            self.set_layout, self.layout = layouts
+        else:
+            self.set_layout = owner.own(DescriptorSetLayout(dev, bindings, label=label))
+            self.layout = owner.own(
+                PipelineLayout(dev, [self.set_layout], push_bytes, Stage.COMPUTE, label=label)
+            )
         pool = owner.own(DescriptorPool(dev, bindings, sets=sets, label=label))
         #: the descriptor sets (``VkDescriptorSet`` handles, freed with the pool)
         self.sets = [pool.allocate(self.set_layout) for _ in range(sets)]
