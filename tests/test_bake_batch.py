@@ -192,6 +192,28 @@ def test_a_workers_validation_messages_come_back(models, cluster, tmp_path):
     assert relogged == [f"worker bake of {models / 'c.glb'}: a made-up validation error"]
 
 
+def _bake_with_plugin(cluster, plugin, inputs):
+    """bake_batch of ``inputs`` into ``out`` beside the first on the test cluster, its workers
+    running ``plugin`` (the restarted ones too) and its scheduler allowing the failures a local
+    cluster of bake_batch allows; then workers without it."""
+    scheduler = cluster.scheduler
+    allowed, scheduler.allowed_failures = scheduler.allowed_failures, batch.ALLOWED_FAILURES
+    with distributed.Client(cluster) as client:
+        client.register_plugin(plugin, name="test-plugin")
+        try:
+            return bake_batch(
+                inputs,
+                Path(inputs[0]).parent / "out",
+                fps=FPS,
+                scheduler=cluster.scheduler_address,
+                timeout=LIMIT,
+            )
+        finally:
+            client.unregister_worker_plugin("test-plugin")
+            scheduler.allowed_failures = allowed
+            client.restart()  # workers without the plugin
+
+
 @pytest.mark.gpu
 def test_a_worker_that_dies_is_recorded_and_the_batch_goes_on(models, cluster, tmp_path):
     """A worker process that exits while baking one model (made here by a worker plugin, which
@@ -212,22 +234,7 @@ def test_a_worker_that_dies_is_recorded_and_the_batch_goes_on(models, cluster, t
             driver.bake_to_file = bake_to_file
 
     shutil.copy(models / "c.glb", tmp_path / "crash.glb")
-    scheduler = cluster.scheduler
-    allowed, scheduler.allowed_failures = scheduler.allowed_failures, batch.ALLOWED_FAILURES
-    with distributed.Client(cluster) as client:
-        client.register_plugin(Crash(), name="crash")
-        try:
-            report = bake_batch(
-                [tmp_path / "crash.glb", models / "c.glb"],
-                tmp_path / "out",
-                fps=FPS,
-                scheduler=cluster.scheduler_address,
-                timeout=LIMIT,
-            )
-        finally:
-            client.unregister_worker_plugin("crash")
-            scheduler.allowed_failures = allowed
-            client.restart()  # workers without the wrapped bake_to_file
+    report = _bake_with_plugin(cluster, Crash(), [tmp_path / "crash.glb", models / "c.glb"])
     crashed, fine = report.records
     assert crashed.clip == "rest" and "KilledWorker" in crashed.error
     assert fine.error is None and fine.output == str(tmp_path / "out" / "c__rest.npz")
@@ -261,24 +268,8 @@ def test_a_worker_killed_mid_write_leaves_no_output_and_no_temporary(models, clu
             files.AtomicFile.written = written
 
     shutil.copy(models / "c.glb", tmp_path / "crash.glb")
-    scheduler = cluster.scheduler
-    allowed, scheduler.allowed_failures = scheduler.allowed_failures, batch.ALLOWED_FAILURES
-    with distributed.Client(cluster) as client:
-        client.register_plugin(CrashMidWrite(), name="crash-mid-write")
-        try:
-            # the model alone: a model baking beside it on the dying worker would die with it
-            report = bake_batch(
-                [tmp_path / "crash.glb"],
-                tmp_path / "out",
-                fps=FPS,
-                scheduler=cluster.scheduler_address,
-                timeout=LIMIT,
-            )
-        finally:
-            client.unregister_worker_plugin("crash-mid-write")
-            scheduler.allowed_failures = allowed
-            client.restart()
-    [crashed] = report.records
+    # the model alone: a model baking beside it on the dying worker would die with it
+    [crashed] = _bake_with_plugin(cluster, CrashMidWrite(), [tmp_path / "crash.glb"]).records
     assert "KilledWorker" in crashed.error
     left = [Path(p.read_text()) for p in marks.iterdir()]
     assert len(left) == batch.ALLOWED_FAILURES + 1  # each attempt died with a temporary
@@ -287,7 +278,6 @@ def test_a_worker_killed_mid_write_leaves_no_output_and_no_temporary(models, clu
     assert names == ["manifest.jsonl"], names
 
 
-@pytest.mark.gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("losses", [2, batch.MAX_LOST_RESULTS + 1])
 def test_a_lost_result_is_fetched_again(models, cluster, tmp_path, monkeypatch, losses):
