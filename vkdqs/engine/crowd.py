@@ -31,8 +31,8 @@ than storage-buffer reads), not in the 64 KiB uniform block. Limits (checked wit
 (``frames * joints * t``) and the copies (``count * 8``) must each fit
 ``maxTexelBufferElements`` (2^27 on lavapipe: e.g. 1.3M copies of a 50-joint DQS rig); and
 ``count <=`` :data:`MAX_COPIES`. The sampling and cull dispatches run in pieces of at most
-``maxComputeWorkGroupCount[0]`` workgroups (:class:`~vkdqs.gpu.ComputePass`). Memory is 16 bytes a texel,
-per frame in flight for bones and copies.
+``maxComputeWorkGroupCount[0]`` workgroups (:class:`~vkdqs.gpu.ComputePass`). Memory is 16
+bytes a texel, per frame in flight for bones and copies.
 
 Methods: "dqs", "lbs", "blend" (per-vertex LBS/DQS blend by the mesh's ``dqs_blend``: the
 sampling pass writes each bone's blended DQ and its linearly blended matrix rows, 5 texels),
