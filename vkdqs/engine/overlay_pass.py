@@ -91,6 +91,13 @@ class OverlayPass:
         #: bumped when a slot's buffer is re-made (its descriptors change: re-record)
         self.generation = 0
 
+    @property
+    def part_objects(self) -> int:
+        """The Vulkan objects its slots hold now (a buffer, a pool and a view a part each): as
+        many as the image's size needs parts, so a soak of a resized window counts them
+        apart."""
+        return sum(2 + len(made["views"]) for made in self.slots if made is not None)
+
     def _make_slot(self, slot: int, width: int, rows: int, parts: int) -> dict[str, Any]:
         """``slot``'s buffer of ``parts`` bands of ``rows`` rows, a view and a set each."""
         r, label = self._renderer, f"overlay {slot}"
