@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import vkdqs.gltf.container
@@ -74,3 +75,56 @@ def test_a_skin_of_a_million_joints_is_refused_before_the_parse(tmp_path, monkey
     assert result["outcome"] == "GltfError", result
     size_mb = path.stat().st_size / 2**20
     assert result["mb"] < 3 * size_mb + 64, (result, size_mb)
+
+
+def _reference(doc: object, limit: int) -> tuple[int, int] | None:
+    """What the scan must find, from the parsed document: the first skins[k].joints of the
+    root longer than ``limit`` that is a flat array of numbers."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("skins"), list):
+        return None
+    for k, skin in enumerate(doc["skins"]):
+        joints = skin.get("joints") if isinstance(skin, dict) else None
+        flat = isinstance(joints, list) and all(type(j) in (int, float) for j in joints)
+        if flat and len(joints) > limit:
+            return k, len(joints)
+    return None
+
+
+def _random_value(rng, depth: int) -> object:
+    kind = rng.integers(0, 7 if depth < 3 else 4)
+    if kind == 0:
+        return int(rng.integers(-5, 99))
+    if kind == 1:
+        return "".join(rng.choice(list('ab"\\[]{},: joints'), size=rng.integers(0, 9)))
+    if kind == 2:
+        return [int(x) for x in rng.integers(0, 9, size=rng.integers(0, 6))]
+    if kind == 3:
+        return None
+    if kind == 4:
+        return [_random_value(rng, depth + 1) for _ in range(rng.integers(0, 4))]
+    keys = rng.choice(["joints", "skins", "name", 'a\\"', "x"], size=rng.integers(0, 4))
+    return {str(key): _random_value(rng, depth + 1) for key in keys}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_scan_agrees_with_the_parser_on_random_documents(monkeypatch, seed):
+    """Random documents (skins and "joints" keys at every depth, strings full of quotes,
+    brackets and backslashes), scanned in small chunks: what the scan finds is what the parsed
+    document holds."""
+    rng = np.random.default_rng(seed)
+    found = 0
+    for _ in range(300):
+        monkeypatch.setattr(prescan, "CHUNK", int(rng.integers(1, 64)))
+        doc = {
+            str(k): _random_value(rng, 1)
+            for k in rng.choice(["skins", "nodes", "extras", "joints"], size=rng.integers(1, 4))
+        }
+        if rng.random() < 0.5:
+            skins = [_random_value(rng, 2) for _ in range(rng.integers(0, 3))]
+            skins.insert(int(rng.integers(0, len(skins) + 1)), {"joints": [1, 2, 3, 4]})
+            doc["skins"] = skins
+        text = json.dumps(doc, indent=int(rng.integers(0, 2)) or None).encode()
+        want = _reference(doc, 3)
+        assert oversized_skin(text, 3) == want, text
+        found += want is not None
+    assert found > 50  # the cases include many the scan must find
