@@ -38,7 +38,12 @@ def prepare(folder: Path) -> Path:
 def one_input(data: bytes, folder: Path) -> None:
     """Load ``data`` as a model file in ``folder`` and use the scene; raises only GltfError."""
     from vkdqs.gltf import GltfError, load_gltf
+    from vkdqs.gltf.prescan import oversized_skin
 
+    # the joints pre-scan on any bytes, with a limit that every skin passes: None or a place,
+    # never an exception (the loader runs it only past MAX_JOINTS)
+    found = oversized_skin(data, 2)
+    assert found is None or (found[0] >= 0 and found[1] > 2), found
     path = folder / ("model.glb" if data[:4] == b"glTF" else "model.gltf")
     path.write_bytes(data)
     with warnings.catch_warnings():
