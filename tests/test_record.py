@@ -160,6 +160,12 @@ def test_frames_in_flight_is_fixed_by_the_first_record(app, adopted):
     buf, _ = app.host_buffer(12 * mesh.vertex_count, USAGE)
     target = AppBuffer(adopted, buf, size=12 * mesh.vertex_count, usage=USAGE)
     with Skinner(adopted, mesh, bone_count=2) as skinner:
+        cmd = app.begin()
+        for bad in (0, 17, 10**9, True, 2.0):  # refused before anything is made or recorded
+            skinner.frames_in_flight = bad
+            with pytest.raises(InputError, match=r"frames_in_flight must be an int in \[1, 16\]"):
+                skinner.record(cmd, procedural.twist_pose(0), positions=(target, 0))
+        app.end_submit_wait()
         skinner.frames_in_flight = 3
         for frame in range(4):
             cmd = app.begin()

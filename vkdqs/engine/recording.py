@@ -86,8 +86,8 @@ class SkinRecorder:
         if s.path != "compute":
             raise InputError("record() needs path='compute' (the vertex path draws)")
         frames = s.frames_in_flight
-        if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
-            raise InputError(f"frames_in_flight must be an int >= 1, got {frames!r}")
+        if isinstance(frames, bool) or not isinstance(frames, int) or not 1 <= frames <= 16:
+            raise InputError(f"frames_in_flight must be an int in [1, 16], got {frames!r}")
         label = f"{s.label} record ring x{frames}"
         self.skinner = skinner
         self.frames = frames
