@@ -18,6 +18,7 @@ desktop GPU, lavapipe) that is one part, one draw.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -69,6 +70,20 @@ def check_overlay(image: Any, max_texels: int) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
+@dataclass
+class _Slot:
+    """A frame slot's overlay: one buffer of bands of ``rows`` rows of ``width`` pixels,
+    ``stride`` bytes apart, a texel view and a descriptor set a band (from its own pool)."""
+
+    buffer: Buffer
+    views: list[BufferView]
+    pool: DescriptorPool
+    sets: list[Any]
+    stride: int
+    width: int
+    rows: int
+
+
 class OverlayPass:
     """The overlay's Vulkan objects, made by and kept in ``renderer`` (destroyed with it)."""
 
@@ -83,9 +98,8 @@ class OverlayPass:
                 dev, [self.set_layout], si.OVERLAY_PUSH_BYTES, si.Stage.FRAGMENT, label="overlay"
             )
         )
-        #: per frame slot: its buffer, the parts' views, pool and sets, and the layout they
-        #: were made for ((width, rows a part, parts), bytes between parts)
-        self.slots: list[dict[str, Any] | None] = [None] * frames
+        #: per frame slot: its buffer and parts (None until the first write)
+        self.slots: list[_Slot | None] = [None] * frames
         #: per frame slot: the overlay version its buffer holds
         self.written = [-1] * frames
         #: bumped when a slot's buffer is re-made (its descriptors change: re-record)
@@ -96,15 +110,15 @@ class OverlayPass:
         """The Vulkan objects its slots hold now (a buffer, a pool and a view a part each): as
         many as the image's size needs parts, so a soak of a resized window counts them
         apart."""
-        return sum(2 + len(made["views"]) for made in self.slots if made is not None)
+        return sum(2 + len(made.views) for made in self.slots if made is not None)
 
-    def _make_slot(self, slot: int, width: int, rows: int, parts: int) -> dict[str, Any]:
+    def _make_slot(self, slot: int, width: int, rows: int, parts: int) -> _Slot:
         """``slot``'s buffer of ``parts`` bands of ``rows`` rows, a view and a set each."""
         r, label = self._renderer, f"overlay {slot}"
         old = self.slots[slot]
         if old is not None:
             r.device.wait_idle()  # command buffers of other images may still use the sets
-            for obj in (*old["views"], old["pool"], old["buffer"]):
+            for obj in (*old.views, old.pool, old.buffer):
                 r.release(obj)
         stride = -(-rows * width * 4 // PART_ALIGNMENT) * PART_ALIGNMENT
         usage = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
@@ -119,8 +133,7 @@ class OverlayPass:
         for dset, view in zip(sets, views, strict=True):
             write_descriptors(r.device, dset, [TexelWrite(binding, view)])
         self.generation += 1
-        made = {"buffer": buf, "views": views, "pool": pool, "sets": sets, "stride": stride}
-        made["layout"] = (width, rows, parts)
+        made = _Slot(buf, views, pool, sets, stride, width, rows)
         self.slots[slot] = made
         return made
 
@@ -133,10 +146,10 @@ class OverlayPass:
             width, height, self._renderer.device.info.max_texel_buffer_elements
         )
         made = self.slots[slot]
-        if made is None or made["layout"] != (width, rows, len(firsts)):
+        if made is None or (made.width, made.rows, len(made.views)) != (width, rows, len(firsts)):
             made = self._make_slot(slot, width, rows, len(firsts))
         for k, first in enumerate(firsts):  # over parts: one for most devices
-            made["buffer"].write(image[first : first + rows], offset=k * made["stride"])
+            made.buffer.write(image[first : first + rows], offset=k * made.stride)
         self.written[slot] = version
 
     def record(self, cmd: Any, slot: int, size: tuple[int, int], samples: int) -> None:
@@ -156,8 +169,8 @@ class OverlayPass:
         vk.vkCmdBindPipeline(cmd, graphics, pipe)
         made = self.slots[slot]
         assert made is not None, "write() before record()"
-        width, rows, parts = made["layout"]
-        for k, dset in enumerate(made["sets"]):  # over parts: one for most devices
+        width, rows, parts = made.width, made.rows, len(made.sets)
+        for k, dset in enumerate(made.sets):  # over parts: one for most devices
             first = k * rows
             vk.vkCmdBindDescriptorSets(cmd, graphics, self.layout.handle, 0, 1, [dset], 0, None)
             push = np.array([size[0], size[1], first, rows], dtype=np.int32)
