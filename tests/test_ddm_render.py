@@ -211,19 +211,26 @@ def test_crowds_take_the_rule_of_instances_and_a_given_precomputation(device, sc
 
 
 def test_omega_past_the_texel_limit_is_a_limit_error(device, monkeypatch):
-    """Ω takes 10 texels a vertex (4 slots; 20 with 8): past maxTexelBufferElements the Skinner
-    (either path), an instance and a crowd refuse it, naming the limit."""
+    """Ω takes 10 texels a vertex (4 slots; 20 with 8): past maxTexelBufferElements the vertex
+    path, an instance and a crowd refuse it, naming the limit; the compute path reads it in
+    chunks of vertices (tests/test_vertex_chunks.py) and skins the same bits."""
     mesh = procedural.candy_wrapper()
     ddm = vkdqs.direct_delta_mush(mesh, bone_count=2, device=device)
     texels = si.ddm_arrays_rows(ddm)["ddm_omega"]
     assert texels == mesh.vertex_count * 10
     with OffscreenTarget(device, 32, 24) as target, Renderer(device, target) as renderer:
         rm = renderer.add_mesh(mesh)
+        pose = _pose(ANGLES[1])
+        with Skinner(device, mesh, bone_count=2, method="ddm", ddm=ddm) as whole:
+            want = whole.skin(pose)
         small = dataclasses.replace(device.info, max_texel_buffer_elements=texels - 1)
         monkeypatch.setattr(device, "info", small)
-        for path in ("compute", "vertex"):
-            with pytest.raises(LimitError, match=r"ddm_omega .*maxTexelBufferElements"):
-                Skinner(device, mesh, bone_count=2, method="ddm", ddm=ddm, path=path)
+        with pytest.raises(LimitError, match=r"ddm_omega .*maxTexelBufferElements"):
+            Skinner(device, mesh, bone_count=2, method="ddm", ddm=ddm, path="vertex")
+        with Skinner(device, mesh, bone_count=2, method="ddm", ddm=ddm) as chunked:
+            assert len(chunked.chunks) == 2
+            for got, wanted in zip(chunked.skin(pose), want, strict=True):
+                np.testing.assert_array_equal(got, wanted)
         with pytest.raises(LimitError, match="maxTexelBufferElements"):
             renderer.add_instance(rm, bone_count=2, method="ddm", ddm=ddm)
         clip = AnimationClip(np.stack([_pose(a) for a in ANGLES]), FPS)

@@ -53,6 +53,7 @@ from vkdqs.shader_interface import (
     CENTERS_TEXELS,
     COMPUTE_OUT,
     COMPUTE_OUT_FORMAT,
+    COMPUTE_OUT_NORMALS,
     COMPUTE_OUTPUT_ID,
     CROWD_BONES,
     CROWD_BONES_OUT,
@@ -228,7 +229,7 @@ def check_texel_formats(v: Variant, mod: Module) -> list[str]:
         want = [(BOUNDS_POSITIONS, BOUNDS_TEXEL_FORMAT)]
     elif v.kind == "compute":
         want = [(m.binding, m.texel_format) for m in mesh_inputs(v.slots, v.method)]
-        want.append((COMPUTE_OUT, COMPUTE_OUT_FORMAT))
+        want += [(COMPUTE_OUT, COMPUTE_OUT_FORMAT), (COMPUTE_OUT_NORMALS, COMPUTE_OUT_FORMAT)]
     elif v.kind in ("render", "readback", "crowd_render") and v.method != "none":
         # the mesh's inputs read as texels on every path (Direct Delta Mush's Ω and bones)
         texels = mesh_inputs(v.slots, v.method)

@@ -3,9 +3,15 @@
 // Compute skinning for throughput and batches: the same skin_vertex() as skin.vert.
 // Vertex data is read through uniform texel buffers and written through a storage texel buffer:
 // on lavapipe texel-buffer access is an order of magnitude faster than storage-buffer access.
-// Output layout: positions at position_base + OUTPUT_STRIDE*i, normals at normal_base +
-// OUTPUT_STRIDE*i (floats): 3, two tightly packed (N, 3) arrays the host reads back; 4, an app's
-// vec4 rows (Skinner.record), whose fourth float is left as it is.
+// Output layout: positions at position_base + OUTPUT_STRIDE*i in out_data, normals at
+// normal_base + OUTPUT_STRIDE*i in out_normals (floats; one view bound to both where it holds
+// the whole output): 3, two tightly packed (N, 3) arrays the host reads back; 4, an app's vec4
+// rows (Skinner.record), whose fourth float is left as it is.
+// Chunks: where a device's maxTexelBufferElements is smaller than a mesh's texel buffers (the
+// Vulkan minimum is 65536), the Skinner dispatches the mesh in chunks of whole workgroups, each
+// with views that start at its first vertex (vertex_first): i is then v - vertex_first, and
+// the bases are relative to the chunk's output views (vkdqs/engine/chunks.py). The morph
+// deltas are one view of the whole mesh, indexed by v.
 // Bounds (COMPUTE_OUTPUT bit 1): the exact axis-aligned box of the skinned positions, reduced in
 // the same dispatch. Each invocation skins BOX_STEPS vertices (a workgroup covers LOCAL_SIZE *
 // BOX_STEPS consecutive ones, its invocations reading neighbours at each step), keeps their
@@ -24,7 +30,8 @@ layout(local_size_x_id = 1) in;
 
 layout(set = 0, binding = 1) uniform samplerBuffer in_positions;   // rgba32f, xyz used
 layout(set = 0, binding = 2) uniform samplerBuffer in_normals;     // mesh_normal() reads it
-layout(set = 0, binding = 5, r32f) uniform writeonly imageBuffer out_data;
+layout(set = 0, binding = 5, r32f) uniform writeonly imageBuffer out_data;     // positions
+layout(set = 0, binding = 15, r32f) uniform writeonly imageBuffer out_normals; // normals
 #ifdef SKIN_DDM
 // Direct Delta Mush reads its precomputation instead of the joints and weights
 #include "include/ddm_inputs.glsl"
@@ -63,6 +70,7 @@ layout(push_constant) uniform PushConstants {
     uint normal_base;
     uint box_base;
     float diag2;  // the rest mesh's bounding-box diagonal, squared (SKIN_DDM's degenerate test)
+    uint vertex_first;  // the chunk's first vertex: where its vertex views start
 } pc;
 
 // vertices an invocation skins when it reduces a box (shader_interface.BOX_STEPS)
@@ -70,12 +78,12 @@ const uint BOX_STEPS = 16u;
 
 // Skin vertex v, write it (WRITE_VERTICES) and return its position.
 vec3 skin_one(uint v) {
-    int iv = int(v);
+    int iv = int(v - pc.vertex_first);  // in the chunk's views
     vec3 p = texelFetch(in_positions, iv).xyz;
 #ifdef SKIN_DDM
     vec3 n = mesh_normal(texelFetch(in_normals, iv));
     vec3 rest = p;
-    morph_vertex(iv, p, n);
+    morph_vertex(int(v), p, n);
     ddm_skin_input(iv, rest, p - rest, n, pc.diag2, p, n);
 #else
     vec3 n;
@@ -104,7 +112,7 @@ vec3 skin_one(uint v) {
         weights_1 = texelFetch(in_weights_1, iv);
 #endif
     }
-    morph_vertex(iv, p, n);
+    morph_vertex(int(v), p, n);
     skin_vertex(joints, weights,
 #ifdef SKIN_INFLUENCES_8
                 joints_1, weights_1,
@@ -115,14 +123,14 @@ vec3 skin_one(uint v) {
                 p, n, p, n);
 #endif
     if (WRITE_VERTICES) {
-        int i = int(pc.position_base + OUTPUT_STRIDE * v);
-        int k = int(pc.normal_base + OUTPUT_STRIDE * v);
+        int i = int(pc.position_base + OUTPUT_STRIDE * uint(iv));
+        int k = int(pc.normal_base + OUTPUT_STRIDE * uint(iv));
         imageStore(out_data, i, vec4(p.x));
         imageStore(out_data, i + 1, vec4(p.y));
         imageStore(out_data, i + 2, vec4(p.z));
-        imageStore(out_data, k, vec4(n.x));
-        imageStore(out_data, k + 1, vec4(n.y));
-        imageStore(out_data, k + 2, vec4(n.z));
+        imageStore(out_normals, k, vec4(n.x));
+        imageStore(out_normals, k + 1, vec4(n.y));
+        imageStore(out_normals, k + 2, vec4(n.z));
     }
     return p;
 }

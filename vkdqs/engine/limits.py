@@ -4,6 +4,9 @@ one-line error naming the limit, and vertex layouts resolved to the formats it r
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from .. import methods
 from .. import shader_interface as si
@@ -11,6 +14,13 @@ from ..errors import CapabilityError, InputError, LimitError
 from ..gpu import Device
 from ..gpu.calls import vk
 from ..mesh import SkinnedMesh
+
+if TYPE_CHECKING:
+    from .skinner import Skinner
+
+#: What validating and packing a pose costs at its peak, per bone (float64 copies, the DQ
+#: conversion's temporaries; measured at most about 1450 for "dqs_blender"), with a margin.
+PACK_BYTES_PER_BONE = 2048
 
 
 def check_limits(
@@ -32,7 +42,6 @@ def check_limits(
             f"maxUniformBufferRange of {info.max_uniform_buffer_range} bytes "
             f"(at most {max_bones} bones)"
         )
-    n = mesh.vertex_count
     texels = len(packing.texels)
     if texels > info.max_texel_buffer_elements:
         raise LimitError(
@@ -45,11 +54,34 @@ def check_limits(
                 f"{info.name!r} lacks vertexPipelineStoresAndAtomics, which path='vertex' needs"
             )
         return
-    if n > info.max_texel_buffer_elements:
+    # the compute path reads and writes a mesh larger than a texel view in chunks
+    # (vkdqs.engine.chunks.vertex_chunks refuses what not even a chunk fits)
+
+
+def check_call_size(
+    skinner: Skinner, bones: object, morph_weights: object, *, vertices: bool
+) -> np.ndarray:
+    """``bones`` as an array (a view where it is one), after checking that a skin_many (or
+    bounds_many: not ``vertices``) call's host memory fits ``skinner.max_call_bytes``: its
+    result and the packing of its poses, before either is allocated."""
+    from ..dq import _as_array
+
+    arr = _as_array(bones, "bones")
+    poses = int(arr.shape[0]) if arr.ndim >= 1 else 0
+    n, bone_count, limit = skinner.vertex_count, skinner.bone_count, skinner.max_call_bytes
+    result = (2 * n * 3 * 4 if vertices else 24) * poses
+    packing = poses * bone_count * PACK_BYTES_PER_BONE
+    if morph_weights is not None:
+        packing += poses * (si.MORPH_BLOCK.itemsize + 24 * skinner.mesh.morph_target_count)
+    if result + packing > limit:
+        call, shape = ("skin_many", "2 x P x N x 3") if vertices else ("bounds_many", "P x 6")
         raise LimitError(
-            f"mesh has {n} vertices, more than this device's maxTexelBufferElements "
-            f"({info.max_texel_buffer_elements}) for the compute path"
+            f"{call} of {poses} poses of {n} vertices and {bone_count} bones needs {result} "
+            f"bytes for its result ({shape} float32) and about {packing} to pack the poses, "
+            f"more than skinner.max_call_bytes = {limit} (half this machine's memory unless "
+            "set); skin fewer poses per call"
         )
+    return arr
 
 
 def resolve_layout(

@@ -25,7 +25,8 @@ __all__ = ["SkinProgram"]
 
 
 class SkinProgram:
-    """One shader variant (e.g. "dqs", "dqs_scale", "lbs"): its pipeline and descriptor set."""
+    """One shader variant (e.g. "dqs", "dqs_scale", "lbs"): its pipeline, its layouts and
+    the mesh's descriptors (the vertex path: its one descriptor set)."""
 
     def __init__(
         self,
@@ -52,8 +53,6 @@ class SkinProgram:
         self.set_layout = s.own(DescriptorSetLayout(dev, self.bindings.values(), label=self.name))
         push = si.push_bytes_of(self.variant)
         self.layout = s.own(PipelineLayout(dev, [self.set_layout], push, stage, label=self.name))
-        self.pool = s.own(DescriptorPool(dev, self.bindings.values(), sets=1, label=self.name))
-        self.set = self.pool.allocate(self.set_layout)
         morph_spec = (si.MORPH_TARGETS_ID, si.morph_spec(s.morph_packing, morphs))
         spec = ((si.MAX_BONES_ID, s.bone_count), (si.LOCAL_SIZE_ID, si.LOCAL_SIZE), morph_spec)
         spec += s.vertex_layout.spec
@@ -61,13 +60,15 @@ class SkinProgram:
             spec = (*spec, (si.COMPUTE_OUTPUT_ID, self.output), (si.OUTPUT_STRIDE_ID, stride))
             desc = ComputePipelineDesc(self.name, spec, dispatch_base=True)
             self.pipeline = s.pipelines.compute(desc, self.layout)
-            #: the mesh's descriptors (the same in every set of this pipeline)
-            self.mesh_writes = [
-                TexelWrite(self.bindings[m.binding], s._views[m.name])
-                for m in si.mesh_inputs(s.slots, method, s.vertex_layout)
+            #: each chunk's mesh descriptors (Skinner.chunks; the sets are the
+            #: :class:`~vkdqs.engine.chunks.DispatchSets`' of each output)
+            inputs = si.mesh_inputs(s.slots, method, s.vertex_layout)
+            self._chunk_writes = [
+                [TexelWrite(self.bindings[m.binding], views[m.name]) for m in inputs]
+                + [TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view)]
+                for views in s.chunk_views
             ]
-            self.mesh_writes.append(TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view))
-            write_descriptors(dev, self.set, self.mesh_writes)
+            self.mesh_writes = self._chunk_writes[0]
         else:
             gdesc = GraphicsPipelineDesc(
                 vertex_shader=self.name,
@@ -89,5 +90,14 @@ class SkinProgram:
             ]
             texels.append(TexelWrite(self.bindings[si.MORPH_DELTAS], s._morph_view))
             self.mesh_writes = texels
+            self._chunk_writes = [texels]
+            #: the vertex path's one set (the batch buffers'; compute sets: DispatchSets)
+            self.pool = s.own(DescriptorPool(dev, self.bindings.values(), sets=1, label=self.name))
+            self.set = self.pool.allocate(self.set_layout)
             write_descriptors(dev, self.set, texels)
         self.capacity = 0  # the Skinner's capacity this set's buffer descriptors point at
+
+    def chunk_writes(self, c: int) -> list[TexelWrite]:
+        """The mesh's texel descriptors of chunk ``c`` (compute path; vertex path: the one
+        chunk's, the texel inputs it reads)."""
+        return self._chunk_writes[c]

@@ -42,10 +42,11 @@ import numpy as np
 
 from .. import shader_interface as si
 from ..bones import PackedPose
-from ..errors import InputError
-from ..gpu import Buffer, BufferView, DescriptorPool, memory_barrier, write_descriptors
+from ..errors import InputError, LimitError
+from ..gpu import Buffer, BufferView, memory_barrier
 from ..gpu.app_buffer import AppBuffer, destination
 from ..gpu.calls import align, vk
+from .chunks import DispatchSets
 from .passes import PassTarget
 
 if TYPE_CHECKING:
@@ -98,7 +99,9 @@ class SkinRecorder:
         self.label = label
         #: the ring's own output (positions, then normals, of every slot), made by the first
         #: recording that copies (an app whose recordings all take the direct path has none)
-        self._out: tuple[Buffer, BufferView, BufferView] | None = None
+        self._out: tuple[Buffer, BufferView | None, BufferView | None] | None = None
+        #: the dispatches' descriptor sets over the ring's output (made with it)
+        self._ring_sets: DispatchSets | None = None
         # each slot's box (record(bounds=True)) and, after them, each slot's mark (the
         # sequence number of the recording that last used it, written by the GPU): a few bytes,
         # read by the host
@@ -114,33 +117,18 @@ class SkinRecorder:
         )
         #: the sequence number (1, 2, ...) of each slot's last recording; 0: none yet
         self.issued = [0] * frames
-        self._sets: dict[tuple, Any] = {}
-        #: id(AppBuffer) -> (its storage texel view, the AppBuffer): the direct path's outputs
-        self._views: dict[int, tuple[BufferView, AppBuffer]] = {}
+        #: id(AppBuffer) -> (the dispatches' sets over its storage texel view, the AppBuffer):
+        #: the direct path's outputs
+        self._views: dict[int, tuple[DispatchSets, AppBuffer]] = {}
         #: whether each slot's last recording reduced its box
         self.boxed = [False] * frames
         #: (n, stride, source offset, destination offset) -> VkBufferCopy[] of one row each
         self._regions: dict[tuple[int, int, int, int], Any] = {}
 
-    def _set(self, program: SkinProgram, view: BufferView | None = None) -> Any:
-        """``program``'s descriptor set over the ring, its output ``view`` (an app buffer's:
-        the direct path) or the ring's own."""
-        key = (program.key, None if view is None else id(view))
-        dset = self._sets.get(key)
-        if dset is None:
-            s = self.skinner
-            bindings = program.bindings.values()
-            pool = s.own(DescriptorPool(s.device, bindings, sets=1, label=f"{program.name} ring"))
-            dset = pool.allocate(program.set_layout)
-            out, out_view = self._output()[:2] if view is None else (None, view)
-            writes = s.descriptor_writes(program, self.bones, out, out_view, self.boxes)
-            write_descriptors(s.device, dset, [*program.mesh_writes, *writes])
-            self._sets[key] = dset
-        return dset
-
-    def _output(self) -> tuple[Buffer, BufferView, BufferView]:
+    def _output(self) -> tuple[Buffer, BufferView | None, BufferView | None]:
         """The ring's output buffer (``gpu`` memory, the copies' source), its r32f view and
-        its rgba32f view (the bounds pass's, after passes)."""
+        its rgba32f view (the bounds pass's, after passes); no views where a slot's output
+        does not fit one (the dispatches then write it through views of its chunks)."""
         if self._out is None:
             s = self.skinner
             size = align(self.frames * s.vertex_count * 24, 16)  # whole rgba32f texels
@@ -151,15 +139,34 @@ class SkinRecorder:
             )
             label = f"{self.label} output"
             out = s.own(Buffer(s.device, size, usage, label=label, memory="gpu"))
-            view = s.own(BufferView(s.device, out, int(si.COMPUTE_OUT_FORMAT), label=label))
-            fmt = int(si.BOUNDS_TEXEL_FORMAT)
-            texels = s.own(BufferView(s.device, out, fmt, label=f"{label} positions"))
+            view = texels = None
+            if size // 4 <= s.device.info.max_texel_buffer_elements:  # one view holds the ring
+                view = s.own(BufferView(s.device, out, int(si.COMPUTE_OUT_FORMAT), label=label))
+                fmt = int(si.BOUNDS_TEXEL_FORMAT)
+                texels = s.own(BufferView(s.device, out, fmt, label=f"{label} positions"))
             self._out = (out, view, texels)
+            self._ring_sets = DispatchSets(
+                s,
+                self.bones,
+                self.boxes,
+                self.frames,
+                whole=view,
+                buffer=out,
+                label=f"{label} sets",
+            )
         return self._out
 
     def _target(self, output: int, slot: int) -> PassTarget:
         """The ring as the passes around the dispatch see it: slot ``slot`` of ``frames``."""
         _, view, texels = self._output()
+        if view is None or texels is None:
+            raise LimitError(
+                f"record() cannot record {self.skinner.method!r}'s passes here: they read the "
+                f"ring's output through one texel view, and its {self.frames} slots of "
+                f"{self.skinner.vertex_count} vertices exceed this device's "
+                f"maxTexelBufferElements ({self.skinner.device.info.max_texel_buffer_elements}); "
+                "use a smaller frames_in_flight"
+            )
         n = self.skinner.vertex_count
         return PassTarget(self.frames, n, output, view, texels, self.boxes, ring=True, only=slot)
 
@@ -212,17 +219,21 @@ class SkinRecorder:
         limit = self.skinner.device.info.max_texel_buffer_elements
         return bool(buffer.usage & _STORAGE_TEXEL) and buffer.size // 4 <= limit
 
-    def _direct_view(self, buffer: AppBuffer) -> BufferView:
-        """The storage texel view (r32f) of the app's buffer the direct path writes."""
+    def _direct_sets(self, buffer: AppBuffer) -> DispatchSets:
+        """The dispatches' sets over the storage texel view (r32f) of the app's buffer the
+        direct path writes."""
         texels = buffer.size // 4
-        view = self._views.get(id(buffer))
-        if view is None:
+        got = self._views.get(id(buffer))
+        if got is None:
             s = self.skinner
             fmt = int(si.COMPUTE_OUT_FORMAT)
             view = s.own(BufferView(s.device, buffer, fmt, label=buffer.label, size=4 * texels))
-            self._views[id(buffer)] = (view, buffer)  # the AppBuffer kept: its id stays its own
-            return view
-        return view[0]
+            sets = DispatchSets(
+                s, self.bones, self.boxes, self.frames, whole=view, label=buffer.label
+            )
+            self._views[id(buffer)] = (sets, buffer)  # the AppBuffer kept: its id stays its own
+            return sets
+        return got[0]
 
     def record(
         self,
@@ -263,7 +274,7 @@ class SkinRecorder:
         targets = [destination(dev, positions, "positions", nbytes, usage, 4)]
         if normals is not None:
             targets.append(destination(dev, normals, "normals", nbytes, usage, 4))
-        view = self._direct_view(targets[0][0]) if direct else None
+        view = self._direct_sets(targets[0][0]) if direct else None
         slot = self.frame % self.frames
         self._check_done(slot)
         seq = self.frame % 0xFFFFFFFF + 1  # a uint32 the GPU writes, never 0
@@ -292,7 +303,7 @@ class SkinRecorder:
         program: SkinProgram,
         slot: int,
         targets: list[tuple[Any, int]],
-        view: BufferView | None,
+        view: DispatchSets | None,
         stride: int,
         dst_stage: str | None,
         bounds: bool,
@@ -318,10 +329,8 @@ class SkinRecorder:
         self.boxed[slot] = bounds
         parts = s.dispatch_parts(program)
         if view is not None:  # the shader writes the app's rows: no copy
-            bases = (targets[0][1] // 4, targets[1][1] // 4)
-            s.record_pose_dispatch(
-                cmd, parts, slot, self.frames, sets=lambda p: self._set(p, view), bases=bases
-            )
+            at = (targets[0][1] // 4, targets[1][1] // 4)
+            view.record(cmd, parts, slot, self.frames, at=at)
             host = vk.VK_PIPELINE_STAGE_HOST_BIT if bounds else 0
             if dst_stage is not None or bounds:
                 memory_barrier(
@@ -337,7 +346,9 @@ class SkinRecorder:
         target = self._target(program.output, slot) if before or after else None
         for skin_pass in before:
             skin_pass.record(cmd, target)
-        s.record_pose_dispatch(cmd, parts, slot, self.frames, sets=self._set)
+        self._output()
+        assert self._ring_sets is not None
+        self._ring_sets.record(cmd, parts, slot, self.frames)
         for skin_pass in after:
             skin_pass.record(cmd, target)
         if bounds and after:  # the box of what the passes wrote (its own barrier first)

@@ -31,9 +31,10 @@ while the Skinner's buffers, descriptor sets and recorded command buffer change:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -61,11 +62,11 @@ from ..gpu import (
     write_descriptors,
 )
 from ..gpu.calls import align, vk
-from ..gpu.compute_pass import split_groups
 from ..gpu.interrupts import deferred_interrupts
 from ..mesh import SkinnedMesh
 from .bounds_pass import BoundsPass
-from .limits import check_limits, physical_memory, resolve_layout
+from .chunks import DispatchSets, chunk_views, vertex_chunks
+from .limits import check_call_size, check_limits, physical_memory, resolve_layout
 from .morphs import morph_blocks, morph_packing, morph_workgroup_runs
 from .output_copies import OutputCopies
 from .passes import PassTarget, SkinPass
@@ -85,9 +86,6 @@ PATHS = ("compute", "vertex")
 LOCAL_SIZE = si.LOCAL_SIZE
 #: Default bound on the bone and output buffers of one ``skin_many`` submission.
 MAX_BATCH_BYTES = 64 * 2**20
-#: What validating and packing a pose costs at its peak, per bone (float64 copies, the DQ
-#: conversion's temporaries; measured at most about 1450 for "dqs_blender"), with a margin.
-PACK_BYTES_PER_BONE = 2048
 
 
 class Skinner(ResourceOwner):
@@ -188,8 +186,8 @@ class Skinner(ResourceOwner):
         #: the defaults of those not given computed on this device and kept on the mesh)
         given = dict(centers=centers, rest_matrices=rest_matrices, ddm=ddm, delta_mush=delta_mush)
         self.method_inputs = skinning.inputs(
-            mesh, bone_count, device=device, **methods.merge_inputs(given, inputs)
-        )
+            mesh, bone_count, **methods.merge_inputs(given, inputs)
+        ).resolved(device, path)
         #: the centers of rotation (N, 3) a method that needs them skins with, or None
         self.centers = self.method_inputs.centers
         #: the bones' rest frames (B, 4, 4) of a method that needs them, or None
@@ -243,7 +241,6 @@ class Skinner(ResourceOwner):
         self._generation = 0  # of the output buffers (PassTarget.generation)
         self._recorded: tuple[tuple[str, bool, int, int], int, bool] | None = None
         self._warned_scale = False
-        self._diag2: np.ndarray | None = None  # the mesh's squared diagonal (push constant)
         #: the per-frame ring :meth:`record` skins from (made on its first call)
         self._recorder: SkinRecorder | None = None
         #: how many frames :meth:`record` may have in flight (its ring's slots); set before
@@ -259,6 +256,11 @@ class Skinner(ResourceOwner):
         except BaseException:
             self.close()
             raise
+
+    @functools.cached_property
+    def diag2(self) -> np.float32:
+        """The rest mesh's squared bounding-box diagonal (skin.comp's push constant)."""
+        return si.ddm_diag2(self.mesh.positions)
 
     @property
     def has_passes(self) -> bool:
@@ -276,6 +278,13 @@ class Skinner(ResourceOwner):
         with passes after the skinning are reduced from the vertices they wrote."""
         if self.path != "compute":
             raise InputError("passes run on the compute path only")
+        if self.split_output:
+            raise LimitError(
+                f"{type(skin_pass).__name__} cannot run on this device: passes read a pose's "
+                f"skinned vertices through one texel view, and {self.vertex_count} vertices "
+                f"take {6 * self.vertex_count} texels, more than its maxTexelBufferElements "
+                f"({self.device.info.max_texel_buffer_elements})"
+            )
         (self._after if after else self._before).append(skin_pass)
         self._recorded = None
 
@@ -320,11 +329,22 @@ class Skinner(ResourceOwner):
                 )
                 buf.write(arr)
                 self._mesh_buffers[m.name] = buf
-        for m in self._mesh_inputs:  # the packed rows' unread bindings view the rows' buffer
-            buf = self._mesh_buffers[m.alias or m.name]
-            if self.path == "compute" or m.location < 0:
-                fmt = int(m.texel_format)
-                self._views[m.name] = self.own(BufferView(dev, buf, fmt, label=f"{label} {m.name}"))
+        limit = dev.info.max_texel_buffer_elements
+        compute = self.path == "compute"
+        #: whether a pose's output is written through (pose, chunk) views (it does not fit one
+        #: texel view: vkdqs.engine.chunks)
+        self.split_output = compute and 6 * self.vertex_count > limit
+        #: the (first vertex, count) chunks the compute path dispatches (one: the whole mesh)
+        self.chunks = (
+            vertex_chunks(self._mesh_inputs, self.vertex_count, limit, self.split_output)
+            if compute
+            else ((0, self.vertex_count),)
+        )
+        #: each chunk's views of the mesh's texel inputs (one chunk: the whole buffers')
+        self.chunk_views = chunk_views(
+            self, self._mesh_inputs, self._mesh_buffers, self.chunks, compute, label
+        )
+        self._views = self.chunk_views[0]
         # Morph-target deltas (one zero texel for a mesh without targets: same shaders)
         deltas = self.morph_packing.texels
         buffer, view = texel_buffer(
@@ -344,6 +364,8 @@ class Skinner(ResourceOwner):
         #: the output as rgba32f texels (the bounds pass reads the positions through it)
         self._out_texels: BufferView | None = None
         self._box_buffer: Buffer | None = None
+        #: the batch dispatches' descriptor sets (compute path; made with the buffers)
+        self._batch_sets: DispatchSets | None = None
         #: bounds.comp after the skinning (skin(bounds=True)), made on first use
         self._bounds_pass: BoundsPass | None = None
         #: the copies of a pose's vertices into a renderer's vertex buffers (skin_into)
@@ -364,15 +386,15 @@ class Skinner(ResourceOwner):
         if program is None:
             program = SkinProgram(self, method, morphs, output, stride)
             self._programs[(method, morphs, output, stride)] = program
-        if program.capacity != self._capacity and self._capacity:
+        if program.capacity != self._capacity and self._capacity and self.path == "vertex":
             self._write_buffer_descriptors(program)
         return program
 
     def _write_buffer_descriptors(self, program: SkinProgram) -> None:
+        """Point the vertex path's program set at the batch buffers (the compute path's sets
+        are the batch's :class:`DispatchSets`)."""
         assert self._bone_buffer is not None and self.out_buffer is not None
-        writes = self.descriptor_writes(
-            program, self._bone_buffer, self.out_buffer, self._out_view, self._box_buffer
-        )
+        writes = self.descriptor_writes(program, self._bone_buffer, self.out_buffer)
         write_descriptors(self.device, program.set, writes)
         program.capacity = self._capacity
 
@@ -380,12 +402,14 @@ class Skinner(ResourceOwner):
         self,
         program: SkinProgram,
         bones: Buffer,
-        out: Buffer,
-        out_view: BufferView | None,
-        boxes: Buffer | None,
+        out: Buffer | BufferView,
+        normals: BufferView | None = None,
+        boxes: Buffer | None = None,
     ) -> list[BufferWrite | TexelWrite]:
         """The buffer descriptors of ``program``'s set over these bone slots and outputs (the
-        batch buffers, or :meth:`record`'s ring)."""
+        batch buffers, :meth:`record`'s ring, an app's buffer): on the vertex path ``out`` the
+        output buffer; on the compute path ``out`` and ``normals`` the r32f views the positions
+        and normals are written through (one view twice where it holds the whole output)."""
         b = program.bindings
         writes: list[BufferWrite | TexelWrite] = [
             BufferWrite(b[si.BONES], bones, 0, self._bones_bytes)
@@ -396,10 +420,12 @@ class Skinner(ResourceOwner):
         block = si.MORPH_BLOCK.itemsize
         writes.append(BufferWrite(b[si.MORPH_WEIGHTS], bones, self._morph_offset, block))
         if self.path == "vertex":
+            assert isinstance(out, Buffer)
             writes.append(BufferWrite(b[si.READBACK_OUT], out, 0, out.size))
         else:
-            assert out_view is not None and boxes is not None
-            writes.append(TexelWrite(b[si.COMPUTE_OUT], out_view))
+            assert isinstance(out, BufferView) and normals is not None and boxes is not None
+            writes.append(TexelWrite(b[si.COMPUTE_OUT], out))
+            writes.append(TexelWrite(b[si.COMPUTE_OUT_NORMALS], normals))
             writes.append(BufferWrite(b[si.COMPUTE_BOXES], boxes, 0, boxes.size))
         return writes
 
@@ -408,7 +434,8 @@ class Skinner(ResourceOwner):
         info, n = self.device.info, self.vertex_count
         out_bytes = 24 * n
         if self.path == "compute":
-            device_max = info.max_texel_buffer_elements // (6 * n)
+            # one view of the whole batch's output; past one pose, views of a pose's chunks
+            device_max = 2**31 if self.split_output else info.max_texel_buffer_elements // (6 * n)
             limit = "maxTexelBufferElements"
         else:
             device_max = info.max_storage_buffer_range // out_bytes
@@ -439,6 +466,9 @@ class Skinner(ResourceOwner):
             return
         dev, n = self.device, self.vertex_count
         # Every submission is waited for, so the GPU no longer uses the old buffers.
+        if self._batch_sets is not None:
+            self._batch_sets.close()
+            self._batch_sets = None
         old_objects = (
             self._out_view,
             self._out_texels,
@@ -482,12 +512,13 @@ class Skinner(ResourceOwner):
             )
         self._out_view = self._out_texels = None
         if compute:
-            fmt = int(si.COMPUTE_OUT_FORMAT)
-            self._out_view = self.own(BufferView(dev, self.out_buffer, fmt, label=label))
-            fmt = int(si.BOUNDS_TEXEL_FORMAT)
-            self._out_texels = self.own(
-                BufferView(dev, self.out_buffer, fmt, label=f"{label} positions")
-            )
+            if not self.split_output:
+                fmt = int(si.COMPUTE_OUT_FORMAT)
+                self._out_view = self.own(BufferView(dev, self.out_buffer, fmt, label=label))
+                fmt = int(si.BOUNDS_TEXEL_FORMAT)
+                self._out_texels = self.own(
+                    BufferView(dev, self.out_buffer, fmt, label=f"{label} positions")
+                )
             self._box_buffer = self.own(
                 Buffer(
                     dev,
@@ -497,11 +528,21 @@ class Skinner(ResourceOwner):
                     memory="readback",
                 )
             )
+            self._batch_sets = DispatchSets(
+                self,
+                self._bone_buffer,
+                self._box_buffer,
+                poses,
+                whole=self._out_view,
+                buffer=self.out_buffer,
+                label=f"{label} sets",
+            )
         self._capacity = poses
         self._generation += 1
         self._recorded = None
-        for program in self._programs.values():
-            self._write_buffer_descriptors(program)
+        if not compute:
+            for program in self._programs.values():
+                self._write_buffer_descriptors(program)
 
     def bounds_pass(self) -> BoundsPass:
         """The pass that reduces boxes from the vertices written (made on first use)."""
@@ -517,14 +558,17 @@ class Skinner(ResourceOwner):
         self._recorded = None  # until end(): a failure half-way leaves it to be recorded again
         cmd = self._cmd.begin()
         if self.path == "compute":
-            target = self._target(program, poses)
-            for before in self._before:
-                before.record(cmd, target)
-            self._record_dispatches(cmd, program, poses)
-            for after in self._after:
-                after.record(cmd, target)
-            if box_pass:
-                self.bounds_pass().record(cmd, target)
+            if not (box_pass or self.has_passes):  # (split outputs have neither)
+                self._record_dispatches(cmd, program, poses)
+            else:
+                target = self._target(program, poses)
+                for before in self._before:
+                    before.record(cmd, target)
+                self._record_dispatches(cmd, program, poses)
+                for after in self._after:
+                    after.record(cmd, target)
+                if box_pass:
+                    self.bounds_pass().record(cmd, target)
         else:
             self._record_draws(cmd, program, poses)
         stage = (
@@ -556,9 +600,10 @@ class Skinner(ResourceOwner):
             self._generation,
         )
 
-    def _bind_pose(
+    def bind_pose(
         self, cmd: Any, program: SkinProgram, bind_point: int, p: int, dset: Any = None
     ) -> None:
+        """Bind ``dset`` (default: the program's own set) with slot ``p``'s offsets."""
         # one dynamic offset per dynamic binding, in binding order (bones, scales, morphs):
         # each binding's range starts at its block within slot 0
         dynamic = [
@@ -589,39 +634,9 @@ class Skinner(ResourceOwner):
 
     def _record_dispatches(self, cmd: Any, program: SkinProgram, poses: int) -> None:
         parts = self.dispatch_parts(program)
+        assert self._batch_sets is not None
         for p in range(poses):
-            self.record_pose_dispatch(cmd, parts, p, poses, bind=len(parts) > 1 or p == 0)
-
-    def record_pose_dispatch(
-        self,
-        cmd: Any,
-        parts: list[tuple[SkinProgram, Runs]],
-        p: int,
-        poses: int,
-        *,
-        bind: bool = True,
-        sets: Callable[[SkinProgram], Any] | None = None,
-        bases: tuple[int, int] | None = None,
-    ) -> None:
-        """Record pose ``p``'s dispatches of a batch of ``poses`` (:meth:`dispatch_parts`), reading
-        slot ``p`` and writing output pose ``p``; ``bind``: bind each part's pipeline;
-        ``sets``: the descriptor set of a program (default: its own); ``bases``: where the
-        positions and normals go in the output (floats; default: pose ``p``'s)."""
-        n, bind_point = self.vertex_count, vk.VK_PIPELINE_BIND_POINT_COMPUTE
-        limit = self.device.info.max_compute_work_group_count[0]
-        if self._diag2 is None:
-            self._diag2 = si.ddm_diag2(self.mesh.positions)
-        at, normals_at = bases or (p * n * 3, (poses + p) * n * 3)
-        box, diag2 = p * si.BOX_STRIDE // 4, self._diag2.view(np.uint32)
-        push = np.array([n, at, normals_at, box, diag2], np.uint32)
-        for prog, runs in parts:
-            if bind:
-                vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
-            self._bind_pose(cmd, prog, bind_point, p, None if sets is None else sets(prog))
-            push_constants(cmd, prog.layout.handle, si.Stage.COMPUTE, push)
-            for first, count in runs:
-                for base, groups in split_groups(first, count, limit):
-                    vk.vkCmdDispatchBase(cmd, base, 0, 0, groups, 1, 1)
+            self._batch_sets.record(cmd, parts, p, poses, bind=p == 0)
 
     def _record_draws(self, cmd: Any, program: SkinProgram, poses: int) -> None:
         n = self.vertex_count
@@ -647,7 +662,7 @@ class Skinner(ResourceOwner):
             for prog, runs in parts:
                 if len(parts) > 1 or p == 0:
                     vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
-                self._bind_pose(cmd, prog, bind_point, p)
+                self.bind_pose(cmd, prog, bind_point, p)
                 push_constants(cmd, prog.layout.handle, si.Stage.VERTEX, push)
                 for first, count in runs:
                     vk.vkCmdDraw(cmd, count, 1, first, 0)
@@ -688,9 +703,14 @@ class Skinner(ResourceOwner):
         gpu_box = boxes is not None and self.path == "compute"
         # bounds.comp after the vertices are written (read back, copied, or after compute
         # passes, Delta Mush's, which the skinning dispatch's own box would not see); else the
-        # skinning dispatch reduces the box and writes no vertex
-        box_pass = gpu_box and (out is not None or copy_to is not None or bool(self._after))
-        output = si.OUTPUT_BOX if gpu_box and not box_pass else si.OUTPUT_VERTICES
+        # skinning dispatch reduces the box and writes no vertex. Where a pose's output is
+        # written in chunks (no view holds it for bounds.comp; there are no passes then), the
+        # skinning dispatch writes the vertices and reduces their box: the same values' min/max.
+        vertices = out is not None or copy_to is not None or bool(self._after)
+        box_pass = gpu_box and vertices and not self.split_output
+        output = si.OUTPUT_VERTICES
+        if gpu_box and not box_pass:
+            output = si.OUTPUT_BOX | (si.OUTPUT_VERTICES if vertices else 0)
         host = (
             out
             if out is not None or gpu_box or copy_to is not None
@@ -915,9 +935,10 @@ class Skinner(ResourceOwner):
         exact box, (P, 2, 3) (min, max), reduced on the GPU as in :meth:`skin`.
 
         A batch whose result (``2 P N 3`` float32) and packing (about
-        :data:`PACK_BYTES_PER_BONE` per pose and bone) would pass :attr:`max_call_bytes` is
-        refused with a :class:`LimitError` before anything is allocated (a broadcast view of
-        millions of poses costs nothing to pass in, but its result would).
+        :data:`vkdqs.engine.limits.PACK_BYTES_PER_BONE` per pose and bone) would pass
+        :attr:`max_call_bytes` is refused with a :class:`LimitError` before anything is
+        allocated (a broadcast view of millions of poses costs nothing to pass in, but its
+        result would).
         """
         packed, morphs = self._many_poses(bones, morph_weights)
         count = packed.bones.shape[0]
@@ -944,7 +965,7 @@ class Skinner(ResourceOwner):
         self, bones: object, morph_weights: object, *, vertices: bool = True
     ) -> tuple[bone_packing.PackedPose, np.ndarray | None]:
         """P poses, validated (their call size too) and packed, and their MORPH_BLOCKs."""
-        bones = self._check_call_size(bones, morph_weights, vertices=vertices)
+        bones = check_call_size(self, bones, morph_weights, vertices=vertices or bool(self._after))
         packed = self._pack(bones, batched=True)
         count = packed.bones.shape[0]
         if morph_weights is not None:
@@ -956,31 +977,6 @@ class Skinner(ResourceOwner):
                     f"got {w.shape}"
                 )
         return packed, self._morph_blocks(morph_weights, count)
-
-    def _check_call_size(
-        self, bones: object, morph_weights: object, *, vertices: bool = True
-    ) -> np.ndarray:
-        """``bones`` as an array (a view where it is one), after checking that the batch's
-        host memory fits :attr:`max_call_bytes` (``vertices``: with its skinned vertices)."""
-        from ..dq import _as_array
-
-        vertices = vertices or bool(self._after)  # boxes from the vertices read back
-        arr = _as_array(bones, "bones")
-        poses = int(arr.shape[0]) if arr.ndim >= 1 else 0
-        result = (2 * self.vertex_count * 3 * 4 if vertices else 24) * poses
-        packing = poses * self.bone_count * PACK_BYTES_PER_BONE
-        if morph_weights is not None:
-            packing += poses * (si.MORPH_BLOCK.itemsize + 24 * self.mesh.morph_target_count)
-        if result + packing > self.max_call_bytes:
-            call, shape = ("skin_many", "2 x P x N x 3") if vertices else ("bounds_many", "P x 6")
-            raise LimitError(
-                f"{call} of {poses} poses of {self.vertex_count} vertices and "
-                f"{self.bone_count} bones needs {result} bytes for its result ({shape} "
-                f"float32) and about {packing} to pack the poses, more than "
-                f"skinner.max_call_bytes = {self.max_call_bytes} (half this machine's memory "
-                "unless set); skin fewer poses per call"
-            )
-        return arr
 
     def close(self) -> None:
         """Destroy this skinner's Vulkan objects now. Safe to call twice."""

@@ -125,8 +125,11 @@ class Need:
         mesh's joints and weights (None: the mesh's)."""
         return None
 
-    def fits(self, device: Device, value: object) -> None:
-        """Refuse (LimitError) a value whose data the device cannot hold."""
+    def fits(self, device: Device, value: object, path: str | None = None) -> None:
+        """Refuse (LimitError) a value whose data the device cannot hold when read on
+        ``path`` ("compute": the Skinner's dispatches, which read per-vertex texel inputs in
+        chunks of vertices, vkdqs.engine.chunks; "vertex" or None: whole views, as the vertex
+        path, renderer instances and crowds read them)."""
 
     def __repr__(self) -> str:
         return f"<need {self.name!r}>"
@@ -205,9 +208,12 @@ class DdmData(Need):
         """4 or 8: the slots its bones take (:func:`vkdqs.shader_interface.ddm_slots`)."""
         return load(DDM_SLOTS)(value)
 
-    def fits(self, device, value):
+    def fits(self, device, value, path=None):
         """Refuse a precomputation whose texel buffers exceed the device's
-        maxTexelBufferElements (every path, instances and crowds alike, reads them)."""
+        maxTexelBufferElements where they are read whole (the vertex path, instances and
+        crowds; the compute path reads them a chunk of vertices at a time)."""
+        if path == "compute":
+            return
         limit = device.info.max_texel_buffer_elements
         fewer = " or direct_delta_mush(..., max_bones=4) (half the texels)"
         for name, count in load(DDM_ARRAYS_ROWS)(value).items():
@@ -396,10 +402,10 @@ class MethodInputs(Mapping[str, Any]):
         """The method's needs, as objects."""
         return tuple(NEEDS[name] for name in self.values)
 
-    def resolved(self, device: Device | None) -> MethodInputs:
+    def resolved(self, device: Device | None, path: str | None = None) -> MethodInputs:
         """These inputs with every missing default computed on ``device`` (kept on the mesh,
         so the next call is free; None: on a device opened for the call) and checked, and
-        every value checked to fit ``device``."""
+        every value checked to fit ``device`` when read on ``path`` (:meth:`Need.fits`)."""
         values = dict(self.values)
         for need in self.needs:
             if values[need.name] is None:
@@ -407,7 +413,7 @@ class MethodInputs(Mapping[str, Any]):
                 if made is not None:
                     values[need.name] = need.check(made, self.mesh, self.bone_count, self.method)
             if values[need.name] is not None and device is not None:
-                need.fits(device, values[need.name])
+                need.fits(device, values[need.name], path)
         return MethodInputs(self.method, self.mesh, self.bone_count, values, self.given)
 
     def arrays(self) -> dict[str, np.ndarray]:

@@ -16,7 +16,10 @@ BONES = 0  #: BoneBlock (every skinning variant)
 BONE_SCALES = 6  #: SecondBlock: mat3x4 rows per bone, for the methods with a second block
 INSTANCE = 1  #: InstanceBlock (rendering variants and skin.frag)
 READBACK_OUT = 1  #: SkinnedVertices storage buffer (readback variants)
-COMPUTE_OUT = 5  #: the compute shader's r32f output storage texel buffer
+COMPUTE_OUT = 5  #: the compute shader's r32f output storage texel buffer (positions)
+#: its normals: the same view as COMPUTE_OUT where one view holds the whole output, a view of
+#: the chunk's normals where the Skinner dispatches in chunks (vkdqs.engine.chunks)
+COMPUTE_OUT_NORMALS = 15
 #: skin.comp's Boxes storage buffer: per pose 6 uint keys
 #: (:func:`vkdqs.shader_interface.bounds.decode_boxes`) at box_base
 COMPUTE_BOXES = 12
@@ -37,6 +40,7 @@ def compute_bindings(method: str, slots: int) -> tuple[Binding, ...]:
         for m in mesh_inputs(slots, method)
     ]
     out.append(Binding(COMPUTE_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, c))
+    out.append(Binding(COMPUTE_OUT_NORMALS, DescriptorType.STORAGE_TEXEL_BUFFER, c))
     out.append(Binding(COMPUTE_BOXES, DescriptorType.STORAGE_BUFFER, c))
     out += [
         Binding(MORPH_DELTAS, DescriptorType.UNIFORM_TEXEL_BUFFER, c),

@@ -8,8 +8,9 @@ The bounds, crowd and Delta Mush passes declare theirs in
 from __future__ import annotations
 
 #: uint vertex_count, position_base, normal_base, box_base; float diag2 (the rest mesh's
-#: bounding-box diagonal squared: the scale of DDM's vanished-covariance test)
-COMPUTE_PUSH_BYTES = 20
+#: bounding-box diagonal squared: the scale of DDM's vanished-covariance test); uint
+#: vertex_first (the dispatch's chunk: where its vertex views start)
+COMPUTE_PUSH_BYTES = 24
 RENDER_PUSH_BYTES = 64  #: mat4 view_projection
 READBACK_PUSH_BYTES = 72  #: mat4 view_projection, uint position_base, normal_base
 CENTERS_PUSH_BYTES = 16  #: uint first_vertex, vertex_count; int bone_count; float inv_sigma2
@@ -30,6 +31,7 @@ PUSH_MEMBERS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("normal_base", "uint", 8),
         ("box_base", "uint", 12),
         ("diag2", "float", 16),
+        ("vertex_first", "uint", 20),
     ),
     "render": (("view_projection", "mat4", 0),),
     "readback": (

@@ -79,7 +79,10 @@ def _names(v: Variant) -> dict[int, str]:
     elif v.kind is Kind.READBACK:
         names[si.READBACK_OUT] = "out_vertices: positions then normals, float32 xyz rows"
     else:
-        names[si.COMPUTE_OUT] = "out_vertices: r32f texels, positions then normals"
+        names[si.COMPUTE_OUT] = "out_vertices: r32f texels, the positions (position_base)"
+        names[si.COMPUTE_OUT_NORMALS] = (
+            "out_normals: r32f texels, the normals (normal_base; may be out_vertices's view)"
+        )
         names[si.COMPUTE_BOXES] = "boxes: 6 uint keys a pose (COMPUTE_OUTPUT bit 1)"
     return names
 

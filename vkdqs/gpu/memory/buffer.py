@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import vulkan as vk
 
-from ...errors import InputError
+from ...errors import InputError, LimitError
 from ..calls import vk_errors
 from ..device import Device
 from ..objects import DeviceObject
@@ -140,6 +140,24 @@ class Buffer(DeviceObject):
         out[...] = raw.view(out.dtype).reshape(out.shape)
 
 
+#: Bytes of one texel of the formats vkdqs views buffers in (VkFormat values).
+TEXEL_BYTES = {
+    vk.VK_FORMAT_R8G8B8A8_UNORM: 4,
+    vk.VK_FORMAT_R8G8B8A8_UINT: 4,
+    vk.VK_FORMAT_R16G16_SNORM: 4,
+    vk.VK_FORMAT_R16G16B16A16_UNORM: 8,
+    vk.VK_FORMAT_R16G16B16A16_SNORM: 8,
+    vk.VK_FORMAT_R16G16B16A16_UINT: 8,
+    vk.VK_FORMAT_R16G16B16A16_SINT: 8,
+    vk.VK_FORMAT_R32_UINT: 4,
+    vk.VK_FORMAT_R32_SFLOAT: 4,
+    vk.VK_FORMAT_R32G32_SFLOAT: 8,
+    vk.VK_FORMAT_R32G32B32A32_UINT: 16,
+    vk.VK_FORMAT_R32G32B32A32_SINT: 16,
+    vk.VK_FORMAT_R32G32B32A32_SFLOAT: 16,
+}
+
+
 class BufferView(DeviceObject):
     """A texel view in ``fmt`` (``VkFormat``) of ``size`` bytes of a buffer from byte
     ``offset`` (a multiple of the device's minTexelBufferOffsetAlignment, which is at most
@@ -160,6 +178,14 @@ class BufferView(DeviceObject):
     ) -> None:
         vk_device = device.handle
         span = buffer.size - offset if size is None else size
+        # a view of more texels than the device reads is invalid (VUID-VkBufferViewCreateInfo-
+        # range-00930): refused here on every device, and so under a memory profile's limit
+        texels, limit = span // TEXEL_BYTES.get(fmt, 1), device.info.max_texel_buffer_elements
+        if texels > limit:
+            raise LimitError(
+                f"buffer view {label!r} of {texels} texels exceeds this device's "
+                f"maxTexelBufferElements ({limit})"
+            )
         info = vk.VkBufferViewCreateInfo(
             buffer=buffer.handle, format=fmt, offset=offset, range=span
         )

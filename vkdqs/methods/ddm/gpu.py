@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import math
 import sys
 from typing import Any, NamedTuple
@@ -67,7 +68,9 @@ from .reference import (
     _positions,
     cotangent_laplacian,
     omega_from_smoothed,
+    precompute_reference,
     reframe,
+    truncate,
 )
 
 __all__ = [
@@ -82,6 +85,8 @@ __all__ = [
 SHADER = "ddm_smooth.comp"
 #: Bound on the truncated expansion's error, relative to the largest value.
 TOLERANCE = 1e-7
+log = logging.getLogger("vkdqs")
+
 #: The longest expansion computed (p=50, λ=10 needs 153 terms).
 MAX_TERMS = 2048
 #: Passes per submission (so a progress bar can follow a long run).
@@ -378,9 +383,12 @@ def _keep_strongest(values: NDArray, bones: NDArray, alpha: float, keep: int) ->
     ].reshape(n, -1)
 
 
-def _chunks(bone_count: int, vertices: int) -> list[list[int]]:
-    """Bones per submission; chunk 0 also carries the sum over all bones (index -1)."""
-    per = max(1, TEXEL_BUDGET // (_TEXELS_PER_BONE * max(vertices, 1)))
+def _chunks(bone_count: int, vertices: int, limit: int = TEXEL_BUDGET) -> list[list[int]]:
+    """Bones per submission, their values within ``limit`` texels (the device's
+    maxTexelBufferElements) where one bone's fit; chunk 0 also carries the sum over all bones
+    (index -1)."""
+    budget = min(TEXEL_BUDGET, limit)
+    per = max(1, budget // (_TEXELS_PER_BONE * max(vertices, 1)))
     columns = [-1, *range(bone_count)]
     return [columns[i : i + per] for i in range(0, len(columns), per)]
 
@@ -486,6 +494,18 @@ def _precompute(
         empty = np.zeros((0, keep, 10), np.float32)
         return DirectDeltaMush(empty, np.zeros((0, keep), np.uint32), positions, *params)
     rows, entries, spread, ratio = _csr_texels(positions, faces)
+    limit = device.info.max_texel_buffer_elements
+    if max(len(rows), len(entries), n * _TEXELS_PER_BONE) > limit:
+        # the graph (or one bone's values) does not fit a texel view of this device: the same
+        # precomputation on the host, in float64
+        log.info(
+            "vkdqs: Direct Delta Mush's smoothing of %d vertices exceeds %r's "
+            "maxTexelBufferElements (%d): precomputed on the host",
+            n,
+            device.info.name,
+            limit,
+        )
+        return _on_host(positions, faces, joints, weights, params, keep)
     steps = (rotation_step, translation_step)
     if iterations:
         rotation = chebyshev_terms(iterations, rotation_step, spread, ratio)
@@ -500,7 +520,7 @@ def _precompute(
     origin = 0.5 * (positions.min(axis=0) + positions.max(axis=0)) if n else np.zeros(3)
     hom = np.concatenate([positions - origin, np.ones((n, 1))], axis=1)
     uu = (hom[:, :, None] * hom[:, None, :])[:, UPPER[0], UPPER[1]]
-    chunks = _chunks(bones, n)
+    chunks = _chunks(bones, n, limit)
     kept_values = np.zeros((n, 0, 11))
     kept_bones = np.zeros((n, 0), np.int64)
     total = np.zeros((n, 10))
@@ -554,6 +574,36 @@ def _precompute(
     return DirectDeltaMush(
         omega=omega.astype(np.float32),
         bones=kept_bones.astype(np.uint32),
+        origin=positions,
+        **params._asdict(),
+    )
+
+
+def _on_host(
+    positions: NDArray,
+    faces: ArrayLike,
+    joints: ArrayLike,
+    weights: ArrayLike,
+    params: _Parameters,
+    keep: int,
+) -> DirectDeltaMush:
+    """What :func:`_precompute` computes, by the float64 reference (dense: V x B x 10)."""
+    full = precompute_reference(
+        positions,
+        faces,
+        joints,
+        weights,
+        params.bone_count,
+        iterations=params.iterations,
+        rotation_step=params.rotation_step,
+        translation_step=params.translation_step,
+        alpha=params.alpha,
+        weld=False,  # the caller welded
+    )
+    omega, kept = truncate(full, keep)
+    return DirectDeltaMush(
+        omega=reframe(omega, positions).astype(np.float32),
+        bones=kept.astype(np.uint32),
         origin=positions,
         **params._asdict(),
     )
