@@ -40,6 +40,10 @@ SHADER = "cor_centers.comp"
 PROGRESS_AFTER = 1.5
 
 
+#: What the centers' texel buffers past the per-vertex ones hold (for errors).
+_CENTERS_DATA = {5: "a range of entries per bone pair", 6: "the pair bins, two texels an entry"}
+
+
 class _CentersJob(ResourceOwner):
     """The buffers, pipeline and command buffer of one centers-of-rotation run."""
 
@@ -58,9 +62,11 @@ class _CentersJob(ResourceOwner):
         for binding, fmt in si.CENTERS_TEXELS:
             arr = arrays[binding]
             if arr.shape[0] > limit:
+                what = _CENTERS_DATA.get(binding, "per-vertex joints and weights")
                 raise LimitError(
-                    f"{label}: {arr.shape[0]} texels for binding {binding} exceed this device's "
-                    f"maxTexelBufferElements ({limit})"
+                    f"{label}: {arr.shape[0]} texels for binding {binding} ({what}) exceed this "
+                    f"device's maxTexelBufferElements ({limit}); compute the centers on a "
+                    "device with a larger limit and pass them as centers="
                 )
             buf = self.own(
                 Buffer(
