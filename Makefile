@@ -46,17 +46,14 @@ test-profiles: deps venv
 	    $(PY) -m pytest $(XDIST) -q -m gpu $(PROFILE_TESTS) $(PYTEST_ARGS) || exit 1; \
 	done
 
-# The demo scenes (make demo, stills, the viewer's window, the overlay), the examples and the
-# compute path's skinning, records and bounds (meshes past one texel view, dispatched in
-# chunks) under the limits the Vulkan specification requires of every device
+# The whole GPU suite under the limits the Vulkan specification requires of every device
 # (maxTexelBufferElements 65536, maxUniformBufferRange 16384, ...: the vulkan-minimum memory
-# profile; docs/memory.md; about 25 s).
-MINIMUM_TESTS := $(addprefix tests/test_,$(addsuffix .py,cli stills overlay window vertex_chunks gpu_skinning \
-	record bounds morph lean_layout ddm_skinning ddm_gpu examples))
+# profile; docs/memory.md): the demo scenes, the examples, meshes past one texel view
+# dispatched in chunks (about 2 minutes on 2 cores).
 test-minimum: deps venv
 	LP_NUM_THREADS=$${LP_NUM_THREADS:-1} VKDQS_MEMORY_PROFILE=vulkan-minimum \
 	  VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
-	  $(PY) -m pytest $(XDIST) -q -m gpu $(MINIMUM_TESTS) $(PYTEST_ARGS)
+	  $(PY) -m pytest $(XDIST) -q -m gpu $(PYTEST_ARGS)
 
 # The whole GPU suite again on an adopted device: each device fixture wraps a device made by an
 # "app" with the plain vulkan binding (tests/vulkan_app.py) through Device.adopt, submitting

@@ -21,6 +21,7 @@ from vkdqs import shader_interface as si
 from vkdqs.engine.chunks import CHUNK_VERTICES, vertex_chunks
 from vkdqs.engine.skinner import Skinner
 from vkdqs.errors import LimitError
+from vkdqs.methods.cor.gpu import centers_of_rotation
 from vkdqs.methods.ddm.gpu import mesh_ddm
 
 from . import test_record
@@ -260,3 +261,25 @@ def test_record_writes_a_chunked_pose_into_the_apps_buffers(app, adopted):
             got_p = np.frombuffer(app.read(pos_mem, 12 * n), np.float32).reshape(n, 3)
             got_n = np.frombuffer(app.read(nrm_mem, 12 * n), np.float32).reshape(n, 3)
             assert same_bits(got_p, want_p) and same_bits(got_n, want_n)
+
+
+@pytest.mark.gpu
+def test_centers_of_rotation_in_tiles_and_windows_of_views(device):
+    """The centers' precomputation where its views are small: the vertices in tiles of views
+    and the pair bins in windows, each window's dispatch adding its compensated sums to the
+    last's. The same terms grouped otherwise: the tiles alone give the same bits, the windows
+    the same sums to float32 rounding of the per-window totals (within 1e-6 of the extent)."""
+    mesh = procedural.tube(3000, bone_count=8, influences=4, segments=20)
+    want = centers_of_rotation(mesh, bone_count=8, device=device)
+    extent = float(np.ptp(mesh.positions, axis=0).max())
+    for texels, windows in ((8192, False), (2048, True)):
+        dev = limited_device(texels)
+        try:
+            got = centers_of_rotation(mesh, bone_count=8, device=dev, tile=700)
+            assert not [m.message for m in dev.take_messages()]
+        finally:
+            dev.close()
+        if windows:
+            assert np.abs(got - want).max() < 1e-6 * extent
+        else:
+            assert same_bits(got, want)

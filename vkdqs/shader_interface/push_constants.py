@@ -13,7 +13,9 @@ from __future__ import annotations
 COMPUTE_PUSH_BYTES = 24
 RENDER_PUSH_BYTES = 64  #: mat4 view_projection
 READBACK_PUSH_BYTES = 72  #: mat4 view_projection, uint position_base, normal_base
-CENTERS_PUSH_BYTES = 16  #: uint first_vertex, vertex_count; int bone_count; float inv_sigma2
+#: uint first_vertex, vertex_count; int bone_count; float inv_sigma2; int entry_first,
+#: entry_end (the window of pair bins bound); uint accumulate
+CENTERS_PUSH_BYTES = 28
 #: uint vertex_count, columns, row_invocations, first; float gamma, delta, c_rotation,
 #: c_translation
 DDM_PUSH_BYTES = 32

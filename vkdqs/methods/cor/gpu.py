@@ -4,7 +4,9 @@ The host groups the triangles' similarity terms by bone pair and merges triangle
 equal weights (:func:`vkdqs.methods.cor.reference.pair_bins`); ``cor_centers.comp`` then sums, for
 each vertex, the entries of its own bone pairs, in tiles of vertices (one submission each, so a
 progress bar can follow a long run); the host divides
-(:func:`vkdqs.methods.cor.reference.finish_centers`).
+(:func:`vkdqs.methods.cor.reference.finish_centers`). On a device whose texel views cannot hold
+the buffers (maxTexelBufferElements: 65536 at the Vulkan minimum), the vertices are read and
+written through views of tiles and the bins through windows of entries (:class:`_CentersJob`).
 """
 
 from __future__ import annotations
@@ -42,32 +44,51 @@ PROGRESS_AFTER = 1.5
 
 #: What the centers' texel buffers past the per-vertex ones hold (for errors).
 _CENTERS_DATA = {5: "a range of entries per bone pair", 6: "the pair bins, two texels an entry"}
+#: Vertices of a tile of views start at multiples of this (256-byte aligned rgba32 views).
+_TILE_ALIGN = si.LOCAL_SIZE
+#: Entries of a window of pair bins start at multiples of this (2 rgba32f texels an entry).
+_WINDOW_ALIGN = 8
+
+
+def _pieces(total: int, size: int) -> list[tuple[int, int]]:
+    return [(first, min(size, total - first)) for first in range(0, max(total, 1), size)]
 
 
 class _CentersJob(ResourceOwner):
-    """The buffers, pipeline and command buffer of one centers-of-rotation run."""
+    """The buffers, pipeline and command buffer of one centers-of-rotation run.
 
-    def __init__(self, device: Device, arrays: dict[int, np.ndarray], out_floats: int) -> None:
+    Where a texel view holds every buffer (maxTexelBufferElements), one set of whole views;
+    where not, the vertices are viewed in tiles (:attr:`tile`: the inputs and the output from
+    the tile's first vertex) and the pair bins in windows of entries, one dispatch a window
+    adding its sums to the last's (the pair ranges, B x B texels, are one view)."""
+
+    def __init__(self, device: Device, arrays: dict[int, np.ndarray], vertices: int) -> None:
         super().__init__(device)
         try:
-            self._create(arrays, out_floats)
+            self._create(arrays, vertices)
         except BaseException:
             self.close()
             raise
 
-    def _create(self, arrays: dict[int, np.ndarray], out_floats: int) -> None:
+    def _create(self, arrays: dict[int, np.ndarray], n: int) -> None:
         dev, label = self.device, "centers of rotation"
         limit = dev.info.max_texel_buffer_elements
-        views: dict[int, BufferView] = {}
-        for binding, fmt in si.CENTERS_TEXELS:
+        ranges = arrays[5].shape[0]
+        if ranges > limit or limit < 4 * _TILE_ALIGN:
+            raise LimitError(
+                f"{label}: {ranges} texels for binding 5 ({_CENTERS_DATA[5]}) exceed this "
+                f"device's maxTexelBufferElements ({limit}); compute the centers on a "
+                "device with a larger limit and pass them as centers="
+            )
+        #: vertices a tile of views covers (all of them where whole views fit)
+        self.tile = n if 4 * n <= limit else limit // 4 // _TILE_ALIGN * _TILE_ALIGN
+        entries = arrays[6].shape[0] // 2
+        window = entries if 2 * entries <= limit else limit // 2 // _WINDOW_ALIGN * _WINDOW_ALIGN
+        #: (first entry, count) of each window of pair bins
+        self.windows = _pieces(entries, max(window, 1))
+        buffers: dict[int, Buffer] = {}
+        for binding, _ in si.CENTERS_TEXELS:
             arr = arrays[binding]
-            if arr.shape[0] > limit:
-                what = _CENTERS_DATA.get(binding, "per-vertex joints and weights")
-                raise LimitError(
-                    f"{label}: {arr.shape[0]} texels for binding {binding} ({what}) exceed this "
-                    f"device's maxTexelBufferElements ({limit}); compute the centers on a "
-                    "device with a larger limit and pass them as centers="
-                )
             buf = self.own(
                 Buffer(
                     dev,
@@ -78,39 +99,71 @@ class _CentersJob(ResourceOwner):
                 )
             )
             buf.write(arr)
-            views[binding] = self.own(BufferView(dev, buf, int(fmt), label=f"{label} {binding}"))
+            buffers[binding] = buf
         self.out = self.own(
             Buffer(
                 dev,
-                out_floats * 4,
+                max(n, 1) * 16,
                 vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT,
                 label=f"{label} output",
                 memory="readback",
             )
         )
-        out_view = self.own(
-            BufferView(dev, self.out, int(si.COMPUTE_OUT_FORMAT), label=f"{label} output")
-        )
-        views[si.CENTERS_OUT] = out_view
+        tiles = _pieces(n, max(self.tile, 1))
         self._pipelines = PipelineCache(self)
         self.compute = ComputePass(
-            self, self._pipelines, SHADER, si.CENTERS_BINDINGS, si.CENTERS_PUSH_BYTES, label=label
+            self,
+            self._pipelines,
+            SHADER,
+            si.CENTERS_BINDINGS,
+            si.CENTERS_PUSH_BYTES,
+            sets=len(tiles) * len(self.windows),
+            label=label,
         )
-        self.compute.write(views)
+        formats = dict(si.CENTERS_TEXELS)
+        whole = len(tiles) == 1 and len(self.windows) == 1
+
+        def view(binding: int, buf: Buffer, fmt: int, at: int = 0, size: int = 0) -> BufferView:
+            if whole or not size:
+                return self.own(BufferView(dev, buf, fmt, label=f"{label} {binding}"))
+            name = f"{label} {binding} @{at}"
+            return self.own(BufferView(dev, buf, fmt, label=name, offset=at, size=size))
+
+        ranges_view = view(5, buffers[5], int(formats[5]))
+        for t, (first, count) in enumerate(tiles):
+            at, size = 16 * first, 16 * count
+            tile_views = {b: view(b, buffers[b], int(formats[b]), at, size) for b in (1, 2, 3, 4)}
+            out = view(si.CENTERS_OUT, self.out, int(si.COMPUTE_OUT_FORMAT), at, size)
+            for w, (entry, entries_in) in enumerate(self.windows):
+                bins = view(6, buffers[6], int(formats[6]), 32 * entry, 32 * max(entries_in, 1))
+                views = {**tile_views, 5: ranges_view, 6: bins, si.CENTERS_OUT: out}
+                self.compute.write(views, t * len(self.windows) + w)
         self.pipeline = self.compute.pipeline(((si.LOCAL_SIZE_ID, si.LOCAL_SIZE),))
         self.cmd = self.own(CommandBuffer(dev, label=label))
 
     def run(self, first: int, count: int, bone_count: int, inv_sigma2: float) -> None:
+        """Sum the entries of vertices ``first .. first + count`` (within one tile)."""
+        tile = first // self.tile if self.tile else 0
+        assert first + count <= (tile + 1) * self.tile or not self.tile
         cmd: Any = self.cmd.begin(one_time=True)
-        push = np.zeros(4, np.uint32)
-        push[:2] = (first, count)
+        push = np.zeros(7, np.uint32)
+        # the tile's views start at its first vertex
+        push[:2] = (first - tile * self.tile, count)
         push[2:3].view(np.int32)[0] = bone_count
         push[3:4].view(np.float32)[0] = inv_sigma2
         self.compute.begin(cmd)
-        self.compute.dispatch(cmd, self.pipeline, count, si.LOCAL_SIZE, push)
+        compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+        for w, (entry, entries) in enumerate(self.windows):
+            if w:  # the last window's sums before this one adds to them
+                read_write = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+                memory_barrier(cmd, compute, compute, vk.VK_ACCESS_SHADER_WRITE_BIT, read_write)
+            push[4:6].view(np.int32)[:] = (entry, entry + entries)
+            push[6] = w > 0
+            index = tile * len(self.windows) + w
+            self.compute.dispatch(cmd, self.pipeline, count, si.LOCAL_SIZE, push, index)
         memory_barrier(
             cmd,
-            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            compute,
             vk.VK_PIPELINE_STAGE_HOST_BIT,
             vk.VK_ACCESS_SHADER_WRITE_BIT,
             vk.VK_ACCESS_HOST_READ_BIT,
@@ -123,6 +176,19 @@ class _CentersJob(ResourceOwner):
             super().close()
             if hasattr(self, "_pipelines"):
                 self._pipelines.clear()
+
+
+def _starts(n: int, tile: int, view_tile: int) -> list[int]:
+    """First vertices of submissions of at most ``tile`` vertices that never cross a multiple
+    of ``view_tile`` (a tile of views)."""
+    out, first = [], 0
+    while first < n:
+        out.append(first)
+        end = min(first + tile, n)
+        if view_tile:
+            end = min(end, (first // view_tile + 1) * view_tile)
+        first = end
+    return out
 
 
 def _progress(done: int, total: int, started: float, final: bool = False) -> None:
@@ -204,9 +270,11 @@ def centers_of_rotation(
     }
     tile = int(tile) if tile else max(4096, math.ceil(n / 40))
     out = np.empty((n, 4), np.float32)
-    with _CentersJob(device, arrays, 4 * n) as job:
-        for first in range(0, n, tile):
-            count = min(tile, n - first)
+    with _CentersJob(device, arrays, n) as job:
+        # submissions of at most `tile` vertices, each within one tile of views
+        starts = _starts(n, tile, job.tile)
+        for first, end in zip(starts, [*starts[1:], n], strict=True):
+            count = end - first
             job.run(first, count, bone_count, 1.0 / (sigma * sigma))
             late = time.perf_counter() - started > PROGRESS_AFTER
             if progress or (progress is None and late):
