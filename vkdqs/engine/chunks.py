@@ -30,7 +30,7 @@ from ..gpu import (
     push_constants,
     write_descriptors,
 )
-from ..gpu.calls import align, vk
+from ..gpu.calls import vk
 from ..gpu.compute_pass import split_groups
 
 if TYPE_CHECKING:
@@ -123,8 +123,8 @@ class DispatchSets:
 
     ``whole``: an r32f view of the whole output, bound as both outputs; None where a pose's
     output does not fit one view (each (pose, chunk) then gets a positions and a normals view
-    of ``buffer``). A batch of P poses (at most ``poses``, the buffer's capacity) is laid out
-    as P poses' positions then their normals, 3 floats a vertex. The Skinner owns every object
+    of ``buffer``). A batch of P poses (at most the buffer's capacity) is laid out as P poses'
+    positions then their normals, 3 floats a vertex. The Skinner owns every object
     made here; :meth:`close` releases them."""
 
     def __init__(
@@ -132,7 +132,6 @@ class DispatchSets:
         skinner: Skinner,
         bones: Buffer,
         boxes: Buffer,
-        poses: int,
         *,
         whole: BufferView | None,
         buffer: Buffer | None = None,
@@ -140,7 +139,7 @@ class DispatchSets:
     ) -> None:
         if whole is None and buffer is None:
             raise ValueError("DispatchSets needs the whole view or the buffer")
-        self.skinner, self.bones, self.boxes, self.poses = skinner, bones, boxes, poses
+        self.skinner, self.bones, self.boxes = skinner, bones, boxes
         self.whole, self.buffer, self.label = whole, buffer, label
         self._sets: dict[tuple, Any] = {}
         self._views: dict[tuple[int, int, int], tuple[BufferView, BufferView, int, int]] = {}
@@ -164,7 +163,7 @@ class DispatchSets:
             for start in ((p * n + first) * 3, ((poses + p) * n + first) * 3):
                 offset = 4 * start // TEXEL_OFFSET_ALIGNMENT * TEXEL_OFFSET_ALIGNMENT
                 base = start - offset // 4
-                size = min(align(4 * (base + 3 * count), 4), self.buffer.size - offset)
+                size = 4 * (base + 3 * count)
                 view = s.own(
                     BufferView(
                         s.device,

@@ -149,7 +149,6 @@ class SkinRecorder:
                 s,
                 self.bones,
                 self.boxes,
-                self.frames,
                 whole=view,
                 buffer=out,
                 label=f"{label} sets",
@@ -228,9 +227,7 @@ class SkinRecorder:
             s = self.skinner
             fmt = int(si.COMPUTE_OUT_FORMAT)
             view = s.own(BufferView(s.device, buffer, fmt, label=buffer.label, size=4 * texels))
-            sets = DispatchSets(
-                s, self.bones, self.boxes, self.frames, whole=view, label=buffer.label
-            )
+            sets = DispatchSets(s, self.bones, self.boxes, whole=view, label=buffer.label)
             self._views[id(buffer)] = (sets, buffer)  # the AppBuffer kept: its id stays its own
             return sets
         return got[0]

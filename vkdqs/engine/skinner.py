@@ -532,7 +532,6 @@ class Skinner(ResourceOwner):
                 self,
                 self._bone_buffer,
                 self._box_buffer,
-                poses,
                 whole=self._out_view,
                 buffer=self.out_buffer,
                 label=f"{label} sets",

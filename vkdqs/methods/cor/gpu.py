@@ -178,19 +178,6 @@ class _CentersJob(ResourceOwner):
                 self._pipelines.clear()
 
 
-def _starts(n: int, tile: int, view_tile: int) -> list[int]:
-    """First vertices of submissions of at most ``tile`` vertices that never cross a multiple
-    of ``view_tile`` (a tile of views)."""
-    out, first = [], 0
-    while first < n:
-        out.append(first)
-        end = min(first + tile, n)
-        if view_tile:
-            end = min(end, (first // view_tile + 1) * view_tile)
-        first = end
-    return out
-
-
 def _progress(done: int, total: int, started: float, final: bool = False) -> None:
     elapsed = time.perf_counter() - started
     bar = "#" * int(30 * done / total)
@@ -272,7 +259,7 @@ def centers_of_rotation(
     out = np.empty((n, 4), np.float32)
     with _CentersJob(device, arrays, n) as job:
         # submissions of at most `tile` vertices, each within one tile of views
-        starts = _starts(n, tile, job.tile)
+        starts = sorted({*range(0, n, tile), *range(0, n, max(job.tile, 1))})
         for first, end in zip(starts, [*starts[1:], n], strict=True):
             count = end - first
             job.run(first, count, bone_count, 1.0 / (sigma * sigma))
