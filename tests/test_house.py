@@ -110,14 +110,26 @@ def engine_names(source: str, names: set[str]) -> list[tuple[int, str]]:
 
 def test_the_engine_names_no_method_and_no_need():
     """The engine carries method objects and asks them (``SkinningMethod.inputs``, the hooks,
-    ``box_rule``); it spells no method's or need's name and never tests ``.needs``."""
+    ``box_rule``, ``skins``); it spells no method's or need's name, "none" included (the
+    registry's entry :data:`vkdqs.methods.NONE`, not a constant compared with), and never tests
+    ``.needs``."""
     from vkdqs import methods
 
-    names = set(methods.METHODS) | set(methods.NEEDS)
+    names = set(methods.METHODS) | set(methods.NEEDS) | {methods.NONE.name}
     found = [
         f"{path.relative_to(PACKAGE)}:{line} {what}"
         for path in sorted((PACKAGE / "engine").glob("*.py"))
         for line, what in engine_names(path.read_text(), names)
+    ]
+    found += [
+        f"{path.relative_to(PACKAGE)}: UNSKINNED"
+        for path in sorted((PACKAGE / "engine").glob("*.py"))
+        if any(
+            isinstance(n, (ast.Name, ast.Attribute, ast.alias))
+            and "UNSKINNED"
+            in (getattr(n, "id", None), getattr(n, "attr", None), getattr(n, "name", None))
+            for n in ast.walk(ast.parse(path.read_text()))
+        )
     ]
     assert not found, "\n".join(found)
 

@@ -5,6 +5,7 @@ it (info, --method all, crowds, the bake), and no other module keeps its own lis
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
 import subprocess
@@ -33,6 +34,7 @@ from .gltf_fixtures import make_rig
 
 PACKAGE = Path(__file__).resolve().parents[1] / "vkdqs"
 METHODS = registry.names()
+METHODS_ENTRIES = tuple(registry.METHODS.values())
 
 
 def rig(rng, n, slots, bones, *, blend=False):
@@ -174,6 +176,32 @@ def test_every_entry_is_complete_and_distinct():
         assert (crowd in names) == m.crowds, m.name
         if m.crowds:
             assert si.crowd_variant_name("crowd_sample", m.name) in names
+
+
+def test_none_is_an_entry_that_answers_for_itself(device):
+    """ "No skinning" is the registry's entry NONE: found by get() as the others are, not among
+    the methods that skin (METHODS, --method all), its reference the (morphed) rest mesh for
+    any pose, taking any joint matrices, refused where it has no shaders and given no inputs."""
+    none = registry.get("none")
+    assert none is registry.NONE and not none.skins and all(m.skins for m in METHODS_ENTRIES)
+    assert "none" not in registry.METHODS and "none" not in registry.names()
+    assert none not in registry.shown() and none.paths == ("vertex",)
+    assert none.defines == ("SKIN_NONE",) and none.bone_stride == 32
+    with pytest.raises(InputError, match="exists"):
+        registry.register(dataclasses.replace(registry.get("lbs"), name="none"))
+    rng = np.random.default_rng(3)
+    mesh = method_rig("lbs", rng, 200, 4, 6)
+    pose = poses("lbs", 6, rng, 1)[0]
+    p, n = none.reference(mesh, pose)
+    np.testing.assert_array_equal(p, mesh.positions.astype(np.float64))
+    np.testing.assert_allclose(np.linalg.norm(n, axis=1), 1.0, atol=1e-12)
+    for kind in KINDS:  # rigid, scaled, mirrored, collapsed: nothing is skinned
+        assert none.check(matrices_of(kind)) is None, kind
+    assert "does not draw crowds" in none.check(matrices_of("rigid"), crowd=True)
+    with pytest.raises(InputError, match="skins nothing"):
+        Skinner(device, mesh, bone_count=6, method="none")
+    with pytest.raises(InputError, match=r"centers are for method='cor', not 'none'"):
+        none.inputs(mesh, 6, centers=np.zeros((mesh.vertex_count, 3), np.float32))
 
 
 def test_get_and_parse_name_the_methods():

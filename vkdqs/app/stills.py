@@ -277,7 +277,7 @@ class FloorGrid:
         self.renderer = renderer
         self.mesh = renderer.add_mesh(floor_grid_mesh(lines), label="floor grid")
         self.instance: Instance = renderer.add_instance(
-            self.mesh, bone_count=1, method="none", color=self.COLOR
+            self.mesh, bone_count=1, method=registry.NONE.name, color=self.COLOR
         )
 
     def place(self, points: NDArray, *, scale: float = 1.6) -> None:

@@ -26,7 +26,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import methods, reference
-from ..shader_interface import UNSKINNED
 from .bone_boxes import BoneBoxes
 from .skinner import Skinner
 
@@ -128,7 +127,7 @@ class SceneBoxes:
     def exact(self, inst: Instance) -> NDArray[np.float64]:
         """``inst``'s exact (2, 3) box in mesh space as posed now."""
         bones, weights = inst.bones, inst.morph_weights
-        if inst.method == UNSKINNED or bones is None:
+        if not inst.skinning.skins or bones is None:
             return self._rest_box(inst, exact=True)
         if inst.skinner is not None:  # "compute, then draw": the box of the vertices drawn
             return inst.box_now().copy()
@@ -159,8 +158,8 @@ class SceneBoxes:
             # the rule of the shaders that posed it; "compute, then draw" methods' own (none:
             # their compute passes may leave their base's bone boxes)
             variant = inst.method if inst.computed else inst.pose.variant
-            rule = None if inst.method == UNSKINNED else methods.get(variant).box_rule
-            if inst.method == UNSKINNED or bones is None:
+            rule = methods.get(variant).box_rule
+            if not inst.skinning.skins or bones is None:
                 self._keep(inst, out, kinds, k, self._rest_box(inst, exact=False), REST)
             elif rule is None:
                 self._keep(inst, out, kinds, k, self.exact(inst), EXACT)

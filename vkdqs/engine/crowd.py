@@ -460,7 +460,11 @@ class Crowd:
                 BufferWrite(b[si.INSTANCE], block, 0, block.size),
                 TexelWrite(b[si.CROWD_COPIES], copies_view),
                 TexelWrite(b[si.CROWD_VISIBLE], visible_view),
-                *(TexelWrite(b[m.binding], texels[m.name]) for m in si.DDM_INPUTS if texels),
+                *(
+                    TexelWrite(b[m.binding], texels[m.name])
+                    for m in si.NEED_INPUTS
+                    if m.name in texels
+                ),
             ],
         )
         self._cull.write(
@@ -776,7 +780,7 @@ class Crowd:
             )
         return GraphicsPipelineDesc(
             vertex_shader=si.crowd_variant_name("crowd_render", self.method, slots, uses),
-            fragment_shader=si.crowd_variant_name("crowd_fragment", si.UNSKINNED, 4, uses),
+            fragment_shader=si.crowd_variant_name("crowd_fragment", methods.NONE.name, 4, uses),
             vertex_inputs=tuple((m.location, int(m.vertex_format)) for m in inputs),
             spec=spec,
             # as for instances (the variant without UV and colour ignores their two entries)

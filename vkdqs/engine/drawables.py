@@ -33,12 +33,11 @@ if TYPE_CHECKING:
     from .materials import GpuMaterial
     from .renderer import Renderer
 
-__all__ = ["SINGULAR_DET", "UNSKINNED", "Instance", "RenderMesh"]
+__all__ = ["SINGULAR_DET", "Instance", "RenderMesh"]
 
 #: The method of instances drawn as their rest mesh, without skinning (rigid parts, and a
 #: baseline for measuring what skinning costs); every other method is one of the registry's
 #: (:mod:`vkdqs.methods`).
-UNSKINNED = si.UNSKINNED
 #: |det| of a model matrix's 3x3 below which it is singular (scaled to zero): not drawable.
 SINGULAR_DET = 1e-12
 
@@ -240,11 +239,9 @@ class Instance:
     inputs: MethodInputs | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        #: its method's registry entry (None for unskinned instances): the name is looked up
-        #: once, here
-        self.skinning: methods.SkinningMethod | None = (
-            None if self.method == UNSKINNED else methods.get(self.method)
-        )
+        #: its method's registry entry (:data:`vkdqs.methods.NONE` for unskinned instances):
+        #: the name is looked up once, here
+        self.skinning: methods.SkinningMethod = methods.get(self.method)
 
     @property
     def ddm(self) -> DirectDeltaMush | None:
@@ -279,18 +276,22 @@ class Instance:
     @property
     def variant(self) -> str:
         """The method whose shaders draw the current pose (a "dqs" pose with scale: "dqs_scale";
-        :data:`UNSKINNED` for unskinned instances and for methods drawn by "compute, then
-        draw", whose posed vertices are drawn unskinned)."""
-        if self.method == UNSKINNED or self.computed:
-            return UNSKINNED
-        return self.pose.variant
+        "none" for unskinned instances and for methods drawn by "compute, then draw", whose
+        posed vertices are drawn unskinned: :attr:`rigid`)."""
+        return methods.NONE.name if self.rigid else self.pose.variant
+
+    @property
+    def rigid(self) -> bool:
+        """Drawn by the unskinned shaders (:data:`vkdqs.methods.NONE`'s): its method skins
+        nothing, or its posed vertices come from its compute Skinner (:attr:`computed`)."""
+        return not self.skinning.skins or self.computed
 
     @property
     def slots(self) -> int:
         """The influence slots of its vertex shader variant: 4 when drawn unskinned, its
         precomputation's for a method that reads no joints and weights (:func:`si.ddm_slots`),
         else the mesh's."""
-        if self.variant == UNSKINNED:
+        if self.rigid:
             return 4
         if self.inputs is not None:
             return self.inputs.slots()
@@ -301,7 +302,7 @@ class Instance:
         """Drawn by "compute, then draw": its method has no vertex shader variants, so the
         renderer's compute Skinner skins each new pose and the posed vertices are drawn
         unskinned (:attr:`vkdqs.methods.SkinningMethod.drawn_by_compute`)."""
-        return self.skinning is not None and self.skinning.drawn_by_compute
+        return self.skinning.drawn_by_compute
 
     def box_now(self) -> np.ndarray:
         """The exact (2, 3) box in mesh space of a computed instance's current pose, from its
@@ -332,7 +333,7 @@ class Instance:
         ``morph_weights`` ((M,)) weights the mesh's morph targets, applied before skinning
         (also for method "none"); None draws the rest shape.
         """
-        skinning = self.skinning or methods.get(methods.DEFAULT)
+        skinning = self.skinning
         morph = np.zeros((), si.MORPH_BLOCK)
         spec = 0
         if morph_weights is not None:

@@ -58,7 +58,7 @@ class Slot:
             BufferWrite(b[si.BONE_SCALES], uniforms, self.scales_at, self.scales_size),
             BufferWrite(b[si.MORPH_WEIGHTS], uniforms, self.morph_at, si.MORPH_BLOCK.itemsize),
             TexelWrite(b[si.MORPH_DELTAS], morph_view),
-            *(TexelWrite(b[m.binding], texels[m.name]) for m in si.DDM_INPUTS if texels),
+            *(TexelWrite(b[m.binding], texels[m.name]) for m in si.NEED_INPUTS if m.name in texels),
         ]
 
 

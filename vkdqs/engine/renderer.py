@@ -63,7 +63,7 @@ from ..material import Material
 from ..mesh import SkinnedMesh
 from .bounds import FrameStats, SceneBoxes, outside_frustum
 from .crowd import Crowd, _Layouts
-from .drawables import UNSKINNED, Instance, RenderMesh, _bone_bucket
+from .drawables import Instance, RenderMesh, _bone_bucket
 from .frames import Frame, Slot, layout_slots
 from .limits import resolve_layout
 from .materials import MaterialCache, check_groups
@@ -299,19 +299,15 @@ class Renderer(ResourceOwner):
         with self._lock:
             self._check_open()
             mesh = self._check_mesh(mesh)
-            skinning = None if method == UNSKINNED else methods.get(method)
+            skinning = methods.get(method)
             if isinstance(bone_count, bool) or not isinstance(bone_count, (int, np.integer)):
                 raise InputError(f"bone_count must be an int, got {bone_count!r}")
             mesh.mesh.check_joints(bone_count)
-            wanted = None
             given = dict(
                 centers=centers, rest_matrices=rest_matrices, ddm=ddm, delta_mush=delta_mush
             )
             given = methods.merge_inputs(given, inputs)
-            if skinning is not None:
-                wanted = skinning.inputs(mesh.mesh, bone_count, **given)
-            elif any(x is not None for x in given.values()):
-                raise InputError(f"method={UNSKINNED!r} takes no {', '.join(given)}")
+            wanted = skinning.inputs(mesh.mesh, bone_count, **given)
             max_bones = self.device.info.max_uniform_buffer_range // si.bone_stride(method)
             if _bone_bucket(bone_count) > max_bones:
                 raise InputError(
@@ -322,7 +318,7 @@ class Renderer(ResourceOwner):
             identity[:, 0, 3] = 1.0
             start = bone_packing.PackedPose(methods.DEFAULT, identity.astype(np.float32))
             inst = Instance(mesh, bone_count, method, np.eye(4), np.ones(4), pose=start)
-            inst.rest_matrices = None if wanted is None else wanted.rest_matrices  # type: ignore[assignment]
+            inst.rest_matrices = wanted.rest_matrices  # type: ignore[assignment]
             inst.set_pose(np.tile(np.eye(4), (bone_count, 1, 1)) if bones is None else bones)
             inst.set_model(np.eye(4) if model is None else model)
             try:
@@ -332,9 +328,9 @@ class Renderer(ResourceOwner):
             if c.shape not in ((3,), (4,)) or not np.isfinite(c).all():
                 raise InputError(f"color must have 3 or 4 finite components, got {color!r}")
             inst.color = np.r_[c, 1.0] if c.shape == (3,) else c
-            if wanted is not None and not inst.computed:
+            if not inst.computed:
                 inst.inputs = mesh.ensure_inputs(self, wanted)  # uploaded once per mesh
-            if wanted is not None and inst.computed:
+            else:
                 # "compute, then draw": the Skinner that poses it, made last
                 inst.skinner = Skinner(
                     self.device,
@@ -454,8 +450,10 @@ class Renderer(ResourceOwner):
             self._check_open()
             if not any(i is inst for i in self.instances):
                 raise InputError("posed_boxes(): that instance is not drawn by this renderer")
-            if inst.method == UNSKINNED:
-                raise InputError("posed_boxes(): the instance is not skinned (method 'none')")
+            if not inst.skinning.skins:
+                raise InputError(
+                    f"posed_boxes(): the instance is not skinned (method {inst.method!r})"
+                )
             skinner = inst.skinner or self._boxes.skinner(inst.mesh, inst.inputs)
             return skinner.bounds_many(bones, morph_weights).astype(np.float64)
 
@@ -614,7 +612,7 @@ class Renderer(ResourceOwner):
             vertex_inputs, constant, strides = computed_inputs(vertex_inputs, constant)
         desc = GraphicsPipelineDesc(
             vertex_shader=si.variant_name("render", variant, slots, uses),
-            fragment_shader=si.variant_name("fragment", UNSKINNED, surface=uses),
+            fragment_shader=si.variant_name("fragment", methods.NONE.name, surface=uses),
             vertex_inputs=vertex_inputs,
             spec=(
                 (si.MAX_BONES_ID, _bone_bucket(inst.bone_count)),
@@ -671,7 +669,7 @@ class Renderer(ResourceOwner):
             # so do instances drawn by "compute, then draw" (their unskinned shaders) and those
             # of a method without joints and weights to show (Direct Delta Mush)
             rigid = np.array(
-                [inst.variant == UNSKINNED or not inst.influences for inst in self.instances],
+                [inst.rigid or not inst.influences for inst in self.instances],
                 dtype=bool,
             )
             blocks["debug"][rigid] = (0, -1, 0, 0)
@@ -798,8 +796,8 @@ class Renderer(ResourceOwner):
                 # its posed rows; the unread joints and weights inputs read its first row
                 positions, normals, _ = inst.posed_buffers[frame.index]
                 buffers = [positions.handle, normals.handle, positions.handle, positions.handle]
-            elif inst.variant == UNSKINNED:
-                buffers = buffers[: len(si.mesh_inputs(4))]
+            elif inst.rigid:
+                buffers = buffers[: len(si.mesh_inputs(4, inst.variant))]
             elif not inst.influences:  # positions and normals: its data is read as texels
                 buffers = buffers[: len(si.attributes(si.mesh_inputs(inst.slots, inst.variant)))]
             elif si.has_aux(inst.variant):

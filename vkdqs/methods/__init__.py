@@ -54,6 +54,7 @@ __all__ = [
     "DIFF_OF",
     "METHODS",
     "NEEDS",
+    "NONE",
     "MethodInputs",
     "SkinTraits",
     "SkinningMethod",
@@ -246,6 +247,10 @@ class SkinningMethod:
         Its passes before and after the skinning dispatches on the compute path (:data:`PassHook`:
         classic Delta Mush's smoothing comes after). A method with passes runs on the compute
         path only (its ``paths``).
+    skins : bool
+        Whether it skins at all: False only for :data:`NONE`, the entry of "no skinning" (the
+        rest mesh, morphed, drawn where its model matrix puts it: rigid parts, the baseline
+        that measures what skinning costs). The layers ask this, never the name.
     """
 
     name: str
@@ -276,6 +281,7 @@ class SkinningMethod:
     uniform_scale: bool = False
     before: tuple[PassHook, ...] = field(default=(), repr=False, compare=False)
     after: tuple[PassHook, ...] = field(default=(), repr=False, compare=False)
+    skins: bool = True
 
     # -- the shaders' view ------------------------------------------------------------------
 
@@ -441,6 +447,11 @@ class SkinningMethod:
         crowds draw with), or None when they can."""
         if path in self.paths:
             return None
+        if not self.skins:
+            return (
+                f"method {self.name!r} skins nothing (a Renderer instance draws the rest mesh "
+                f"where its model matrix puts it); it has no {path} path"
+            )
         lacks = [w for n in sorted(self.needs) if (w := NEEDS[n].vertex_lacks)]
         what = f" ({'; '.join(lacks)})" if lacks else ""
         return (
@@ -589,6 +600,45 @@ def _ref_delta_mush(p, n, j, w, bones, *, delta_mush, base, **kw):
 
 
 # -- the registry -----------------------------------------------------------------------------
+
+
+def _pack_none(bones, bone_count, *, batched, allow_scale, rest_matrices):
+    """The pose is validated as DQS's (its block is what the rigid variant's bone binding
+    holds; the shaders read none of it), any scale allowed."""
+    block, _ = packing.pack_dqs_pose(bones, bone_count, batched=batched, allow_scale=True)
+    return block, None
+
+
+def _ref_none(p, n, j, w, bones, **_):
+    """The (morphed) rest vertices: the pose moves nothing."""
+    p = np.asarray(p, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    length = np.linalg.norm(n, axis=-1, keepdims=True)
+    return p.copy(), np.divide(n, length, out=np.zeros_like(n), where=length > 0)
+
+
+#: "No skinning": the registry's entry for the rest mesh drawn rigidly (the renderer's
+#: ``method="none"``, the parts of a scene no skin moves, the baseline of the benchmarks). Found
+#: by :func:`get` like the others and answering for itself (:attr:`SkinningMethod.skins` is
+#: False; its shaders are ``skin_none.vert``'s, vertex path only, which declare the joints and
+#: weights inputs and read none, nor any other input); not in :data:`METHODS`, which lists the
+#: methods that skin.
+NONE = SkinningMethod(
+    "none",
+    "unskinned",
+    (0.6, 0.6, 0.6, 1.0),
+    "no skinning: the (morphed) rest mesh, placed by its model matrix",
+    "SKIN_NONE",
+    _pack_none,
+    _ref_none,
+    paths=("vertex",),
+    scale=True,
+    reflection=True,
+    collapse=True,
+    crowds=False,
+    shown=False,
+    skins=False,
+)
 
 #: The methods that skin with shaders of their own, in the order scenes show them.
 _SKINS: tuple[SkinningMethod, ...] = (
@@ -798,7 +848,7 @@ def register(method: SkinningMethod) -> SkinningMethod:
     variants built by ``build_shaders.py``). Returns it."""
     if not isinstance(method, SkinningMethod):
         raise InputError(f"register() takes a SkinningMethod, got {type(method).__name__}")
-    if method.name in METHODS or method.name == DIFF:
+    if method.name in METHODS or method.name in (DIFF, NONE.name):
         raise InputError(f"a method called {method.name!r} exists")
     unknown = set(method.needs) - set(NEEDS)
     if unknown:
@@ -819,7 +869,10 @@ def unregister(name: str) -> None:
 
 
 def get(name: str) -> SkinningMethod:
-    """The method called ``name``; InputError listing the methods for any other name."""
+    """The method called ``name`` (a method of :data:`METHODS`, or ``"none"``: :data:`NONE`);
+    InputError listing the methods for any other name."""
+    if name == NONE.name:
+        return NONE
     method = METHODS.get(name) if isinstance(name, str) else None
     if method is None:
         raise InputError(f"method must be one of {', '.join(METHODS)}, got {name!r}")

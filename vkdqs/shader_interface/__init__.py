@@ -127,6 +127,7 @@ from .mesh_arrays import (
 from .mesh_inputs import (
     DDM_INPUTS,
     MESH_INPUTS,
+    NEED_INPUTS,
     SURFACE_INPUTS,
     MeshInput,
     attributes,
@@ -307,6 +308,7 @@ __all__ = [
     "MORPH_TARGETS_ID",
     "MORPH_TEXEL_FORMAT",
     "MORPH_WEIGHTS",
+    "NEED_INPUTS",
     "OCT_NORMALS_ID",
     "OFFSCREEN_COLOR_FORMAT",
     "OUTPUT_BOX",

@@ -9,7 +9,7 @@ The bounds, crowd and Delta Mush passes declare theirs in
 from __future__ import annotations
 
 from .bone_blocks import has_second_block
-from .mesh_inputs import DDM_INPUTS, mesh_inputs
+from .mesh_inputs import NEED_INPUTS, mesh_inputs
 from .vulkan_types import Binding, DescriptorType, Format, Stage
 
 BONES = 0  #: BoneBlock (every skinning variant)
@@ -70,15 +70,15 @@ def readback_bindings(method: str) -> tuple[Binding, ...]:
 
 #: The renderer's one set layout, shared by every rendering variant (the second block is bound
 #: for all of them, read by the methods that have one; skin_none uses only the instance block
-#: and the morph bindings; Direct Delta Mush's texels, :data:`DDM_INPUTS`, are written for its
-#: instances only, the mesh's like the morph deltas).
+#: and the morph bindings; the needs' texels, :data:`NEED_INPUTS` (Direct Delta Mush's), are
+#: written for the instances whose method has the need only, the mesh's like the morph deltas).
 RENDER_BINDINGS = (
     Binding(BONES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
     Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
     Binding(BONE_SCALES, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
     Binding(MORPH_DELTAS, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
     Binding(MORPH_WEIGHTS, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX),
-    *(Binding(m.binding, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX) for m in DDM_INPUTS),
+    *(Binding(m.binding, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX) for m in NEED_INPUTS),
 )
 
 #: The renderer's material set (set :data:`MATERIAL_SET`, one per material): the base-colour

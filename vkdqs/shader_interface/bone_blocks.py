@@ -18,32 +18,30 @@ if TYPE_CHECKING:
 # per-vertex ``aux`` input; its ``defines`` carry that layout to the GLSL (SKIN_BONES_ROWS,
 # SKIN_SECOND_BLOCK, SKIN_AUX) beside its block's own define.
 
-#: The renderer's unskinned baseline: the rest mesh drawn by ``skin_none.vert`` (not a skinning
-#: method; it measures what skinning costs and draws rigid parts).
-UNSKINNED = "none"
+#: The name of the registry's "no skinning" entry (:data:`vkdqs.methods.NONE`): the rest mesh
+#: drawn by ``skin_none.vert`` (it measures what skinning costs and draws rigid parts); the
+#: variants' file names spell it.
+UNSKINNED = methods.NONE.name
 #: std140 array stride of one bone's ``mat3x4`` rows in the second block (:data:`BONE_SCALES`).
 SCALE_STRIDE = 48
 SCALE_FLOATS = SCALE_STRIDE // 4
 
 
-def skinning(method: str) -> SkinningMethod | None:
-    """The registry entry of a shader method, None for :data:`UNSKINNED`."""
-    return None if method == UNSKINNED else methods.get(method)
+def skinning(method: str) -> SkinningMethod:
+    """The registry entry of a shader method (:data:`UNSKINNED`: :data:`vkdqs.methods.NONE`)."""
+    return methods.get(method)
 
 
 def bone_stride(method: str) -> int:
     """std140 bytes of one bone in the bone block of ``method`` (:data:`UNSKINNED`: a DQ's)."""
-    m = skinning(method)
-    return methods.DQ_BYTES if m is None else m.bone_stride
+    return skinning(method).bone_stride
 
 
 def has_second_block(method: str) -> bool:
     """Whether ``method``'s shaders read the ``mat3x4`` block at :data:`BONE_SCALES`."""
-    m = skinning(method)
-    return m is not None and m.second_block
+    return skinning(method).second_block
 
 
 def has_aux(method: str) -> bool:
     """Whether ``method``'s shaders read the per-vertex ``aux`` input."""
-    m = skinning(method)
-    return m is not None and m.aux
+    return skinning(method).aux

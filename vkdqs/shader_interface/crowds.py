@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .bindings import INSTANCE
-from .mesh_inputs import DDM_INPUTS, SURFACE_INPUTS, MeshInput, attributes, mesh_inputs
+from .mesh_inputs import NEED_INPUTS, SURFACE_INPUTS, MeshInput, attributes, mesh_inputs
 from .vertex_layouts import VertexLayout
 from .vulkan_types import Binding, DescriptorType, Format, Stage
 
@@ -75,14 +75,14 @@ CROWD_SAMPLE_BINDINGS = (
     Binding(CROWD_POSITIONS, DescriptorType.STORAGE_BUFFER, Stage.COMPUTE),
     Binding(CROWD_BONES_OUT, DescriptorType.STORAGE_TEXEL_BUFFER, Stage.COMPUTE),
 )
-#: The crowd draw's set (every crowd variant); Direct Delta Mush's texels (:data:`DDM_INPUTS`,
+#: The crowd draw's set (every crowd variant); the needs' texels (:data:`NEED_INPUTS`, DDM's:
 #: the mesh's, shared by all copies) are written for its crowds only.
 CROWD_RENDER_BINDINGS = (
     Binding(CROWD_BONES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
     Binding(INSTANCE, DescriptorType.UNIFORM_BUFFER, Stage.VERTEX | Stage.FRAGMENT),
     Binding(CROWD_COPIES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
     Binding(CROWD_VISIBLE, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX),
-    *(Binding(m.binding, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX) for m in DDM_INPUTS),
+    *(Binding(m.binding, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.VERTEX) for m in NEED_INPUTS),
 )
 CROWD_CULL_BINDINGS = (
     Binding(CROWD_CULL_COPIES, DescriptorType.UNIFORM_TEXEL_BUFFER, Stage.COMPUTE),

@@ -77,9 +77,14 @@ MESH_INPUTS = (
         extra_texels=1,
     ),
 )
+#: The texel inputs of every need (:attr:`MeshInput.need`): the renderer's and crowds' sets bind
+#: each at its ``binding``, written for the instances and crowds whose method has that need
+#: (the mesh's uploaded arrays, :meth:`vkdqs.methods.needs.Need.arrays`). A new method's
+#: per-vertex data read by its shaders is a MeshInput here and its include's declarations.
+NEED_INPUTS = tuple(m for m in MESH_INPUTS if m.need is not None)
 #: Direct Delta Mush's texel inputs (:func:`ddm_arrays`), bound at their ``binding`` in every
 #: variant of "ddm" (compute, readback, render and crowd: one include declares them).
-DDM_INPUTS = tuple(m for m in MESH_INPUTS if m.need == "ddm_data")
+DDM_INPUTS = tuple(m for m in NEED_INPUTS if m.need == "ddm_data")
 #: The per-vertex scalar the rendering shaders show as a heat map in debug mode 2 (0..1, e.g.
 #: |DQS - LBS| scaled on the host): every rendering variant (not readback, not compute) reads it
 #: at location 9 from its own vertex buffer of (N, 4) float32 rows (x used). Instances without a
@@ -116,8 +121,7 @@ def mesh_inputs(
     in ``layout`` (:data:`LAYOUTS` or a resolved :class:`VertexLayout`)."""
     aux = has_aux(method)
     m_ = skinning(method)
-    needs = frozenset() if m_ is None else m_.needs
-    influences = m_ is None or m_.influences
+    needs, influences = m_.needs, m_.influences
     out = tuple(
         m
         for m in MESH_INPUTS

@@ -128,9 +128,11 @@ class Variant:
         if self.kind is Kind.CROWD_SAMPLE:
             return CROWD_LAYOUT_DEFINES[self.method]
         if self.kind in (Kind.RENDER, Kind.READBACK, Kind.COMPUTE, Kind.CROWD_RENDER):
-            m = skinning(self.method)
-            method = ("SKIN_NONE",) if m is None else m.defines
-            out = method + (("SKIN_INFLUENCES_8",) if self.slots == 8 else ()) + out
+            out = (
+                skinning(self.method).defines
+                + (("SKIN_INFLUENCES_8",) if self.slots == 8 else ())
+                + out
+            )
         if self.surface:
             out += ("CROWD_SURFACE",) if self.kind is Kind.CROWD_RENDER else ("SURFACE",)
         return out
@@ -140,7 +142,7 @@ def variant_name(kind: str, method: str, slots: int = 4, surface: bool = False) 
     """The module name of a variant, e.g. ``skin_dqs_8_readback.vert`` (the unskinned and
     fragment variants have no slot count; only rendering variants a ``_surface`` one)."""
     kind = Kind(kind)
-    if method == UNSKINNED or kind in (Kind.FRAGMENT, Kind.CROWD_FRAGMENT):
+    if not skinning(method).skins or kind in (Kind.FRAGMENT, Kind.CROWD_FRAGMENT):
         slots = 4
     return Variant(kind, method, slots, surface and kind is not Kind.READBACK).name
 

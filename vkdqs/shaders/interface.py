@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .. import methods
 from .. import shader_interface as si
 from ..errors import InputError
 from ..shader_interface.push_constants import PUSH_MEMBERS
@@ -55,8 +56,8 @@ def variant_of(method: str, kind: str = "render", slots: int = 4, surface: bool 
     for v in si.VARIANTS:
         if v.name == name:
             return v
-    methods = sorted({d["method"] for d in variants() if d["kind"] == kind})
-    raise InputError(f"no {kind} variant {name!r}; methods with one: {methods}")
+    have = sorted({d["method"] for d in variants() if d["kind"] == kind})
+    raise InputError(f"no {kind} variant {name!r}; methods with one: {have}")
 
 
 def module(method: str, kind: str = "render", slots: int = 4, surface: bool = False) -> bytes:
@@ -70,9 +71,10 @@ def _names(v: Variant) -> dict[int, str]:
         si.MORPH_DELTAS: "morph_deltas: rgba32f texels of the morph targets' deltas",
         si.MORPH_WEIGHTS: "morph_weights: the MorphBlock (weights of the active targets)",
     }
-    if v.method != si.UNSKINNED:  # the unskinned variant reads no pose
+    skins = methods.get(v.method).skins
+    if skins:  # the unskinned variant reads no pose
         names[si.BONES] = "bones: the BoneBlock (the pose: pack_bones(...).bones)"
-    if v.method != si.UNSKINNED and si.has_second_block(v.method):
+    if si.has_second_block(v.method):
         names[si.BONE_SCALES] = "second_block: mat3x4 rows a bone (pack_bones(...).scales)"
     if v.kind is Kind.RENDER:
         names[si.INSTANCE] = "instance: the InstanceBlock (model and normal matrices, lights)"
@@ -110,7 +112,7 @@ _BLOCKS = {"instance": si.INSTANCE_BLOCK, "morph_weights": si.MORPH_BLOCK}
 def spec_ids(v: Variant) -> tuple[int, ...]:
     """The specialization constant ids a skinning variant declares."""
     ids = {si.MORPH_TARGETS_ID, si.OCT_NORMALS_ID}
-    if v.method != si.UNSKINNED:
+    if methods.get(v.method).skins:
         ids.add(si.MAX_BONES_ID)
     if v.kind is Kind.COMPUTE:
         ids |= {si.LOCAL_SIZE_ID, si.COMPUTE_OUTPUT_ID, si.OUTPUT_STRIDE_ID}
@@ -175,7 +177,7 @@ def interface(
         }
         for i in spec_ids(v)
     ]
-    skinned = v.method != si.UNSKINNED
+    skinned = methods.get(v.method).skins
     return {
         "name": v.name,
         "kind": v.kind.value,

@@ -10,7 +10,7 @@ import numpy as np
 
 from ... import dq, reference
 from ... import methods as registry
-from ...engine.drawables import SINGULAR_DET, UNSKINNED, Instance, RenderMesh
+from ...engine.drawables import SINGULAR_DET, Instance, RenderMesh
 from ...engine.renderer import Renderer
 from ...errors import InputError
 from ...gltf.parts import ScenePart, scene_parts, skin_matrices, skinning_inputs
@@ -396,7 +396,11 @@ class GltfScenePlayer:
                 matrix = self._rigid_matrix[id(draw)]
                 model = None if _singular(matrix) else matrix  # set_time hides it
                 inst = renderer.add_instance(
-                    rm, bone_count=1, method=UNSKINNED, model=model, color=self._color(draw, method)
+                    rm,
+                    bone_count=1,
+                    method=registry.NONE.name,
+                    model=model,
+                    color=self._color(draw, method),
                 )
             else:
                 drawn_by = renderer_method(method)
