@@ -1,0 +1,186 @@
+"""Velocity skinning's float64 reference (vkdqs.methods.velocity.reference): what the paper's
+effects promise, on the candy wrapper (a closed capsule of two bones, bone 1 the child)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vkdqs import InputError
+from vkdqs.methods.velocity.reference import (
+    chains,
+    joint_motion,
+    velocity_deform,
+    velocity_rig,
+)
+from vkdqs.procedural import candy_wrapper, mesh_volume
+from vkdqs.reference import skin_lbs
+
+PARENTS = [-1, 0]
+
+
+def _rest():
+    rest = np.tile(np.eye(4), (2, 1, 1))
+    rest[1, 0, 3] = 1.0  # the joint at (length / 2, 0, 0)
+    return rest
+
+
+def _move(v):
+    m = np.eye(4)
+    m[:3, 3] = v
+    return m
+
+
+def _turn(angle, axis=2, about=(0.0, 0.0, 0.0)):
+    m = np.eye(4)
+    i, j = [k for k in range(3) if k != axis]
+    c, s = np.cos(angle), np.sin(angle)
+    m[i, i], m[i, j], m[j, i], m[j, j] = c, -s, s, c
+    return _move(about) @ m @ _move(-np.asarray(about))
+
+
+def _skin(mesh, bones):
+    return skin_lbs(mesh.positions, mesh.normals, mesh.joints, mesh.weights, bones)[0]
+
+
+def _deform(rig, mesh, bones, previous, dt):
+    motion = joint_motion(rig, bones, previous, dt)
+    return velocity_deform(rig, _skin(mesh, bones), mesh.joints, mesh.weights, motion)
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return candy_wrapper()
+
+
+def test_no_motion_is_the_base_method_exactly(mesh):
+    rig = velocity_rig(mesh, PARENTS, _rest(), floppy=0.3, squashy=0.2)
+    bones = np.stack([_turn(0.4), _turn(0.9, 0, (1.0, 0, 0))])
+    base = _skin(mesh, bones)
+    for previous in (None, bones):
+        np.testing.assert_array_equal(_deform(rig, mesh, bones, previous, 0.02), base)
+
+
+def test_a_uniform_translation_lags_every_vertex_by_floppy_times_velocity(mesh):
+    """The whole skeleton moving at v: the root's relative motion is v, the child's none, so
+    every vertex (weights summing to 1) lags by exactly -floppy v."""
+    rig = velocity_rig(mesh, PARENTS, _rest(), floppy=0.25, squashy=0.0)
+    v, dt = np.array([2.0, -1.0, 0.5]), 1 / 60
+    bent = np.stack([np.eye(4), _turn(0.6, 2, (1.0, 0, 0))])
+    now = np.stack([_move(v * dt) @ b for b in bent])
+    motion = joint_motion(rig, now, bent, dt)
+    np.testing.assert_allclose(motion.linear[0], v, rtol=1e-12)
+    np.testing.assert_allclose(motion.linear[1], 0, atol=1e-12)
+    np.testing.assert_allclose(motion.angular, 0, atol=1e-12)
+    got = _deform(rig, mesh, now, bent, dt)
+    np.testing.assert_allclose(
+        got - _skin(mesh, now), np.broadcast_to(-0.25 * v, got.shape), atol=1e-12
+    )
+
+
+def test_the_linear_squash_keeps_the_capsules_volume_and_stretches_along_the_motion(mesh):
+    rig = velocity_rig(mesh, PARENTS, _rest(), floppy=0.0, squashy=0.1)
+    v, dt = np.array([3.0, 0.0, 0.0]), 0.01
+    rest = np.tile(np.eye(4), (2, 1, 1))
+    now = np.stack([_move(v * dt)] * 2)
+    base, got = _skin(mesh, now), _deform(rig, mesh, now, rest, dt)
+    volume = mesh_volume(base, mesh.indices)
+    assert mesh_volume(got, mesh.indices) == pytest.approx(volume, rel=1e-12)
+    s = 0.1 * 3.0
+    np.testing.assert_allclose(np.ptp(got[:, 0]), (1 + s) * np.ptp(base[:, 0]), rtol=1e-12)
+    np.testing.assert_allclose(np.ptp(got[:, 1]), np.ptp(base[:, 1]) / np.sqrt(1 + s), rtol=1e-12)
+
+
+def test_the_squash_of_a_bend_keeps_the_volume_to_first_order(mesh):
+    """Where the two bones blend, each joint's squash has determinant 1 but the blend does
+    not: the volume changes at second order in the strength (halving it quarters the change),
+    while the shape changes at first order."""
+    rest = np.tile(np.eye(4), (2, 1, 1))
+    now = np.stack([np.eye(4), _turn(0.03, 2, (1.0, 0, 0))])
+    base = _skin(mesh, now)
+    volume = mesh_volume(base, mesh.indices)
+    change, moved = [], []
+    for q in (0.2, 0.1, 0.05):
+        rig = velocity_rig(mesh, PARENTS, _rest(), floppy=0.0, squashy=q)
+        got = _deform(rig, mesh, now, rest, 0.01)
+        change.append(mesh_volume(got, mesh.indices) / volume - 1)
+        moved.append(np.abs(got - base).max())
+    assert moved[0] / moved[1] == pytest.approx(2, rel=0.05)
+    assert moved[1] / moved[2] == pytest.approx(2, rel=0.05)
+    assert 3.3 < change[0] / change[1] < 4.5 and 3.3 < change[1] / change[2] < 4.5
+    assert abs(change[-1]) < 0.05 * moved[-1] / mesh.extent
+
+
+def test_a_turning_bone_lags_more_far_from_its_axis(mesh):
+    """The child turning about z through its joint: its floppy vertices turn back about that
+    axis, by an angle that grows with their distance to it (at most max_angle)."""
+    rig = velocity_rig(mesh, PARENTS, _rest(), floppy=0.05, squashy=0.0)
+    rest = np.tile(np.eye(4), (2, 1, 1))
+    now = np.stack([np.eye(4), _turn(0.02, 2, (1.0, 0, 0))])
+    base, got = _skin(mesh, now), _deform(rig, mesh, now, rest, 0.01)
+    motion = joint_motion(rig, now, rest, 0.01)
+    np.testing.assert_allclose(motion.angular[1], [0, 0, 2.0], rtol=1e-9)
+    tip = np.flatnonzero(mesh.weights[:, 0] > 0.999)  # the child's side: x > 1 + band
+    tip = tip[np.flatnonzero(np.asarray(mesh.joints)[tip, 0] == 1)]
+    assert len(tip) > 50
+    lag = np.linalg.norm(got[tip] - base[tip], axis=1)
+    reach = np.linalg.norm(base[tip, :2] - motion.centers[1, :2], axis=1)
+    # a rotation by angle f * (2 rad/s) * r of a point at distance r: chord 2 r sin(angle / 2)
+    want = 2 * reach * np.sin(0.05 * 2.0 * reach / 2)
+    np.testing.assert_allclose(lag, want, rtol=1e-9)
+    # turned against the motion: the tip (moving +y) lags towards -y
+    far = tip[np.argmax(reach)]
+    assert got[far, 1] < base[far, 1]
+
+
+def test_bone_weights_of_zero_turn_it_off_where_asked(mesh):
+    rest = np.tile(np.eye(4), (2, 1, 1))
+    v, dt = np.array([0.0, 2.0, 0.0]), 0.01
+    now = np.stack([_move(v * dt) @ np.eye(4), _move(v * dt) @ _turn(0.02, 2, (1.0, 0, 0))])
+    rig = velocity_rig(
+        mesh, PARENTS, _rest(), floppy=0.2, squashy=0.1, bone_floppy=[1, 0], bone_squashy=[1, 0]
+    )
+    got = _deform(rig, mesh, now, rest, dt)
+    base = _skin(mesh, now)
+    joints, weights = np.asarray(mesh.joints), np.asarray(mesh.weights)
+    child_only = np.all((joints == 1) | (weights == 0), axis=1)
+    parent_only = np.all((joints == 0) | (weights == 0), axis=1)
+    assert child_only.sum() > 100 and parent_only.sum() > 100
+    np.testing.assert_array_equal(got[child_only], base[child_only])
+    assert np.linalg.norm(got[parent_only] - base[parent_only], axis=1).min() > 0.5 * 0.2 * 2.0
+    # per vertex too
+    rig = velocity_rig(
+        mesh,
+        PARENTS,
+        _rest(),
+        floppy=0.2,
+        squashy=0.1,
+        vertex_floppy=0.0,
+        vertex_squashy=np.where(parent_only, 0.0, 1.0),
+    )
+    got = _deform(rig, mesh, now, rest, dt)
+    np.testing.assert_array_equal(got[parent_only], base[parent_only])
+
+
+def test_chains_and_refusals(mesh):
+    np.testing.assert_array_equal(
+        chains([-1, 0, 1, 0]), [[0, -1, -1], [1, 0, -1], [2, 1, 0], [3, 0, -1]]
+    )
+    with pytest.raises(InputError, match="forest"):
+        chains([1, 0])
+    with pytest.raises(InputError, match="parents"):
+        chains([-1, 5])
+    with pytest.raises(InputError, match="rest_matrices"):
+        velocity_rig(mesh, PARENTS, np.eye(4))
+    with pytest.raises(InputError, match="floppy"):
+        velocity_rig(mesh, PARENTS, _rest(), floppy=-1)
+    with pytest.raises(InputError, match="bone_squashy"):
+        velocity_rig(mesh, PARENTS, _rest(), bone_squashy=[1, 2, 3])
+    with pytest.raises(InputError, match="parents has 1"):
+        velocity_rig(mesh, [-1], np.eye(4)[None])
+    rig = velocity_rig(mesh, PARENTS, _rest())
+    bones = np.tile(np.eye(4), (2, 1, 1))
+    with pytest.raises(InputError, match="dt"):
+        joint_motion(rig, bones, bones, 0.0)
+    with pytest.raises(InputError, match="previous"):
+        joint_motion(rig, bones, bones[None], 0.1)
