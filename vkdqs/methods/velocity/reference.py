@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ... import dq
 from ...errors import InputError
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "DEFAULT_SQUASHY",
     "JointMotion",
     "VelocityRig",
+    "as_matrices",
     "chains",
     "joint_motion",
     "velocity_deform",
@@ -103,6 +105,7 @@ class VelocityRig:
 
     @property
     def bone_count(self) -> int:
+        """The bones of its skeleton."""
         return len(self.parents)
 
     @property
@@ -245,6 +248,17 @@ def _log(r: NDArray) -> NDArray:
         a /= np.linalg.norm(a, axis=-1, keepdims=True)
         out[near_pi] = a * np.pi
     return out
+
+
+def as_matrices(bones: ArrayLike) -> NDArray[np.float64]:
+    """(..., B, 4, 4) float64 matrices of (..., B, 4, 4) / (3, 4) matrices or (2, 4) DQs."""
+    m = np.asarray(bones, dtype=np.float64)
+    if m.ndim >= 3 and m.shape[-2:] == (2, 4):
+        return dq.to_matrices(dq.normalize(m))
+    if m.ndim >= 3 and m.shape[-2:] == (3, 4):
+        bottom = np.broadcast_to([0.0, 0.0, 0.0, 1.0], (*m.shape[:-2], 1, 4))
+        return np.concatenate([m, bottom], axis=-2)
+    return m
 
 
 def _as_matrices(bones: ArrayLike, bone_count: int) -> NDArray[np.float64]:
