@@ -27,7 +27,7 @@ test: deps venv
 IMAGE_TESTS := $(addprefix tests/test_,$(addsuffix .py,draw_compute ddm_render offscreen_render \
 	gpu_skinning crowd crowd_materials materials_render gltf_render delta_mush_gpu ddm_gpu \
 	ddm_skinning lean_layout overlay cor registry window stills gltf_skinning morph bounds \
-	dqs_blender mush_seams hostile_draw))
+	dqs_blender mush_seams hostile_draw velocity_gpu))
 test-width128: deps venv
 	LP_NATIVE_VECTOR_WIDTH=128 VKDQS_REQUIRE_DEVICE=$${VKDQS_REQUIRE_DEVICE:-1} \
 	  $(PY) -m pytest $(XDIST) -m gpu $(IMAGE_TESTS) $(PYTEST_ARGS)

@@ -60,9 +60,9 @@ def test_every_method_returns_the_exact_box_of_its_vertices(device, method, path
     batch = poses(method, bones, rng, 3)
     if path not in skinning.paths:  # tests/test_registry.py checks the refusal
         with pytest.raises(InputError, match="runs on the compute path only"):
-            Skinner(device, mesh, bone_count=bones, method=method, path=path, **extra)
+            Skinner(device, mesh, bone_count=bones, method=method, path=path, inputs=extra)
         return
-    with Skinner(device, mesh, bone_count=bones, method=method, path=path, **extra) as skinner:
+    with Skinner(device, mesh, bone_count=bones, method=method, path=path, inputs=extra) as skinner:
         for pose in batch:
             p, _, box = skinner.skin(pose, bounds=True)
             assert box.shape == (2, 3) and box.dtype == np.float32
@@ -232,7 +232,7 @@ def test_instance_bounds_are_the_posed_mesh_in_world_space(device, method):
     rotated = dq.to_matrices(dq.random_rigid(1, rng))[0] @ np.diag([1.5, 1.5, 1.5, 1.0])
     with OffscreenTarget(device, 8, 8) as target, Renderer(device, target) as renderer:
         render_mesh = renderer.add_mesh(mesh)
-        inst = renderer.add_instance(render_mesh, bone_count=bones, method=method, **extra)
+        inst = renderer.add_instance(render_mesh, bone_count=bones, method=method, inputs=extra)
         rest_box = inst.bounds  # the rest pose
         inst.set_pose(pose)
         inst.set_model(shifted)
@@ -397,7 +397,7 @@ def test_bone_boxes_always_hold_the_skinned_mesh(device, method, slots):
         batch[:3, :, :3, :3] *= rng.uniform(0.3, 2.0, (3, bones, 3, 3))
     morph = np.array([1.5, -0.5], np.float32)
     tight = []
-    with Skinner(device, mesh, bone_count=bones, method=method, **extra) as skinner:
+    with Skinner(device, mesh, bone_count=bones, method=method, inputs=extra) as skinner:
         gpu = skinner.bounds_many(batch, np.tile(morph, (len(batch), 1)))
     for pose, exact in zip(batch, gpu, strict=True):
         box = boxes.box(skinning.box_rule, pose, morph)
@@ -488,18 +488,18 @@ def _culling_scene(device, method, culling):
             model = np.eye(4)
             model[:3, 3] = shift
             inst = renderer.add_instance(
-                rm, bone_count=bones, method=method, model=model, bones=bent, **extra
+                rm, bone_count=bones, method=method, model=model, bones=bent, inputs=extra
             )
         # the last of them reaches past the right edge: half in view
         lo, hi = inst.bounds
         bits = (np.arange(8)[:, None] >> np.arange(3)) & 1
         x = renderer.camera.project(np.where(bits, hi, lo), 96, 64)[:, 0]
         assert x.min() < 90 and x.max() > 100
-        renderer.add_instance(rm, bone_count=bones, method=method, bones=away, **extra)
+        renderer.add_instance(rm, bone_count=bones, method=method, bones=away, inputs=extra)
         comeback = np.eye(4)
         comeback[:3, 3] = (40.0, 0.0, 0.0)
         renderer.add_instance(
-            rm, bone_count=bones, method=method, model=comeback, bones=back, **extra
+            rm, bone_count=bones, method=method, model=comeback, bones=back, inputs=extra
         )
         image = renderer.render_image()
         return image, renderer.stats

@@ -1,4 +1,4 @@
-"""Methods without vertex shaders (classic Delta Mush: "delta_mush", "delta_mush_dqs") drawn by
+"""Methods without vertex shaders (classic Delta Mush, velocity skinning) drawn by
 "compute, then draw": the renderer's compute Skinner skins each new pose and the posed vertices
 are drawn with the unskinned pipeline. The image is the unskinned image of the Skinner's own
 vertices, to the rounding two pipelines may differ by (tests/imaging.py). (Direct Delta Mush
@@ -14,11 +14,19 @@ from vkdqs.engine.renderer import Renderer
 from vkdqs.engine.skinner import Skinner
 from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gpu import Buffer
+from vkdqs.methods.velocity.reference import velocity_rig
 
 from .imaging import CLEAR, assert_images_agree_to_rounding, covered
 
 W, H = 160, 120
-COMPUTED = ("delta_mush", "delta_mush_dqs")
+COMPUTED = ("delta_mush", "delta_mush_dqs", "velocity", "velocity_lbs")
+
+
+def _inputs(method, mesh):
+    """Velocity skinning's rig (the candy wrapper's two bones a chain); at rest it is its base."""
+    if "velocity_data" not in methods.get(method).needs:
+        return {}
+    return {"velocity": velocity_rig(mesh, [-1, 0], np.repeat(np.eye(4)[None], 2, axis=0))}
 
 
 def _posed_mesh(mesh, positions, normals):
@@ -46,10 +54,12 @@ def test_image_is_the_unskinned_image_of_the_skinners_vertices(device, method):
     with (
         OffscreenTarget(device, W, H) as target,
         Renderer(device, target, clear_color=CLEAR) as renderer,
-        Skinner(device, mesh, bone_count=2, method=method) as skinner,
+        Skinner(device, mesh, bone_count=2, method=method, inputs=_inputs(method, mesh)) as skinner,
     ):
         rm = renderer.add_mesh(mesh)
-        inst = renderer.add_instance(rm, bone_count=2, method=method, model=model)
+        inst = renderer.add_instance(
+            rm, bone_count=2, method=method, model=model, inputs=_inputs(method, mesh)
+        )
         assert inst.variant == "none" and inst.computed
         poses = [_pose(120.0), _pose(60.0), _pose(150.0)]
         inst.set_pose(poses[0])
@@ -88,7 +98,9 @@ def test_culling_uses_the_exact_box_of_the_vertices_drawn(device, method):
         Renderer(device, target, clear_color=CLEAR, cull_instances=True) as renderer,
     ):
         rm = renderer.add_mesh(mesh)
-        inst = renderer.add_instance(rm, bone_count=2, method=method, bones=_pose(120.0))
+        inst = renderer.add_instance(
+            rm, bone_count=2, method=method, bones=_pose(120.0), inputs=_inputs(method, mesh)
+        )
         renderer.frame_scene()
         img = renderer.render_image()
         assert covered(img).sum() > 500
@@ -144,10 +156,10 @@ def test_a_reposed_frame_reads_no_vertex_back(device, method, monkeypatch):
     with (
         OffscreenTarget(device, W, H) as target,
         Renderer(device, target, clear_color=CLEAR) as renderer,
-        Skinner(device, mesh, bone_count=2, method=method) as skinner,
+        Skinner(device, mesh, bone_count=2, method=method, inputs=_inputs(method, mesh)) as skinner,
     ):
         rm = renderer.add_mesh(mesh)
-        inst = renderer.add_instance(rm, bone_count=2, method=method)
+        inst = renderer.add_instance(rm, bone_count=2, method=method, inputs=_inputs(method, mesh))
         renderer.frame_scene()
         renderer.render_image()
         monkeypatch.setattr(Buffer, "read", counted("read"))
@@ -168,7 +180,7 @@ def test_a_reposed_frame_reads_no_vertex_back(device, method, monkeypatch):
         n = mesh.vertex_count
         np.testing.assert_array_equal(slots[0][0].read(np.float32, 3 * n).reshape(n, 3), positions)
         np.testing.assert_array_equal(slots[0][1].read(np.float32, 3 * n).reshape(n, 3), normals)
-        ref_p, _ = methods.get(method).reference(mesh, _pose(150.0))
+        ref_p, _ = methods.get(method).reference(mesh, _pose(150.0), **_inputs(method, mesh))
         np.testing.assert_allclose(positions, ref_p, rtol=0, atol=1e-5 * mesh.extent)
         other = renderer.add_mesh(_posed_mesh(mesh, positions, normals))
         renderer.add_instance(other, bone_count=2, method="none")

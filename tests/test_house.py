@@ -161,6 +161,9 @@ PRIVATE_ACCESSES = {
     ("engine/programs.py", "_views"): "SkinProgram, the Skinner's pipeline helper",
     ("engine/programs.py", "_morph_view"): "SkinProgram, the Skinner's pipeline helper",
     ("engine/programs.py", "_render_pass"): "SkinProgram, the Skinner's pipeline helper",
+    ("engine/programs.py", "_framebuffer"): "the Skinner's vertex-path draws, recorded there",
+    ("engine/programs.py", "_mesh_buffers"): "the Skinner's vertex-path draws, recorded there",
+    ("engine/programs.py", "_mesh_inputs"): "the Skinner's vertex-path draws, recorded there",
     # the glTF reader's tables, shared by the gltf package's modules
     ("gltf/materials.py", "_images"): "the reader's image table",
     ("gltf/parts.py", "_table"): "the scene's node table",

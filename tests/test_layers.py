@@ -37,6 +37,10 @@ LAYERS = {
     "methods.ddm.reference": 1,
     "methods.delta_mush": 1,
     "methods.delta_mush.reference": 1,
+    "methods.velocity": 1,
+    "methods.velocity.entry": 1,
+    "methods.velocity.need": 1,
+    "methods.velocity.reference": 1,
     "methods.cor": 1,
     "methods.cor.reference": 1,
     "engine.bone_boxes": 1,
@@ -46,6 +50,7 @@ LAYERS = {
     "methods.ddm.gpu": 3,
     "methods.delta_mush.gpu": 3,
     "methods.delta_mush.passes": 3,
+    "methods.velocity.passes": 3,
     "methods.cor.gpu": 3,
     "engine.": 3,
     "baking.": 4,
@@ -198,6 +203,7 @@ def test_late_references_resolve_and_name_code_above_the_numpy_layer():
 
     refs = _references()
     assert "vkdqs.methods.delta_mush.passes:DeltaMushPasses.from_inputs" in refs
+    assert "vkdqs.methods.velocity.passes:VelocityPass.from_inputs" in refs
     for ref in refs:
         module = ref.split(":")[0].removeprefix("vkdqs.")
         assert 1 <= _layer(module) <= 3, ref

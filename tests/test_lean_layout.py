@@ -82,7 +82,7 @@ def test_lean_layout_error_budget(device, method, slots, path):
     mesh = method_rig(method, rng, 800, slots, bones)
     extra = inputs(method, mesh, bones, rng, device)
     batch = poses(method, bones, rng, 3)
-    args = dict(bone_count=bones, method=method, path=path, **extra)
+    args = dict(bone_count=bones, method=method, path=path, inputs=extra)
     if path not in skinning.paths:  # tests/test_registry.py checks the refusal
         with pytest.raises(InputError, match="runs on the compute path only"):
             Skinner(device, mesh, layout="lean", **args)

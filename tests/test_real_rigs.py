@@ -167,7 +167,7 @@ def test_skinner_paths_match_the_reference(rig, device, method, path):
         geometry, extra = inputs(scene, part, method, device)
         mats = poses(scene, part)
         with Skinner(
-            device, geometry, bone_count=part.bone_count, method=method, path=path, **extra
+            device, geometry, bone_count=part.bone_count, method=method, path=path, inputs=extra
         ) as skinner:
             if not part_accepts(scene, part, method):
                 with pytest.raises(InputError):

@@ -28,6 +28,7 @@ from vkdqs.engine.skinner import Skinner
 from vkdqs.engine.targets import OffscreenTarget
 from vkdqs.gltf import load_gltf
 from vkdqs.methods.delta_mush.reference import delta_mush_bind
+from vkdqs.methods.velocity.reference import velocity_rig
 from vkdqs.procedural import tube
 
 from .gltf_fixtures import make_rig
@@ -93,6 +94,9 @@ def inputs(method, mesh, bones, rng, device=None):
         out["centers"] = mesh.positions + rng.normal(scale=0.1, size=mesh.positions.shape)
     if "rest_matrices" in needs:
         out["rest_matrices"] = dq.to_matrices(dq.random_rigid(bones, rng))
+    if "velocity_data" in needs:  # a chain; at rest (no previous pose) it is its base
+        rest = dq.to_matrices(dq.random_rigid(bones, rng))
+        out["velocity"] = velocity_rig(mesh, np.arange(bones) - 1, rest)
     return out
 
 
@@ -120,9 +124,9 @@ def test_every_method_matches_its_reference_on_every_path(device, method, slots,
     if path not in skinning.paths:  # refused, naming the paths it runs on
         why = f"{re.escape(skinning.label)} runs on the compute path only"
         with pytest.raises(InputError, match=why):
-            Skinner(device, mesh, bone_count=bones, method=method, path=path, **extra)
+            Skinner(device, mesh, bone_count=bones, method=method, path=path, inputs=extra)
         return
-    with Skinner(device, mesh, bone_count=bones, method=method, path=path, **extra) as skinner:
+    with Skinner(device, mesh, bone_count=bones, method=method, path=path, inputs=extra) as skinner:
         many_p, many_n = skinner.skin_many(batch)
         one_p, _ = skinner.skin(batch[0])
     np.testing.assert_array_equal(one_p, many_p[0])

@@ -97,6 +97,8 @@ from vkdqs.shader_interface import (
     SCALE_STRIDE,
     TEXTURED_ID,
     VARIANTS,
+    VELOCITY_TEXELS,
+    VELOCITY_VERTICES,
     VERTEX_COLORS_ID,
     DescriptorType,
     Format,
@@ -132,6 +134,7 @@ STAGE_OF_KIND = {
     "overlay_fragment": Stage.FRAGMENT,
     "delta_mush": Stage.COMPUTE,
     "bounds": Stage.COMPUTE,
+    "velocity": Stage.COMPUTE,
 }
 #: Kinds whose pipeline layout serves that one module, which keeps every binding of it.
 EXACT_KINDS = (
@@ -144,6 +147,7 @@ EXACT_KINDS = (
     "overlay_fragment",
     "delta_mush",
     "bounds",
+    "velocity",
 )
 #: The descriptor type a shader sees for a host descriptor type.
 SHADER_TYPE = {DescriptorType.UNIFORM_BUFFER_DYNAMIC: DescriptorType.UNIFORM_BUFFER}
@@ -227,6 +231,9 @@ def check_texel_formats(v: Variant, mod: Module) -> list[str]:
         want.append((DELTA_MUSH_SRC, DELTA_MUSH_SCRATCH_FORMAT))
     elif v.kind == "bounds":  # the Skinner's output, as rgba32f texels
         want = [(BOUNDS_POSITIONS, BOUNDS_TEXEL_FORMAT)]
+    elif v.kind == "velocity":  # the Skinner's output (r32f), the mesh's rows, the joints
+        want = list(VELOCITY_TEXELS)
+        assert dict(want)[VELOCITY_VERTICES] == COMPUTE_OUT_FORMAT
     elif v.kind == "compute":
         want = [(m.binding, m.texel_format) for m in mesh_inputs(v.slots, v.method)]
         want += [(COMPUTE_OUT, COMPUTE_OUT_FORMAT), (COMPUTE_OUT_NORMALS, COMPUTE_OUT_FORMAT)]

@@ -61,7 +61,7 @@ def skin_methods(
         if extra.get("centers") is None:
             extra.pop("centers", None)  # computed by the Skinner on its device
         with Skinner(
-            device, mesh, bone_count=bone_count, method=method, path=path, **extra
+            device, mesh, bone_count=bone_count, method=method, path=path, inputs=extra
         ) as skinner:
             out[method] = skinner.skin_many(poses)[0]
     return out

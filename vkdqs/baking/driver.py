@@ -48,6 +48,11 @@ FORMATS = tuple(WRITERS)
 MAX_FPS = 1000.0
 #: The most frames one bake may have.
 MAX_FRAMES = 1_000_000
+#: Seconds between the two poses a method that moves with the motion (velocity skinning) is
+#: given at each frame: the clip at t - MOTION_STEP and at t (a backward difference; a clip
+#: clamps before its start, so its first frame is at rest).
+MOTION_STEP = 1.0 / 240.0
+
 #: Output bytes (positions + normals) of one batch of frames: one skin_many submission.
 BATCH_BYTES = 64 * 2**20
 
@@ -273,7 +278,7 @@ class _Frames:
                     key = (id(p.geometry), p.bone_count, p.skin if extra else None)
                     if key not in shared:
                         sk = Skinner(
-                            device, geometry, bone_count=p.bone_count, method=method, **extra
+                            device, geometry, bone_count=p.bone_count, method=method, inputs=extra
                         )
                         # a whole batch (plus its bones) in one submission
                         sk.max_batch_bytes = max(sk.max_batch_bytes, 2 * BATCH_BYTES)
@@ -301,6 +306,13 @@ class _Frames:
         _check_finite(scene, np.stack(globs), times, "its world matrix")
         with np.errstate(over="ignore", invalid="ignore"):  # said below, not by numpy
             joints = [skin_matrices(scene, self.skins, g) for g in globs]
+        before = None  # the joints MOTION_STEP earlier, for methods that move with the motion
+        if any(sk.reads_motion for sk in self.skinners.values()):
+            with np.errstate(over="ignore", invalid="ignore"):
+                before = [
+                    skin_matrices(scene, self.skins, scene.node_global_matrices(animation, t))
+                    for t in np.asarray(times) - MOTION_STEP
+                ]
         shape = (len(times), self.vertex_count, 3)
         one = len(self.parts) == 1
         pos = None if one else np.empty(shape, np.float32)
@@ -325,13 +337,17 @@ class _Frames:
                         f"{times[frame]:g} s overflows float64 (its world matrix times its "
                         "inverse bind matrix)"
                     )
+                sk = self.skinners[i]
+                motion = {}
+                if before is not None and sk.reads_motion:
+                    prev = np.stack([j[part.skin] for j in before])
+                    if np.isfinite(prev).all():  # (else at rest: the pose's own check says why)
+                        motion = {"previous": prev, "dt": MOTION_STEP}
                 try:
                     if self.boxes:
-                        p, n, box = self.skinners[i].skin_many(
-                            mats, morph_weights=weights, bounds=True
-                        )
+                        p, n, box = sk.skin_many(mats, morph_weights=weights, bounds=True, **motion)
                     else:
-                        p, n = self.skinners[i].skin_many(mats, morph_weights=weights)
+                        p, n = sk.skin_many(mats, morph_weights=weights, **motion)
                         box = np.full((len(p), 2, 3), np.nan, np.float32)
                 except InputError as exc:
                     # LBS takes any finite matrices: the way out, unless it is the method failing

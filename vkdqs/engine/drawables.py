@@ -26,6 +26,7 @@ from ..gpu.calls import vk
 from ..mesh import SkinnedMesh
 from ..methods.needs import MethodInputs, SharedRows
 from .morphs import morph_blocks, morph_packing
+from .passes import pose_motion
 from .skinner import Skinner
 
 if TYPE_CHECKING:
@@ -223,7 +224,8 @@ class Instance:
     #: the pose as given to set_pose (a copy) and its morph weights, for :attr:`bounds`
     bones: np.ndarray | None = field(default=None, repr=False)
     morph_weights: np.ndarray | None = field(default=None, repr=False)
-    #: ``(pose, bones, morph weights)`` as set together by set_pose (read once per frame)
+    #: ``(pose, bones, morph weights, motion)`` as set together by set_pose (read once per
+    #: frame; motion: the ``previous=`` and ``dt=`` of a method that moves with it, or {})
     posed: tuple | None = field(default=None, repr=False)
     #: a method drawn by "compute, then draw" (:attr:`SkinningMethod.drawn_by_compute`): the
     #: compute Skinner that skins its poses (the renderer's, closed with the instance)
@@ -309,9 +311,9 @@ class Instance:
         Skinner (kept until re-posed; measured on the GPU without reading vertices back)."""
         posed, skinned, skinner = self.posed, self.skinned, self.skinner
         assert posed is not None and skinner is not None
-        pose, bones, weights = posed
+        pose, bones, weights, motion = posed
         if skinned is None or skinned[0] is not pose:
-            skinned = (pose, skinner.bounds(bones, weights).astype(np.float64))
+            skinned = (pose, skinner.bounds(bones, weights, **motion).astype(np.float64))
             self.skinned = skinned
         return skinned[1]
 
@@ -321,17 +323,26 @@ class Instance:
         keep its box, and return the pose they now hold."""
         posed, skinner = self.posed, self.skinner
         assert posed is not None and skinner is not None
-        pose, bones, weights = posed
-        box = skinner.skin_into(bones, weights, positions, normals)
+        pose, bones, weights, motion = posed
+        box = skinner.skin_into(bones, weights, positions, normals, **motion)
         self.skinned = (pose, box.astype(np.float64))
         return pose
 
-    def set_pose(self, bones: ArrayLike, morph_weights: ArrayLike | None = None) -> None:
+    def set_pose(
+        self,
+        bones: ArrayLike,
+        morph_weights: ArrayLike | None = None,
+        *,
+        previous: ArrayLike | None = None,
+        dt: float | None = None,
+    ) -> None:
         """Validate and store this instance's pose (see :mod:`vkdqs.bones` for the layouts).
 
         For "dqs", matrices with scale/shear switch the instance to two-phase DQS.
         ``morph_weights`` ((M,)) weights the mesh's morph targets, applied before skinning
-        (also for method "none"); None draws the rest shape.
+        (also for method "none"); None draws the rest shape. ``previous``, ``dt``: the pose
+        ``dt`` seconds before, for a method that moves with the motion (velocity skinning, as
+        :meth:`vkdqs.Skinner.skin` takes them); refused by the others.
         """
         skinning = self.skinning
         morph = np.zeros((), si.MORPH_BLOCK)
@@ -348,9 +359,20 @@ class Instance:
         pose = skinning.pack(bones, self.bone_count, rest_matrices=self.rest_matrices)
         kept = np.array(bones, dtype=np.float64)  # validated by pack(): numbers, its shape
         weights = None if morph_weights is None else np.array(morph_weights, np.float32)
+        motion: dict[str, object] = {}
+        if previous is not None or dt is not None:
+            skinner = self.skinner
+            if skinner is None or not skinner.reads_motion:
+                raise InputError(
+                    f"previous= and dt= are for methods that move with the motion (velocity "
+                    f"skinning); method {self.method!r} does not"
+                )
+            before = None if previous is None else np.array(previous, dtype=np.float64)
+            pose_motion(skinner, kept, before, dt, batched=False)  # validated now, not at draw
+            motion = {"previous": before, "dt": dt}
         self.pose, self.morph, self.morph_spec = pose, morph, spec
         self.bones, self.morph_weights = kept, weights
-        self.posed = (pose, kept, weights)
+        self.posed = (pose, kept, weights, motion)
 
     def set_scalar(self, values: ArrayLike | None) -> None:
         """Colour this instance by a per-vertex scalar ``(N,)`` in 0..1 (clipped; NaN shows as

@@ -115,3 +115,21 @@ def physical_memory() -> int:
         return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (AttributeError, OSError, ValueError):
         return 16 * 2**30
+
+
+def check_args(mesh: object, bone_count: object, method: str, path: str) -> methods.SkinningMethod:
+    """A Skinner's mesh, bone count, method and path checked; returns the method's entry."""
+    if not isinstance(mesh, SkinnedMesh):
+        raise InputError(f"mesh must be a vkdqs.SkinnedMesh, got {type(mesh).__name__}")
+    skinning = methods.get(method)
+    if path not in methods.PATHS:
+        raise InputError(f"path must be one of {methods.PATHS}, got {path!r}")
+    why = skinning.check_path(path)
+    if why:
+        raise InputError(why)
+    if isinstance(bone_count, bool) or not isinstance(bone_count, (int, np.integer)):
+        raise InputError(f"bone_count must be an int, got {bone_count!r}")
+    if bone_count < 1:
+        raise InputError(f"bone_count must be >= 1, got {bone_count}")
+    mesh.check_joints(int(bone_count))
+    return skinning

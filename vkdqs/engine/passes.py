@@ -14,12 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
+
 from .. import shader_interface as si
+from ..errors import InputError
 
 if TYPE_CHECKING:
     from ..gpu import Buffer, BufferView
 
-__all__ = ["PassTarget", "SkinPass"]
+__all__ = ["PassTarget", "PoseMotion", "SkinPass", "pose_motion"]
 
 
 @dataclass(frozen=True)
@@ -82,13 +85,80 @@ class PassTarget:
         return 3 * self.vertex_count * (self.poses + p)
 
 
+@dataclass(frozen=True)
+class PoseMotion:
+    """The poses of a chunk as given, for the passes that read them (velocity skinning): what
+    a pass's ``motion(motion)`` is handed before the chunk's submission.
+
+    Attributes
+    ----------
+    bones : ndarray, float64, (P, B, 4, 4)
+        The poses as joint (skinning) matrices.
+    previous : ndarray, float64, (P, B, 4, 4), or None
+        Each pose's previous pose (``Skinner.skin(..., previous=, dt=)``), or None: no motion.
+    dt : float
+        Seconds from ``previous`` to ``bones``.
+    """
+
+    bones: np.ndarray
+    previous: np.ndarray | None = None
+    dt: float = 1.0
+
+    def chunk(self, start: int, count: int) -> PoseMotion:
+        """Poses ``start`` to ``start + count``."""
+        end = start + count
+        before = None if self.previous is None else self.previous[start:end]
+        return PoseMotion(self.bones[start:end], before, self.dt)
+
+
+def pose_motion(
+    skinner: Any, bones: object, previous: object, dt: object, *, batched: bool
+) -> PoseMotion | None:
+    """The :class:`PoseMotion` of ``bones`` (packed and validated by the caller) for a
+    Skinner whose passes read the poses (None for the others, which refuse ``previous`` and
+    ``dt``): ``previous`` of the same shape, ``dt`` seconds > 0 (both or neither)."""
+    from .. import methods
+
+    if not skinner.reads_motion:
+        if previous is not None or dt is not None:
+            raise InputError(
+                f"previous= and dt= are for methods whose passes read the motion (velocity "
+                f"skinning); method {skinner.method!r} has none"
+            )
+        return None
+    now = methods.as_matrices(bones)
+    now = now if batched else now[None]
+    if (previous is None) != (dt is None):
+        raise InputError("previous= and dt= go together (the previous pose and the seconds since)")
+    if previous is None:
+        return PoseMotion(now)
+    try:
+        before = methods.as_matrices(previous)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"previous must be poses of numbers: {exc}") from None
+    before = before if batched else before[None]
+    if before.shape != now.shape or not np.isfinite(before).all():
+        raise InputError(
+            f"previous must be finite poses of the shape of bones, "
+            f"{now.shape[int(not batched) :]}; got {before.shape[int(not batched) :]}"
+        )
+    if isinstance(dt, bool) or not isinstance(dt, (int, float, np.floating, np.integer)):
+        raise InputError(f"dt must be a number of seconds, got {dt!r}")
+    if not np.isfinite(dt) or dt <= 0:
+        raise InputError(f"dt must be a number of seconds > 0, got {dt!r}")
+    return PoseMotion(now, before, float(dt))
+
+
 class SkinPass(Protocol):
     """A pass a Skinner records before or after its skinning dispatches.
 
     A pass may also say ``records_ring = True``: it records for :attr:`PassTarget.ring`
     targets too (the poses of :attr:`PassTarget.pose_range`, through descriptor sets of
     their own), so :meth:`vkdqs.Skinner.record` records it; ``record`` refuses a Skinner with
-    a pass that does not say so.
+    a pass that does not say so. A pass that reads the poses themselves (velocity skinning's
+    motion) has a method ``motion(motion: PoseMotion)``, which the Skinner calls with each
+    chunk's poses after recording and before submitting it (its data goes to buffers its
+    recorded dispatches read); the Skinner then takes ``previous=`` and ``dt=``.
     """
 
     def record(self, cmd: Any, target: PassTarget) -> None:

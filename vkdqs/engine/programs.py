@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from .. import methods
 from .. import shader_interface as si
@@ -14,6 +16,7 @@ from ..gpu import (
     GraphicsPipelineDesc,
     PipelineLayout,
     TexelWrite,
+    push_constants,
     write_descriptors,
 )
 from ..gpu.calls import vk
@@ -21,7 +24,7 @@ from ..gpu.calls import vk
 if TYPE_CHECKING:
     from .skinner import Skinner
 
-__all__ = ["SkinProgram"]
+__all__ = ["SkinProgram", "record_draws"]
 
 
 class SkinProgram:
@@ -101,3 +104,36 @@ class SkinProgram:
         """The mesh's texel descriptors of chunk ``c`` (compute path; vertex path: the one
         chunk's, the texel inputs it reads)."""
         return self._chunk_writes[c]
+
+
+def record_draws(s: Skinner, cmd: Any, program: SkinProgram, poses: int) -> None:
+    """Record the vertex path's draws of ``poses`` poses (skin.vert as points, writing the
+    readback buffer), in the runs of :meth:`Skinner.dispatch_parts`."""
+    n = s.vertex_count
+    bind_point = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
+    begin = vk.VkRenderPassBeginInfo(
+        renderPass=s._render_pass.handle,
+        framebuffer=s._framebuffer.handle,
+        renderArea=vk.VkRect2D(offset=vk.VkOffset2D(0, 0), extent=vk.VkExtent2D(1, 1)),
+    )
+    vk.vkCmdBeginRenderPass(cmd, begin, vk.VK_SUBPASS_CONTENTS_INLINE)
+    buffers = [s._mesh_buffers[m.name].handle for m in si.attributes(s._mesh_inputs)]
+    vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
+    # the same runs as the compute path's, in vertices (gl_VertexIndex counts from first)
+    size = si.LOCAL_SIZE
+    parts = [
+        (prog, [(a * size, min((a + c) * size, n) - a * size) for a, c in runs])
+        for prog, runs in s.dispatch_parts(program)
+    ]
+    for p in range(poses):
+        push = np.zeros(si.READBACK_PUSH_BYTES // 4, np.float32)
+        push[:16] = np.eye(4, dtype=np.float32).reshape(-1)
+        push[16:].view(np.uint32)[:] = (p * n * 3, (poses + p) * n * 3)
+        for prog, runs in parts:
+            if len(parts) > 1 or p == 0:
+                vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
+            s.bind_pose(cmd, prog, bind_point, p)
+            push_constants(cmd, prog.layout.handle, si.Stage.VERTEX, push)
+            for first, count in runs:
+                vk.vkCmdDraw(cmd, count, 1, first, 0)
+    vk.vkCmdEndRenderPass(cmd)

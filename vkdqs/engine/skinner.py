@@ -57,7 +57,6 @@ from ..gpu import (
     TexelWrite,
     batched_uploads,
     memory_barrier,
-    push_constants,
     texel_buffer,
     write_descriptors,
 )
@@ -66,11 +65,11 @@ from ..gpu.interrupts import deferred_interrupts
 from ..mesh import SkinnedMesh
 from .bounds_pass import BoundsPass
 from .chunks import DispatchSets, chunk_views, vertex_chunks
-from .limits import check_call_size, check_limits, physical_memory, resolve_layout
+from .limits import check_args, check_call_size, check_limits, physical_memory, resolve_layout
 from .morphs import morph_blocks, morph_packing, morph_workgroup_runs
 from .output_copies import OutputCopies
-from .passes import PassTarget, SkinPass
-from .programs import SkinProgram
+from .passes import PassTarget, PoseMotion, SkinPass, pose_motion
+from .programs import SkinProgram, record_draws
 from .recording import SkinRecorder
 
 if TYPE_CHECKING:
@@ -176,7 +175,7 @@ class Skinner(ResourceOwner):
         inputs: Mapping[str, object] | None = None,
     ) -> None:
         super().__init__(device)
-        skinning = self._check_args(mesh, bone_count, method, path)
+        skinning = check_args(mesh, bone_count, method, path)
         bone_count = int(bone_count)
         #: the mesh's vertex layout on the GPU (:data:`vkdqs.shader_interface.LAYOUTS`)
         self.layout = layout
@@ -267,6 +266,11 @@ class Skinner(ResourceOwner):
         """Whether passes run before or after the skinning dispatches (Delta Mush's)."""
         return bool(self._before or self._after)
 
+    @property
+    def reads_motion(self) -> bool:
+        """Whether a pass reads the bones' motion (velocity skinning): ``previous=`` and ``dt=``."""
+        return any(hasattr(p, "motion") for p in (*self._before, *self._after))
+
     def passes(self, *, after: bool) -> tuple[SkinPass, ...]:
         """The passes recorded after (or before) the skinning dispatches (:meth:`add_pass`)."""
         return tuple(self._after if after else self._before)
@@ -287,25 +291,6 @@ class Skinner(ResourceOwner):
             )
         (self._after if after else self._before).append(skin_pass)
         self._recorded = None
-
-    @staticmethod
-    def _check_args(
-        mesh: object, bone_count: object, method: str, path: str
-    ) -> methods.SkinningMethod:
-        if not isinstance(mesh, SkinnedMesh):
-            raise InputError(f"mesh must be a vkdqs.SkinnedMesh, got {type(mesh).__name__}")
-        skinning = methods.get(method)
-        if path not in PATHS:
-            raise InputError(f"path must be one of {PATHS}, got {path!r}")
-        why = skinning.check_path(path)
-        if why:
-            raise InputError(why)
-        if isinstance(bone_count, bool) or not isinstance(bone_count, (int, np.integer)):
-            raise InputError(f"bone_count must be an int, got {bone_count!r}")
-        if bone_count < 1:
-            raise InputError(f"bone_count must be >= 1, got {bone_count}")
-        mesh.check_joints(int(bone_count))
-        return skinning
 
     # -- construction -----------------------------------------------------------------------
 
@@ -569,7 +554,7 @@ class Skinner(ResourceOwner):
                 if box_pass:
                     self.bounds_pass().record(cmd, target)
         else:
-            self._record_draws(cmd, program, poses)
+            record_draws(self, cmd, program, poses)
         stage = (
             vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
             if self.path == "compute"
@@ -637,36 +622,6 @@ class Skinner(ResourceOwner):
         for p in range(poses):
             self._batch_sets.record(cmd, parts, p, poses, bind=p == 0)
 
-    def _record_draws(self, cmd: Any, program: SkinProgram, poses: int) -> None:
-        n = self.vertex_count
-        bind_point = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
-        begin = vk.VkRenderPassBeginInfo(
-            renderPass=self._render_pass.handle,
-            framebuffer=self._framebuffer.handle,
-            renderArea=vk.VkRect2D(offset=vk.VkOffset2D(0, 0), extent=vk.VkExtent2D(1, 1)),
-        )
-        vk.vkCmdBeginRenderPass(cmd, begin, vk.VK_SUBPASS_CONTENTS_INLINE)
-        buffers = [self._mesh_buffers[m.name].handle for m in si.attributes(self._mesh_inputs)]
-        vk.vkCmdBindVertexBuffers(cmd, 0, len(buffers), buffers, [0] * len(buffers))
-        # the same runs as the compute path's, in vertices (gl_VertexIndex counts from first)
-        size = si.LOCAL_SIZE
-        parts = [
-            (prog, [(a * size, min((a + c) * size, n) - a * size) for a, c in runs])
-            for prog, runs in self.dispatch_parts(program)
-        ]
-        for p in range(poses):
-            push = np.zeros(si.READBACK_PUSH_BYTES // 4, np.float32)
-            push[:16] = np.eye(4, dtype=np.float32).reshape(-1)
-            push[16:].view(np.uint32)[:] = (p * n * 3, (poses + p) * n * 3)
-            for prog, runs in parts:
-                if len(parts) > 1 or p == 0:
-                    vk.vkCmdBindPipeline(cmd, bind_point, prog.pipeline.handle)
-                self.bind_pose(cmd, prog, bind_point, p)
-                push_constants(cmd, prog.layout.handle, si.Stage.VERTEX, push)
-                for first, count in runs:
-                    vk.vkCmdDraw(cmd, count, 1, first, 0)
-        vk.vkCmdEndRenderPass(cmd)
-
     # -- public API -------------------------------------------------------------------------
 
     def _run(
@@ -676,6 +631,7 @@ class Skinner(ResourceOwner):
         morphs: np.ndarray | None = None,
         boxes: np.ndarray | None = None,
         copy_to: tuple[Buffer, Buffer] | None = None,
+        motion: PoseMotion | None = None,
     ) -> None:
         """Skin the poses of ``packed`` in chunks, writing (2, P, N, 3) into ``out`` (None: do
         not read the vertices back) and each pose's (2, 3) box into ``boxes`` ((P, 2, 3), or
@@ -688,7 +644,8 @@ class Skinner(ResourceOwner):
         the vertex path reads the vertices back and takes their min and max (the same exact
         values). ``copy_to``: (positions, normals) vertex buffers that one pose's vertices are
         copied into on the GPU, in the same submission (compute path, nothing read back but the
-        box; :class:`vkdqs.engine.output_copies.OutputCopies`)."""
+        box; :class:`vkdqs.engine.output_copies.OutputCopies`). ``motion``: the poses as given,
+        for passes that read them (:func:`vkdqs.engine.passes.pose_motion`)."""
         if packed.variant != self.method and not self._warned_scale:
             log.info("vkdqs: bones have scale/shear; using two-phase DQS")
             self._warned_scale = True
@@ -725,6 +682,10 @@ class Skinner(ResourceOwner):
             slots = self.slot_rows(packed, morphs, start, poses)
             with deferred_interrupts():
                 self._record(program, poses, box_pass)
+                if motion is not None:
+                    for ps in (*self._before, *self._after):
+                        if hasattr(ps, "motion"):
+                            ps.motion(motion.chunk(start, poses))
                 assert self._bone_buffer is not None and self.out_buffer is not None
                 self._bone_buffer.write(slots)
                 if gpu_box:
@@ -783,7 +744,13 @@ class Skinner(ResourceOwner):
         return morph_blocks(self.morph_packing, w)
 
     def skin(
-        self, bones: object, morph_weights: object = None, *, bounds: bool = False
+        self,
+        bones: object,
+        morph_weights: object = None,
+        *,
+        bounds: bool = False,
+        previous: object = None,
+        dt: float | None = None,
     ) -> tuple[np.ndarray, ...]:
         """Skin the mesh with one pose.
 
@@ -803,6 +770,9 @@ class Skinner(ResourceOwner):
             GPU in the same submission (compute path: a second dispatch over the positions the
             skinning wrote; the vertex path takes it from the
             vertices it reads back).
+        previous, dt : array_like (B, ...), float, optional
+            The pose ``dt`` seconds before, for a method that moves with the motion (velocity
+            skinning: the bones' velocities are the difference); None: at rest (no motion).
 
         Returns
         -------
@@ -813,29 +783,45 @@ class Skinner(ResourceOwner):
             and ``positions.max(0)``.
         """
         batch, morphs = self._one_pose(bones, morph_weights)
+        motion = pose_motion(self, bones, previous, dt, batched=False)
         out = np.empty((2, 1, self.vertex_count, 3), np.float32)
         boxes = np.empty((1, 2, 3), np.float32) if bounds else None
         with self._lock:
             self._check_open()
-            self._run(batch, out, morphs, boxes)
+            self._run(batch, out, morphs, boxes, motion=motion)
         if boxes is not None:
             return out[0, 0], out[1, 0], boxes[0]
         return out[0, 0], out[1, 0]
 
-    def bounds(self, bones: object, morph_weights: object = None) -> np.ndarray:
+    def bounds(
+        self,
+        bones: object,
+        morph_weights: object = None,
+        *,
+        previous: object = None,
+        dt: float | None = None,
+    ) -> np.ndarray:
         """The exact (2, 3) box (min, max) of the mesh skinned with one pose, without reading
         the vertices back: on the compute path the dispatch reduces the box and writes no
         vertex at all (after Delta Mush's passes: bounds.comp reduces the vertices they
         wrote). Arguments as for :meth:`skin`."""
         batch, morphs = self._one_pose(bones, morph_weights)
+        motion = pose_motion(self, bones, previous, dt, batched=False)
         boxes = np.empty((1, 2, 3), np.float32)
         with self._lock:
             self._check_open()
-            self._run(batch, None, morphs, boxes)
+            self._run(batch, None, morphs, boxes, motion=motion)
         return boxes[0]
 
     def skin_into(
-        self, bones: object, morph_weights: object, positions: Buffer, normals: Buffer
+        self,
+        bones: object,
+        morph_weights: object,
+        positions: Buffer,
+        normals: Buffer,
+        *,
+        previous: object = None,
+        dt: float | None = None,
     ) -> np.ndarray:
         """Skin one pose and copy its (N, 3) float32 positions and normals into the vertex
         buffers ``positions`` and ``normals`` (12 N bytes each, usable as transfer
@@ -843,12 +829,13 @@ class Skinner(ResourceOwner):
         (2, 3) box, the only thing read back. The renderer's "compute, then draw" (compute
         path); the caller makes sure no frame in flight reads those buffers."""
         batch, morphs = self._one_pose(bones, morph_weights)
+        motion = pose_motion(self, bones, previous, dt, batched=False)
         boxes = np.empty((1, 2, 3), np.float32)
         with self._lock:
             self._check_open()
             if self.path != "compute":
                 raise InputError("skin_into() copies the compute path's output")
-            self._run(batch, None, morphs, boxes, copy_to=(positions, normals))
+            self._run(batch, None, morphs, boxes, copy_to=(positions, normals), motion=motion)
         return boxes[0]
 
     def record(
@@ -924,14 +911,21 @@ class Skinner(ResourceOwner):
         return batch, morphs
 
     def skin_many(
-        self, bones: object, morph_weights: object = None, *, bounds: bool = False
+        self,
+        bones: object,
+        morph_weights: object = None,
+        *,
+        bounds: bool = False,
+        previous: object = None,
+        dt: float | None = None,
     ) -> tuple[np.ndarray, ...]:
         """Skin the mesh with P poses ``(P, B, ...)``: one submission per chunk of poses whose
         buffers fit :attr:`max_batch_bytes`. ``morph_weights``: (P, M) morph-target weights,
         one row per pose (None: the rest shape).
 
         Returns (P, N, 3) float32 positions and normals, and with ``bounds=True`` each pose's
-        exact box, (P, 2, 3) (min, max), reduced on the GPU as in :meth:`skin`.
+        exact box, (P, 2, 3) (min, max), reduced on the GPU as in :meth:`skin`. ``previous``
+        ((P, B, ...): each pose's previous pose) and ``dt``: as for :meth:`skin`.
 
         A batch whose result (``2 P N 3`` float32) and packing (about
         :data:`vkdqs.engine.limits.PACK_BYTES_PER_BONE` per pose and bone) would pass
@@ -940,24 +934,33 @@ class Skinner(ResourceOwner):
         result would).
         """
         packed, morphs = self._many_poses(bones, morph_weights)
+        motion = pose_motion(self, bones, previous, dt, batched=True)
         count = packed.bones.shape[0]
         out = np.empty((2, count, self.vertex_count, 3), np.float32)
         boxes = np.empty((count, 2, 3), np.float32) if bounds else None
         with self._lock:
             self._check_open()
-            self._run(packed, out, morphs, boxes)
+            self._run(packed, out, morphs, boxes, motion=motion)
         if boxes is not None:
             return out[0], out[1], boxes
         return out[0], out[1]
 
-    def bounds_many(self, bones: object, morph_weights: object = None) -> np.ndarray:
+    def bounds_many(
+        self,
+        bones: object,
+        morph_weights: object = None,
+        *,
+        previous: object = None,
+        dt: float | None = None,
+    ) -> np.ndarray:
         """The exact (P, 2, 3) boxes of the mesh skinned with P poses ``(P, B, ...)``, without
         reading the vertices back (as :meth:`bounds`); arguments as for :meth:`skin_many`."""
         packed, morphs = self._many_poses(bones, morph_weights, vertices=False)
+        motion = pose_motion(self, bones, previous, dt, batched=True)
         boxes = np.empty((packed.bones.shape[0], 2, 3), np.float32)
         with self._lock:
             self._check_open()
-            self._run(packed, None, morphs, boxes)
+            self._run(packed, None, morphs, boxes, motion=motion)
         return boxes
 
     def _many_poses(

@@ -16,13 +16,21 @@ import numpy as np
 from .. import methods
 from ..errors import InputError
 from ..mesh import SkinnedMesh
+from ..methods import needs as needs_
 from .errors import GltfError
 from .scene import merged_morphs, surface_arrays
 
 if TYPE_CHECKING:
     from .scene import GltfScene, Mesh
 
-__all__ = ["ScenePart", "rigid_geometry", "scene_parts", "skin_matrices", "skinning_inputs"]
+__all__ = [
+    "ScenePart",
+    "file_skin",
+    "rigid_geometry",
+    "scene_parts",
+    "skin_matrices",
+    "skinning_inputs",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,33 +128,50 @@ def skin_matrices(
     return {s: glob[scene.skins[s].joints] @ scene.skins[s].inverse_bind_matrices for s in skins}
 
 
+def file_skin(scene: GltfScene, skin: int) -> needs_.FileSkin:
+    """What the file says of ``skin`` for the needs that build their value from it: each joint's
+    parent joint (its nearest ancestor node that is a joint of the skin), the inverse bind
+    matrices and the rest pose's joint matrices."""
+    sk = scene.skins[skin]
+    node_parent = np.append(scene.node_parents, -1)  # index -1: "no node" has no parent
+    joint_of = np.full(len(node_parent), -1, np.int64)
+    joint_of[sk.joints] = np.arange(len(sk.joints))
+    parents = np.full(len(sk.joints), -1, np.int64)
+    node = node_parent[sk.joints]
+    pending = node >= 0
+    while pending.any():  # over hierarchy levels; whole arrays inside
+        found = pending & (joint_of[node] >= 0)
+        parents[found] = joint_of[node[found]]
+        pending &= ~found
+        node = np.where(pending, node_parent[node], -1)
+        pending &= node >= 0
+    return needs_.FileSkin(
+        parents=parents,
+        inverse_bind_matrices=sk.inverse_bind_matrices,
+        rest_joint_matrices=scene.skinning_matrices(skin, None),
+    )
+
+
 def skinning_inputs(
     scene: GltfScene, part: ScenePart, method: str
-) -> tuple[SkinnedMesh, dict[str, np.ndarray]]:
+) -> tuple[SkinnedMesh, dict[str, object]]:
     """What ``method`` needs to skin a skinned ``part``, taken from the file: the geometry (with
     a DQS fraction of :data:`vkdqs.methods.DEFAULT_DQS_BLEND` everywhere for a method that needs
     per-vertex blend values where the file has none) and the keyword arguments the Skinner and
-    ``Renderer.add_instance`` take (``rest_matrices``: each bone's rest frame, the inverse of
-    the skin's inverse bind matrices). Every entry point that takes a model file asks this, so
-    a user never supplies what the file holds."""
-    needs = methods.get(method).needs
+    ``Renderer.add_instance`` take: each need's :meth:`~vkdqs.methods.needs.Need.from_file`
+    (``rest_matrices``, ``delta_mush``, ``velocity``...). Every entry point that takes a model
+    file asks this, so a user never supplies what the file holds."""
+    entry = methods.get(method)
     geometry = part.geometry
-    if "dqs_blend" in needs and geometry.dqs_blend is None:
+    if "dqs_blend" in entry.needs and geometry.dqs_blend is None:
         geometry = geometry.with_dqs_blend(methods.DEFAULT_DQS_BLEND)
-    extra: dict[str, np.ndarray] = {}
-    if "rest_matrices" in needs and part.skin is not None:
-        extra["rest_matrices"] = np.linalg.inv(scene.skins[part.skin].inverse_bind_matrices)
-    if "delta_mush_data" in needs and part.skin is not None:
-        # Delta Mush binds the rest mesh as the skin places it at rest (its offsets are then in
-        # the units the posed mesh has): for most files that is the mesh as stored, up to a
-        # rigid motion, but a quantized file's joint matrices scale it (gltfpack: 9.2e-5), and
-        # a skin without inverse bind matrices moves it by the joints' rest transforms
-        from ..methods.delta_mush.reference import DEFAULTS, delta_mush_bind
-        from ..reference import skin_lbs
-
-        rest = scene.skinning_matrices(part.skin, None)
-        placed, _ = skin_lbs(
-            geometry.positions, geometry.normals, geometry.joints, geometry.weights, rest
-        )
-        extra["delta_mush"] = delta_mush_bind(placed, geometry.indices, **DEFAULTS)
+    extra: dict[str, object] = {}
+    if part.skin is None:
+        return geometry, extra
+    skin = file_skin(scene, part.skin)
+    for name in sorted(entry.needs):
+        need = needs_.NEEDS[name]
+        value = need.from_file(skin, geometry) if need.keyword else None
+        if value is not None:
+            extra[need.keyword] = value
     return geometry, extra

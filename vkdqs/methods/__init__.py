@@ -39,6 +39,10 @@ from .. import dq, reference
 from ..errors import InputError
 from . import needs as needs_
 from .needs import DDM_MAX_BONES, DDM_MAX_SLOTS, MethodInputs, check_ddm, check_delta_mush, load
+from .velocity.entry import velocity_method
+from .velocity.need import VelocityData
+
+needs_.register(VelocityData())
 
 if TYPE_CHECKING:
     from ..gpu import Device
@@ -355,6 +359,8 @@ class SkinningMethod:
         bones: ArrayLike,
         *,
         morph_weights: ArrayLike | None = None,
+        previous: ArrayLike | None = None,
+        dt: float | None = None,
         **inputs: object,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The float64 positions and normals its shaders compute for ``mesh`` posed by one pose
@@ -363,7 +369,9 @@ class SkinningMethod:
         smoothing stays that of the rest mesh). ``inputs``: its needs' values by keyword
         (``centers=``, ``rest_matrices=``, ``ddm=``, ``delta_mush=``, a registered need's);
         one not given takes the need's default where it is made on the host (a Delta Mush
-        bind: :func:`vkdqs.methods.delta_mush.reference.mesh_delta_mush`)."""
+        bind: :func:`vkdqs.methods.delta_mush.reference.mesh_delta_mush`). ``previous``,
+        ``dt``: the pose ``dt`` seconds before, for a method that moves with the motion
+        (velocity skinning; None: at rest)."""
         values = {n.keyword: None for n in NEEDS.values() if n.keyword is not None}
         unknown = set(inputs) - set(values)
         if unknown:
@@ -384,6 +392,7 @@ class SkinningMethod:
             bones,
             dqs_blend=mesh.dqs_blend,
             base=None if self.base is None else get(self.base).reference_skin,
+            motion=(previous, dt),
             **values,
         )
 
@@ -803,6 +812,8 @@ METHODS: dict[str, SkinningMethod] = {
             (0.25, 0.5, 0.55, 1.0),
             "classic Delta Mush over DQS (two-phase DQS for bones with scale or shear)",
         ),
+        velocity_method(_SKINS[1], "velocity", "Velocity (DQS)", (0.2, 0.42, 0.72, 1.0)),
+        velocity_method(_SKINS[0], "velocity_lbs", "Velocity (LBS)", (0.7, 0.3, 0.18, 1.0)),
     )
 }
 

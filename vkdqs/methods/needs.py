@@ -37,6 +37,7 @@ __all__ = [
     "DdmData",
     "DeltaMushData",
     "DqsBlend",
+    "FileSkin",
     "MethodInputs",
     "Need",
     "RestMatrices",
@@ -76,6 +77,33 @@ AUX_ARRAY = "vkdqs.shader_interface.mesh_arrays:aux_array"
 REFERENCES = (CENTERS_OF_ROTATION, MESH_DDM, DDM_ARRAYS, DDM_SLOTS, DDM_ARRAYS_ROWS, AUX_ARRAY)
 
 
+@dataclass(frozen=True, eq=False)
+class FileSkin:
+    """What a model file says of one skin, in its joint order: the readers' edge
+    (:func:`vkdqs.gltf.parts.skinning_inputs`) gives it to :meth:`Need.from_file`, so a need
+    whose value a file holds builds it itself and a new reader (FBX) fills this, not a branch.
+
+    Attributes
+    ----------
+    parents : ndarray of int64, [J]
+        Each joint's parent joint: the nearest ancestor node that is a joint of this skin, -1
+        for none.
+    inverse_bind_matrices : ndarray of float64, [J, 4, 4]
+    rest_joint_matrices : ndarray of float64, [J, 4, 4]
+        The joint matrices of the rest pose (global matrix times inverse bind matrix): where
+        the skin places the stored mesh at rest.
+    """
+
+    parents: np.ndarray
+    inverse_bind_matrices: np.ndarray
+    rest_joint_matrices: np.ndarray
+
+    @property
+    def rest_matrices(self) -> np.ndarray:
+        """Each joint's rest frame: the inverse bind matrices' inverses."""
+        return np.linalg.inv(self.inverse_bind_matrices)
+
+
 class Need:
     """One input a method needs besides the mesh and the pose.
 
@@ -113,6 +141,12 @@ class Need:
     ) -> object:
         """The value used where none was given, computed on ``device`` the first time and kept
         on the mesh (None: the need has none)."""
+        return None
+
+    def from_file(self, skin: FileSkin, mesh: SkinnedMesh) -> object:
+        """The value a model file holds for ``mesh`` skinned by ``skin`` (None: the file holds
+        none; the need's :meth:`default` or the user gives it). Every entry point that takes a
+        model file asks this, so a user never supplies what the file holds."""
         return None
 
     def arrays(self, value: object) -> dict[str, np.ndarray]:
@@ -164,6 +198,10 @@ class RestMatrices(Need):
     def check(self, value, mesh, bone_count, method):
         """Validated (B, 4, 4) float64 rest frames; refused when not given."""
         return packing.check_rest_matrices(value, bone_count, method.name)
+
+    def from_file(self, skin, mesh):
+        """The skin's rest frames."""
+        return skin.rest_matrices
 
 
 class DqsBlend(Need):
@@ -259,6 +297,19 @@ class DeltaMushData(Need):
         from .delta_mush.reference import mesh_delta_mush
 
         return mesh_delta_mush(mesh)
+
+    def from_file(self, skin, mesh):
+        """The bind of the rest mesh as the skin places it at rest: for most files the mesh as
+        stored up to a rigid motion, but a quantized file's joint matrices scale it (gltfpack:
+        9.2e-5), and a skin without inverse bind matrices moves it by the joints' rest
+        transforms; its offsets are then in the units the posed mesh has."""
+        from ..reference import skin_lbs
+        from .delta_mush.reference import DEFAULTS, delta_mush_bind
+
+        placed, _ = skin_lbs(
+            mesh.positions, mesh.normals, mesh.joints, mesh.weights, skin.rest_joint_matrices
+        )
+        return delta_mush_bind(placed, mesh.indices, **DEFAULTS)
 
 
 #: The most bones a vertex of a Direct Delta Mush precomputation may keep for the shaders (its

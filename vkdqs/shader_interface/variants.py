@@ -34,6 +34,7 @@ from .push_constants import (
     READBACK_PUSH_BYTES,
     RENDER_PUSH_BYTES,
 )
+from .velocity import VELOCITY_BINDINGS, VELOCITY_PUSH_BYTES
 from .vulkan_types import Binding, Stage
 
 
@@ -54,6 +55,7 @@ class Kind(str, Enum):
     CROWD_FRAGMENT = "crowd_fragment"  #: skin.frag compiled with CROWD
     DELTA_MUSH = "delta_mush"  #: delta_mush.comp: Delta Mush's passes after skinning
     BOUNDS = "bounds"  #: bounds.comp: the box of the vertices skin.comp wrote
+    VELOCITY = "velocity"  #: velocity.comp: velocity skinning's pass after skinning
 
 
 #: Each kind's GLSL source (relative to shaders/glsl), stage and the defines it always has.
@@ -72,6 +74,7 @@ _SOURCES = {
     Kind.CROWD_FRAGMENT: ("skin.frag", Stage.FRAGMENT, ("CROWD",)),
     Kind.DELTA_MUSH: ("delta_mush.comp", Stage.COMPUTE, ()),
     Kind.BOUNDS: ("bounds.comp", Stage.COMPUTE, ()),
+    Kind.VELOCITY: ("velocity.comp", Stage.COMPUTE, ()),
 }
 #: The defines of each crowd sampling layout (:attr:`vkdqs.methods.SkinningMethod.crowd_layout`).
 CROWD_LAYOUT_DEFINES = {"dq": (), "rows": ("SKIN_BONES_ROWS",), "dq_rows": ("SKIN_SECOND_BLOCK",)}
@@ -178,7 +181,7 @@ def _build_variants() -> tuple[Variant, ...]:
         for slots in (4, 8):
             out += [Variant(Kind.CROWD_RENDER, m.name, slots, s) for s in (False, True)]
     out += [Variant(Kind.CROWD_FRAGMENT, UNSKINNED, 4, s) for s in (False, True)]
-    out += [Variant(Kind.DELTA_MUSH), Variant(Kind.BOUNDS)]
+    out += [Variant(Kind.DELTA_MUSH), Variant(Kind.BOUNDS), Variant(Kind.VELOCITY)]
     return tuple(out)
 
 
@@ -206,6 +209,7 @@ def bindings_of(v: Variant) -> tuple[Binding, ...]:
         Kind.OVERLAY_FRAGMENT: lambda: OVERLAY_BINDINGS,
         Kind.DELTA_MUSH: lambda: DELTA_MUSH_BINDINGS,
         Kind.BOUNDS: lambda: BOUNDS_BINDINGS,
+        Kind.VELOCITY: lambda: VELOCITY_BINDINGS,
     }.get(v.kind, lambda: RENDER_BINDINGS)()
 
 
@@ -226,6 +230,7 @@ def push_bytes_of(v: Variant) -> int:
         Kind.OVERLAY_FRAGMENT: OVERLAY_PUSH_BYTES,
         Kind.DELTA_MUSH: DELTA_MUSH_PUSH_BYTES,
         Kind.BOUNDS: BOUNDS_PUSH_BYTES,
+        Kind.VELOCITY: VELOCITY_PUSH_BYTES,
     }[v.kind]
 
 

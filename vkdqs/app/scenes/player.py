@@ -419,7 +419,7 @@ class GltfScenePlayer:
                     bone_count=draw.bone_count,
                     method=drawn_by,
                     color=self._color(draw, method),
-                    **extra,
+                    inputs=extra,
                 )
             inst.visible = False
             draw.instances[method] = inst

@@ -1,0 +1,154 @@
+"""Velocity skinning's compute pass after the skinning (:class:`VelocityPass`): velocity.comp
+moves each pose's skinned positions in the Skinner's output by the floppy and squashy terms
+of its influences' chains (:mod:`vkdqs.methods.velocity.reference`, which it follows), from the
+joints' motion the Skinner hands it before each submission (``Skinner.skin(bones,
+previous=, dt=)``: :meth:`VelocityPass.motion`).
+
+The mesh's joints, weights and per-vertex weights are uploaded once (the pass's own texel
+buffers); each chunk's joints (4 rgba32f texels a joint and pose) are written to a host-visible
+buffer the recorded dispatches read. Every Vulkan object is the Skinner's, destroyed by its
+``close``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ... import shader_interface as si
+from ...gpu import Buffer, BufferView, ComputePass, compute_barrier, texel_buffer
+from ...gpu.calls import vk
+from .reference import joint_motion
+
+if TYPE_CHECKING:
+    from ...engine.passes import PassTarget, PoseMotion
+    from ...engine.skinner import Skinner
+    from ..needs import MethodInputs
+
+__all__ = ["VelocityPass", "joint_texels"]
+
+SHADER = "velocity.comp"
+
+
+def joint_texels(rig, motion: PoseMotion) -> np.ndarray:
+    """(P, B, 4, 4) float32: velocity.comp's joint texels of each pose of ``motion``: (centre,
+    parent), (linear velocity, floppy strength x bone weight), (angular velocity, squashy
+    strength x bone weight), (centre of mass, 0)."""
+    m = joint_motion(rig, motion.bones, motion.previous, motion.dt)
+    p, b = motion.bones.shape[:2]
+    out = np.zeros((p, b, 4, 4), np.float32)
+    out[..., 0, :3], out[..., 0, 3] = m.centers, rig.parents
+    out[..., 1, :3], out[..., 1, 3] = m.linear, rig.floppy * rig.bone_floppy
+    out[..., 2, :3], out[..., 2, 3] = m.angular, rig.squashy * rig.bone_squashy
+    out[..., 3, :3] = m.masses
+    return out
+
+
+class VelocityPass:
+    """The pass after the skinning (a :class:`vkdqs.engine.passes.SkinPass` that reads the
+    poses' motion)."""
+
+    #: Skinner.record does not hand an app's recordings their motion: refused there
+    records_ring = False
+
+    def __init__(self, skinner: Skinner, inputs: MethodInputs) -> None:
+        self.skinner = skinner
+        self.rig = rig = inputs["velocity_data"]
+        mesh = skinner.mesh
+        n, slots = mesh.vertex_count, mesh.slots
+        joints = np.zeros((n, slots), np.uint32)
+        weights = np.zeros((n, slots), np.float32)
+        joints[:, : mesh.joints.shape[1]] = mesh.joints
+        weights[:, : mesh.weights.shape[1]] = mesh.weights
+        own = np.zeros((n, 4), np.float32)
+        own[:, 0], own[:, 1] = rig.vertex_floppy, rig.vertex_squashy
+        self.slot_texels = slots // 4
+        views = {}
+        formats = dict(si.VELOCITY_TEXELS)
+        for binding, data in (
+            (si.VELOCITY_JOINTS_IN, joints.reshape(-1, 4)),
+            (si.VELOCITY_WEIGHTS_IN, weights.reshape(-1, 4)),
+            (si.VELOCITY_VERTEX_WEIGHTS, own),
+        ):
+            fmt = int(formats[binding])
+            buffer, view = texel_buffer(skinner.device, data, fmt, label=f"velocity {binding}")
+            skinner.own(buffer)
+            views[binding] = skinner.own(view)
+        self.views = views
+        self.compute = ComputePass(
+            skinner, skinner.pipelines, SHADER, si.VELOCITY_BINDINGS, si.VELOCITY_PUSH_BYTES
+        )
+        self.pipeline = self.compute.pipeline()
+        self.joints: Buffer | None = None
+        self.joints_view: BufferView | None = None
+        self.capacity = 0  # poses the joints buffer holds
+        self.written = -1  # the output generation the set points at
+        self.rest = np.zeros(0, np.float32)  # no motion: the joints' parents, zero velocities
+
+    @classmethod
+    def from_inputs(cls, skinner: Skinner, inputs: MethodInputs) -> VelocityPass:
+        """The method's ``after`` hook."""
+        return cls(skinner, inputs)
+
+    def _ensure(self, poses: int) -> None:
+        """A joints buffer of at least ``poses`` poses (the set then points at it again)."""
+        if poses <= self.capacity:
+            return
+        if self.joints is not None:
+            self.skinner.device.wait_idle()
+            self.skinner.release(self.joints_view)
+            self.skinner.release(self.joints)
+        b = self.rig.bone_count
+        size = poses * b * si.VELOCITY_JOINT_TEXELS * 16
+        usage = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
+        self.joints = self.skinner.own(
+            Buffer(self.skinner.device, size, usage, label="velocity joints")
+        )
+        self.joints_view = self.skinner.own(
+            BufferView(
+                self.skinner.device,
+                self.joints,
+                int(dict(si.VELOCITY_TEXELS)[si.VELOCITY_JOINTS]),
+                label="velocity joints",
+            )
+        )
+        self.capacity = poses
+        self.written = -1
+
+    def motion(self, motion: PoseMotion) -> None:
+        """Write the chunk's joints (its poses from slot 0) before its submission."""
+        if self.joints is None:  # nothing recorded that reads them (no vertices written)
+            return
+        texels = joint_texels(self.rig, motion)
+        assert len(texels) <= self.capacity
+        self.joints.write(texels.reshape(-1))
+
+    def record(self, cmd, target: PassTarget) -> None:
+        """One dispatch a pose over its skinned positions, after a compute barrier."""
+        if not target.writes_vertices:
+            return
+        self._ensure(target.poses)
+        if self.written != target.generation:
+            self.compute.write(
+                {
+                    si.VELOCITY_VERTICES: target.vertices,
+                    si.VELOCITY_JOINTS: self.joints_view,
+                    **self.views,
+                }
+            )
+            self.written = target.generation
+        compute_barrier(cmd)
+        self.compute.begin(cmd)
+        n, b = target.vertex_count, self.rig.bone_count
+        for p in target.pose_range:
+            push = np.zeros(6, np.uint32)
+            push[:5] = (
+                n,
+                target.positions_at(p),
+                p * b * si.VELOCITY_JOINT_TEXELS,
+                self.slot_texels,
+                b,
+            )
+            push[5:].view(np.float32)[0] = self.rig.max_angle
+            self.compute.dispatch(cmd, self.pipeline, n, si.VELOCITY_LOCAL_SIZE, push)
