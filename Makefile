@@ -179,6 +179,7 @@ figures: deps venv
 	$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install -q -e '.[docs]'
 	$(PY) docs/make_figures.py
 	$(PY) docs/make_mush_figures.py $(if $(FOX),--fox "$(FOX)")
+	$(PY) docs/make_velocity_figures.py $(if $(FOX),--fox "$(FOX)")
 
 # The README's pictures of a real model: make pictures FOX=path/to/Fox.glb (Khronos
 # glTF-Sample-Assets' Fox, CC-BY 4.0; not in this repository).

@@ -10,7 +10,9 @@ reduced on the GPU in the same dispatch) and ``bounds(bones)`` (the box alone, n
 or read back), with their time as a ratio of ``skin(bones)``'s in the same rounds. And the lean
 vertex layout (``Skinner(layout="lean")``: octahedral snorm16 normals, uint8 joints, unorm16
 weights) beside the exact one, with the bytes a vertex each reads, end to end and GPU time alone
-(submit and wait of the recorded dispatch, the two layouts interleaved in each round).
+(submit and wait of the recorded dispatch, the two layouts interleaved in each round). And
+velocity skinning over DQS (``skin(bones, previous=..., dt=...)``, a new pose and the one before
+it each call) against DQS alone, end to end and GPU time alone.
 
 Every configuration runs once per round, in the same process, after warm-up; the table reports
 the median over rounds, and the ratios (DQS/LBS, compute vs numpy) are medians of per-round
@@ -37,6 +39,7 @@ from vkdqs import shader_interface as si
 from vkdqs.engine.skinner import Skinner
 from vkdqs.gpu.device import Device
 from vkdqs.methods.cor.gpu import centers_of_rotation
+from vkdqs.methods.velocity import velocity_rig
 
 BONES = 64
 RESULTS = _bench.RESULTS
@@ -83,6 +86,18 @@ def bench_size(
         s = skinners[("compute", method)]
         calls[("compute", f"{method}+box")] = lambda s=s, c=cycle: s.skin(next(c), bounds=True)
         calls[("compute", f"{method} box only")] = lambda s=s, c=cycle: s.bounds(next(c))
+    # velocity skinning over DQS: each call a new pose and the one before it, 1/60 s apart
+    rest = np.repeat(np.eye(4)[None], BONES, axis=0)
+    rest[:, 1, 3] = np.arange(BONES) * 10.0 / BONES  # the tube's bone heads
+    rig = velocity_rig(mesh, np.arange(BONES) - 1, rest)
+    velocity = Skinner(device, mesh, bone_count=BONES, method="velocity", inputs={"velocity": rig})
+    motion = itertools.cycle(list(zip(dq_poses, dq_poses[-1:] + dq_poses[:-1], strict=True)))
+
+    def moving(s=velocity, c=motion):
+        now, before = next(c)
+        return s.skin(now, previous=before, dt=1 / 60)
+
+    calls[("compute", "velocity")] = moving
     calls[("numpy32", "dqs")] = lambda: reference.skin_dqs(*args, next(dq_cycle), dtype=np.float32)
     calls[("numpy32", "lbs")] = lambda: reference.skin_lbs(*args, next(mat_cycle), dtype=np.float32)
     if cor:
@@ -111,6 +126,13 @@ def bench_size(
                 gpu_layouts.setdefault(f"{method} {name}", []).append(
                     _bench.timed(s._cmd.submit_and_wait)
                 )
+    # velocity's GPU time alone against DQS's (the recorded submission: skinning + its pass)
+    moving()
+    skinners[("compute", "dqs")].skin(dq_poses[0])
+    for _ in range(3 * rounds):
+        for name, sk in (("velocity", velocity), ("dqs", skinners[("compute", "dqs")])):
+            gpu_layouts.setdefault(f"{name} gpu", []).append(_bench.timed(sk._cmd.submit_and_wait))
+    gpu_velocity = float(np.median(np.array(gpu_layouts["velocity gpu"]) / gpu_layouts["dqs gpu"]))
     gpu_lean = {
         method: float(
             np.median(np.array(gpu_layouts[f"{method} lean"]) / gpu_layouts[f"{method} exact"])
@@ -136,7 +158,7 @@ def bench_size(
             "readback_ms": 1e3 * float(np.median(read)),
         }
     memory = device.memory_report()  # every Skinner of this size alive
-    for s in (*skinners.values(), *lean.values()):
+    for s in (*skinners.values(), *lean.values(), velocity):
         s.close()
 
     def med(key):
@@ -174,6 +196,8 @@ def bench_size(
         "ratios": {
             **extra,
             "compute dqs/lbs time": ratio(("compute", "dqs"), ("compute", "lbs")),
+            "compute velocity/dqs time": ratio(("compute", "velocity"), ("compute", "dqs")),
+            "compute velocity/dqs GPU time": gpu_velocity,
             "compute dqs skin(bounds=True)/skin time": ratio(
                 ("compute", "dqs+box"), ("compute", "dqs")
             ),

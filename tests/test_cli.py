@@ -61,8 +61,9 @@ def test_demo_on_the_vertex_path_skins_the_mushes_by_compute(device, capsys):
     assert cli.main(["demo", "--step", "170", "--no-window", "--path", "vertex"]) == 0
     out = capsys.readouterr().out
     mushes = [m.label for m in registry.shown() if "vertex" not in m.paths]
-    assert mushes == ["Delta Mush"]  # DDM has vertex shaders
-    assert "(Delta Mush: skinned on the compute path; it has no vertex shader)" in out
+    assert mushes == ["Delta Mush", "Velocity (DQS)"]  # DDM has vertex shaders
+    said = "(Delta Mush, Velocity (DQS): skinned on the compute path; they have no vertex shader)"
+    assert said in out
     errors = out.split("max |error|")[1].splitlines()[1]
     values = dict(item.strip().rsplit(" ", 1) for item in errors.split(","))
     assert set(values) == {m.label for m in registry.shown()} | {"CoR centers"}

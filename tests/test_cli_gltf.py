@@ -152,13 +152,14 @@ def test_info_names_the_methods_each_skin_suits(tmp_path, capsys):
     make_rig(scaled=True).save(scaled)
     assert cli.main(["info", str(rigid)]) == 0
     out = capsys.readouterr().out
-    methods = "methods lbs, dqs, blend, cor, dqs_blender, ddm, delta_mush;"
+    methods = "methods lbs, dqs, blend, cor, dqs_blender, ddm, delta_mush, velocity;"
     assert f"skin 0 'chain': 8 joints, max 4 influences; {methods}" in out
     assert cli.main(["info", "--json", str(scaled)]) == 0
     skins = json.loads(capsys.readouterr().out)["skins"]
-    # blend, cor and ddm refuse scaled joint matrices; DQS runs two-phase; dqs_blender and
-    # Delta Mush (over LBS) take them
-    assert [s["methods"] for s in skins] == [["lbs", "dqs", "dqs_blender", "delta_mush"]] * 2
+    # blend, cor and ddm refuse scaled joint matrices; DQS (and velocity skinning over it) runs
+    # two-phase; dqs_blender and Delta Mush (over LBS) take them
+    suits = ["lbs", "dqs", "dqs_blender", "delta_mush", "velocity"]
+    assert [s["methods"] for s in skins] == [suits] * 2
 
 
 def test_the_cli_bounds_a_small_hostile_file_by_its_size(tmp_path):

@@ -406,7 +406,7 @@ def test_crowd_scene_plays_a_gltf_rig_out_of_phase(device, tmp_path):
             assert set(scene.crowds) == {"lbs", "dqs", "blend", "cor", "dqs_blender", "ddm"}
             assert all(c.visible for c in scene.crowds.values())
             # the shown methods crowds do not draw are left out, saying why
-            assert set(scene.left_out) == {"delta_mush"}
+            assert set(scene.left_out) == {"delta_mush", "velocity"}
             why = scene.left_out["delta_mush"]
             assert "its own smoothing passes over the whole mesh each frame" in why
             with pytest.raises(InputError, match=r"not 'delta_mush'.*every copy would need"):

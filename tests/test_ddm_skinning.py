@@ -341,7 +341,7 @@ def test_the_command_line_bakes_ddm_and_refuses_what_cannot_show_it(tmp_path, ca
     make_rig(scaled=False).save(model)
     assert cli.main(["info", str(model)]) == 0
     out = capsys.readouterr().out
-    assert "methods lbs, dqs, blend, cor, dqs_blender, ddm, delta_mush;" in out
+    assert "methods lbs, dqs, blend, cor, dqs_blender, ddm, delta_mush, velocity;" in out
     assert "; bake also dqs_scale, delta_mush_dqs" in out
     out = tmp_path / "frames.glb"
     assert cli.main(["bake", str(model), "--method", "ddm", "--out", str(out), "--fps", "4"]) == 0

@@ -204,8 +204,8 @@ def test_the_command_line_bakes_delta_mush_and_refuses_what_cannot_show_it(tmp_p
     make_rig(scaled=False).save(model)
     assert cli.main(["info", str(model)]) == 0
     out = capsys.readouterr().out
-    assert "methods lbs, dqs, blend, cor, dqs_blender, ddm, delta_mush;" in out
-    assert "; bake also dqs_scale, delta_mush_dqs" in out
+    assert "methods lbs, dqs, blend, cor, dqs_blender, ddm, delta_mush, velocity;" in out
+    assert "; bake also dqs_scale, delta_mush_dqs, velocity_lbs" in out
     out = tmp_path / "frames.glb"
     args = ["bake", str(model), "--method", "delta_mush", "--out", str(out), "--fps", "4"]
     assert cli.main(args) == 0

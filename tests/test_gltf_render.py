@@ -207,9 +207,18 @@ def test_viewer_plays_a_model(xvfb, rig_files):
         assert viewer.scene.methods == "ddm"
         viewer.handle_key(glfw.KEY_9)
         assert viewer.scene.methods == "delta_mush"
-        viewer.handle_key(glfw.KEY_7)  # all seven, reframed: every copy's box in the window
+        viewer.handle_key(glfw.KEY_0)
+        assert viewer.scene.methods == "velocity"
+        viewer.handle_key(glfw.KEY_V)  # velocity skinning's motion doubled, then back
+        assert viewer.scene.motion_scale == 2.0
+        viewer.handle_key(glfw.KEY_V, mods=glfw.MOD_SHIFT)
+        assert viewer.scene.motion_scale == 1.0
+        viewer.handle_key(glfw.KEY_7)  # all eight, reframed: every copy's box in the window
         assert viewer.scene.methods == "all"
-        title = "LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) | DDM | Delta Mush (left to right)"
+        title = (
+            "LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) | DDM | Delta Mush | Velocity (DQS) "
+            "(left to right)"
+        )
         assert title in viewer.window_title
         lo, hi = viewer.scene.shown_bounds()
         px = viewer.renderer.camera.project(np.array([lo, hi]), *viewer.target.extent)

@@ -20,10 +20,11 @@ import pytest
 
 import vkdqs
 from vkdqs import methods
+from vkdqs.baking import driver
 from vkdqs.errors import InputError
 from vkdqs.gltf import load_gltf
 from vkdqs.gltf.parts import scene_parts
-from vkdqs.gpu import ComputePass, compute_barrier, texel_buffer
+from vkdqs.gpu import Buffer, BufferView, ComputePass, compute_barrier, texel_buffer
 from vkdqs.gpu.calls import vk
 from vkdqs.methods import needs
 from vkdqs.shader_interface import Binding, DescriptorType, Stage
@@ -195,6 +196,7 @@ def test_on_the_compute_path_against_its_reference(device, recipe):
     np.testing.assert_allclose(many[1], rest, rtol=0, atol=2e-6 * mesh.extent)
 
 
+@pytest.mark.gpu
 def test_recorded_into_an_apps_command_buffer(recipe):
     """Skinner.record records the method's pass on its ring, in the app's command buffer."""
     mesh = vkdqs.procedural.candy_wrapper()
@@ -285,7 +287,7 @@ def test_in_a_bake(device, recipe, tmp_path):
         np.testing.assert_allclose(baked.normals[i], want_n, rtol=0, atol=2e-5)
 
 
-def test_the_engine_was_not_edited_for_it(recipe):
+def test_the_engine_was_not_edited_for_it(recipe, drift):
     """The engine names neither the method nor its need (tests/test_house.py checks the same
     for every method and need)."""
     from pathlib import Path
@@ -293,4 +295,170 @@ def test_the_engine_was_not_edited_for_it(recipe):
     engine = Path(vkdqs.__file__).parent / "engine"
     for path in engine.glob("*.py"):
         text = path.read_text()
-        assert NAME not in text and NEED not in text, path
+        assert NAME not in text and NEED not in text and DRIFT not in text, path
+
+
+# -- a method that moves with the motion -----------------------------------------------------
+# The recipe's second example: "lbs_drift" is LBS followed by a pass that reads the poses'
+# motion (a pass with a ``motion(motion)`` method is handed each chunk's poses, and the poses
+# before them, before the chunk's submission): the whole mesh trails behind bone 0 by its
+# velocity times LAG seconds. Velocity skinning (vkdqs/methods/velocity/) is the same shape.
+
+DRIFT, LAG = "lbs_drift", 0.05
+DRIFT_SHADER = """
+#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0, r32f) uniform imageBuffer vertices;
+layout(set = 0, binding = 1) uniform samplerBuffer offsets;  // one texel a pose
+layout(push_constant) uniform Push { uint count; uint positions; uint pose; } pc;
+void main() {
+    uint v = gl_GlobalInvocationID.x;
+    if (v >= pc.count) return;
+    vec3 d = texelFetch(offsets, int(pc.pose)).xyz;
+    for (int k = 0; k < 3; ++k) {
+        int p = int(pc.positions + 3u * v) + k;
+        imageStore(vertices, p, vec4(imageLoad(vertices, p).x + d[k]));
+    }
+}
+"""
+
+
+class DriftPass:
+    """The pass after the skinning that reads the motion: one offset a pose, written by
+    :meth:`motion` to a host-visible texel buffer the recorded dispatches read."""
+
+    records_ring = False  # Skinner.record has no motion to hand it: refused there
+
+    def __init__(self, skinner, inputs, code: bytes) -> None:
+        self.skinner = skinner
+        self.compute = ComputePass(
+            skinner, skinner.pipelines, "drift.comp", BINDINGS, 12, code=code
+        )
+        self.pipeline = self.compute.pipeline()
+        self.offsets = self.view = None
+        self.capacity, self.written = 0, -1
+
+    def _ensure(self, poses: int) -> None:
+        if poses <= self.capacity:
+            return
+        if self.offsets is not None:
+            self.skinner.device.wait_idle()
+            self.skinner.release(self.view)
+            self.skinner.release(self.offsets)
+        usage = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
+        self.offsets = self.skinner.own(
+            Buffer(self.skinner.device, 16 * poses, usage, label="drift")
+        )
+        fmt = vk.VK_FORMAT_R32G32B32A32_SFLOAT
+        self.view = self.skinner.own(
+            BufferView(self.skinner.device, self.offsets, fmt, label="drift")
+        )
+        self.capacity, self.written = poses, -1
+
+    def motion(self, motion) -> None:
+        offsets = np.zeros((len(motion.bones), 4), np.float32)
+        if motion.previous is not None:
+            moved = motion.bones[:, 0, :3, 3] - motion.previous[:, 0, :3, 3]
+            offsets[:, :3] = -LAG * moved / motion.dt
+        self._ensure(len(offsets))
+        self.offsets.write(offsets.reshape(-1))
+
+    def record(self, cmd, target) -> None:
+        if not target.writes_vertices:
+            return
+        self._ensure(target.poses)
+        if self.written != target.generation:
+            self.compute.write({0: target.vertices, 1: self.view})
+            self.written = target.generation
+        compute_barrier(cmd)
+        self.compute.begin(cmd)
+        for p in target.pose_range:
+            push = np.array([target.vertex_count, target.positions_at(p), p], np.uint32)
+            self.compute.dispatch(cmd, self.pipeline, target.vertex_count, 64, push)
+
+
+def _drift_reference(p, n, j, w, bones, *, base, motion, **kw):
+    """Its base's float64 skinning, then the whole mesh moved by -LAG x bone 0's velocity."""
+    sp, sn = base(p, n, j, w, bones, **kw)
+    previous, dt = motion
+    if previous is None:
+        return sp, sn
+    now, before = methods.as_matrices(bones), methods.as_matrices(previous)
+    return sp - LAG * (now[0, :3, 3] - before[0, :3, 3]) / dt, sn
+
+
+@pytest.fixture(scope="module")
+def drift():
+    code = _compile(DRIFT_SHADER)
+    method = dataclasses.replace(
+        methods.get("lbs"),
+        name=DRIFT,
+        label="LBS, drifting",
+        summary="LBS, then the mesh trails its root's motion",
+        reference_skin=_drift_reference,
+        paths=("compute",),
+        crowds=False,
+        crowd_scale=False,
+        shown=False,
+        key=None,
+        box_rule=None,
+        usdskel=None,
+        base="lbs",
+        after=(lambda skinner, inputs: DriftPass(skinner, inputs, code),),
+    )
+    methods.register(method)
+    try:
+        yield method
+    finally:
+        methods.unregister(DRIFT)
+
+
+def _moving(mesh):
+    """A pose and the pose 1/30 s before it (bone 0 moved and turned)."""
+    now = _pose(mesh)
+    step = np.eye(4)
+    step[:3, 3] = (0.04, -0.02, 0.03)
+    return now, step @ now, 1 / 30
+
+
+def test_a_method_that_moves_with_the_motion(device, drift, tmp_path):
+    """On the compute path (one pose and a batch), as a renderer instance (its box that of the
+    Skinner's vertices for that motion) and in a bake (the clip at t and MOTION_STEP before)."""
+    mesh = vkdqs.procedural.candy_wrapper()
+    now, before, dt = _moving(mesh)
+    want, _ = drift.reference(mesh, now, previous=before, dt=dt)
+    still, _ = drift.reference(mesh, now)
+    assert np.abs(want - still).max() > 0.02 * mesh.extent  # the motion shows
+    with (
+        vkdqs.OffscreenTarget(device, 160, 120) as target,
+        vkdqs.Renderer(device, target, clear_color=CLEAR) as renderer,
+        vkdqs.Skinner(device, mesh, bone_count=2, method=DRIFT) as skinner,
+    ):
+        assert skinner.reads_motion
+        p, _ = skinner.skin(now, previous=before, dt=dt)
+        np.testing.assert_allclose(p, want, rtol=0, atol=2e-6 * mesh.extent)
+        many, _ = skinner.skin_many(np.stack([now, now]), previous=np.stack([before, now]), dt=dt)
+        np.testing.assert_array_equal(many[0], p)
+        np.testing.assert_array_equal(many[1], skinner.skin(now)[0])  # no motion: at rest
+        inst = renderer.add_instance(renderer.add_mesh(mesh), bone_count=2, method=DRIFT)
+        inst.set_pose(now, previous=before, dt=dt)
+        np.testing.assert_array_equal(inst.bounds, np.stack([p.min(axis=0), p.max(axis=0)]))
+    rig = make_rig(scaled=False)
+    for node in rig.document["nodes"]:  # only the skinned chain
+        if node.get("name") in ("prop", "hand"):
+            del node["mesh"]
+            node.pop("skin", None)
+    rig.save(tmp_path / "rig.glb")
+    scene = load_gltf(tmp_path / "rig.glb")
+    baked = vkdqs.bake(scene, animation="linear", fps=4, method=DRIFT, device=device)
+    (part,) = [p for p in scene_parts(scene) if p.kind == "skinned"]
+    h = driver.MOTION_STEP
+    moved = 0
+    for i, t in enumerate(baked.times):
+        mats = scene.skinning_matrices(part.skin, "linear", t)
+        earlier = scene.skinning_matrices(part.skin, "linear", t - h)
+        want_p, _ = drift.reference(part.geometry, mats, previous=earlier, dt=h)
+        scale = max(1.0, np.abs(want_p).max())
+        np.testing.assert_allclose(baked.positions[i], want_p, rtol=0, atol=2e-5 * scale)
+        moved += np.abs(want_p - drift.reference(part.geometry, mats)[0]).max() > 1e-3 * scale
+    assert moved >= 2  # the clip moves its root

@@ -21,6 +21,7 @@ import vkdqs
 from vkdqs import InputError
 from vkdqs import methods as registry
 from vkdqs.app.scenes import CrowdScene, GltfScenePlayer
+from vkdqs.engine.passes import MOTION_STEP
 from vkdqs.engine.renderer import Renderer
 from vkdqs.engine.skinner import Skinner
 from vkdqs.engine.targets import OffscreenTarget
@@ -179,6 +180,13 @@ def test_skinner_paths_match_the_reference(rig, device, method, path):
             assert_close(got[k], want)
 
 
+def clip_motion(scene, part, time):
+    """The clip's motion at ``time`` as the player and the bake give it to methods that move
+    with it (the joints MOTION_STEP earlier); the other methods' references ignore it."""
+    earlier = scene.node_global_matrices(ANIMATION, time - MOTION_STEP)
+    return {"previous": skin_matrices(scene, (part.skin,), earlier)[part.skin], "dt": MOTION_STEP}
+
+
 def part_points(scene, method, time, device):
     """Every drawn part's vertices at ``time``: skinned parts by the method's reference, rigid
     parts by their node's matrix."""
@@ -188,7 +196,8 @@ def part_points(scene, method, time, device):
         if part.kind == "skinned":
             geometry, extra = inputs(scene, part, method, device)
             mats = skin_matrices(scene, (part.skin,), glob)[part.skin]
-            out.append(registry.get(method).reference(geometry, mats, **extra)[0])
+            motion = clip_motion(scene, part, time)
+            out.append(registry.get(method).reference(geometry, mats, **motion, **extra)[0])
         else:
             p = part.geometry.positions
             out.append((np.c_[p, np.ones(len(p))] @ glob[part.node].T)[:, :3])
@@ -267,7 +276,8 @@ def test_bakes_skin_every_frame_as_the_reference(rig, device, method):
             for k, t in enumerate(baked.times):
                 glob = scene.node_global_matrices(ANIMATION, t)
                 mats = skin_matrices(scene, (part.skin,), glob)[part.skin]
-                want, _ = registry.get(method).reference(geometry, mats, **extra)
+                motion = clip_motion(scene, part, t)
+                want, _ = registry.get(method).reference(geometry, mats, **motion, **extra)
                 assert_close(baked.positions[k, offset : offset + n], want)
         offset += n
 

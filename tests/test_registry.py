@@ -23,6 +23,7 @@ from vkdqs.app import cli
 from vkdqs.app.scenes import GltfScenePlayer
 from vkdqs.clip import AnimationClip
 from vkdqs.engine.crowd import pack_clip
+from vkdqs.engine.passes import MOTION_STEP
 from vkdqs.engine.renderer import Renderer
 from vkdqs.engine.skinner import Skinner
 from vkdqs.engine.targets import OffscreenTarget
@@ -312,8 +313,9 @@ def test_the_capability_table():
 def test_select_methods_leaves_out_what_all_cannot_show():
     scaled = registry.SkinTraits(scale=True)
     shown, left = registry.select_methods("all", scaled)
-    # Delta Mush runs LBS's shaders, so it takes what LBS takes: scale, mirroring
-    assert shown == ("lbs", "dqs", "dqs_blender", "delta_mush")
+    # Delta Mush runs LBS's shaders, so it takes what LBS takes: scale, mirroring; velocity
+    # skinning over DQS takes what DQS takes (scale by two-phase DQS)
+    assert shown == ("lbs", "dqs", "dqs_blender", "delta_mush", "velocity")
     assert set(left) == {"blend", "cor", "ddm"} and "scale or shear" in left["blend"]
     with pytest.raises(InputError, match="CoR needs rigid joint matrices"):
         registry.select_methods("lbs,cor", scaled)
@@ -335,13 +337,13 @@ def test_info_and_render_all_agree_on_a_scaled_skin(tmp_path, device, capsys):
     assert cli.main(["info", "--json", str(model)]) == 0
     skins = json.loads(capsys.readouterr().out)["skins"]
     suits = skins[0]["methods"]
-    assert suits == ["lbs", "dqs", "dqs_blender", "delta_mush"]
+    assert suits == ["lbs", "dqs", "dqs_blender", "delta_mush", "velocity"]
     assert set(skins[0]["refused"]) == {"blend", "cor", "ddm"}
     out = tmp_path / "all.png"
     args = ["render", str(model), "--out", str(out), "--method", "all", "--size", "160x90"]
     assert cli.main([*args, "--samples", "1"]) == 0
     captured = capsys.readouterr()
-    assert "LBS | DQS | DQS (Blender) | Delta Mush (left to right)" in captured.out
+    assert "LBS | DQS | DQS (Blender) | Delta Mush | Velocity (DQS) (left to right)" in captured.out
     for method in ("blend", "cor", "ddm"):
         assert f"left out {method}: " in captured.err
     assert cli.main(["info", str(model)]) == 0
@@ -401,10 +403,14 @@ def test_a_bake_takes_every_method_from_the_file(tmp_path, device, method):
 
         extra["centers"] = centers_of_rotation(geometry, bone_count=part.bone_count, device=device)
     n = geometry.vertex_count
+    h = MOTION_STEP  # the clip's motion, for methods that move with it (the others ignore it)
     for k, t in enumerate(baked.times):
         glob = scene.node_global_matrices(0, t)
         mats = skin_matrices(scene, (part.skin,), glob)[part.skin]
-        want, _ = registry.get(method).reference(geometry, mats, **extra)
+        before = skin_matrices(scene, (part.skin,), scene.node_global_matrices(0, t - h))
+        want, _ = registry.get(method).reference(
+            geometry, mats, previous=before[part.skin], dt=h, **extra
+        )
         np.testing.assert_allclose(baked.positions[k, :n], want, atol=2e-5 * geometry.extent)
 
 

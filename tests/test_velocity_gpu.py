@@ -222,3 +222,40 @@ def test_a_renderer_instance_moves_with_its_motion(device, rigs):
         plain = renderer.add_instance(rm, bone_count=12, method="dqs")
         with pytest.raises(InputError, match="move with the motion"):
             plain.set_pose(now, previous=before, dt=0.1)
+
+
+def test_the_candy_scene_moves_with_its_twist(device):
+    """The viewer's candy wrapper gives velocity skinning the twist's motion (its rate at the
+    phase, MOTION_STEP back), scaled by motion_scale; the DQS copy beside it has none."""
+    from vkdqs.app.scenes import CandyWrapperScene
+    from vkdqs.engine.passes import MOTION_STEP
+    from vkdqs.engine.renderer import Renderer
+    from vkdqs.engine.targets import OffscreenTarget
+
+    with (
+        OffscreenTarget(device, 160, 120) as target,
+        Renderer(device, target) as renderer,
+    ):
+        scene = CandyWrapperScene(renderer, methods="dqs,velocity")
+        scene.update(1.0)  # a quarter period in: twisting fastest
+        dqs, velocity = scene.instances["dqs"], scene.instances["velocity"]
+        assert velocity.reads_motion and not dqs.reads_motion
+        mesh = scene.mesh
+        rig = velocity_rig(mesh, [-1, 0], np.repeat(np.eye(4)[None], 2, axis=0))
+        entry = registry.get("velocity")
+        omega = 2 * np.pi / scene.period
+        rate = 90.0 * omega * np.sin(omega * scene.phase)
+        before = vkdqs.procedural.twist_pose(scene.twist - rate * MOTION_STEP)
+        for k, scale in enumerate((1.0, 2.0)):
+            if k:
+                scene.motion_scale = scale
+                scene.update(0.0)
+            want, _ = entry.reference(
+                mesh, scene.pose(), velocity=rig, previous=before, dt=MOTION_STEP / scale
+            )
+            box = np.stack([want.min(axis=0), want.max(axis=0)])
+            got = velocity.bounds - velocity.model[:3, 3]  # the model only moves it (rotated)
+            got_box = np.sort(np.stack([got[0], got[1]]) @ velocity.model[:3, :3], axis=0)
+            np.testing.assert_allclose(got_box, box, rtol=0, atol=1e-5 * mesh.extent)
+        still, _ = registry.get("dqs").reference(mesh, scene.pose())
+        assert np.abs(want - still).max() > 0.01 * mesh.extent

@@ -86,7 +86,8 @@ def test_the_linear_squash_keeps_the_capsules_volume_and_stretches_along_the_mot
     base, got = _skin(mesh, now), _deform(rig, mesh, now, rest, dt)
     volume = mesh_volume(base, mesh.indices)
     assert mesh_volume(got, mesh.indices) == pytest.approx(volume, rel=1e-12)
-    s = 0.1 * 3.0
+    s = 0.1 * 3.0 / rig.scale  # speed in rig lengths a second
+    assert rig.scale == mesh.extent
     np.testing.assert_allclose(np.ptp(got[:, 0]), (1 + s) * np.ptp(base[:, 0]), rtol=1e-12)
     np.testing.assert_allclose(np.ptp(got[:, 1]), np.ptp(base[:, 1]) / np.sqrt(1 + s), rtol=1e-12)
 
@@ -125,8 +126,8 @@ def test_a_turning_bone_lags_more_far_from_its_axis(mesh):
     assert len(tip) > 50
     lag = np.linalg.norm(got[tip] - base[tip], axis=1)
     reach = np.linalg.norm(base[tip, :2] - motion.centers[1, :2], axis=1)
-    # a rotation by angle f * (2 rad/s) * r of a point at distance r: chord 2 r sin(angle / 2)
-    want = 2 * reach * np.sin(0.05 * 2.0 * reach / 2)
+    # a rotation by angle f * (2 rad/s) * r / L of a point at distance r: chord 2 r sin(angle / 2)
+    want = 2 * reach * np.sin(0.05 * 2.0 * reach / rig.scale / 2)
     np.testing.assert_allclose(lag, want, rtol=1e-9)
     # turned against the motion: the tip (moving +y) lags towards -y
     far = tip[np.argmax(reach)]
@@ -184,3 +185,27 @@ def test_chains_and_refusals(mesh):
         joint_motion(rig, bones, bones, 0.0)
     with pytest.raises(InputError, match="previous"):
         joint_motion(rig, bones, bones[None], 0.1)
+
+
+def test_the_same_motion_in_other_units_deforms_alike(mesh):
+    """A character in centimetres moving as one in metres: every offset is 100 times larger,
+    so the same strengths suit both (the rig's length is the rest mesh's extent)."""
+    from vkdqs import SkinnedMesh
+
+    big = SkinnedMesh(
+        100 * mesh.positions, mesh.normals, mesh.joints, mesh.weights, indices=mesh.indices
+    )
+    rest = _rest()
+    now = np.stack([_move([0.03, 0.01, 0.0]), _turn(0.04, 2, (1.0, 0, 0))])
+    before = np.tile(np.eye(4), (2, 1, 1))
+    out = []
+    for m, k in ((mesh, 1.0), (big, 100.0)):
+        scaled = [x.copy() for x in (rest, now, before)]
+        for x in scaled:
+            x[:, :3, 3] *= k
+        rig = velocity_rig(m, PARENTS, scaled[0], floppy=0.2, squashy=0.3)
+        assert rig.scale == pytest.approx(k * mesh.extent)
+        out.append(_deform(rig, m, scaled[1], scaled[2], 0.01) - _skin(m, scaled[1]))
+    assert np.abs(out[0]).max() > 1e-3 * mesh.extent
+    # SkinnedMesh keeps float32 positions: 100 x a position rounds (6e-8 relative), no worse
+    np.testing.assert_allclose(out[1], 100 * out[0], rtol=0, atol=1e-7 * 100 * mesh.extent)

@@ -142,8 +142,8 @@ def test_viewer_shows_any_set_of_methods(xvfb, capsys):
             viewer.step()
         viewer.handle_key(glfw.KEY_7)
         assert viewer.window_title.startswith(
-            "vkdqs: LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) | DDM | Delta Mush (left to "
-            "right), twist"
+            "vkdqs: LBS | DQS | LBS/DQS blend | CoR | DQS (Blender) | DDM | Delta Mush | "
+            "Velocity (DQS) (left to right), twist"
         )
         # M walks the cycle forward, shift+M back, and wraps around.
         seen = []
@@ -161,7 +161,7 @@ def test_viewer_shows_any_set_of_methods(xvfb, capsys):
         assert scene.methods == "lbs"
         out = capsys.readouterr().out
         assert "showing: CoR, twist" in out and "showing: LBS, twist" in out
-        # all seven drawn: the pixels around each copy's centre (its joint) are not background
+        # all eight drawn: the pixels around each copy's centre (its joint) are not background
         viewer.handle_key(glfw.KEY_7)
         scene.set_twist(90.0)
         shot = viewer.screenshot()[..., :3].astype(int)

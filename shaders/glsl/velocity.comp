@@ -6,8 +6,9 @@
 //
 // joints: 4 texels a joint, pose p's from joint_base: (centre, parent), (linear velocity,
 // floppy strength times the bone's floppy weight), (angular velocity, squashy strength times
-// the bone's squashy weight), (centre of mass, 0). The strengths of the joint a vertex's
-// influence names apply to its whole chain.
+// the bone's squashy weight), (centre of mass, 1 / the rig's length: speeds count in
+// lengths a second). The strengths of the joint a vertex's influence names apply to its whole
+// chain.
 
 layout(local_size_x = 64) in;
 
@@ -40,12 +41,14 @@ vec3 joint_term(int j, vec3 p, float f, float q) {
     vec3 c = joint_texel(j, 0).xyz;
     vec3 v = joint_texel(j, 1).xyz;
     vec3 w = joint_texel(j, 2).xyz;
-    vec3 m = joint_texel(j, 3).xyz;
+    vec4 mass = joint_texel(j, 3);
+    vec3 m = mass.xyz;
+    float per_length = mass.w;
     vec3 d = -f * v;
     float speed = length(v);
     if (speed > 0.0) {
         vec3 u = v / speed;
-        float s = q * speed;
+        float s = q * speed * per_length;
         vec3 r = p - m;
         float along = dot(r, u);
         d += s * along * u + (inversesqrt(1.0 + s) - 1.0) * (r - along * u);
@@ -55,7 +58,7 @@ vec3 joint_term(int j, vec3 p, float f, float q) {
         vec3 a = w / rate;
         vec3 x = p - c;
         vec3 foot = c + dot(x, a) * a;
-        float angle = min(f * length(cross(w, x)), pc.max_angle);
+        float angle = min(f * length(cross(w, x)) * per_length, pc.max_angle);
         d += rotate(a, -angle, p - foot) - (p - foot);
         vec3 medial = m - c;
         float len = length(medial);
@@ -66,7 +69,7 @@ vec3 joint_term(int j, vec3 p, float f, float q) {
             if (en > 1e-6) {
                 e /= en;
                 vec3 k = cross(am, e);
-                float s = q * length(cross(w, medial));
+                float s = q * length(cross(w, medial)) * per_length;
                 vec3 y = x - dot(x, am) * am;
                 d += s * dot(y, e) * e + (1.0 / (1.0 + s) - 1.0) * dot(y, k) * k;
             }

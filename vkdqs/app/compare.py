@@ -12,11 +12,13 @@ from numpy.typing import NDArray
 from .. import methods as registry
 from .. import procedural
 from ..mesh import SkinnedMesh
+from ..methods import needs as needs_
 
 __all__ = [
     "bend_bulge",
     "compared_methods",
     "reference",
+    "rest_inputs",
     "skin_methods",
 ]
 
@@ -26,15 +28,31 @@ def compared_methods() -> tuple[str, ...]:
     return tuple(m.name for m in registry.shown())
 
 
-def _inputs(method: str, bone_count: int, centers: NDArray | None) -> dict[str, object]:
-    """What ``method`` needs besides the mesh for a skeleton resting at the identity (the
-    candy wrapper): the centers of rotation, identity rest frames."""
-    needs = registry.get(method).needs
+def rest_inputs(method: str, mesh: SkinnedMesh, bone_count: int) -> dict[str, object]:
+    """What a method needs of ``mesh`` on a chain of bones that rest at the identity (the
+    candy wrapper), for ``inputs=``: each need without a default of its own takes its value
+    from that skeleton as a file would give it (:meth:`vkdqs.methods.needs.Need.from_file`:
+    identity rest frames, velocity skinning's rig)."""
+    eye = np.tile(np.eye(4), (bone_count, 1, 1))
+    skin = needs_.FileSkin(np.arange(bone_count) - 1, eye, eye)
     out: dict[str, object] = {}
-    if "centers" in needs:
+    for name in sorted(registry.get(method).needs):
+        need = needs_.NEEDS[name]
+        if need.keyword and type(need).default is needs_.Need.default:
+            value = need.from_file(skin, mesh)
+            if value is not None:
+                out[need.keyword] = value
+    return out
+
+
+def _inputs(
+    method: str, mesh: SkinnedMesh, bone_count: int, centers: NDArray | None
+) -> dict[str, object]:
+    """What ``method`` needs besides the mesh for a skeleton resting at the identity (the
+    candy wrapper): the centers of rotation given, and :func:`rest_inputs`."""
+    out = rest_inputs(method, mesh, bone_count)
+    if "centers" in registry.get(method).needs:
         out["centers"] = centers
-    if "rest_matrices" in needs:
-        out["rest_matrices"] = np.tile(np.eye(4), (bone_count, 1, 1))
     return out
 
 
@@ -57,7 +75,7 @@ def skin_methods(
 
     out = {}
     for method in compared_methods() if methods is None else methods:
-        extra = _inputs(method, bone_count, centers)
+        extra = _inputs(method, mesh, bone_count, centers)
         if extra.get("centers") is None:
             extra.pop("centers", None)  # computed by the Skinner on its device
         with Skinner(
@@ -81,7 +99,7 @@ def reference(
     precomputation) is the one kept on the mesh (computed on ``device`` if there is none
     yet)."""
     skinning = registry.get(method)
-    extra = _inputs(method, poses.shape[1], centers)
+    extra = _inputs(method, mesh, poses.shape[1], centers)
     inputs = skinning.inputs(mesh, poses.shape[1], **extra).resolved(device)  # type: ignore[arg-type]
     return np.stack([skinning.reference(mesh, pose, **inputs.keywords())[0] for pose in poses])
 

@@ -45,10 +45,13 @@ HELP = f"""Keys: space pause/play, left/right scrub (twist or animation time), N
 animation, +/- playback speed (x2, /2),
 {", ".join(f"{m.key} {m.label}" for m in _KEYED)}, 3 both (LBS | DQS), 7 all,
 D |DQS - LBS| per vertex (one copy, with a colour bar),
+V/shift+V velocity skinning's motion x2, /2,
 M/shift+M next/previous method set (each method, both, all), W wireframe, B bone-weight view
 ([ and ] change the bone), S screenshot PNG, R reset camera, H or F1 help, Esc quit.
 Mouse: left-drag orbit, right-drag or shift-drag pan, wheel zoom.
 """
+#: Velocity skinning's velocity scales reachable with V and shift+V (doubles or halves).
+MOTION_RANGE = (1.0 / 8.0, 8.0)
 #: Playback speeds reachable with +/- (each key press doubles or halves).
 SPEED_RANGE = (1.0 / 16.0, 16.0)
 #: What M (shift+M backwards) cycles through: each method alone, then LBS | DQS, then all.
@@ -236,6 +239,11 @@ class Viewer:
             print(f"speed: x{self.speed:g}")
         elif key in self._method_keys:
             self.show(self._method_keys[key])
+        elif key == glfw.KEY_V and hasattr(scene, "motion_scale"):
+            factor = 0.5 if mods & glfw.MOD_SHIFT else 2.0
+            scene.motion_scale = float(np.clip(scene.motion_scale * factor, *MOTION_RANGE))
+            print(f"motion: x{scene.motion_scale:g}")
+            scene.update(0.0)  # re-posed with the new scale
         elif key == glfw.KEY_M:
             self.cycle_methods(-1 if mods & glfw.MOD_SHIFT else 1)
         elif key == glfw.KEY_W:

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import methods, reference
+from ..engine.passes import MOTION_STEP
 from ..engine.skinner import Skinner
 from ..errors import InputError, LimitError
 from ..files import check_output, output_error
@@ -48,11 +49,6 @@ FORMATS = tuple(WRITERS)
 MAX_FPS = 1000.0
 #: The most frames one bake may have.
 MAX_FRAMES = 1_000_000
-#: Seconds between the two poses a method that moves with the motion (velocity skinning) is
-#: given at each frame: the clip at t - MOTION_STEP and at t (a backward difference; a clip
-#: clamps before its start, so its first frame is at rest).
-MOTION_STEP = 1.0 / 240.0
-
 #: Output bytes (positions + normals) of one batch of frames: one skin_many submission.
 BATCH_BYTES = 64 * 2**20
 

@@ -306,6 +306,12 @@ class Instance:
         unskinned (:attr:`vkdqs.methods.SkinningMethod.drawn_by_compute`)."""
         return self.skinning.drawn_by_compute
 
+    @property
+    def reads_motion(self) -> bool:
+        """Its method moves with the motion (velocity skinning): :meth:`set_pose` takes
+        ``previous=`` and ``dt=``."""
+        return self.skinner is not None and self.skinner.reads_motion
+
     def box_now(self) -> np.ndarray:
         """The exact (2, 3) box in mesh space of a computed instance's current pose, from its
         Skinner (kept until re-posed; measured on the GPU without reading vertices back)."""
@@ -362,7 +368,7 @@ class Instance:
         motion: dict[str, object] = {}
         if previous is not None or dt is not None:
             skinner = self.skinner
-            if skinner is None or not skinner.reads_motion:
+            if skinner is None or not self.reads_motion:
                 raise InputError(
                     f"previous= and dt= are for methods that move with the motion (velocity "
                     f"skinning); method {self.method!r} does not"

@@ -85,6 +85,12 @@ class PassTarget:
         return 3 * self.vertex_count * (self.poses + p)
 
 
+#: Seconds between the two poses that callers sampling a motion (a clip, the viewer's scenes, a
+#: bake) hand a Skinner whose passes read it: the pose at t and MOTION_STEP before (a backward
+#: difference of the clip; a clip clamps before its start, so its first frame is at rest).
+MOTION_STEP = 1.0 / 240.0
+
+
 @dataclass(frozen=True)
 class PoseMotion:
     """The poses of a chunk as given, for the passes that read them (velocity skinning): what

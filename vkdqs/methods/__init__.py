@@ -812,7 +812,7 @@ METHODS: dict[str, SkinningMethod] = {
             (0.25, 0.5, 0.55, 1.0),
             "classic Delta Mush over DQS (two-phase DQS for bones with scale or shear)",
         ),
-        velocity_method(_SKINS[1], "velocity", "Velocity (DQS)", (0.2, 0.42, 0.72, 1.0)),
+        velocity_method(_SKINS[1], "velocity", "Velocity (DQS)", (0.2, 0.42, 0.72, 1.0), key="0"),
         velocity_method(_SKINS[0], "velocity_lbs", "Velocity (LBS)", (0.7, 0.3, 0.18, 1.0)),
     )
 }

@@ -9,9 +9,11 @@ import numpy as np
 from ... import dq, procedural, reference
 from ... import methods as registry
 from ...engine.drawables import Instance
+from ...engine.passes import MOTION_STEP
 from ...engine.renderer import Renderer
 from ...methods import DIFF, select_methods
-from .common import methods_label, offsets, renderer_method, rest_inputs, tint
+from ..compare import rest_inputs
+from .common import methods_label, offsets, renderer_method, tint
 
 
 def _upright(x: float) -> np.ndarray:
@@ -58,6 +60,8 @@ class CandyWrapperScene:
         self.bend = 0.0
         self.period = float(period)
         self.phase = 0.0  # seconds into the back-and-forth
+        #: velocity skinning's copies: their velocities times this (the viewer's V keys)
+        self.motion_scale = 1.0
         self.show(methods)
         renderer.frame_scene()
         renderer.camera.orbit(0.35, 0.25)
@@ -71,10 +75,10 @@ class CandyWrapperScene:
             bone_count=2,
             method=drawn_by,
             color=tint(method),
-            **rest_inputs(drawn_by, 2),
+            inputs=rest_inputs(drawn_by, self.mesh, 2),
         )
         if getattr(self, "twist", 0.0) or getattr(self, "bend", 0.0):
-            inst.set_pose(self.pose())
+            inst.set_pose(self.pose(), **self._motion(inst))
 
     def show(self, methods: str) -> None:
         """The methods of ``methods`` (see :func:`parse_methods`) side by side."""
@@ -116,13 +120,26 @@ class CandyWrapperScene:
         (:func:`~vkdqs.procedural.bend_pose`)."""
         return procedural.bend_pose(self.bend) @ procedural.twist_pose(self.twist)
 
+    def _motion(self, inst: Instance) -> dict[str, object]:
+        """``previous=`` and ``dt=`` for a copy that moves with the motion (velocity skinning):
+        the pose MOTION_STEP earlier on :meth:`update`'s twist, at its rate now (also while
+        paused or scrubbed), the velocities scaled by :attr:`motion_scale`; {} for the rest."""
+        if not inst.reads_motion:
+            return {}
+        omega = 2.0 * math.pi / self.period
+        rate = 90.0 * omega * math.sin(omega * self.phase)  # degrees a second
+        before = procedural.bend_pose(self.bend) @ procedural.twist_pose(
+            self.twist - rate * MOTION_STEP
+        )
+        return {"previous": before, "dt": MOTION_STEP / self.motion_scale}
+
     def set_twist(self, degrees: float) -> None:
         """Pose every copy twisted ``degrees`` about the cylinder's axis (the bend stays) and
         colour the "diff" copy again when it is shown."""
         self.twist = float(degrees)
         pose = self.pose()
         for inst in self.instances.values():
-            inst.set_pose(pose)
+            inst.set_pose(pose, **self._motion(inst))
         if DIFF in self.shown_methods:
             self._update_diff()
 

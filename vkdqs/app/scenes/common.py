@@ -45,14 +45,6 @@ def methods_label(shown: tuple[str, ...]) -> str:
     return " | ".join(registry.label(m) for m in shown) + " (left to right)"
 
 
-def rest_inputs(method: str, bone_count: int) -> dict[str, np.ndarray]:
-    """What a method needs of a skeleton whose bones rest at the identity (the candy wrapper):
-    identity rest frames for the methods that need them."""
-    if "rest_matrices" not in registry.get(method).needs:
-        return {}
-    return {"rest_matrices": np.tile(np.eye(4), (bone_count, 1, 1))}
-
-
 def offsets(shown: tuple[str, ...], spacing: float) -> dict[str, float]:
     """Offset of each method's copy along the placement axis: side by side, centred,
     ``spacing`` apart."""

@@ -11,6 +11,7 @@ import numpy as np
 from ... import dq, reference
 from ... import methods as registry
 from ...engine.drawables import SINGULAR_DET, Instance, RenderMesh
+from ...engine.passes import MOTION_STEP
 from ...engine.renderer import Renderer
 from ...errors import InputError
 from ...gltf.parts import ScenePart, scene_parts, skin_matrices, skinning_inputs
@@ -143,6 +144,8 @@ class GltfScenePlayer:
         self.scene = scene
         self.gap = float(gap)
         self.time = 0.0
+        #: velocity skinning's copies: their velocities times this (the viewer's V keys)
+        self.motion_scale = 1.0
         self.methods = check_methods(methods)
         if animation == 0 and not scene.animations:
             animation = None
@@ -253,6 +256,10 @@ class GltfScenePlayer:
         glob = self.scene.node_global_matrices(self.animation, time)
         joint_matrices = skin_matrices(self.scene, self._skins, glob)
         shown = self._shown()
+        before = None  # the joints MOTION_STEP earlier, for copies that move with the motion
+        if any(i.reads_motion for d in self.draws for m, i in d.instances.items() if m in shown):
+            earlier = self.scene.node_global_matrices(self.animation, time - MOTION_STEP)
+            before = skin_matrices(self.scene, self._skins, earlier)
         for draw in self.draws:  # over parts; the work inside is whole arrays
             weights = self._morph_weights(draw, time)
             for method in shown:
@@ -265,7 +272,11 @@ class GltfScenePlayer:
                         if weights is not None:  # unskinned morphing parts (faces)
                             inst.set_pose(_RIGID_POSE, morph_weights=weights)
                 else:
-                    self._set_pose(inst, draw.skin, joint_matrices[draw.skin], weights)
+                    motion = {}
+                    if before is not None and inst.reads_motion:
+                        dt = MOTION_STEP / self.motion_scale
+                        motion = {"previous": before[draw.skin], "dt": dt}
+                    self._set_pose(inst, draw.skin, joint_matrices[draw.skin], weights, motion)
         if DIFF in shown:
             self._update_diff(joint_matrices)
 
@@ -373,9 +384,10 @@ class GltfScenePlayer:
         skin: int,
         matrices: np.ndarray,
         weights: np.ndarray | None = None,
+        motion: dict | None = None,
     ) -> None:
         try:
-            inst.set_pose(matrices, morph_weights=weights)
+            inst.set_pose(matrices, morph_weights=weights, **(motion or {}))
         except InputError as exc:
             takes = [m.name for m in registry.shown() if m.check(matrices) is None]
             raise InputError(

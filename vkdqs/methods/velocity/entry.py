@@ -29,12 +29,17 @@ def reference_skin(p, n, j, w, bones, *, velocity, base, motion=(None, None), **
 
 
 def velocity_method(
-    skin: Any, name: str, label: str, color: tuple[float, float, float, float]
+    skin: Any,
+    name: str,
+    label: str,
+    color: tuple[float, float, float, float],
+    key: str | None = None,
 ) -> Any:
     """Velocity skinning over the method ``skin`` (a :class:`vkdqs.methods.SkinningMethod`).
 
     Its shaders, pose packing and capability rule, then velocity.comp's pass (compute path only:
-    renderer instances draw it by "compute, then draw"; no crowds, boxes or USD).
+    renderer instances draw it by "compute, then draw"; no crowds, boxes or USD). Shown in
+    scenes where it has a viewer ``key``; chosen by name only where not.
     """
     return dataclasses.replace(
         skin,
@@ -48,8 +53,8 @@ def velocity_method(
         paths=("compute",),
         crowds=False,
         crowd_scale=False,
-        shown=False,
-        key=None,
+        shown=key is not None,
+        key=key,
         box_rule=None,
         usdskel=None,
         base=skin.name,

@@ -34,14 +34,14 @@ SHADER = "velocity.comp"
 def joint_texels(rig, motion: PoseMotion) -> np.ndarray:
     """(P, B, 4, 4) float32: velocity.comp's joint texels of each pose of ``motion``: (centre,
     parent), (linear velocity, floppy strength x bone weight), (angular velocity, squashy
-    strength x bone weight), (centre of mass, 0)."""
+    strength x bone weight), (centre of mass, 1 / the rig's length)."""
     m = joint_motion(rig, motion.bones, motion.previous, motion.dt)
     p, b = motion.bones.shape[:2]
     out = np.zeros((p, b, 4, 4), np.float32)
     out[..., 0, :3], out[..., 0, 3] = m.centers, rig.parents
     out[..., 1, :3], out[..., 1, 3] = m.linear, rig.floppy * rig.bone_floppy
     out[..., 2, :3], out[..., 2, 3] = m.angular, rig.squashy * rig.bone_squashy
-    out[..., 3, :3] = m.masses
+    out[..., 3, :3], out[..., 3, 3] = m.masses, 1.0 / rig.scale
     return out
 
 

@@ -13,17 +13,20 @@ chain's relative motions, :func:`joint_motion`), expressed in world space: a lin
 
 - floppy, linear: ``-f v_j`` (the vertex lags behind its bones);
 - floppy, angular: a rotation of ``p`` about the axis ``w_j`` through ``c_j`` by the angle
-  ``-f |w_j x (p - c_j)|`` (farther from the axis, more lag; at most ``max_angle``);
+  ``-f |w_j x (p - c_j)| / L`` (farther from the axis, more lag; at most ``max_angle``);
 - squashy, linear: the volume-preserving stretch ``T = R diag(1 + s, 1/sqrt(1 + s),
-  1/sqrt(1 + s)) R^T`` along ``v_j`` with ``s = q |v_j|``, about the joint's centre of mass
+  1/sqrt(1 + s)) R^T`` along ``v_j`` with ``s = q |v_j| / L``, about the joint's centre of mass
   ``m_j``: ``(T - I)(p - m_j)``;
 - squashy, angular: a stretch by ``1 + s`` along the point's direction of motion about the
   medial axis (``e = a x w``, ``a`` from ``c_j`` to ``m_j``), a squeeze by ``1 / (1 + s)``
-  across it, the medial axis kept (``det T = 1``), ``s = q |w_j x (m_j - c_j)|`` (the speed of
+  across it, the medial axis kept (``det T = 1``), ``s = q |w_j x (m_j - c_j)| / L`` (the speed of
   the centre of mass: one affine map a joint, so what one joint carries keeps its volume
   exactly; the authors' demo takes each vertex's speed, which changes the volume at first
   order), about ``p``'s foot on the medial axis.
 
+``L`` is the rig's length (:attr:`VelocityRig.scale`, by default the rest mesh's extent): speeds
+count in lengths of the character a second, so one set of strengths suits a character in
+centimetres and one in metres alike (the paper's strengths are per model).
 ``f`` and ``q`` are the floppy and squashy strengths times each vertex's weight and the
 influencing bone ``k``'s weight (:class:`VelocityRig`: a bone weight of 0 turns the effect off
 for what that bone carries). Joint ``j``'s centre of mass is that of the rest vertices weighted
@@ -58,10 +61,11 @@ __all__ = [
     "velocity_rig",
 ]
 
-#: Strengths (seconds: a velocity of 1 unit/s lags floppy vertices by 0.2 units) and the most a
-#: vertex's angular lag may turn it (radians), the defaults of :func:`velocity_rig`.
-DEFAULT_FLOPPY = 0.2
-DEFAULT_SQUASHY = 0.1
+#: Strengths (seconds: floppy vertices lag 0.1 s behind their bones' linear motion; a speed of
+#: one rig length a second stretches by 5 %) and the most a vertex's angular lag may turn it
+#: (radians), the defaults of :func:`velocity_rig`.
+DEFAULT_FLOPPY = 0.1
+DEFAULT_SQUASHY = 0.05
 DEFAULT_MAX_ANGLE = np.pi / 3
 
 
@@ -82,6 +86,9 @@ class VelocityRig:
         The strengths (seconds; 0 turns the effect off).
     max_angle : float
         The most the floppy angular lag turns a vertex (radians).
+    scale : float
+        The rig's length ``L`` (module docstring): angular lag and squash count speeds in
+        lengths a second.
     vertex_floppy, vertex_squashy : ndarray, float64, (N,)
         Each vertex's weight of each effect (default 1).
     bone_floppy, bone_squashy : ndarray, float64, (B,)
@@ -97,6 +104,7 @@ class VelocityRig:
     floppy: float
     squashy: float
     max_angle: float
+    scale: float
     vertex_floppy: NDArray[np.float64] = field(repr=False)
     vertex_squashy: NDArray[np.float64] = field(repr=False)
     bone_floppy: NDArray[np.float64] = field(repr=False)
@@ -150,6 +158,7 @@ def velocity_rig(
     floppy: float = DEFAULT_FLOPPY,
     squashy: float = DEFAULT_SQUASHY,
     max_angle: float = DEFAULT_MAX_ANGLE,
+    scale: float | None = None,
     vertex_floppy: ArrayLike | None = None,
     vertex_squashy: ArrayLike | None = None,
     bone_floppy: ArrayLike | None = None,
@@ -157,7 +166,8 @@ def velocity_rig(
 ) -> VelocityRig:
     """The :class:`VelocityRig` of ``mesh`` (a :class:`vkdqs.SkinnedMesh`) on a skeleton of
     ``parents`` (B,) and ``rest_matrices`` (B, 4, 4); weights default to 1 (a scalar weights
-    every vertex or bone alike)."""
+    every vertex or bone alike); ``scale``: the rig's length (default the rest mesh's extent,
+    1 for a mesh of one point)."""
     par = np.asarray(parents, dtype=np.int64).reshape(-1)
     b = len(par)
     chain = chains(par)
@@ -167,6 +177,10 @@ def velocity_rig(
     for name, value in (("floppy", floppy), ("squashy", squashy), ("max_angle", max_angle)):
         if not np.isfinite(value) or value < 0:
             raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
+    if scale is None:
+        scale = float(mesh.extent) or 1.0
+    if not np.isfinite(scale) or scale <= 0:
+        raise InputError(f"scale must be a finite length > 0, got {scale!r}")
     joints = np.asarray(mesh.joints, dtype=np.int64)
     if joints.size and int(joints.max()) >= b:
         raise InputError(f"the mesh's joints reach bone {int(joints.max())}; parents has {b}")
@@ -196,6 +210,7 @@ def velocity_rig(
         float(floppy),
         float(squashy),
         float(max_angle),
+        float(scale),
         _weights(vertex_floppy, n, "vertex_floppy"),
         _weights(vertex_squashy, n, "vertex_squashy"),
         _weights(bone_floppy, b, "bone_floppy"),
@@ -333,7 +348,7 @@ def _joint_terms(
     speed = np.linalg.norm(v, axis=1)
     moving = speed > 0
     u = np.divide(v, speed[:, None], out=np.zeros_like(v), where=moving[:, None])
-    s = q * speed
+    s = q * speed / rig.scale
     r = p - m
     along = np.sum(r * u, axis=1)
     out += (s * along)[:, None] * u + (1 / np.sqrt(1 + s) - 1)[:, None] * (r - along[:, None] * u)
@@ -345,7 +360,7 @@ def _joint_terms(
     x = p - c
     foot = c + np.sum(x * a, axis=1)[:, None] * a
     vel = np.linalg.norm(np.cross(w, x), axis=1)
-    angle = np.minimum(f * vel, rig.max_angle)
+    angle = np.minimum(f * vel / rig.scale, rig.max_angle)
     out += _rotate(a, -angle, p - foot) - (p - foot)
     medial = m - c
     length = np.linalg.norm(medial, axis=1)
@@ -355,7 +370,7 @@ def _joint_terms(
     ok = turning & (en > 1e-6) & (length > 0)
     e = np.divide(e, en[:, None], out=np.zeros_like(e), where=ok[:, None])
     k = np.cross(am, e)
-    s = np.where(ok, q * np.linalg.norm(np.cross(w, medial), axis=1), 0.0)
+    s = np.where(ok, q * np.linalg.norm(np.cross(w, medial), axis=1) / rig.scale, 0.0)
     y = x - np.sum(x * am, axis=1)[:, None] * am  # from the point's foot on the medial axis
     out += (s * np.sum(y * e, axis=1))[:, None] * e
     out += ((1 / (1 + s) - 1) * np.sum(y * k, axis=1))[:, None] * k
