@@ -11,7 +11,6 @@ shader is GLSL in this file, compiled by glslc and handed to the pass as SPIR-V 
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import subprocess
 
@@ -141,23 +140,15 @@ def _compile(source: str) -> bytes:
 def recipe():
     """The need and the method registered for this module's tests, then removed."""
     code = _compile(SHADER)
-    lbs = methods.get("lbs")
-    method = dataclasses.replace(
-        lbs,
+    # LBS's skinning, then the pass: compute path only, drawn by "compute, then draw"
+    method = methods.get("lbs").followed_by(
+        (lambda skinner, inputs: InflatePass(skinner, inputs, code),),
         name=NAME,
         label="LBS, inflated",
         summary="LBS, then each vertex moved along its normal",
+        color=methods.get("lbs").color,
         reference_skin=_reference,
         needs=frozenset({NEED}),
-        paths=("compute",),
-        crowds=False,
-        crowd_scale=False,
-        shown=False,
-        key=None,
-        box_rule=None,
-        usdskel=None,
-        base="lbs",
-        after=(lambda skinner, inputs: InflatePass(skinner, inputs, code),),
     )
     needs.register(Inflation())
     methods.register(method)
@@ -390,21 +381,13 @@ def _drift_reference(p, n, j, w, bones, *, base, motion, **kw):
 @pytest.fixture(scope="module")
 def drift():
     code = _compile(DRIFT_SHADER)
-    method = dataclasses.replace(
-        methods.get("lbs"),
+    method = methods.get("lbs").followed_by(
+        (lambda skinner, inputs: DriftPass(skinner, inputs, code),),
         name=DRIFT,
         label="LBS, drifting",
         summary="LBS, then the mesh trails its root's motion",
+        color=methods.get("lbs").color,
         reference_skin=_drift_reference,
-        paths=("compute",),
-        crowds=False,
-        crowd_scale=False,
-        shown=False,
-        key=None,
-        box_rule=None,
-        usdskel=None,
-        base="lbs",
-        after=(lambda skinner, inputs: DriftPass(skinner, inputs, code),),
     )
     methods.register(method)
     try:

@@ -325,3 +325,15 @@ def pack_lbs(bones: object, bone_count: int, *, batched: bool = False) -> np.nda
     _check_magnitude(arr[..., :3, :], batched, "a matrix entry")
     _check_affine(arr, batched)
     return np.ascontiguousarray(arr[..., :3, :], dtype=np.float32)
+
+
+def as_matrices(bones) -> np.ndarray:
+    """([P,] B, 4, 4) float64 matrices of ([P,] B, 4, 4) / (3, 4) matrices or (2, 4) DQs (the
+    poses the packers take, as the float64 references and the motion read them)."""
+    b = np.asarray(bones, dtype=np.float64)
+    if b.ndim >= 3 and b.shape[-2:] == (2, 4):
+        return dq.to_matrices(dq.normalize(b))
+    if b.ndim >= 3 and b.shape[-2:] == (3, 4):
+        bottom = np.broadcast_to([0.0, 0.0, 0.0, 1.0], (*b.shape[:-2], 1, 4))
+        return np.concatenate([b, bottom], axis=-2)
+    return b

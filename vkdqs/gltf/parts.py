@@ -166,12 +166,13 @@ def skinning_inputs(
     if "dqs_blend" in entry.needs and geometry.dqs_blend is None:
         geometry = geometry.with_dqs_blend(methods.DEFAULT_DQS_BLEND)
     extra: dict[str, object] = {}
-    if part.skin is None:
+    given = [needs_.NEEDS[name] for name in sorted(entry.needs)]
+    given = [need for need in given if need.keyword]
+    if part.skin is None or not given:
         return geometry, extra
     skin = file_skin(scene, part.skin)
-    for name in sorted(entry.needs):
-        need = needs_.NEEDS[name]
-        value = need.from_file(skin, geometry) if need.keyword else None
+    for need in given:
+        value = need.from_file(skin, geometry)
         if value is not None:
             extra[need.keyword] = value
     return geometry, extra

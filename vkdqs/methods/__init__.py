@@ -36,6 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import bones as packing
 from .. import dq, reference
+from ..bones import as_matrices
 from ..errors import InputError
 from . import needs as needs_
 from .needs import DDM_MAX_BONES, DDM_MAX_SLOTS, MethodInputs, check_ddm, check_delta_mush, load
@@ -396,6 +397,42 @@ class SkinningMethod:
             **values,
         )
 
+    def followed_by(
+        self,
+        after: tuple[object, ...],
+        *,
+        name: str,
+        label: str,
+        color: tuple[float, float, float, float],
+        summary: str,
+        reference_skin: Callable[..., tuple[NDArray, NDArray]],
+        needs: frozenset[str] = frozenset(),
+        key: str | None = None,
+    ) -> SkinningMethod:
+        """A new method: this one's skinning (its shaders, pose packing and capability rule; it
+        is the new one's ``base``) followed by the passes ``after`` (hooks, as
+        :attr:`after`), with ``needs`` besides this one's. Compute path only (renderer
+        instances draw it by "compute, then draw"); no crowds, box rule or USD export. Shown in
+        scenes where it has a viewer ``key``; chosen by name only where not."""
+        return dataclasses.replace(
+            self,
+            name=name,
+            label=label,
+            color=color,
+            summary=summary,
+            reference_skin=reference_skin,
+            needs=self.needs | needs,
+            paths=("compute",),
+            crowds=False,
+            crowd_scale=False,
+            shown=key is not None,
+            key=key,
+            box_rule=None,
+            usdskel=None,
+            base=self.name,
+            after=tuple(after),
+        )
+
     # -- what it accepts --------------------------------------------------------------------
 
     def check(self, skin: SkinTraits | ArrayLike, *, crowd: bool = False) -> str | None:
@@ -545,17 +582,6 @@ def _pack_blender(bones, bone_count, *, batched, allow_scale, rest_matrices):
 
 
 # -- float64 references (the same inputs as the packers) --------------------------------------
-
-
-def as_matrices(bones: ArrayLike) -> NDArray[np.float64]:
-    """([P,] B, 4, 4) float64 matrices of ([P,] B, 4, 4) / (3, 4) matrices or (2, 4) DQs."""
-    b = np.asarray(bones, dtype=np.float64)
-    if b.ndim >= 3 and b.shape[-2:] == (2, 4):
-        return dq.to_matrices(dq.normalize(b))
-    if b.ndim >= 3 and b.shape[-2:] == (3, 4):
-        bottom = np.broadcast_to([0.0, 0.0, 0.0, 1.0], (*b.shape[:-2], 1, 4))
-        return np.concatenate([b, bottom], axis=-2)
-    return b
 
 
 def _ref_dqs(p, n, j, w, bones, **_):
@@ -771,23 +797,15 @@ def _mushed(
     (drawn by "compute, then draw") where it has a viewer ``key``; chosen by name only where
     not."""
     skin = next(m for m in _SKINS if m.name == base)
-    return dataclasses.replace(
-        skin,
+    return skin.followed_by(
+        ("vkdqs.methods.delta_mush.passes:DeltaMushPasses.from_inputs",),
         name=name,
         label=label,
         color=color,
         summary=summary,
         reference_skin=_ref_delta_mush,
-        needs=skin.needs | {"delta_mush_data"},
-        paths=("compute",),
-        crowds=False,
-        crowd_scale=False,
-        shown=key is not None,
+        needs=frozenset({"delta_mush_data"}),
         key=key,
-        box_rule=None,
-        usdskel=None,
-        base=base,
-        after=("vkdqs.methods.delta_mush.passes:DeltaMushPasses.from_inputs",),
     )
 
 

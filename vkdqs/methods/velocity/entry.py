@@ -3,7 +3,6 @@ it (:func:`velocity_method`) and their float64 reference (:func:`reference_skin`
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from ...errors import InputError
@@ -17,7 +16,8 @@ PASS = "vkdqs.methods.velocity.passes:VelocityPass.from_inputs"
 def reference_skin(p, n, j, w, bones, *, velocity, base, motion=(None, None), **kw):
     """Its base's reference (``base``), then the skinned positions moved by the motion from
     ``motion`` = (previous pose, dt) (None: at rest); the base's normals."""
-    from .reference import as_matrices, joint_motion, velocity_deform
+    from ...bones import as_matrices
+    from .reference import joint_motion, velocity_deform
 
     if velocity is None:
         raise InputError("the velocity skinning reference needs the rig (velocity=)")
@@ -41,22 +41,14 @@ def velocity_method(
     renderer instances draw it by "compute, then draw"; no crowds, boxes or USD). Shown in
     scenes where it has a viewer ``key``; chosen by name only where not.
     """
-    return dataclasses.replace(
-        skin,
+    return skin.followed_by(
+        (PASS,),
         name=name,
         label=label,
         color=color,
         summary=f"velocity skinning (Rohmer et al. 2021) over {skin.label}: floppy and squashy "
         "secondary motion from the bones' velocities, in a compute pass",
         reference_skin=reference_skin,
-        needs=skin.needs | {"velocity_data"},
-        paths=("compute",),
-        crowds=False,
-        crowd_scale=False,
-        shown=key is not None,
+        needs=frozenset({"velocity_data"}),
         key=key,
-        box_rule=None,
-        usdskel=None,
-        base=skin.name,
-        after=(PASS,),
     )

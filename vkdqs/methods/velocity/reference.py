@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ... import dq
+from ...bones import as_matrices
 from ...errors import InputError
 
 __all__ = [
@@ -54,7 +54,6 @@ __all__ = [
     "DEFAULT_SQUASHY",
     "JointMotion",
     "VelocityRig",
-    "as_matrices",
     "chains",
     "joint_motion",
     "velocity_deform",
@@ -265,21 +264,8 @@ def _log(r: NDArray) -> NDArray:
     return out
 
 
-def as_matrices(bones: ArrayLike) -> NDArray[np.float64]:
-    """(..., B, 4, 4) float64 matrices of (..., B, 4, 4) / (3, 4) matrices or (2, 4) DQs."""
-    m = np.asarray(bones, dtype=np.float64)
-    if m.ndim >= 3 and m.shape[-2:] == (2, 4):
-        return dq.to_matrices(dq.normalize(m))
-    if m.ndim >= 3 and m.shape[-2:] == (3, 4):
-        bottom = np.broadcast_to([0.0, 0.0, 0.0, 1.0], (*m.shape[:-2], 1, 4))
-        return np.concatenate([m, bottom], axis=-2)
-    return m
-
-
 def _as_matrices(bones: ArrayLike, bone_count: int) -> NDArray[np.float64]:
-    m = np.asarray(bones, dtype=np.float64)
-    if m.shape[-2:] == (3, 4):
-        m = np.concatenate([m, np.broadcast_to([0.0, 0, 0, 1], (*m.shape[:-2], 1, 4))], axis=-2)
+    m = as_matrices(bones)
     if m.shape[-3:] != (bone_count, 4, 4):
         raise InputError(
             f"velocity skinning takes (…, {bone_count}, 4, 4) joint matrices, got {m.shape}"
