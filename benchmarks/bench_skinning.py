@@ -12,7 +12,8 @@ vertex layout (``Skinner(layout="lean")``: octahedral snorm16 normals, uint8 joi
 weights) beside the exact one, with the bytes a vertex each reads, end to end and GPU time alone
 (submit and wait of the recorded dispatch, the two layouts interleaved in each round). And
 velocity skinning over DQS (``skin(bones, previous=..., dt=...)``, a new pose and the one before
-it each call) against DQS alone, end to end and GPU time alone.
+it each call) against DQS alone, end to end and GPU time alone, on two skeletons over the same
+skinning: the tube's chain (up to 64 joints deep) and 8 limbs of 8 from one root (9 deep).
 
 Every configuration runs once per round, in the same process, after warm-up; the table reports
 the median over rounds, and the ratios (DQS/LBS, compute vs numpy) are medians of per-round
@@ -89,15 +90,24 @@ def bench_size(
     # velocity skinning over DQS: each call a new pose and the one before it, 1/60 s apart
     rest = np.repeat(np.eye(4)[None], BONES, axis=0)
     rest[:, 1, 3] = np.arange(BONES) * 10.0 / BONES  # the tube's bone heads
-    rig = velocity_rig(mesh, np.arange(BONES) - 1, rest)
-    velocity = Skinner(device, mesh, bone_count=BONES, method="velocity", inputs={"velocity": rig})
-    motion = itertools.cycle(list(zip(dq_poses, dq_poses[-1:] + dq_poses[:-1], strict=True)))
+    # two skeletons over the same skinning: the tube's chain (a joint's chain up to 64 deep, the
+    # worst case: the floppy turns walk it), and 8 limbs of 8 from one root (9 deep at most,
+    # a character's depth)
+    limbs = np.where(np.arange(BONES) % 8 == 0, 0, np.arange(BONES) - 1)
+    limbs[0] = -1
+    velocity = {}
+    for name, parents in (("velocity", np.arange(BONES) - 1), ("velocity limbs", limbs)):
+        rig = velocity_rig(mesh, parents, rest)
+        velocity[name] = Skinner(
+            device, mesh, bone_count=BONES, method="velocity", inputs={"velocity": rig}
+        )
+        motion = itertools.cycle(list(zip(dq_poses, dq_poses[-1:] + dq_poses[:-1], strict=True)))
 
-    def moving(s=velocity, c=motion):
-        now, before = next(c)
-        return s.skin(now, previous=before, dt=1 / 60)
+        def moving(s=velocity[name], c=motion):
+            now, before = next(c)
+            return s.skin(now, previous=before, dt=1 / 60)
 
-    calls[("compute", "velocity")] = moving
+        calls[("compute", name)] = moving
     calls[("numpy32", "dqs")] = lambda: reference.skin_dqs(*args, next(dq_cycle), dtype=np.float32)
     calls[("numpy32", "lbs")] = lambda: reference.skin_lbs(*args, next(mat_cycle), dtype=np.float32)
     if cor:
@@ -127,12 +137,16 @@ def bench_size(
                     _bench.timed(s._cmd.submit_and_wait)
                 )
     # velocity's GPU time alone against DQS's (the recorded submission: skinning + its pass)
-    moving()
+    for key in (("compute", "velocity"), ("compute", "velocity limbs")):
+        calls[key]()
     skinners[("compute", "dqs")].skin(dq_poses[0])
     for _ in range(3 * rounds):
-        for name, sk in (("velocity", velocity), ("dqs", skinners[("compute", "dqs")])):
+        for name, sk in (*velocity.items(), ("dqs", skinners[("compute", "dqs")])):
             gpu_layouts.setdefault(f"{name} gpu", []).append(_bench.timed(sk._cmd.submit_and_wait))
-    gpu_velocity = float(np.median(np.array(gpu_layouts["velocity gpu"]) / gpu_layouts["dqs gpu"]))
+    gpu_velocity = {
+        name: float(np.median(np.array(gpu_layouts[f"{name} gpu"]) / gpu_layouts["dqs gpu"]))
+        for name in velocity
+    }
     gpu_lean = {
         method: float(
             np.median(np.array(gpu_layouts[f"{method} lean"]) / gpu_layouts[f"{method} exact"])
@@ -158,7 +172,7 @@ def bench_size(
             "readback_ms": 1e3 * float(np.median(read)),
         }
     memory = device.memory_report()  # every Skinner of this size alive
-    for s in (*skinners.values(), *lean.values(), velocity):
+    for s in (*skinners.values(), *lean.values(), *velocity.values()):
         s.close()
 
     def med(key):
@@ -197,7 +211,11 @@ def bench_size(
             **extra,
             "compute dqs/lbs time": ratio(("compute", "dqs"), ("compute", "lbs")),
             "compute velocity/dqs time": ratio(("compute", "velocity"), ("compute", "dqs")),
-            "compute velocity/dqs GPU time": gpu_velocity,
+            "compute velocity/dqs GPU time": gpu_velocity["velocity"],
+            "compute velocity limbs/dqs time": ratio(
+                ("compute", "velocity limbs"), ("compute", "dqs")
+            ),
+            "compute velocity limbs/dqs GPU time": gpu_velocity["velocity limbs"],
             "compute dqs skin(bounds=True)/skin time": ratio(
                 ("compute", "dqs+box"), ("compute", "dqs")
             ),

@@ -36,7 +36,7 @@ def test_skinning_benchmark_smoke(tmp_path, device):
     assert res["n"] == 2000
     assert set(res["rows"]) == {
         f"{p}/{m}" for p in ("compute", "vertex", "numpy32") for m in ("dqs", "lbs", "cor")
-    } | {"compute/blend", "vertex/blend", "compute/velocity"} | {
+    } | {"compute/blend", "vertex/blend", "compute/velocity", "compute/velocity limbs"} | {
         f"compute/{m}{box}" for m in ("dqs", "lbs") for box in ("+box", " box only", " lean")
     }
     assert res["bytes_per_vertex"] == {"exact": 64, "lean": 32}
@@ -47,6 +47,7 @@ def test_skinning_benchmark_smoke(tmp_path, device):
     assert 0 < res["ratios"]["compute dqs bounds()/skin time"] < float("inf")
     assert 0 < res["ratios"]["compute velocity/dqs time"] < float("inf")
     assert 0 < res["ratios"]["compute velocity/dqs GPU time"] < float("inf")
+    assert 0 < res["ratios"]["compute velocity limbs/dqs GPU time"] < float("inf")
 
 
 def test_centers_benchmark_smoke(tmp_path, device):

@@ -209,3 +209,90 @@ def test_the_same_motion_in_other_units_deforms_alike(mesh):
     assert np.abs(out[0]).max() > 1e-3 * mesh.extent
     # SkinnedMesh keeps float32 positions: 100 x a position rounds (6e-8 relative), no worse
     np.testing.assert_allclose(out[1], 100 * out[0], rtol=0, atol=1e-7 * 100 * mesh.extent)
+
+
+def test_weights_scale_the_displacement(mesh):
+    """A vertex or bone weight of 1/2 halves what that effect moves (the effect is linear in
+    its weights)."""
+    rest = np.tile(np.eye(4), (2, 1, 1))
+    v, dt = np.array([0.5, 2.0, 0.0]), 0.01
+    now = np.stack([_move(v * dt) @ _turn(0.01), _move(v * dt) @ _turn(0.03, 2, (1.0, 0, 0))])
+    base = _skin(mesh, now)
+    full, half = (
+        _deform(
+            velocity_rig(mesh, PARENTS, _rest(), floppy=0.2, squashy=0.2, **kw), mesh, now, rest, dt
+        )
+        - base
+        for kw in ({}, {"vertex_floppy": 0.5, "vertex_squashy": 0.5})
+    )
+    assert np.abs(full).max() > 0.1
+    np.testing.assert_allclose(half, full / 2, rtol=0, atol=1e-12)
+    one, other = (
+        _deform(
+            velocity_rig(mesh, PARENTS, _rest(), floppy=0.2, squashy=0.0, **kw), mesh, now, rest, dt
+        )
+        - base
+        for kw in ({}, {"bone_floppy": [0.5, 0.5]})
+    )
+    np.testing.assert_allclose(other, one / 2, rtol=0, atol=1e-12)
+
+
+def _random_motion(seed, parents, n=400):
+    from vkdqs import dq
+
+    rng = np.random.default_rng(seed)
+    b = len(parents)
+    mesh = candy_wrapper()
+    rest = dq.to_matrices(dq.random_rigid(b, rng))
+    rig = velocity_rig(mesh, parents, rest, squashy=0.3)
+    now = dq.to_matrices(dq.random_rigid(b, rng))
+    step = dq.to_matrices(dq.random_rigid(b, rng, max_angle=0.2, max_translation=0.1))
+    return rig, joint_motion(rig, now, step @ now, 0.02), rng.normal(size=(n, 3))
+
+
+def test_the_squash_of_a_chain_is_the_sum_of_its_joints_affine_maps():
+    """What the GPU pass folds on the host: squash_maps is each joint's squashy part as an
+    affine map, and chain_sums sums them over each bone's chain (float64, to rounding)."""
+    from vkdqs.methods.velocity.reference import _joint_terms, chain_sums, squash_maps
+
+    parents = np.array([-1, 0, 1, 1, -1, 4, 5, 2])
+    rig, motion, points = _random_motion(3, parents)
+    maps = squash_maps(rig, motion)
+    chain = chains(parents)
+    summed = chain_sums(parents, maps, axis=-3)
+    for bone in range(len(parents)):
+        want = np.zeros_like(points)
+        for j in chain[bone][chain[bone] >= 0]:
+            joint = np.full(len(points), j)
+            _, squashy = _joint_terms(rig, motion, points, joint)
+            got = points @ maps[j, :, :3].T + maps[j, :, 3]
+            np.testing.assert_allclose(got, squashy, rtol=0, atol=1e-12 * np.abs(squashy).max())
+            want += squashy
+        assert np.abs(want).max() > 1e-3
+        got = points @ summed[bone, :, :3].T + summed[bone, :, 3]
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
+    np.testing.assert_allclose(
+        chain_sums(parents, motion.linear, axis=-2)[7],
+        motion.linear[[7, 2, 1, 0]].sum(axis=0),
+        rtol=1e-14,
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_subtree_ranges_tell_ancestors(seed):
+    from vkdqs.methods.velocity.reference import subtree_ranges
+
+    rng = np.random.default_rng(seed)
+    b = 40
+    parents = np.array([-1] + [int(rng.integers(-1, j)) for j in range(1, b)])
+    order = rng.permutation(b)  # parents after children too
+    inverse = np.argsort(order)
+    parents = np.where(parents[order] >= 0, inverse[np.maximum(parents[order], 0)], -1)
+    chain = chains(parents)
+    ranges = subtree_ranges(parents)
+    above = np.zeros((b, b), bool)  # above[j, k]: j is k or an ancestor of k
+    for k in range(b):
+        above[chain[k][chain[k] >= 0], k] = True
+    first, end = ranges[:, 0], ranges[:, 1]
+    np.testing.assert_array_equal((first[:, None] <= first) & (first < end[:, None]), above)
+    assert sorted(first) == list(range(b))

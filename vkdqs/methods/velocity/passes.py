@@ -5,9 +5,10 @@ joints' motion the Skinner hands it before each submission (``Skinner.skin(bones
 previous=, dt=)``: :meth:`VelocityPass.motion`).
 
 The mesh's joints, weights and per-vertex weights are uploaded once (the pass's own texel
-buffers); each chunk's joints (4 rgba32f texels a joint and pose) are written to a host-visible
-buffer the recorded dispatches read. Every Vulkan object is the Skinner's, destroyed by its
-``close``.
+buffers); each chunk's joints (6 rgba32f texels a joint and pose) are written to a host-visible
+buffer the recorded dispatches read (:func:`joint_texels`: a chain's squash and linear lag
+folded into one affine map a bone, so the shader walks only the floppy turns). Every Vulkan
+object is the Skinner's, destroyed by its ``close``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from ... import shader_interface as si
 from ...gpu import Buffer, BufferView, ComputePass, compute_barrier, texel_buffer
 from ...gpu.calls import vk
-from .reference import joint_motion
+from .reference import chain_sums, joint_motion, squash_maps, subtree_ranges
 
 if TYPE_CHECKING:
     from ...engine.passes import PassTarget, PoseMotion
@@ -32,17 +33,34 @@ SHADER = "velocity.comp"
 
 
 def joint_texels(rig, motion: PoseMotion) -> np.ndarray:
-    """(P, B, 4, 4) float32: velocity.comp's joint texels of each pose of ``motion``: (centre,
-    parent), (linear velocity, floppy strength x bone weight), (angular velocity, squashy
-    strength x bone weight), (centre of mass, 1 / the rig's length)."""
+    """(P, B, 6, 4) float32: velocity.comp's joint texels of each pose of ``motion``, the
+    joints in a depth-first order (joint ``k`` at ``subtree_ranges(rig.parents)[k, 0]``: a
+    joint's subtree is then the range from it to its ``end``).
+
+    The floppy turn, walked once a joint of a vertex's chains: (centre, parent), (unit axis
+    times the floppy strength times the angular speed / the rig's length, the end of the
+    joint's subtree). A chain's linear parts, folded on the host (float64, then rounded): (the
+    floppy lag of the bone's chain times the bone's floppy weight, that weight), and the rows
+    of the sum of the chain's squash maps
+    (:func:`~vkdqs.methods.velocity.reference.squash_maps`) times the bone's squashy weight.
+    """
     m = joint_motion(rig, motion.bones, motion.previous, motion.dt)
     p, b = motion.bones.shape[:2]
-    out = np.zeros((p, b, 4, 4), np.float32)
-    out[..., 0, :3], out[..., 0, 3] = m.centers, rig.parents
-    out[..., 1, :3], out[..., 1, 3] = m.linear, rig.floppy * rig.bone_floppy
-    out[..., 2, :3], out[..., 2, 3] = m.angular, rig.squashy * rig.bone_squashy
-    out[..., 3, :3], out[..., 3, 3] = m.masses, 1.0 / rig.scale
-    return out
+    ranges = subtree_ranges(rig.parents)
+    first = ranges[:, 0]
+    out = np.zeros((p, b, si.VELOCITY_JOINT_TEXELS, 4), np.float32)
+    out[..., 0, :3] = m.centers
+    out[..., 0, 3] = np.where(rig.parents >= 0, first[np.maximum(rig.parents, 0)], -1)
+    out[..., 1, :3] = m.angular * (rig.floppy / rig.scale)
+    out[..., 1, 3] = ranges[:, 1]
+    lag = chain_sums(rig.parents, m.linear, axis=-2)
+    out[..., 2, :3] = -rig.floppy * rig.bone_floppy[:, None] * lag
+    out[..., 2, 3] = rig.bone_floppy
+    squash = chain_sums(rig.parents, squash_maps(rig, m), axis=-3)
+    out[..., 3:6, :] = rig.bone_squashy[:, None, None] * squash
+    placed = np.empty_like(out)
+    placed[:, first] = out
+    return placed
 
 
 class VelocityPass:
@@ -59,7 +77,8 @@ class VelocityPass:
         n, slots = mesh.vertex_count, mesh.slots
         joints = np.zeros((n, slots), np.uint32)
         weights = np.zeros((n, slots), np.float32)
-        joints[:, : mesh.joints.shape[1]] = mesh.joints
+        # the joints in velocity.comp's depth-first order (joint_texels)
+        joints[:, : mesh.joints.shape[1]] = subtree_ranges(rig.parents)[mesh.joints, 0]
         weights[:, : mesh.weights.shape[1]] = mesh.weights
         own = np.zeros((n, 4), np.float32)
         own[:, 0], own[:, 1] = rig.vertex_floppy, rig.vertex_squashy

@@ -27,9 +27,14 @@ chain's relative motions, :func:`joint_motion`), expressed in world space: a lin
 ``L`` is the rig's length (:attr:`VelocityRig.scale`, by default the rest mesh's extent): speeds
 count in lengths of the character a second, so one set of strengths suits a character in
 centimetres and one in metres alike (the paper's strengths are per model).
-``f`` and ``q`` are the floppy and squashy strengths times each vertex's weight and the
-influencing bone ``k``'s weight (:class:`VelocityRig`: a bone weight of 0 turns the effect off
-for what that bone carries). Joint ``j``'s centre of mass is that of the rest vertices weighted
+``f`` and ``q`` are the rig's floppy and squashy strengths. Each vertex's weights and the
+influencing bone ``k``'s weights (:class:`VelocityRig`) scale the floppy and the squashy
+displacements of ``k``'s chain: a bone weight of 0 turns the effect off for what that bone
+carries, a weight of 1/2 halves it. (Weights scale the displacement, not the strength inside
+its terms: the effect is then linear in the weights, and each joint's terms are the same for
+every vertex, which lets the GPU pass fold the squash and the linear lag of a whole chain into
+one affine map a bone, :func:`squash_maps`, and walk each joint of a vertex's chains once.)
+Joint ``j``'s centre of mass is that of the rest vertices weighted
 by their weights to ``j`` and its descendants, carried rigidly by ``j``'s skinning matrix. The
 normals are the base method's (the paper recomputes them from the mesh; a per-vertex
 deformer has no neighbours).
@@ -54,8 +59,11 @@ __all__ = [
     "DEFAULT_SQUASHY",
     "JointMotion",
     "VelocityRig",
+    "chain_sums",
     "chains",
     "joint_motion",
+    "squash_maps",
+    "subtree_ranges",
     "velocity_deform",
     "velocity_rig",
 ]
@@ -323,21 +331,23 @@ def _rotate(axis: NDArray, angle: NDArray, u: NDArray) -> NDArray:
 
 
 def _joint_terms(
-    rig: VelocityRig, motion: JointMotion, p: NDArray, j: NDArray, f: NDArray, q: NDArray
-) -> NDArray:
-    """``d_j(p)`` of joints ``j`` (M,) at points ``p`` (M, 3), floppy strength ``f`` and
-    squashy ``q`` (M,) (float64)."""
+    rig: VelocityRig, motion: JointMotion, p: NDArray, j: NDArray
+) -> tuple[NDArray, NDArray]:
+    """``d_j(p)``'s floppy and squashy parts, each (M, 3), of joints ``j`` (M,) at points ``p``
+    (M, 3), the rig's strengths (float64)."""
+    f, q = rig.floppy, rig.squashy
     c, v, w, m = (x[j] for x in (motion.centers, motion.linear, motion.angular, motion.masses))
-    out = np.zeros_like(p)
     # linear: floppy lag, and the volume-preserving stretch along v about the centre of mass
-    out -= f[:, None] * v
+    floppy = -f * v
     speed = np.linalg.norm(v, axis=1)
     moving = speed > 0
     u = np.divide(v, speed[:, None], out=np.zeros_like(v), where=moving[:, None])
     s = q * speed / rig.scale
     r = p - m
     along = np.sum(r * u, axis=1)
-    out += (s * along)[:, None] * u + (1 / np.sqrt(1 + s) - 1)[:, None] * (r - along[:, None] * u)
+    squashy = (s * along)[:, None] * u + (1 / np.sqrt(1 + s) - 1)[:, None] * (
+        r - along[:, None] * u
+    )
     # angular: floppy rotation about the axis through the joint, and the stretch along the
     # point's motion about the medial axis
     rate = np.linalg.norm(w, axis=1)
@@ -347,7 +357,7 @@ def _joint_terms(
     foot = c + np.sum(x * a, axis=1)[:, None] * a
     vel = np.linalg.norm(np.cross(w, x), axis=1)
     angle = np.minimum(f * vel / rig.scale, rig.max_angle)
-    out += _rotate(a, -angle, p - foot) - (p - foot)
+    floppy = floppy + _rotate(a, -angle, p - foot) - (p - foot)
     medial = m - c
     length = np.linalg.norm(medial, axis=1)
     am = np.divide(medial, length[:, None], out=np.zeros_like(medial), where=length[:, None] > 0)
@@ -358,9 +368,72 @@ def _joint_terms(
     k = np.cross(am, e)
     s = np.where(ok, q * np.linalg.norm(np.cross(w, medial), axis=1) / rig.scale, 0.0)
     y = x - np.sum(x * am, axis=1)[:, None] * am  # from the point's foot on the medial axis
-    out += (s * np.sum(y * e, axis=1))[:, None] * e
-    out += ((1 / (1 + s) - 1) * np.sum(y * k, axis=1))[:, None] * k
+    squashy = squashy + (s * np.sum(y * e, axis=1))[:, None] * e
+    squashy = squashy + ((1 / (1 + s) - 1) * np.sum(y * k, axis=1))[:, None] * k
+    return floppy, squashy
+
+
+def squash_maps(rig: VelocityRig, motion: JointMotion) -> NDArray[np.float64]:
+    """(..., B, 3, 4): each joint's squashy part of ``d_j`` as an affine map of the point
+    (``d = M[:, :3] p + M[:, 3]``): both squashes are linear in ``p`` about a point that is the
+    same for every vertex (the centre of mass; the joint, the medial axis's directions being
+    perpendicular to it), so a chain's squash is the sum of its joints' maps."""
+    c, v, w, m = motion.centers, motion.linear, motion.angular, motion.masses
+    eye = np.eye(3)
+
+    def unit(x: NDArray) -> tuple[NDArray, NDArray]:
+        n = np.linalg.norm(x, axis=-1)
+        return np.divide(x, n[..., None], out=np.zeros_like(x), where=n[..., None] > 0), n
+
+    def outer(x: NDArray) -> NDArray:
+        return x[..., :, None] * x[..., None, :]
+
+    u, speed = unit(v)
+    s = rig.squashy * speed / rig.scale
+    uu = outer(u)
+    linear = s[..., None, None] * uu + (1 / np.sqrt(1 + s) - 1)[..., None, None] * (eye - uu)
+    a, rate = unit(w)
+    am, length = unit(m - c)
+    e, en = unit(np.cross(am, a))
+    ok = (rate > 0) & (en > 1e-6) & (length > 0)
+    e = np.where(ok[..., None], e, 0.0)
+    k = np.cross(am, e)
+    s = np.where(ok, rig.squashy * np.linalg.norm(np.cross(w, m - c), axis=-1) / rig.scale, 0.0)
+    angular = s[..., None, None] * outer(e) + (1 / (1 + s) - 1)[..., None, None] * outer(k)
+    out = np.empty((*c.shape[:-1], 3, 4))
+    out[..., :3] = linear + angular
+    out[..., 3] = -np.einsum("...ij,...j->...i", linear, m) - np.einsum(
+        "...ij,...j->...i", angular, c
+    )
     return out
+
+
+def chain_sums(parents: ArrayLike, values: ArrayLike, axis: int) -> NDArray[np.float64]:
+    """``values`` summed over each bone's chain (itself, its parent, ... its root) along their
+    bones' ``axis`` (float64, the shape of ``values``)."""
+    chain = chains(parents)
+    x = np.moveaxis(np.asarray(values, dtype=np.float64), axis, 0)
+    if len(x) != len(chain):
+        raise InputError(f"values have {len(x)} bones along axis {axis}; parents {len(chain)}")
+    live = (chain >= 0).reshape(chain.shape + (1,) * (x.ndim - 1))
+    summed = np.where(live, x[np.maximum(chain, 0)], 0.0).sum(axis=1)
+    return np.moveaxis(summed, 0, axis)
+
+
+def subtree_ranges(parents: ArrayLike) -> NDArray[np.int64]:
+    """(B, 2): each bone's range ``[first, end)`` in a depth-first order of the forest: bone
+    ``j`` is ``k`` or an ancestor of ``k`` exactly where ``first[j] <= first[k] < end[j]``."""
+    chain = chains(parents)
+    b, d = chain.shape
+    depth = (chain >= 0).sum(axis=1)
+    col = np.arange(d)
+    back = np.clip(depth[:, None] - 1 - col, 0, d - 1)
+    path = np.where(col < depth[:, None], np.take_along_axis(chain, back, axis=1), -1)
+    order = np.lexsort(path.T[::-1])  # root-first paths: a bone, then its subtree
+    first = np.empty(b, np.int64)
+    first[order] = np.arange(b)
+    size = np.bincount(chain[chain >= 0], minlength=b)
+    return np.stack([first, first + size], axis=1)
 
 
 def velocity_deform(
@@ -381,15 +454,16 @@ def velocity_deform(
     n = len(p)
     for s in range(jt.shape[1]):  # a slot, then a level of its chains: every vertex at once
         bone = jt[:, s]
-        f = rig.floppy * rig.vertex_floppy * rig.bone_floppy[bone]
-        q = rig.squashy * rig.vertex_squashy * rig.bone_squashy[bone]
+        f = rig.vertex_floppy * rig.bone_floppy[bone]
+        q = rig.vertex_squashy * rig.bone_squashy[bone]
         for level in range(chain.shape[1]):
             joint = chain[bone, level]
             live = (joint >= 0) & (wt[:, s] > 0)
             if not live.any():
                 continue
             idx = np.flatnonzero(live)
-            d = _joint_terms(rig, motion, p[idx], joint[idx], f[idx], q[idx])
+            floppy, squashy = _joint_terms(rig, motion, p[idx], joint[idx])
+            d = f[idx, None] * floppy + q[idx, None] * squashy
             out[idx] += wt[idx, s, None] * d
     assert out.shape == (n, 3)
     return out
