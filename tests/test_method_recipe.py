@@ -23,7 +23,7 @@ from vkdqs.baking import driver
 from vkdqs.errors import InputError
 from vkdqs.gltf import load_gltf
 from vkdqs.gltf.parts import scene_parts
-from vkdqs.gpu import Buffer, BufferView, ComputePass, compute_barrier, texel_buffer
+from vkdqs.gpu import ComputePass, HostTexels, compute_barrier, texel_buffer
 from vkdqs.gpu.calls import vk
 from vkdqs.methods import needs
 from vkdqs.shader_interface import Binding, DescriptorType, Stage
@@ -326,40 +326,22 @@ class DriftPass:
             skinner, skinner.pipelines, "drift.comp", BINDINGS, 12, code=code
         )
         self.pipeline = self.compute.pipeline()
-        self.offsets = self.view = None
-        self.capacity, self.written = 0, -1
-
-    def _ensure(self, poses: int) -> None:
-        if poses <= self.capacity:
-            return
-        if self.offsets is not None:
-            self.skinner.device.wait_idle()
-            self.skinner.release(self.view)
-            self.skinner.release(self.offsets)
-        usage = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-        self.offsets = self.skinner.own(
-            Buffer(self.skinner.device, 16 * poses, usage, label="drift")
-        )
-        fmt = vk.VK_FORMAT_R32G32B32A32_SFLOAT
-        self.view = self.skinner.own(
-            BufferView(self.skinner.device, self.offsets, fmt, label="drift")
-        )
-        self.capacity, self.written = poses, -1
+        self.offsets = HostTexels(skinner, vk.VK_FORMAT_R32G32B32A32_SFLOAT, 16, "drift")
+        self.written = -1
 
     def motion(self, motion) -> None:
         offsets = np.zeros((len(motion.bones), 4), np.float32)
         if motion.previous is not None:
             moved = motion.bones[:, 0, :3, 3] - motion.previous[:, 0, :3, 3]
             offsets[:, :3] = -LAG * moved / motion.dt
-        self._ensure(len(offsets))
-        self.offsets.write(offsets.reshape(-1))
+        self.offsets.ensure(len(offsets))
+        self.offsets.write(offsets)
 
     def record(self, cmd, target) -> None:
         if not target.writes_vertices:
             return
-        self._ensure(target.poses)
-        if self.written != target.generation:
-            self.compute.write({0: target.vertices, 1: self.view})
+        if self.offsets.ensure(target.poses) or self.written != target.generation:
+            self.compute.write({0: target.vertices, 1: self.offsets.view})
             self.written = target.generation
         compute_barrier(cmd)
         self.compute.begin(cmd)

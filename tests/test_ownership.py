@@ -238,3 +238,28 @@ def test_closed_objects_do_not_warn(fresh_device):
         skinner.close()
         del skinner
         gc.collect()
+
+
+def test_host_texels_grow_and_belong_to_their_owner(device):
+    """A pass's host-written texel buffer: ensure() grows it (saying so, so a set points at the
+    new view), releases the old objects at once, refuses a write that does not fit, and the
+    owner's close() destroys what is left."""
+    from vkdqs.gpu import HostTexels
+    from vkdqs.gpu.calls import vk
+
+    with Skinner(device, procedural.candy_wrapper(), bone_count=2) as owner:
+        texels = HostTexels(owner, vk.VK_FORMAT_R32G32B32A32_SFLOAT, 16, "per-pose data")
+        with pytest.raises(ValueError, match="ensure"):
+            texels.write(np.zeros(4, np.float32))
+        assert texels.ensure(3) and texels.capacity == 3
+        first, view = texels.buffer, texels.view
+        assert not texels.ensure(2)
+        texels.write(np.arange(12, dtype=np.float32))
+        np.testing.assert_array_equal(first.read(np.float32, 12), np.arange(12))
+        with pytest.raises(ValueError, match="do not fit"):
+            texels.write(np.zeros(16, np.float32))
+        assert texels.ensure(5) and texels.view is not view
+        assert first.destroyed and view.destroyed
+        kept = texels.buffer
+        assert not kept.destroyed
+    assert kept.destroyed and texels.view.destroyed

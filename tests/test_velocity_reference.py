@@ -259,7 +259,7 @@ def test_the_squash_of_a_chain_is_the_sum_of_its_joints_affine_maps():
     rig, motion, points = _random_motion(3, parents)
     maps = squash_maps(rig, motion)
     chain = chains(parents)
-    summed = chain_sums(parents, maps, axis=-3)
+    summed = chain_sums(chain, maps, axis=-3)
     for bone in range(len(parents)):
         want = np.zeros_like(points)
         for j in chain[bone][chain[bone] >= 0]:
@@ -272,7 +272,7 @@ def test_the_squash_of_a_chain_is_the_sum_of_its_joints_affine_maps():
         got = points @ summed[bone, :, :3].T + summed[bone, :, 3]
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
     np.testing.assert_allclose(
-        chain_sums(parents, motion.linear, axis=-2)[7],
+        chain_sums(chain, motion.linear, axis=-2)[7],
         motion.linear[[7, 2, 1, 0]].sum(axis=0),
         rtol=1e-14,
     )

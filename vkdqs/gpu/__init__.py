@@ -35,6 +35,7 @@ from .descriptors import (
     write_descriptors,
 )
 from .device import VALIDATION_LAYER, Device, DeviceInfo, ValidationMessage, available_layers
+from .host_texels import HostTexels
 from .images import GpuSampler, Image, ImageView, Texture, can_blit_mips, pick_depth_format
 from .memory import (
     Buffer,
@@ -82,6 +83,7 @@ __all__ = [
     "GpuSampler",
     "GraphicsPipeline",
     "GraphicsPipelineDesc",
+    "HostTexels",
     "Image",
     "ImageView",
     "ImageWrite",

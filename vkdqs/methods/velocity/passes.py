@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ... import shader_interface as si
-from ...gpu import Buffer, BufferView, ComputePass, compute_barrier, texel_buffer
-from ...gpu.calls import vk
-from .reference import chain_sums, joint_motion, squash_maps, subtree_ranges
+from ...gpu import ComputePass, HostTexels, compute_barrier, texel_buffer
+from .reference import chain_sums, joint_motion, squash_maps
 
 if TYPE_CHECKING:
     from ...engine.passes import PassTarget, PoseMotion
@@ -34,7 +33,7 @@ SHADER = "velocity.comp"
 
 def joint_texels(rig, motion: PoseMotion) -> np.ndarray:
     """(P, B, 6, 4) float32: velocity.comp's joint texels of each pose of ``motion``, the
-    joints in a depth-first order (joint ``k`` at ``subtree_ranges(rig.parents)[k, 0]``: a
+    joints in a depth-first order (joint ``k`` at ``rig.subtree_ranges[k, 0]``: a
     joint's subtree is then the range from it to its ``end``).
 
     The floppy turn, walked once a joint of a vertex's chains: (centre, parent), (unit axis
@@ -46,17 +45,17 @@ def joint_texels(rig, motion: PoseMotion) -> np.ndarray:
     """
     m = joint_motion(rig, motion.bones, motion.previous, motion.dt)
     p, b = motion.bones.shape[:2]
-    ranges = subtree_ranges(rig.parents)
+    ranges = rig.subtree_ranges
     first = ranges[:, 0]
     out = np.zeros((p, b, si.VELOCITY_JOINT_TEXELS, 4), np.float32)
     out[..., 0, :3] = m.centers
     out[..., 0, 3] = np.where(rig.parents >= 0, first[np.maximum(rig.parents, 0)], -1)
     out[..., 1, :3] = m.angular * (rig.floppy / rig.scale)
     out[..., 1, 3] = ranges[:, 1]
-    lag = chain_sums(rig.parents, m.linear, axis=-2)
+    lag = chain_sums(rig.chains, m.linear, axis=-2)
     out[..., 2, :3] = -rig.floppy * rig.bone_floppy[:, None] * lag
     out[..., 2, 3] = rig.bone_floppy
-    squash = chain_sums(rig.parents, squash_maps(rig, m), axis=-3)
+    squash = chain_sums(rig.chains, squash_maps(rig, m), axis=-3)
     out[..., 3:6, :] = rig.bone_squashy[:, None, None] * squash
     placed = np.empty_like(out)
     placed[:, first] = out
@@ -78,7 +77,7 @@ class VelocityPass:
         joints = np.zeros((n, slots), np.uint32)
         weights = np.zeros((n, slots), np.float32)
         # the joints in velocity.comp's depth-first order (joint_texels)
-        joints[:, : mesh.joints.shape[1]] = subtree_ranges(rig.parents)[mesh.joints, 0]
+        joints[:, : mesh.joints.shape[1]] = rig.subtree_ranges[mesh.joints, 0]
         weights[:, : mesh.weights.shape[1]] = mesh.weights
         own = np.zeros((n, 4), np.float32)
         own[:, 0], own[:, 1] = rig.vertex_floppy, rig.vertex_squashy
@@ -99,60 +98,35 @@ class VelocityPass:
             skinner, skinner.pipelines, SHADER, si.VELOCITY_BINDINGS, si.VELOCITY_PUSH_BYTES
         )
         self.pipeline = self.compute.pipeline()
-        self.joints: Buffer | None = None
-        self.joints_view: BufferView | None = None
-        self.capacity = 0  # poses the joints buffer holds
+        self.joints = HostTexels(
+            skinner,
+            int(formats[si.VELOCITY_JOINTS]),
+            16,
+            label="velocity joints",
+        )
         self.written = -1  # the output generation the set points at
-        self.rest = np.zeros(0, np.float32)  # no motion: the joints' parents, zero velocities
 
     @classmethod
     def from_inputs(cls, skinner: Skinner, inputs: MethodInputs) -> VelocityPass:
         """The method's ``after`` hook."""
         return cls(skinner, inputs)
 
-    def _ensure(self, poses: int) -> None:
-        """A joints buffer of at least ``poses`` poses (the set then points at it again)."""
-        if poses <= self.capacity:
-            return
-        if self.joints is not None:
-            self.skinner.device.wait_idle()
-            self.skinner.release(self.joints_view)
-            self.skinner.release(self.joints)
-        b = self.rig.bone_count
-        size = poses * b * si.VELOCITY_JOINT_TEXELS * 16
-        usage = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
-        self.joints = self.skinner.own(
-            Buffer(self.skinner.device, size, usage, label="velocity joints")
-        )
-        self.joints_view = self.skinner.own(
-            BufferView(
-                self.skinner.device,
-                self.joints,
-                int(dict(si.VELOCITY_TEXELS)[si.VELOCITY_JOINTS]),
-                label="velocity joints",
-            )
-        )
-        self.capacity = poses
-        self.written = -1
-
     def motion(self, motion: PoseMotion) -> None:
         """Write the chunk's joints (its poses from slot 0) before its submission."""
-        if self.joints is None:  # nothing recorded that reads them (no vertices written)
+        if self.joints.view is None:  # nothing recorded that reads them (no vertices written)
             return
-        texels = joint_texels(self.rig, motion)
-        assert len(texels) <= self.capacity
-        self.joints.write(texels.reshape(-1))
+        self.joints.write(joint_texels(self.rig, motion))
 
     def record(self, cmd, target: PassTarget) -> None:
         """One dispatch a pose over its skinned positions, after a compute barrier."""
         if not target.writes_vertices:
             return
-        self._ensure(target.poses)
-        if self.written != target.generation:
+        texels = target.poses * self.rig.bone_count * si.VELOCITY_JOINT_TEXELS
+        if self.joints.ensure(texels) or self.written != target.generation:
             self.compute.write(
                 {
                     si.VELOCITY_VERTICES: target.vertices,
-                    si.VELOCITY_JOINTS: self.joints_view,
+                    si.VELOCITY_JOINTS: self.joints.view,
                     **self.views,
                 }
             )

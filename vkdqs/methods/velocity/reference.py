@@ -46,6 +46,7 @@ result is the base method's bits.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -123,10 +124,25 @@ class VelocityRig:
         """The bones of its skeleton."""
         return len(self.parents)
 
+    @cached_property
+    def chains(self) -> NDArray[np.int64]:
+        """(B, D): each bone's chain (:func:`chains`; read-only, computed once)."""
+        out = chains(self.parents)
+        out.flags.writeable = False
+        return out
+
+    @cached_property
+    def subtree_ranges(self) -> NDArray[np.int64]:
+        """(B, 2): each bone's subtree range in a depth-first order (:func:`subtree_ranges`;
+        read-only, computed once)."""
+        out = subtree_ranges(self.parents)
+        out.flags.writeable = False
+        return out
+
     @property
     def depth(self) -> int:
         """The longest chain from a bone to its root, in bones."""
-        return int(chains(self.parents).shape[1])
+        return int(self.chains.shape[1])
 
 
 def chains(parents: ArrayLike) -> NDArray[np.int64]:
@@ -408,13 +424,12 @@ def squash_maps(rig: VelocityRig, motion: JointMotion) -> NDArray[np.float64]:
     return out
 
 
-def chain_sums(parents: ArrayLike, values: ArrayLike, axis: int) -> NDArray[np.float64]:
-    """``values`` summed over each bone's chain (itself, its parent, ... its root) along their
-    bones' ``axis`` (float64, the shape of ``values``)."""
-    chain = chains(parents)
+def chain_sums(chain: NDArray[np.int64], values: ArrayLike, axis: int) -> NDArray[np.float64]:
+    """``values`` summed over each bone's chain (itself, its parent, ... its root: ``chain``,
+    from :func:`chains`) along their bones' ``axis`` (float64, the shape of ``values``)."""
     x = np.moveaxis(np.asarray(values, dtype=np.float64), axis, 0)
     if len(x) != len(chain):
-        raise InputError(f"values have {len(x)} bones along axis {axis}; parents {len(chain)}")
+        raise InputError(f"values have {len(x)} bones along axis {axis}; chains {len(chain)}")
     live = (chain >= 0).reshape(chain.shape + (1,) * (x.ndim - 1))
     summed = np.where(live, x[np.maximum(chain, 0)], 0.0).sum(axis=1)
     return np.moveaxis(summed, 0, axis)
@@ -449,7 +464,7 @@ def velocity_deform(
     p = np.asarray(positions, dtype=np.float64)
     jt = np.asarray(joints, dtype=np.int64)
     wt = np.asarray(weights, dtype=np.float64)
-    chain = chains(rig.parents)
+    chain = rig.chains
     out = p.copy()
     n = len(p)
     for s in range(jt.shape[1]):  # a slot, then a level of its chains: every vertex at once
