@@ -98,10 +98,10 @@ class VelocityRig:
         The rig's length ``L`` (module docstring): angular lag and squash count speeds in
         lengths a second.
     vertex_floppy, vertex_squashy : ndarray, float64, (N,)
-        Each vertex's weight of each effect (default 1).
+        Each vertex's weight of each effect, scaling what the effect moves it (default 1).
     bone_floppy, bone_squashy : ndarray, float64, (B,)
-        Each influencing bone's weight of each effect (default 1; 0: what it carries does not
-        move with velocity).
+        Each influencing bone's weight of each effect, scaling what its chain's terms move
+        (default 1; 0: what it carries does not move with velocity).
     rest_centers : ndarray, float64, (B, 3)
         Each joint's centre of mass at rest: the rest vertices weighted by their weights to it
         and its descendants (the joint's own rest position where no vertex has any).
