@@ -97,6 +97,7 @@ from vkdqs.shader_interface import (
     SCALE_STRIDE,
     TEXTURED_ID,
     VARIANTS,
+    VELOCITY_SLOT_TEXELS_ID,
     VELOCITY_TEXELS,
     VELOCITY_VERTICES,
     VERTEX_COLORS_ID,
@@ -335,6 +336,8 @@ def check_specialization(v: Variant, mod: Module) -> list[str]:
         want |= {DELTA_MUSH_PASS_ID, DELTA_MUSH_FROM_OUT_ID, DELTA_MUSH_OVERFLOW_ID}
     if v.kind == "bounds":  # bounds.comp: the edge dispatch or the main one
         want |= {BOUNDS_EDGES_ID}
+    if v.kind == "velocity":  # velocity.comp: one influence texel a vertex or two
+        want |= {VELOCITY_SLOT_TEXELS_ID}
     surface = surface_variant(v)  # with the UV and colour inputs
     if v.kind == "crowd_render" and surface:  # crowd.vert: UV and colour passed on or constant
         want |= {CROWD_UVS_ID, CROWD_COLORS_ID}

@@ -13,6 +13,8 @@
 // weight), then the rows of the chain's squash map x the bone's squashy weight.
 
 layout(local_size_x = 64) in;
+// influence texels a vertex: 1 (4 slots) or 2 (8 slots)
+layout(constant_id = 15) const uint SLOT_TEXELS = 1u;
 
 layout(set = 0, binding = 0, r32f) uniform imageBuffer vertices;  // the Skinner's output
 layout(set = 0, binding = 1) uniform usamplerBuffer influence_joints;  // slots / 4 a vertex
@@ -24,7 +26,6 @@ layout(push_constant) uniform PushConstants {
     uint vertex_count;
     uint positions;   // the pose's first float in vertices
     uint joint_base;  // the pose's first texel in joints
-    uint slot_texels; // influence texels a vertex: 1 (4 slots) or 2 (8 slots)
     uint bone_count;  // bounds a chain's walk
     float max_angle;
 } pc;
@@ -48,8 +49,8 @@ void main() {
     vec3 lag = vec3(0.0), squash = vec3(0.0);
     ivec4 bone[2] = ivec4[2](ivec4(-1), ivec4(-1));  // -1: an empty slot, in no subtree
     vec4 pull[2] = vec4[2](vec4(0.0), vec4(0.0));
-    for (uint t = 0u; t < pc.slot_texels; ++t) {
-        int row = int(pc.slot_texels * v + t);
+    for (uint t = 0u; t < SLOT_TEXELS; ++t) {
+        int row = int(SLOT_TEXELS * v + t);
         uvec4 bones = texelFetch(influence_joints, row);
         vec4 weights = texelFetch(influence_weights, row);
         for (int s = 0; s < 4; ++s) {
@@ -71,7 +72,7 @@ void main() {
     // carries (those in its subtree); a slot's walk stops where an earlier slot's has been
     vec3 turn = vec3(0.0);
     const vec4 lane = vec4(0.0, 1.0, 2.0, 3.0);
-    for (uint t = 0u; t < pc.slot_texels; ++t) {
+    for (uint t = 0u; t < SLOT_TEXELS; ++t) {
         for (int s = 0; s < 4; ++s) {
             int j = bone[t][s];
             vec4 before0 = t == 0u ? step(lane, vec4(float(s) - 0.5)) : vec4(1.0);
@@ -80,7 +81,8 @@ void main() {
                 vec4 axis = joint_texel(j, 1);
                 float here = float(j);
                 vec4 in0 = step(here, place[0]) * (1.0 - step(axis.w, place[0]));
-                vec4 in1 = step(here, place[1]) * (1.0 - step(axis.w, place[1]));
+                vec4 in1 = SLOT_TEXELS > 1u
+                    ? step(here, place[1]) * (1.0 - step(axis.w, place[1])) : vec4(0.0);
                 if (dot(in0, before0) + dot(in1, before1) > 0.0) {
                     break;
                 }

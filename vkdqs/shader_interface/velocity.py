@@ -31,7 +31,10 @@ VELOCITY_TEXELS = (
     (VELOCITY_VERTEX_WEIGHTS, Format.R32G32B32A32_SFLOAT),
     (VELOCITY_JOINTS, Format.R32G32B32A32_SFLOAT),
 )
-#: uint vertex_count, positions, joint_base, slot_texels, bone_count; float max_angle
-VELOCITY_PUSH_BYTES = 24
+#: uint vertex_count, positions, joint_base, bone_count; float max_angle
+VELOCITY_PUSH_BYTES = 20
+#: velocity.comp's ``SLOT_TEXELS``: influence texels a vertex, 1 (4 slots, the default) or 2 (8
+#: slots); a constant, so a 4-slot mesh's walk tests one texel's slots, not two
+VELOCITY_SLOT_TEXELS_ID = 15
 #: velocity.comp's workgroup size (local_size_x)
 VELOCITY_LOCAL_SIZE = 64

@@ -97,7 +97,7 @@ class VelocityPass:
         self.compute = ComputePass(
             skinner, skinner.pipelines, SHADER, si.VELOCITY_BINDINGS, si.VELOCITY_PUSH_BYTES
         )
-        self.pipeline = self.compute.pipeline()
+        self.pipeline = self.compute.pipeline(((si.VELOCITY_SLOT_TEXELS_ID, self.slot_texels),))
         self.joints = HostTexels(
             skinner,
             int(formats[si.VELOCITY_JOINTS]),
@@ -135,13 +135,7 @@ class VelocityPass:
         self.compute.begin(cmd)
         n, b = target.vertex_count, self.rig.bone_count
         for p in target.pose_range:
-            push = np.zeros(6, np.uint32)
-            push[:5] = (
-                n,
-                target.positions_at(p),
-                p * b * si.VELOCITY_JOINT_TEXELS,
-                self.slot_texels,
-                b,
-            )
-            push[5:].view(np.float32)[0] = self.rig.max_angle
+            push = np.zeros(5, np.uint32)
+            push[:4] = (n, target.positions_at(p), p * b * si.VELOCITY_JOINT_TEXELS, b)
+            push[4:].view(np.float32)[0] = self.rig.max_angle
             self.compute.dispatch(cmd, self.pipeline, n, si.VELOCITY_LOCAL_SIZE, push)
